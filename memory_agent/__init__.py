@@ -1,0 +1,47 @@
+"""memory_agent: bounded, auditable conversation memory for LangGraph chat apps, stored in PostgreSQL."""
+
+from memory_agent.agent import MemoryAgent
+from memory_agent.backend import MemoryBackend
+from memory_agent.errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    InvalidInputError,
+    MemoryAgentError,
+    SummarizationError,
+)
+from memory_agent.nodes import MemoryRoundState, memory_load_node, memory_save_node, with_memory
+from memory_agent.offline import OfflineSummaryModel
+from memory_agent.schemas import (
+    ConversationContext,
+    MemoryRecord,
+    MemorySummaryOutput,
+    RoundSaved,
+    TriggerResult,
+)
+from memory_agent.service import MemoryService, calculate_summary_range, should_trigger_summary
+from memory_agent.settings import MemorySettings
+
+
+__all__ = [
+    "ConfigurationError",
+    "ConversationContext",
+    "DatabaseUnavailableError",
+    "InvalidInputError",
+    "MemoryAgent",
+    "MemoryAgentError",
+    "MemoryBackend",
+    "MemoryRecord",
+    "MemoryRoundState",
+    "MemoryService",
+    "MemorySettings",
+    "MemorySummaryOutput",
+    "OfflineSummaryModel",
+    "RoundSaved",
+    "SummarizationError",
+    "TriggerResult",
+    "calculate_summary_range",
+    "memory_load_node",
+    "memory_save_node",
+    "should_trigger_summary",
+    "with_memory",
+]

@@ -1,0 +1,234 @@
+"""MemoryBackend: the only module that talks to PostgreSQL.
+
+Every statement is a named query from sql/queries.sql; schema migrations are the numbered files in sql/.
+Connections come from one psycopg AsyncConnectionPool in autocommit mode, with search_path set to the
+memory_agent schema, so a read is one round trip and a write transaction is explicit (`transaction()`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from memory_agent import resources
+from memory_agent.errors import DatabaseUnavailableError, MemoryAgentError
+from memory_agent.schemas import MemoryRecord, RoundSaved
+
+logger = logging.getLogger("memory_agent.backend")
+
+Row = dict[str, Any]
+
+
+class MemoryBackend:
+    """PostgreSQL operations on conversations, messages and the memory version chain."""
+
+    def __init__(self, pool: AsyncConnectionPool, schema: str = "memory_agent") -> None:
+        self.pool = pool
+        self.schema = schema
+        self._queries = resources.queries()
+
+    @classmethod
+    def create_pool(
+        cls,
+        conninfo: str,
+        schema: str = "memory_agent",
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 5.0,
+        name: str = "memory_agent",
+    ) -> AsyncConnectionPool:
+        """A closed pool whose connections are autocommit and see only `schema` (then public)."""
+        search_path = sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema))
+
+        async def configure(conn: psycopg.AsyncConnection) -> None:
+            await conn.set_autocommit(True)
+            await conn.execute(search_path)
+
+        return AsyncConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            open=False,
+            configure=configure,
+            kwargs={"row_factory": dict_row},
+            name=name,
+            # A pooled connection whose server went away is replaced instead of handed out.
+            check=AsyncConnectionPool.check_connection,
+        )
+
+    # ------------------------------------------------------------------ plumbing
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        try:
+            async with self.pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailableError(
+                f"PostgreSQL is unavailable ({type(exc).__name__}: {exc}); nothing was written, retry the call"
+            ) from exc
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """One write transaction; everything inside commits together or not at all."""
+        async with self.connection() as conn:
+            async with conn.transaction():
+                yield conn
+
+    async def _fetch_all(
+        self, name: str, params: dict[str, Any], conn: psycopg.AsyncConnection[Row] | None = None
+    ) -> list[Row]:
+        if conn is not None:
+            cur = await conn.execute(self._queries[name], params)
+            return await cur.fetchall()
+        async with self.connection() as own:
+            cur = await own.execute(self._queries[name], params)
+            return await cur.fetchall()
+
+    async def _fetch_one(
+        self, name: str, params: dict[str, Any], conn: psycopg.AsyncConnection[Row] | None = None
+    ) -> Row | None:
+        rows = await self._fetch_all(name, params, conn)
+        return rows[0] if rows else None
+
+    # ------------------------------------------------------------------ schema
+
+    async def setup(self) -> list[int]:
+        """Apply pending migrations; safe when several processes call it at once. Returns versions applied."""
+        schema = sql.Identifier(self.schema)
+        applied_now: list[int] = []
+        async with self.transaction() as conn:
+            # Serializes concurrent setup() calls of every process on this schema until commit.
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"memory_agent.setup:{self.schema}"])
+            await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+            await conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(schema))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            cur = await conn.execute("SELECT version FROM schema_migrations")
+            done = {row["version"] for row in await cur.fetchall()}
+            for version, name, body in resources.migrations():
+                if version in done:
+                    continue
+                await conn.execute(body.encode())  # bytes: no parameters, several statements allowed
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", [version, name]
+                )
+                applied_now.append(version)
+        if applied_now:
+            logger.info("Applied memory_agent migrations %s to schema %s", applied_now, self.schema)
+        return applied_now
+
+    # ------------------------------------------------------------------ round path
+
+    async def load_context(self, conversation_id: str) -> list[Row]:
+        """Latest completed memory + every message after it, in one statement (at least one row)."""
+        return await self._fetch_all("load_context", {"conversation_id": conversation_id})
+
+    async def save_round(
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        conversation_id: str,
+        roles: Sequence[str],
+        contents: Sequence[str],
+        messages: Sequence[dict[str, Any]],
+    ) -> RoundSaved:
+        row = await self._fetch_one(
+            "save_round",
+            {
+                "conversation_id": conversation_id,
+                "count": len(roles),
+                "roles": list(roles),
+                "contents": list(contents),
+                "messages": [Jsonb(m) for m in messages],
+            },
+            conn,
+        )
+        if row is None or row["stored"] != len(roles):  # pragma: no cover - the statement always returns one row
+            raise MemoryAgentError(f"storing the round of {conversation_id!r} wrote {row} instead of {len(roles)} rows")
+        return RoundSaved(
+            conversation_id=conversation_id,
+            round_number=row["round_number"],
+            first_sequence=row["first_sequence"],
+            last_sequence=row["last_sequence"],
+        )
+
+    async def trigger_state(
+        self, conn: psycopg.AsyncConnection[Row], conversation_id: str, from_sequence: int
+    ) -> Row:
+        row = await self._fetch_one(
+            "trigger_state", {"conversation_id": conversation_id, "from_sequence": from_sequence}, conn
+        )
+        assert row is not None
+        return row
+
+    async def insert_processing(
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        conversation_id: str,
+        start_sequence: int,
+        end_sequence: int,
+        base_memory_id: int | None,
+    ) -> int | None:
+        row = await self._fetch_one(
+            "insert_processing",
+            {
+                "conversation_id": conversation_id,
+                "start_sequence": start_sequence,
+                "end_sequence": end_sequence,
+                "base_memory_id": base_memory_id,
+            },
+            conn,
+        )
+        return row["memory_id"] if row else None
+
+    async def reclaim_stale(
+        self,
+        timeout_s: float,
+        conversation_id: str | None = None,
+        conn: psycopg.AsyncConnection[Row] | None = None,
+    ) -> list[Row]:
+        return await self._fetch_all(
+            "reclaim_stale", {"timeout_s": timeout_s, "conversation_id": conversation_id}, conn
+        )
+
+    # ------------------------------------------------------------------ summarization
+
+    async def start_memory(self, memory_id: int) -> Row | None:
+        return await self._fetch_one("start_memory", {"memory_id": memory_id})
+
+    async def get_messages(self, conversation_id: str, start_sequence: int, end_sequence: int) -> list[Row]:
+        return await self._fetch_all(
+            "get_messages",
+            {"conversation_id": conversation_id, "start_sequence": start_sequence, "end_sequence": end_sequence},
+        )
+
+    async def complete_memory(self, **fields: Any) -> bool:
+        return await self._fetch_one("complete_memory", fields) is not None
+
+    async def fail_memory(self, **fields: Any) -> bool:
+        return await self._fetch_one("fail_memory", fields) is not None
+
+    # ------------------------------------------------------------------ reading
+
+    async def get_memory(self, memory_id: int) -> MemoryRecord | None:
+        row = await self._fetch_one("get_memory", {"memory_id": memory_id})
+        return MemoryRecord(**row) if row else None
+
+    async def list_memory(self, conversation_id: str) -> list[MemoryRecord]:
+        return [MemoryRecord(**row) for row in await self._fetch_all("list_memory", {"conversation_id": conversation_id})]
+
+    async def list_processing(self) -> list[Row]:
+        return await self._fetch_all("list_processing", {})

@@ -1,0 +1,118 @@
+"""LangGraph glue: the round-start and round-end nodes, and `with_memory` that wraps a compiled graph.
+
+No SQL and no window maths here: the nodes call MemoryService.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from typing_extensions import TypedDict
+
+from memory_agent.errors import InvalidInputError
+from memory_agent.service import MemoryService, validate_conversation_id, validate_round_input
+
+# LangGraph's stream handler skips runs with this tag: context we load is not the model's output.
+NOSTREAM_TAG = "langsmith:nostream"
+
+
+class MemoryRoundState(TypedDict, total=False):
+    """What the memory nodes read and write. `memory_round` is private to them."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    memory_round: dict[str, Any] | None
+
+
+def conversation_id_from_config(config: RunnableConfig | None) -> str:
+    configurable = (config or {}).get("configurable") or {}
+    if "thread_id" not in configurable:
+        raise InvalidInputError(
+            'memory_agent needs a conversation id: pass config={"configurable": {"thread_id": "<conversation id>"}}'
+        )
+    return validate_conversation_id(configurable["thread_id"])
+
+
+async def _load(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+    started = time.perf_counter()
+    conversation_id = conversation_id_from_config(config)
+    incoming = validate_round_input(state.get("messages") or [])
+    context = await memory.get_context_for_workflow(conversation_id, incoming)
+    workflow = memory.build_workflow_messages(context, incoming)
+    return {
+        "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow],
+        "memory_round": {
+            "conversation_id": conversation_id,
+            "input": incoming,
+            "context_ids": [m.id for m in workflow],
+            "memory_id": context.memory_id,
+            "gap_start_sequence": context.gap_start_sequence,
+            "gap_end_sequence": context.gap_end_sequence,
+            "load_ms": (time.perf_counter() - started) * 1000,
+            "started": started,
+        },
+    }
+
+
+def _round_messages(state: MemoryRoundState) -> tuple[str, list[BaseMessage]]:
+    info = state.get("memory_round")
+    if not info:
+        raise InvalidInputError("memory_save ran without memory_load: add the load node before the graph it wraps")
+    context_ids = set(info["context_ids"])
+    produced = [m for m in state.get("messages") or [] if m.id not in context_ids]
+    return info["conversation_id"], [*info["input"], *produced]
+
+
+async def _save(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+    conversation_id, round_messages = _round_messages(state)
+    await memory.finish_round(conversation_id, round_messages)
+    return {"memory_round": None}
+
+
+def memory_load_node(memory: MemoryService) -> RunnableLambda:
+    """Round start: replace the state's messages by gap + this round's input, with the memory injected."""
+
+    async def aload(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+        return await _load(memory, state, config)
+
+    def load(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+        return memory.call_sync(_load(memory, state, config))
+
+    return RunnableLambda(load, afunc=aload, name="memory_load").with_config(tags=[NOSTREAM_TAG])
+
+
+def memory_save_node(memory: MemoryService) -> RunnableLambda:
+    """Round end: persist the user input and every message the graph produced; start a summary if due."""
+
+    async def asave(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+        return await _save(memory, state, config)
+
+    def save(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+        return memory.call_sync(_save(memory, state, config))
+
+    return RunnableLambda(save, afunc=asave, name="memory_save").with_config(tags=[NOSTREAM_TAG])
+
+
+def with_memory(graph: Any, memory: MemoryService, *, name: str = "agent") -> Any:
+    """Wrap a compiled graph whose state has "messages": memory_load → graph → memory_save.
+
+    The wrapped graph sees only the memory and the gap, never the whole history. Returns a compiled
+    graph with the same input and output state as `graph`.
+    """
+    builder_of_graph = getattr(graph, "builder", None)
+    schema = getattr(builder_of_graph, "state_schema", None) or MessagesState
+    if "messages" not in getattr(schema, "__annotations__", {}) and not hasattr(schema, "model_fields"):
+        schema = MessagesState
+    builder = StateGraph(schema)
+    builder.add_node("memory_load", memory_load_node(memory), input_schema=MemoryRoundState)
+    builder.add_node(name, graph)
+    builder.add_node("memory_save", memory_save_node(memory), input_schema=MemoryRoundState)
+    builder.add_edge(START, "memory_load")
+    builder.add_edge("memory_load", name)
+    builder.add_edge(name, "memory_save")
+    builder.add_edge("memory_save", END)
+    return builder.compile(name=f"{getattr(graph, 'name', None) or name}_with_memory")

@@ -1,0 +1,66 @@
+"""Finds the SQL migrations, named queries and prompt files, in an installed wheel or in the source tree."""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+from pathlib import Path
+from typing import LiteralString, cast
+
+_QUERY_HEADER = re.compile(r"^-- (?P<name>[a-z_]+) --$", re.MULTILINE)
+_MIGRATION_NAME = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
+
+
+def _resource_dir(name: str) -> Path:
+    # The wheel carries sql/ and prompts/ inside the package; a source checkout has them at the top.
+    packaged = resources.files("memory_agent") / name
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parent.parent / name
+    if source.is_dir():
+        return source
+    raise FileNotFoundError(f"memory_agent resource folder {name!r} is missing from the installation")
+
+
+def sql_dir() -> Path:
+    return _resource_dir("sql")
+
+
+def prompts_dir() -> Path:
+    return _resource_dir("prompts")
+
+
+def parse_queries(text: str) -> dict[str, LiteralString]:
+    """Split a queries file into {name: statement}; the line after a header is its description."""
+    queries: dict[str, LiteralString] = {}
+    headers = list(_QUERY_HEADER.finditer(text))
+    for header, following in zip(headers, headers[1:] + [None]):
+        body = text[header.end() : following.start() if following else len(text)]
+        lines = [line for line in body.strip().splitlines() if not line.startswith("--")]
+        queries[header["name"]] = cast(LiteralString, "\n".join(lines).strip().rstrip(";"))
+    return queries
+
+
+@functools.cache
+def queries() -> dict[str, LiteralString]:
+    return parse_queries((sql_dir() / "queries.sql").read_text(encoding="utf-8"))
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """[(version, name, sql)] in version order."""
+    found = []
+    for path in sorted(sql_dir().glob("[0-9][0-9][0-9][0-9]_*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if match is None:
+            raise ValueError(f"migration file name {path.name!r} must look like 0001_name.sql")
+        found.append((int(match["version"]), match["name"], path.read_text(encoding="utf-8")))
+    versions = [version for version, _, _ in found]
+    if len(set(versions)) != len(versions):
+        raise ValueError(f"two migrations share a version number: {versions}")
+    return found
+
+
+@functools.cache
+def prompt(name: str) -> str:
+    return (prompts_dir() / f"{name}.txt").read_text(encoding="utf-8")

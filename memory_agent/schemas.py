@@ -1,0 +1,88 @@
+"""The design's data shapes: MemoryRecord, MemorySummaryOutput, ConversationContext, and round results."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+MemoryStatus = Literal["processing", "completed", "failed"]
+
+
+class MemoryRecord(BaseModel):
+    """One row of the `memory` table: a version of a conversation's summary."""
+
+    memory_id: int
+    conversation_id: str
+    memory_text: str
+    start_sequence: int
+    end_sequence: int
+    base_memory_id: int | None = None
+    status: MemoryStatus
+    created_at: datetime
+    generation_time_ms: int | None = None
+    error: str | None = None
+    model_name: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    summarized_start: int | None = None
+    summarized_end: int | None = None
+    attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class MemorySummaryOutput(BaseModel):
+    """What the summarizer model returns (structured output)."""
+
+    summary: str = Field(description="The updated memory of the conversation window.")
+
+
+class ConversationContext(BaseModel):
+    """What a round starts from: the latest completed memory (if any) and the gap messages after it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    conversation_id: str
+    memory_id: int | None = None
+    memory_text: str | None = None
+    memory_start_sequence: int | None = None
+    memory_end_sequence: int | None = None
+    gap_messages: list[BaseMessage] = Field(default_factory=list)
+    gap_start_sequence: int | None = None
+    gap_end_sequence: int | None = None
+    next_sequence: int = 0
+
+    @property
+    def path(self) -> Literal["memory+gap", "raw"]:
+        """`memory+gap` when a completed memory is served, `raw` for the no-memory fallback."""
+        return "memory+gap" if self.memory_text is not None else "raw"
+
+
+class RoundSaved(BaseModel):
+    """Where a persisted round landed."""
+
+    conversation_id: str
+    round_number: int
+    first_sequence: int
+    last_sequence: int
+
+
+TriggerOutcome = Literal["started", "below_threshold", "already_processing", "no_new_messages"]
+
+
+class TriggerResult(BaseModel):
+    """The trigger rule's decision at a round end."""
+
+    outcome: TriggerOutcome
+    memory_id: int | None = None
+    start_sequence: int | None = None
+    end_sequence: int | None = None
+    base_memory_id: int | None = None
+    reclaimed_memory_ids: list[int] = Field(default_factory=list)
+
+    @property
+    def started(self) -> bool:
+        return self.outcome == "started"

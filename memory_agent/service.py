@@ -1,0 +1,653 @@
+"""MemoryService: window maths, the trigger rule, context assembly and background summarization.
+
+Round START: `get_context_for_workflow` reads the latest *completed* memory and the gap messages after it
+in one statement; `build_workflow_messages` injects the memory into the model's context.
+Round END: `finish_round` stores the round and applies the trigger rule in one write transaction, then
+hands the new `processing` row to the executor without waiting for the summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+
+from memory_agent.agent import MemoryAgent, SequencedMessage
+from memory_agent.backend import MemoryBackend
+from memory_agent.errors import ConfigurationError, InvalidInputError, SummarizationError
+from memory_agent.runtime import MemoryLoop
+from memory_agent.schemas import ConversationContext, MemoryRecord, RoundSaved, TriggerResult
+from memory_agent.settings import MemorySettings
+
+logger = logging.getLogger("memory_agent")
+
+MAX_CONVERSATION_ID_LENGTH = 1024
+CONTEXT_PREFIX = "[Previous context: {memory_text}]\n\n"
+CONTEXT_SYSTEM = "Summary of the earlier conversation (older messages are not shown):\n{memory_text}"
+
+
+# ---------------------------------------------------------------------------- pure rules of the design
+
+
+def calculate_summary_range(
+    last_saved_seq: int, window_size: int = 14, round_starts: Sequence[int] | None = None
+) -> tuple[int, int]:
+    """The sliding window (start_seq, end_seq) ending at `last_saved_seq`.
+
+    Without `round_starts` this is the design's rule for user/assistant pairs: the start is rounded up to
+    an even sequence. With `round_starts` (first sequence of each round) the start moves up to the first
+    round that begins inside the window, so a round (tool calls included) is never split; when the last
+    round alone is longer than the window, the window starts at that round.
+    """
+    if last_saved_seq < 0:
+        raise ValueError(f"last_saved_seq must be >= 0, got {last_saved_seq}")
+    if window_size < 1:
+        raise ValueError(f"window_size must be >= 1, got {window_size}")
+    end_seq = last_saved_seq
+    start_seq = max(0, end_seq - window_size + 1)
+    if round_starts is None:
+        if start_seq % 2 != 0:
+            start_seq += 1
+        return (start_seq, end_seq)
+    inside = [s for s in round_starts if start_seq <= s <= end_seq]
+    if inside:
+        return (min(inside), end_seq)
+    earlier = [s for s in round_starts if s <= end_seq]
+    if not earlier:
+        raise ValueError(f"no round starts at or before sequence {end_seq}: {list(round_starts)}")
+    return (max(earlier), end_seq)
+
+
+def should_trigger_summary(last_saved_seq: int, summarize_after_seq: int = 5, already_processing: bool = False) -> bool:
+    """The design's trigger rule as a pure function; MemoryService.should_trigger_summary asks the database."""
+    return last_saved_seq >= summarize_after_seq and not already_processing
+
+
+def role_of(message: BaseMessage) -> str:
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, SystemMessage):
+        return "system"
+    return message.type
+
+
+def validate_conversation_id(conversation_id: Any) -> str:
+    if not isinstance(conversation_id, str):
+        raise InvalidInputError(
+            f"thread_id must be a non-empty string, got {type(conversation_id).__name__}; "
+            'pass config={"configurable": {"thread_id": "..."}}'
+        )
+    if not conversation_id.strip():
+        raise InvalidInputError("thread_id must be a non-empty string, got an empty or blank one")
+    if "\x00" in conversation_id:
+        raise InvalidInputError("thread_id contains a NUL character, which PostgreSQL text cannot store")
+    if len(conversation_id) > MAX_CONVERSATION_ID_LENGTH:
+        raise InvalidInputError(
+            f"thread_id is {len(conversation_id)} characters long; at most {MAX_CONVERSATION_ID_LENGTH} are allowed"
+        )
+    return conversation_id
+
+
+def _check_content(message: BaseMessage, position: int) -> None:
+    content = message.content
+    if isinstance(content, str):
+        return
+    if isinstance(content, list) and all(isinstance(block, (str, dict)) for block in content):
+        return
+    raise InvalidInputError(
+        f"message {position} ({type(message).__name__}) has content of type {type(content).__name__}; "
+        "content must be a string or a list of content blocks"
+    )
+
+
+def serialize_round(messages: Sequence[Any]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """(roles, contents, message dicts) ready to store; raises InvalidInputError naming the bad message."""
+    if not messages:
+        raise InvalidInputError("a round needs at least one message (the user's)")
+    roles, contents, payloads = [], [], []
+    for position, message in enumerate(messages):
+        if not isinstance(message, BaseMessage):
+            raise InvalidInputError(
+                f"message {position} is a {type(message).__name__}, not a LangChain message "
+                "(HumanMessage, AIMessage, ToolMessage, ...)"
+            )
+        _check_content(message, position)
+        payload = message_to_dict(message)
+        dumped = json.dumps(payload, default=str, ensure_ascii=False)
+        if "\x00" in dumped or "\\u0000" in dumped:
+            raise InvalidInputError(
+                f"message {position} ({type(message).__name__}) contains a NUL character, which PostgreSQL "
+                "cannot store; remove it before sending the message"
+            )
+        roles.append(role_of(message))
+        contents.append(str(message.text))
+        payloads.append(json.loads(dumped))  # plain JSON types only
+    return roles, contents, payloads
+
+
+def check_user_messages(messages: Sequence[BaseMessage]) -> None:
+    """A round carries at least one user message, and no empty one."""
+    if not any(isinstance(m, HumanMessage) for m in messages):
+        raise InvalidInputError("a round needs a user message (HumanMessage); none was given")
+    for position, message in enumerate(messages):
+        if isinstance(message, HumanMessage) and not str(message.text).strip() and not (
+            isinstance(message.content, list) and message.content
+        ):
+            raise InvalidInputError(f"message {position} (HumanMessage) is empty")
+
+
+def validate_round_input(messages: Any) -> list[BaseMessage]:
+    """The messages a caller starts a round with: LangChain messages, at least one from the user."""
+    if not isinstance(messages, (list, tuple)):
+        raise InvalidInputError(f"a round's input must be a list of messages, got {type(messages).__name__}")
+    for position, message in enumerate(messages):
+        if not isinstance(message, BaseMessage):
+            raise InvalidInputError(
+                f"message {position} is a {type(message).__name__}, not a LangChain message "
+                "(HumanMessage, AIMessage, ToolMessage, ...)"
+            )
+        _check_content(message, position)
+    check_user_messages(messages)
+    return list(messages)
+
+
+def inject_memory(
+    memory_text: str | None, messages: Sequence[BaseMessage], mode: str = "prefix"
+) -> list[BaseMessage]:
+    """The model's context: memory (when there is one) injected into `messages` per `mode`."""
+    result = list(messages)
+    if memory_text is None:
+        return result
+    if mode == "system":
+        return [SystemMessage(CONTEXT_SYSTEM.format(memory_text=memory_text), id="memory_agent:memory"), *result]
+    if mode != "prefix":
+        raise ConfigurationError(f"injection_mode must be 'prefix' or 'system', got {mode!r}")
+    prefix = CONTEXT_PREFIX.format(memory_text=memory_text)
+    for index, message in enumerate(result):
+        if isinstance(message, HumanMessage):
+            content = message.content
+            if isinstance(content, str):
+                new_content: Any = prefix + content
+            else:
+                new_content = [{"type": "text", "text": prefix}, *content]
+            result[index] = message.model_copy(update={"content": new_content})
+            break
+    return result
+
+
+# ---------------------------------------------------------------------------- the service
+
+
+def default_summary_model(settings: MemorySettings) -> BaseChatModel:
+    """ChatOpenAI(settings.memory_model) when an OpenAI key or base URL is set, else the offline summarizer."""
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(
+            model=settings.memory_model,
+            api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",  # local OpenAI-compatible servers
+            timeout=settings.summary_timeout_s,
+            max_retries=0,  # retries are ours, recorded on the memory row
+        )
+    from memory_agent.offline import OfflineSummaryModel
+
+    logger.warning("No OPENAI_API_KEY or OPENAI_BASE_URL: using the offline summarizer (extractive, no network)")
+    return OfflineSummaryModel()
+
+
+class MemoryService:
+    """Conversation memory over PostgreSQL. Use as `async with` (or `with`) to open and close it."""
+
+    def __init__(
+        self,
+        settings: MemorySettings | None = None,
+        *,
+        model: BaseChatModel | None = None,
+        database_url: str | None = None,
+    ) -> None:
+        self.settings = settings or MemorySettings()
+        self._model = model
+        self._database_url = database_url or self.settings.database_url
+        self._loop: MemoryLoop | None = None
+        self._backend: MemoryBackend | None = None
+        self._agent: MemoryAgent | None = None
+        self._executor: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_settings(
+        cls, settings: MemorySettings | None = None, *, model: BaseChatModel | None = None
+    ) -> "MemoryService":
+        """A service for `settings` (default: from the environment) and summarizer `model`.
+
+        `model` is any LangChain chat model; by default ChatOpenAI(settings.memory_model) when
+        OPENAI_API_KEY or OPENAI_BASE_URL is set, the offline summarizer otherwise.
+        """
+        return cls(settings, model=model)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def backend(self) -> MemoryBackend:
+        if self._backend is None:
+            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
+        return self._backend
+
+    @property
+    def agent(self) -> MemoryAgent:
+        if self._agent is None:
+            raise RuntimeError("MemoryService is not open")
+        return self._agent
+
+    @property
+    def loop(self) -> MemoryLoop:
+        if self._loop is None:
+            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
+        return self._loop
+
+    @property
+    def is_open(self) -> bool:
+        return self._backend is not None
+
+    def _resolve_database_url(self) -> str:
+        if self._database_url:
+            return self._database_url
+        from memory_agent.embedded import start_embedded_postgres
+
+        return start_embedded_postgres(self.settings.data_dir)
+
+    async def _open_on_loop(self, url: str) -> None:
+        settings = self.settings
+        pool = MemoryBackend.create_pool(
+            url,
+            settings.db_schema,
+            min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size,
+            timeout=settings.connect_timeout_s,
+        )
+        try:
+            await pool.open(wait=True, timeout=settings.connect_timeout_s)
+        except Exception as exc:
+            await pool.close()
+            raise ConfigurationError(
+                f"cannot connect to PostgreSQL within {settings.connect_timeout_s}s: {exc}; "
+                "check MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
+            ) from exc
+        backend = MemoryBackend(pool, settings.db_schema)
+        try:
+            await backend.setup()
+        except Exception:
+            await pool.close()
+            raise
+        self._backend = backend
+        self._agent = MemoryAgent(self._model or default_summary_model(settings), max_words=settings.memory_max_words)
+        from memory_agent.executors import make_executor
+
+        self._executor = make_executor(self)
+        await self._executor.start()
+
+    def open(self) -> "MemoryService":
+        """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations."""
+        if self._backend is not None:
+            return self
+        url = self._resolve_database_url()
+        self._loop = MemoryLoop()
+        try:
+            self._loop.run(self._open_on_loop(url))
+        except BaseException:
+            self._loop.stop()
+            self._loop = None
+            raise
+        return self
+
+    async def aopen(self) -> "MemoryService":
+        await asyncio.to_thread(self.open)
+        return self
+
+    async def _close_on_loop(self, timeout: float) -> None:
+        await self._drain_on_loop(timeout)
+        if self._executor is not None:
+            await self._executor.stop()
+        for task in list(self._tasks):
+            # Past the grace period: the row stays `processing` and is reclaimed after processing_timeout_s.
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._backend is not None:
+            await self._backend.pool.close()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Drain in-flight summaries for up to `timeout` (default drain_timeout_s), then close."""
+        if self._loop is None:
+            return
+        try:
+            self._loop.run(self._close_on_loop(self.settings.drain_timeout_s if timeout is None else timeout))
+        finally:
+            self._loop.stop()
+            self._loop = None
+            self._backend = None
+
+    async def aclose(self, timeout: float | None = None) -> None:
+        await asyncio.to_thread(self.close, timeout)
+
+    async def __aenter__(self) -> "MemoryService":
+        return await self.aopen()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> "MemoryService":
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def call_sync(self, coro: Any) -> Any:
+        """Run one of this service's coroutines from synchronous code (used by the sync graph nodes)."""
+        return self.loop.run(coro)
+
+    # ------------------------------------------------------------------ round start
+
+    async def get_context_for_workflow(
+        self, conversation_id: str, current_messages: Sequence[BaseMessage] | None = None
+    ) -> ConversationContext:
+        """Latest completed memory + gap messages (stored after it); all stored messages when none.
+
+        `current_messages` (this round's new input) is not stored yet and is not part of the gap.
+        """
+        validate_conversation_id(conversation_id)
+        return await self.loop.arun(self._get_context(conversation_id))
+
+    async def _get_context(self, conversation_id: str) -> ConversationContext:
+        rows = await self.backend.load_context(conversation_id)
+        first = rows[0]
+        stored = [row for row in rows if row["sequence_number"] is not None]
+        gap = messages_from_dict([row["message"] for row in stored])
+        context = ConversationContext(
+            conversation_id=conversation_id,
+            memory_id=first["memory_id"],
+            memory_text=first["memory_text"],
+            memory_start_sequence=first["start_sequence"],
+            memory_end_sequence=first["end_sequence"],
+            gap_messages=gap,
+            gap_start_sequence=stored[0]["sequence_number"] if stored else None,
+            gap_end_sequence=stored[-1]["sequence_number"] if stored else None,
+            next_sequence=(stored[-1]["sequence_number"] + 1)
+            if stored
+            else (first["end_sequence"] + 1 if first["end_sequence"] is not None else 0),
+        )
+        if context.memory_id is None:
+            logger.debug(
+                "No completed memory for %s: raw fallback with %d messages", conversation_id, len(gap)
+            )
+        return context
+
+    def build_workflow_messages(
+        self, context: ConversationContext, current_messages: Sequence[BaseMessage]
+    ) -> list[BaseMessage]:
+        """gap + current messages, with the memory injected per `injection_mode`."""
+        return inject_memory(context.memory_text, [*context.gap_messages, *current_messages], self.settings.injection_mode)
+
+    # ------------------------------------------------------------------ round end
+
+    def calculate_summary_range(
+        self, last_saved_seq: int, round_starts: Sequence[int] | None = None
+    ) -> tuple[int, int]:
+        return calculate_summary_range(last_saved_seq, self.settings.memory_rolling_window_size, round_starts)
+
+    async def finish_round(self, conversation_id: str, messages: Sequence[BaseMessage]) -> tuple[RoundSaved, TriggerResult]:
+        """Persist a whole round and apply the trigger rule in one transaction; start the summary after commit."""
+        validate_conversation_id(conversation_id)
+        roles, contents, payloads = serialize_round(messages)
+        check_user_messages(messages)
+        return await self.loop.arun(self._finish_round(conversation_id, roles, contents, payloads))
+
+    async def _finish_round(
+        self, conversation_id: str, roles: list[str], contents: list[str], payloads: list[dict[str, Any]]
+    ) -> tuple[RoundSaved, TriggerResult]:
+        async with self.backend.transaction() as conn:
+            saved = await self.backend.save_round(conn, conversation_id, roles, contents, payloads)
+            trigger = await self._apply_trigger_rule(conn, conversation_id, saved.last_sequence, saved.first_sequence)
+        self._after_trigger(conversation_id, trigger)
+        return saved, trigger
+
+    async def should_trigger_summary(self, conversation_id: str, last_saved_seq: int) -> bool:
+        """The design's rule: enough messages, and no summary in progress for the conversation."""
+        validate_conversation_id(conversation_id)
+        if last_saved_seq < self.settings.memory_summarize_after_seq:
+            return False
+
+        async def check() -> bool:
+            async with self.backend.connection() as conn:
+                state = await self.backend.trigger_state(conn, conversation_id, last_saved_seq)
+            return state["processing_memory_id"] is None
+
+        return await self.loop.arun(check())
+
+    async def trigger_summarization_if_needed(self, conversation_id: str, last_saved_seq: int) -> TriggerResult:
+        """Apply the trigger rule after a round whose last stored message is `last_saved_seq`."""
+        validate_conversation_id(conversation_id)
+
+        async def trigger() -> TriggerResult:
+            async with self.backend.transaction() as conn:
+                result = await self._apply_trigger_rule(conn, conversation_id, last_saved_seq, None)
+            self._after_trigger(conversation_id, result)
+            return result
+
+        return await self.loop.arun(trigger())
+
+    async def _apply_trigger_rule(
+        self, conn: Any, conversation_id: str, last_saved_seq: int, round_first_seq: int | None
+    ) -> TriggerResult:
+        settings = self.settings
+        if last_saved_seq < settings.memory_summarize_after_seq:
+            return TriggerResult(outcome="below_threshold")
+        nominal_start = max(0, last_saved_seq - settings.memory_rolling_window_size + 1)
+        state = await self.backend.trigger_state(conn, conversation_id, nominal_start)
+        reclaimed: list[int] = []
+        if state["processing_memory_id"] is not None:
+            if state["processing_age_s"] < settings.processing_timeout_s:
+                logger.debug("Summarization already in progress for %s", conversation_id)
+                return TriggerResult(outcome="already_processing", memory_id=state["processing_memory_id"])
+            rows = await self.backend.reclaim_stale(settings.processing_timeout_s, conversation_id, conn)
+            reclaimed = [row["memory_id"] for row in rows]
+            for memory_id in reclaimed:
+                logger.warning("Reclaimed stale memory %s of %s (processing past timeout)", memory_id, conversation_id)
+        base_end = state["base_end_sequence"]
+        if base_end is not None and last_saved_seq - base_end < settings.memory_min_new_messages:
+            logger.debug("No new messages to summarize for %s", conversation_id)
+            return TriggerResult(outcome="no_new_messages", reclaimed_memory_ids=reclaimed)
+        round_starts = list(state["round_starts"] or [])
+        if round_first_seq is not None:
+            round_starts.append(round_first_seq)
+        start_seq, end_seq = self.calculate_summary_range(last_saved_seq, round_starts or None)
+        memory_id = await self.backend.insert_processing(
+            conn, conversation_id, start_seq, end_seq, state["base_memory_id"]
+        )
+        if memory_id is None:  # another process claimed the slot between our read and insert
+            logger.debug("Summarization already in progress for %s", conversation_id)
+            return TriggerResult(outcome="already_processing", reclaimed_memory_ids=reclaimed)
+        return TriggerResult(
+            outcome="started",
+            memory_id=memory_id,
+            start_sequence=start_seq,
+            end_sequence=end_seq,
+            base_memory_id=state["base_memory_id"],
+            reclaimed_memory_ids=reclaimed,
+        )
+
+    def _after_trigger(self, conversation_id: str, trigger: TriggerResult) -> None:
+        if trigger.started:
+            assert trigger.memory_id is not None
+            logger.debug(
+                "Memory %s created for %s: window %s-%s, base %s",
+                trigger.memory_id, conversation_id, trigger.start_sequence, trigger.end_sequence, trigger.base_memory_id,
+            )
+            self._executor.dispatch(trigger.memory_id)
+
+    # ------------------------------------------------------------------ background summarization
+
+    def spawn(self, memory_id: int) -> None:
+        """Start summarizing `memory_id` as a task on the memory loop, detached from the caller's context."""
+        # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing).
+        task = self.loop.loop.create_task(self.run_summary(memory_id), context=contextvars.Context())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def run_summary(self, memory_id: int) -> str:
+        """Summarize one `processing` row to `completed` or `failed`. Never raises; returns the final status."""
+        settings = self.settings
+        backend = self.backend
+        try:
+            row = await backend.start_memory(memory_id)
+        except Exception as exc:
+            logger.error("Memory %s: could not start summarization: %s", memory_id, exc)
+            return "processing"
+        if row is None:
+            logger.debug("Memory %s is no longer processing; nothing to do", memory_id)
+            return "skipped"
+        conversation_id = row["conversation_id"]
+        start_seq, end_seq = row["start_sequence"], row["end_sequence"]
+        base_end = row["base_end_sequence"]
+        # Incremental: only messages after the base memory, and never before the window start.
+        new_start = start_seq if base_end is None else max(base_end + 1, start_seq)
+        started = time.perf_counter()
+        error: str | None = None
+        try:
+            rows = await backend.get_messages(conversation_id, new_start, end_seq)
+            if not rows:
+                logger.debug("No new messages to summarize for %s", conversation_id)
+                raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
+            new_messages = [
+                SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows
+            ]
+            result = await self._summarize_with_retries(
+                row["base_memory_text"], base_end, new_messages, start_seq, end_seq, memory_id
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            result = None
+        elapsed_ms = int((time.perf_counter() - started) * 1000)
+        try:
+            if result is not None:
+                if not await backend.complete_memory(
+                    memory_id=memory_id,
+                    memory_text=result.text,
+                    generation_time_ms=elapsed_ms,
+                    model_name=result.model_name,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                    summarized_start=new_start,
+                    summarized_end=end_seq,
+                ):
+                    logger.warning("Memory %s was reclaimed while summarizing; its result is discarded", memory_id)
+                    return "discarded"
+                logger.info("Summarized messages %s-%s for %s in %sms", start_seq, end_seq, conversation_id, elapsed_ms)
+                if start_seq > 0:
+                    logger.info("Sliding window: dropping seq 0-%s for %s", start_seq - 1, conversation_id)
+                logger.debug("Memory %s status updated to completed", memory_id)
+                return "completed"
+            await backend.fail_memory(
+                memory_id=memory_id,
+                error=error,
+                generation_time_ms=elapsed_ms,
+                model_name=self.agent.model_name,
+                summarized_start=new_start,
+                summarized_end=end_seq,
+            )
+            logger.warning("Summarization of messages %s-%s for %s failed: %s", start_seq, end_seq, conversation_id, error)
+            logger.debug("Memory %s status updated to failed", memory_id)
+            return "failed"
+        except Exception as exc:
+            # The row stays `processing` and is reclaimed after processing_timeout_s.
+            logger.error("Memory %s: could not record the summarization outcome: %s", memory_id, exc)
+            return "processing"
+
+    async def _summarize_with_retries(
+        self,
+        previous_summary: str | None,
+        base_end: int | None,
+        new_messages: list[SequencedMessage],
+        start_seq: int,
+        end_seq: int,
+        memory_id: int,
+    ) -> Any:
+        settings = self.settings
+        delay = settings.summary_retry_backoff_s
+        for attempt in range(1, settings.summary_max_attempts + 1):
+            try:
+                return await asyncio.wait_for(
+                    self.agent.summarize(
+                        previous_summary=previous_summary,
+                        base_end_sequence=base_end,
+                        new_messages=new_messages,
+                        window_start_seq=start_seq,
+                        window_end_seq=end_seq,
+                    ),
+                    timeout=settings.summary_timeout_s,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+                    exc = SummarizationError(f"summarizer did not answer within {settings.summary_timeout_s}s")
+                if attempt == settings.summary_max_attempts:
+                    raise exc
+                logger.info("Memory %s: attempt %s failed (%s); retrying in %.1fs", memory_id, attempt, exc, delay)
+                await asyncio.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Wait until this process has no summary in flight; True when everything finished in time."""
+        return await self.loop.arun(self._drain_on_loop(timeout))
+
+    async def _drain_on_loop(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._tasks:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            _, pending = await asyncio.wait(set(self._tasks), timeout=remaining)
+            if pending and deadline is not None and time.monotonic() >= deadline:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ reading
+
+    async def get_memory_history(self, conversation_id: str) -> list[MemoryRecord]:
+        """Every memory version of a conversation, oldest first."""
+        validate_conversation_id(conversation_id)
+        return await self.loop.arun(self.backend.list_memory(conversation_id))
+
+    async def get_memory(self, memory_id: int) -> MemoryRecord | None:
+        return await self.loop.arun(self.backend.get_memory(memory_id))
+
+    async def reclaim_stale(self) -> list[int]:
+        """Mark every `processing` row older than processing_timeout_s as failed; returns their ids."""
+        rows = await self.loop.arun(self.backend.reclaim_stale(self.settings.processing_timeout_s))
+        for row in rows:
+            logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
+        return [row["memory_id"] for row in rows]

@@ -1,0 +1,143 @@
+-- Named queries. Each block starts with `-- name --` and a one-line description.
+-- Every statement runs with search_path set to the memory_agent schema.
+
+-- load_context --
+-- Round start, one statement: the latest completed memory and every message after it (all messages when none).
+WITH latest AS (
+    SELECT memory_id, memory_text, start_sequence, end_sequence
+    FROM memory
+    WHERE conversation_id = %(conversation_id)s AND status = 'completed'
+    ORDER BY end_sequence DESC, memory_id DESC
+    LIMIT 1
+)
+SELECT latest.memory_id, latest.memory_text, latest.start_sequence, latest.end_sequence,
+       m.sequence_number, m.round_number, m.message
+FROM (SELECT 1) AS one
+LEFT JOIN latest ON true
+LEFT JOIN messages AS m
+       ON m.conversation_id = %(conversation_id)s
+      AND m.sequence_number > COALESCE(latest.end_sequence, -1)
+ORDER BY m.sequence_number;
+
+-- save_round --
+-- Round end: allocate sequence numbers under the conversation row lock and store the round's messages.
+WITH conv AS (
+    INSERT INTO conversations AS c (conversation_id, next_sequence, round_count)
+    VALUES (%(conversation_id)s, %(count)s, 1)
+    ON CONFLICT (conversation_id) DO UPDATE
+        SET next_sequence = c.next_sequence + EXCLUDED.next_sequence,
+            round_count = c.round_count + 1,
+            updated_at = now()
+    RETURNING c.next_sequence - %(count)s AS first_sequence, c.round_count AS round_number
+), stored AS (
+    INSERT INTO messages (conversation_id, sequence_number, round_number, role, content, message)
+    SELECT %(conversation_id)s, conv.first_sequence + m.ord::int - 1, conv.round_number,
+           m.role, m.content, m.message
+    FROM conv,
+         unnest(%(roles)s::text[], %(contents)s::text[], %(messages)s::jsonb[])
+             WITH ORDINALITY AS m (role, content, message, ord)
+    RETURNING sequence_number
+)
+SELECT conv.first_sequence, conv.first_sequence + %(count)s - 1 AS last_sequence, conv.round_number,
+       (SELECT count(*) FROM stored) AS stored
+FROM conv;
+
+-- trigger_state --
+-- Round end, trigger rule: the in-flight row, the latest completed memory and the round starts at or after a sequence.
+SELECT p.memory_id AS processing_memory_id,
+       EXTRACT(EPOCH FROM now() - COALESCE(p.started_at, p.created_at))::float8 AS processing_age_s,
+       b.memory_id AS base_memory_id,
+       b.end_sequence AS base_end_sequence,
+       ARRAY(
+           SELECT min(r.sequence_number)
+           FROM messages AS r
+           WHERE r.conversation_id = %(conversation_id)s
+             AND r.round_number >= (SELECT s.round_number FROM messages AS s
+                                    WHERE s.conversation_id = %(conversation_id)s
+                                      AND s.sequence_number = %(from_sequence)s)
+           GROUP BY r.round_number
+           HAVING min(r.sequence_number) >= %(from_sequence)s
+           ORDER BY 1
+       ) AS round_starts
+FROM (SELECT 1) AS one
+LEFT JOIN LATERAL (
+    SELECT memory_id, created_at, started_at FROM memory
+    WHERE conversation_id = %(conversation_id)s AND status = 'processing'
+) AS p ON true
+LEFT JOIN LATERAL (
+    SELECT memory_id, end_sequence FROM memory
+    WHERE conversation_id = %(conversation_id)s AND status = 'completed'
+    ORDER BY end_sequence DESC, memory_id DESC
+    LIMIT 1
+) AS b ON true;
+
+-- insert_processing --
+-- Claim the conversation's single in-flight slot; returns no row when another process holds it.
+INSERT INTO memory (conversation_id, memory_text, start_sequence, end_sequence, base_memory_id, status)
+VALUES (%(conversation_id)s, '', %(start_sequence)s, %(end_sequence)s, %(base_memory_id)s, 'processing')
+ON CONFLICT (conversation_id) WHERE status = 'processing' DO NOTHING
+RETURNING memory_id;
+
+-- reclaim_stale --
+-- Mark `processing` rows whose owner went quiet for longer than the timeout as failed (one conversation or all).
+UPDATE memory
+SET status = 'failed',
+    finished_at = now(),
+    error = format('reclaimed: processing for %%s s without finishing (timeout %%s s); the summarizer that owned it stopped or hung',
+                   round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, created_at)))::int,
+                   %(timeout_s)s::int)
+WHERE status = 'processing'
+  AND COALESCE(started_at, created_at) < now() - make_interval(secs => %(timeout_s)s)
+  AND (%(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s::text)
+RETURNING memory_id, conversation_id;
+
+-- start_memory --
+-- A summarizer picks up a processing row; returns it with its base memory's text and end.
+WITH target AS (
+    UPDATE memory
+    SET started_at = now(), attempts = attempts + 1
+    WHERE memory_id = %(memory_id)s AND status = 'processing'
+    RETURNING memory_id, conversation_id, start_sequence, end_sequence, base_memory_id, attempts
+)
+SELECT target.*, b.memory_text AS base_memory_text, b.end_sequence AS base_end_sequence
+FROM target
+LEFT JOIN memory AS b ON b.memory_id = target.base_memory_id;
+
+-- get_messages --
+-- Messages of a conversation in a sequence range, oldest first.
+SELECT sequence_number, round_number, message
+FROM messages
+WHERE conversation_id = %(conversation_id)s
+  AND sequence_number BETWEEN %(start_sequence)s AND %(end_sequence)s
+ORDER BY sequence_number;
+
+-- complete_memory --
+-- Record a finished summary; only a row still in `processing` (not reclaimed meanwhile) is updated.
+UPDATE memory
+SET status = 'completed', memory_text = %(memory_text)s, generation_time_ms = %(generation_time_ms)s,
+    model_name = %(model_name)s, input_tokens = %(input_tokens)s, output_tokens = %(output_tokens)s,
+    summarized_start = %(summarized_start)s, summarized_end = %(summarized_end)s,
+    error = NULL, finished_at = now()
+WHERE memory_id = %(memory_id)s AND status = 'processing'
+RETURNING memory_id;
+
+-- fail_memory --
+-- Record a failed summary with its error text; only a row still in `processing` is updated.
+UPDATE memory
+SET status = 'failed', error = %(error)s, generation_time_ms = %(generation_time_ms)s,
+    model_name = %(model_name)s, summarized_start = %(summarized_start)s,
+    summarized_end = %(summarized_end)s, finished_at = now()
+WHERE memory_id = %(memory_id)s AND status = 'processing'
+RETURNING memory_id;
+
+-- get_memory --
+-- One memory row by id.
+SELECT * FROM memory WHERE memory_id = %(memory_id)s;
+
+-- list_memory --
+-- Every memory version of a conversation, oldest first.
+SELECT * FROM memory WHERE conversation_id = %(conversation_id)s ORDER BY memory_id;
+
+-- list_processing --
+-- The rows currently in flight (all conversations).
+SELECT memory_id, conversation_id FROM memory WHERE status = 'processing' ORDER BY memory_id;

@@ -1,0 +1,107 @@
+"""A real PostgreSQL for every test: the embedded server by default, MEMORY_AGENT_TEST_DSN for another.
+
+One template database with the migrations applied is built per session; each test gets its own copy
+(CREATE DATABASE ... TEMPLATE), dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from memory_agent import MemoryService, MemorySettings
+from memory_agent.backend import MemoryBackend
+
+TEMPLATE = "memory_agent_test_template"
+
+
+def with_dbname(url: str, dbname: str) -> str:
+    params = conninfo_to_dict(url)
+    params["dbname"] = dbname
+    return make_conninfo(**params)
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    dsn = os.environ.get("MEMORY_AGENT_TEST_DSN")
+    if dsn:
+        yield dsn
+        return
+    from memory_agent.embedded import start_embedded_postgres
+
+    base = Path(tempfile.mkdtemp(prefix="memory_agent_test_"))
+    yield start_embedded_postgres(base / "pgdata", cleanup_mode="delete")
+
+
+@pytest.fixture(scope="session")
+def template_url(server_url: str) -> str:
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    url = with_dbname(server_url, TEMPLATE)
+
+    async def migrate() -> None:
+        pool = MemoryBackend.create_pool(url, "memory_agent")
+        await pool.open(wait=True)
+        try:
+            await MemoryBackend(pool, "memory_agent").setup()
+        finally:
+            await pool.close()
+
+    asyncio.run(migrate())
+    return url
+
+
+@pytest.fixture
+def database_url(server_url: str, template_url: str) -> Iterator[str]:
+    """A fresh database with the schema applied, private to the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+    yield with_dbname(server_url, name)
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def empty_database_url(server_url: str) -> Iterator[str]:
+    """A fresh database without the schema (for migration tests)."""
+    name = f"e_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield with_dbname(server_url, name)
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def open_memory(database_url: str) -> AsyncIterator[Callable[..., Any]]:
+    """open_memory(model=..., **settings) -> an open MemoryService on the test's database."""
+    opened: list[MemoryService] = []
+
+    async def factory(model: Any = None, **overrides: Any) -> MemoryService:
+        overrides.setdefault("database_url", database_url)
+        overrides.setdefault("drain_timeout_s", 5)
+        service = MemoryService.from_settings(MemorySettings(**overrides), model=model)
+        await service.aopen()
+        opened.append(service)
+        return service
+
+    yield factory
+    for service in opened:
+        await service.aclose(timeout=2)
+
+
+def query(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET search_path TO memory_agent, public")
+        return conn.execute(sql, params).fetchall()
