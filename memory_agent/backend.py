@@ -204,6 +204,18 @@ class MemoryBackend:
             "reclaim_stale", {"timeout_s": timeout_s, "conversation_id": conversation_id}, conn
         )
 
+    async def insert_round_metrics(
+        self, conn: psycopg.AsyncConnection[Row] | None, row: dict[str, Any]
+    ) -> None:
+        params = dict(row)
+        if params.get("truncation") is not None:
+            params["truncation"] = Jsonb(params["truncation"])
+        if conn is not None:
+            await conn.execute(self._queries["insert_round_metrics"], params)
+            return
+        async with self.connection() as own:
+            await own.execute(self._queries["insert_round_metrics"], params)
+
     # ------------------------------------------------------------------ summarization
 
     async def start_memory(self, memory_id: int) -> Row | None:

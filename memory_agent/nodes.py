@@ -5,7 +5,6 @@ No SQL and no window maths here: the nodes call MemoryService.
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
@@ -15,7 +14,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import TypedDict
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.service import MemoryService, validate_conversation_id, validate_round_input
+from memory_agent.schemas import RoundInfo
+from memory_agent.service import MemoryService, validate_conversation_id
 
 # LangGraph's stream handler skips runs with this tag: context we load is not the model's output.
 NOSTREAM_TAG = "langsmith:nostream"
@@ -25,7 +25,7 @@ class MemoryRoundState(TypedDict, total=False):
     """What the memory nodes read and write. `memory_round` is private to them."""
 
     messages: Annotated[list[AnyMessage], add_messages]
-    memory_round: dict[str, Any] | None
+    memory_round: RoundInfo | None
 
 
 def conversation_id_from_config(config: RunnableConfig | None) -> str:
@@ -38,38 +38,27 @@ def conversation_id_from_config(config: RunnableConfig | None) -> str:
 
 
 async def _load(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-    started = time.perf_counter()
     conversation_id = conversation_id_from_config(config)
-    incoming = validate_round_input(state.get("messages") or [])
-    context = await memory.get_context_for_workflow(conversation_id, incoming)
-    workflow = memory.build_workflow_messages(context, incoming)
-    return {
-        "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow],
-        "memory_round": {
-            "conversation_id": conversation_id,
-            "input": incoming,
-            "context_ids": [m.id for m in workflow],
-            "memory_id": context.memory_id,
-            "gap_start_sequence": context.gap_start_sequence,
-            "gap_end_sequence": context.gap_end_sequence,
-            "load_ms": (time.perf_counter() - started) * 1000,
-            "started": started,
-        },
-    }
+    workflow, info = await memory.prepare_round(conversation_id, state.get("messages") or [])
+    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info}
 
 
-def _round_messages(state: MemoryRoundState) -> tuple[str, list[BaseMessage]]:
-    info = state.get("memory_round")
-    if not info:
-        raise InvalidInputError("memory_save ran without memory_load: add the load node before the graph it wraps")
-    context_ids = set(info["context_ids"])
-    produced = [m for m in state.get("messages") or [] if m.id not in context_ids]
-    return info["conversation_id"], [*info["input"], *produced]
+def produced_messages(messages: list[BaseMessage], info: RoundInfo) -> list[BaseMessage]:
+    """The messages the wrapped graph (or agent) added to the context it was given."""
+    context_ids = set(info.context_ids)
+    return [m for m in messages if m.id not in context_ids]
 
 
 async def _save(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-    conversation_id, round_messages = _round_messages(state)
-    await memory.finish_round(conversation_id, round_messages)
+    info = state.get("memory_round")
+    if not isinstance(info, RoundInfo):
+        raise InvalidInputError("memory_save ran without memory_load: add the load node before the graph it wraps")
+    round_messages = [*info.input_messages, *produced_messages(state.get("messages") or [], info)]
+    try:
+        await memory.finish_round(info.conversation_id, round_messages, info)
+    except Exception as exc:
+        await memory.record_failed_round(info, "save", exc)
+        raise
     return {"memory_round": None}
 
 

@@ -44,7 +44,16 @@ def parse_queries(text: str) -> dict[str, LiteralString]:
 
 @functools.cache
 def queries() -> dict[str, LiteralString]:
-    return parse_queries((sql_dir() / "queries.sql").read_text(encoding="utf-8"))
+    """Every named query of every non-migration .sql file in sql/ (names are unique across files)."""
+    merged: dict[str, LiteralString] = {}
+    for path in sorted(sql_dir().glob("*.sql")):
+        if _MIGRATION_NAME.match(path.name):
+            continue
+        for name, statement in parse_queries(path.read_text(encoding="utf-8")).items():
+            if name in merged:
+                raise ValueError(f"query {name!r} is defined twice (second time in {path.name})")
+            merged[name] = statement
+    return merged
 
 
 def migrations() -> list[tuple[int, str, str]]:

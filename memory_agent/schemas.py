@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
@@ -86,3 +86,28 @@ class TriggerResult(BaseModel):
     @property
     def started(self) -> bool:
         return self.outcome == "started"
+
+
+class RoundInfo(BaseModel):
+    """What a round was given at its start; recorded in round_metrics when the round ends."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    conversation_id: str
+    input_messages: list[BaseMessage]
+    context_ids: list[str | None] = Field(default_factory=list)
+    memory_id: int | None = None
+    memory_end_sequence: int | None = None
+    gap_start_sequence: int | None = None
+    gap_end_sequence: int | None = None
+    gap_size: int = 0
+    context_messages: int = 0
+    context_tokens: int | None = None
+    truncated: bool = False
+    truncation: dict[str, Any] | None = None
+    load_ms: float | None = None
+    started: float = Field(description="time.perf_counter() at round start")
+
+    @property
+    def retrieval_path(self) -> Literal["memory+gap", "raw"]:
+        return "memory+gap" if self.memory_id is not None else "raw"

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -32,7 +33,7 @@ from memory_agent.agent import MemoryAgent, SequencedMessage
 from memory_agent.backend import MemoryBackend
 from memory_agent.errors import ConfigurationError, InvalidInputError, SummarizationError
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, MemoryRecord, RoundSaved, TriggerResult
+from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
@@ -193,6 +194,33 @@ def inject_memory(
             result[index] = message.model_copy(update={"content": new_content})
             break
     return result
+
+
+def round_metrics_row(info: RoundInfo, saved: RoundSaved | None, trigger: TriggerResult | None) -> dict[str, Any]:
+    """The round_metrics row for a round (saved and trigger are None when it failed before being stored)."""
+    return {
+        "conversation_id": info.conversation_id,
+        "round_number": saved.round_number if saved else None,
+        "first_sequence": saved.first_sequence if saved else None,
+        "last_sequence": saved.last_sequence if saved else None,
+        "memory_id": info.memory_id,
+        "memory_end_sequence": info.memory_end_sequence,
+        "gap_start_sequence": info.gap_start_sequence,
+        "gap_end_sequence": info.gap_end_sequence,
+        "gap_size": info.gap_size,
+        "context_messages": info.context_messages,
+        "context_tokens": info.context_tokens,
+        "truncated": info.truncated,
+        "truncation": info.truncation,
+        "retrieval_path": info.retrieval_path,
+        "latency_load_ms": info.load_ms,
+        "latency_round_ms": (time.perf_counter() - info.started) * 1000,
+        "summary_triggered": bool(trigger and trigger.started),
+        "trigger_outcome": trigger.outcome if trigger else None,
+        "triggered_memory_id": trigger.memory_id if trigger and trigger.started else None,
+        "error_stage": None,
+        "error": None,
+    }
 
 
 # ---------------------------------------------------------------------------- the service
@@ -408,6 +436,31 @@ class MemoryService:
         """gap + current messages, with the memory injected per `injection_mode`."""
         return inject_memory(context.memory_text, [*context.gap_messages, *current_messages], self.settings.injection_mode)
 
+    async def prepare_round(
+        self, conversation_id: str, incoming: Sequence[BaseMessage]
+    ) -> tuple[list[BaseMessage], RoundInfo]:
+        """Round start for any integration: validate, load memory + gap, build the model's context."""
+        started = time.perf_counter()
+        validate_conversation_id(conversation_id)
+        incoming = validate_round_input(incoming)
+        context = await self.loop.arun(self._get_context(conversation_id))
+        workflow = self.build_workflow_messages(context, incoming)
+        info = RoundInfo(
+            conversation_id=conversation_id,
+            input_messages=incoming,
+            context_ids=[m.id for m in workflow],
+            memory_id=context.memory_id,
+            memory_end_sequence=context.memory_end_sequence,
+            gap_start_sequence=context.gap_start_sequence,
+            gap_end_sequence=context.gap_end_sequence,
+            gap_size=len(context.gap_messages),
+            context_messages=len(workflow),
+            context_tokens=count_tokens_approximately(workflow),
+            load_ms=(time.perf_counter() - started) * 1000,
+            started=started,
+        )
+        return workflow, info
+
     # ------------------------------------------------------------------ round end
 
     def calculate_summary_range(
@@ -415,21 +468,42 @@ class MemoryService:
     ) -> tuple[int, int]:
         return calculate_summary_range(last_saved_seq, self.settings.memory_rolling_window_size, round_starts)
 
-    async def finish_round(self, conversation_id: str, messages: Sequence[BaseMessage]) -> tuple[RoundSaved, TriggerResult]:
-        """Persist a whole round and apply the trigger rule in one transaction; start the summary after commit."""
+    async def finish_round(
+        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
+    ) -> tuple[RoundSaved, TriggerResult]:
+        """Persist a whole round, apply the trigger rule and record the round's metrics, in one transaction.
+
+        The summary (if one is due) starts after commit; this call never waits for it.
+        """
         validate_conversation_id(conversation_id)
         roles, contents, payloads = serialize_round(messages)
         check_user_messages(messages)
-        return await self.loop.arun(self._finish_round(conversation_id, roles, contents, payloads))
+        return await self.loop.arun(self._finish_round(conversation_id, roles, contents, payloads, info))
 
     async def _finish_round(
-        self, conversation_id: str, roles: list[str], contents: list[str], payloads: list[dict[str, Any]]
+        self,
+        conversation_id: str,
+        roles: list[str],
+        contents: list[str],
+        payloads: list[dict[str, Any]],
+        info: RoundInfo | None,
     ) -> tuple[RoundSaved, TriggerResult]:
         async with self.backend.transaction() as conn:
             saved = await self.backend.save_round(conn, conversation_id, roles, contents, payloads)
             trigger = await self._apply_trigger_rule(conn, conversation_id, saved.last_sequence, saved.first_sequence)
+            if info is not None:
+                await self.backend.insert_round_metrics(conn, round_metrics_row(info, saved, trigger))
         self._after_trigger(conversation_id, trigger)
         return saved, trigger
+
+    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
+        """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
+        row = round_metrics_row(info, None, None)
+        row.update(error_stage=stage, error=f"{type(error).__name__}: {error}"[:2000])
+        try:
+            await self.loop.arun(self.backend.insert_round_metrics(None, row))
+        except Exception as exc:  # the database may be the reason the round failed
+            logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
 
     async def should_trigger_summary(self, conversation_id: str, last_saved_seq: int) -> bool:
         """The design's rule: enough messages, and no summary in progress for the conversation."""

@@ -141,3 +141,17 @@ SELECT * FROM memory WHERE conversation_id = %(conversation_id)s ORDER BY memory
 -- list_processing --
 -- The rows currently in flight (all conversations).
 SELECT memory_id, conversation_id FROM memory WHERE status = 'processing' ORDER BY memory_id;
+
+-- insert_round_metrics --
+-- Round end: the round's metrics row, written in the same transaction as its messages.
+INSERT INTO round_metrics (
+    conversation_id, round_number, first_sequence, last_sequence, memory_id, memory_end_sequence,
+    gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens, truncated, truncation,
+    retrieval_path, latency_load_ms, latency_round_ms, summary_triggered, trigger_outcome,
+    triggered_memory_id, error_stage, error)
+VALUES (
+    %(conversation_id)s, %(round_number)s, %(first_sequence)s, %(last_sequence)s, %(memory_id)s,
+    %(memory_end_sequence)s, %(gap_start_sequence)s, %(gap_end_sequence)s, %(gap_size)s,
+    %(context_messages)s, %(context_tokens)s, %(truncated)s, %(truncation)s, %(retrieval_path)s,
+    %(latency_load_ms)s, %(latency_round_ms)s, %(summary_triggered)s, %(trigger_outcome)s,
+    %(triggered_memory_id)s, %(error_stage)s, %(error)s);

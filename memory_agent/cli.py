@@ -1,0 +1,33 @@
+"""The `memory-agent` command: demo, worker, and the observability commands."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="memory_agent: bounded, auditable conversation memory on PostgreSQL.", no_args_is_help=True)
+
+
+@app.command()
+def demo(
+    rounds: int = typer.Option(12, min=10, help="Rounds of the scripted conversation."),
+    thread_id: str = typer.Option("demo", help="Conversation id (thread_id) to use."),
+) -> None:
+    """Drive a scripted conversation through a memory-wrapped graph and show the memory evolve."""
+    from memory_agent.demo import run_demo
+
+    run_demo(rounds=rounds, thread_id=thread_id)
+
+
+def _register_optional_commands() -> None:
+    # Each command group lives in its own module and adds itself to `app`.
+    import importlib
+
+    for module in ("memory_agent.cli_observe", "memory_agent.cli_worker"):
+        try:
+            importlib.import_module(module).register(app)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+_register_optional_commands()

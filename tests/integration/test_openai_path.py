@@ -1,0 +1,49 @@
+"""The default summarizer (ChatOpenAI with structured output) end to end against a local HTTP server."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from memory_agent import with_memory
+from memory_agent.service import default_summary_model
+from memory_agent.settings import MemorySettings
+from tests.conftest import query
+from tests.openai_server import FakeOpenAI
+from tests.support import EchoChat
+
+
+@pytest.fixture
+def fake_openai(monkeypatch):
+    with FakeOpenAI() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        yield server
+
+
+async def test_chatopenai_summarizer_over_http(fake_openai, open_memory, database_url):
+    memory = await open_memory(model=None, memory_model="gpt-test-mini")  # default model: ChatOpenAI
+    assert type(memory.agent.model).__name__ == "ChatOpenAI"
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(1, 4):
+        await app.ainvoke({"messages": [HumanMessage(f"I like tea number {n}")]}, {"configurable": {"thread_id": "http"}})
+    assert await memory.drain(timeout=20)
+    rows = query(
+        database_url,
+        "SELECT status, memory_text, model_name, input_tokens, output_tokens, generation_time_ms, error FROM memory",
+    )
+    assert len(rows) == 1
+    status, text, model_name, input_tokens, output_tokens, generation_ms, error = rows[0]
+    assert (status, error) == ("completed", None)
+    assert "I like tea number 3" in text and model_name == "gpt-test-mini"
+    assert input_tokens > 0 and output_tokens > 0 and generation_ms >= 0
+    sent = fake_openai.structured_requests()
+    assert len(sent) == 1 and sent[0]["model"] == "gpt-test-mini"
+    prompt = "\n".join(m["content"] for m in sent[0]["messages"])
+    assert "[seq 0] user: I like tea number 1" in prompt and "Window: sequences 0-5." in prompt
+
+
+def test_default_model_is_offline_without_openai_settings(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert type(default_summary_model(MemorySettings())).__name__ == "OfflineSummaryModel"

@@ -1,0 +1,157 @@
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1 for tests (real HTTP, real parsing).
+
+Requests asking for structured output (`response_format` json_schema, or a tool named
+MemorySummaryOutput) get a summary built by the offline summarizer from the prompt; other requests get a
+chat reply `echo: <last user text>`. `mode` switches in failures: "error" (HTTP 500), "hang" (sleep
+`hang_s`), "empty" (empty summary), "malformed" (content that is not JSON). Streaming (`stream: true`)
+is answered as server-sent events, one chunk per word.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from memory_agent.offline import offline_summary
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.delay_s = 0.0
+        self.hang_s = 30.0
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> "FakeOpenAI":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def structured_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if _wants_summary(r)]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with fake.lock:
+                    fake.requests.append(body)
+                    mode = fake.mode
+                if not self.path.endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                if fake.delay_s:
+                    time.sleep(fake.delay_s)
+                wants_summary = _wants_summary(body)
+                if wants_summary and mode == "error":
+                    self._send(500, {"error": {"message": "upstream exploded", "type": "server_error"}})
+                    return
+                if wants_summary and mode == "hang":
+                    time.sleep(fake.hang_s)
+                prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
+                if wants_summary:
+                    summary = "" if mode == "empty" else offline_summary(prompt)
+                    arguments = json.dumps({"summary": summary})
+                    if mode == "malformed":
+                        arguments = "this is not json {"
+                    self._send(200, _completion(body, arguments, tool=_tool_mode(body)))
+                    return
+                user = [m for m in body.get("messages", []) if m.get("role") == "user"]
+                reply = "echo: " + (_text(user[-1].get("content")) if user else "")
+                if body.get("stream"):
+                    self._stream(body, reply)
+                else:
+                    self._send(200, _completion(body, reply, tool=False))
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self, body: dict[str, Any], reply: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                cid = f"chatcmpl-{uuid.uuid4().hex[:10]}"
+                words = reply.split(" ")
+                for i, word in enumerate(words):
+                    piece = word if i == 0 else " " + word
+                    chunk = {
+                        "id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                        "model": body.get("model", "fake"),
+                        "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}, "finish_reason": None}],
+                    }
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                end = {
+                    "id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                }
+                self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+                self.wfile.flush()
+
+        return Handler
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _tool_mode(body: dict[str, Any]) -> bool:
+    return any(t.get("function", {}).get("name") == "MemorySummaryOutput" for t in body.get("tools") or [])
+
+
+def _wants_summary(body: dict[str, Any]) -> bool:
+    fmt = body.get("response_format") or {}
+    return fmt.get("type") in ("json_schema", "json_object") or _tool_mode(body)
+
+
+def _completion(body: dict[str, Any], text: str, *, tool: bool) -> dict[str, Any]:
+    prompt_chars = sum(len(_text(m.get("content"))) for m in body.get("messages", []))
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    finish = "stop"
+    if tool:
+        message = {
+            "role": "assistant", "content": None,
+            "tool_calls": [{"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
+                            "function": {"name": "MemorySummaryOutput", "arguments": text}}],
+        }
+        finish = "tool_calls"
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:10]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": max(1, len(text) // 4),
+                  "total_tokens": max(1, prompt_chars // 4) + max(1, len(text) // 4)},
+    }
