@@ -242,5 +242,8 @@ class MemoryBackend:
     async def list_memory(self, conversation_id: str) -> list[MemoryRecord]:
         return [MemoryRecord(**row) for row in await self._fetch_all("list_memory", {"conversation_id": conversation_id})]
 
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        return await self._fetch_one("delete_conversation", {"conversation_id": conversation_id}) is not None
+
     async def list_processing(self) -> list[Row]:
         return await self._fetch_all("list_processing", {})

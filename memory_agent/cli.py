@@ -7,6 +7,16 @@ import typer
 app = typer.Typer(help="memory_agent: bounded, auditable conversation memory on PostgreSQL.", no_args_is_help=True)
 
 
+@app.callback()
+def main(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show memory_agent's INFO logs."),
+) -> None:
+    """memory_agent: bounded, auditable conversation memory on PostgreSQL."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
 @app.command()
 def demo(
     rounds: int = typer.Option(12, min=10, help="Rounds of the scripted conversation."),

@@ -155,3 +155,7 @@ VALUES (
     %(context_messages)s, %(context_tokens)s, %(truncated)s, %(truncation)s, %(retrieval_path)s,
     %(latency_load_ms)s, %(latency_round_ms)s, %(summary_triggered)s, %(trigger_outcome)s,
     %(triggered_memory_id)s, %(error_stage)s, %(error)s);
+
+-- delete_conversation --
+-- Remove a conversation with its messages and memory versions (round_metrics rows stay as the audit log).
+DELETE FROM conversations WHERE conversation_id = %(conversation_id)s RETURNING conversation_id;
