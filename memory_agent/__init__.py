@@ -9,6 +9,7 @@ from memory_agent.errors import (
     MemoryAgentError,
     SummarizationError,
 )
+from memory_agent.middleware import MemoryMiddleware
 from memory_agent.nodes import MemoryRoundState, memory_load_node, memory_save_node, with_memory
 from memory_agent.offline import OfflineSummaryModel
 from memory_agent.schemas import (
@@ -30,6 +31,7 @@ __all__ = [
     "MemoryAgent",
     "MemoryAgentError",
     "MemoryBackend",
+    "MemoryMiddleware",
     "MemoryRecord",
     "MemoryRoundState",
     "MemoryService",

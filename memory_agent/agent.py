@@ -7,9 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
+
+from pydantic import ValidationError
 
 from memory_agent import resources
 from memory_agent.errors import SummarizationError
@@ -110,7 +113,11 @@ class MemoryAgent:
             window_end_seq=window_end_seq,
         )
         # No callbacks from the caller's run: summarizer tokens never reach a user's stream.
-        answer: dict[str, Any] = await self._structured.ainvoke(prompt, config={"callbacks": None})
+        try:
+            answer: dict[str, Any] = await self._structured.ainvoke(prompt, config={"callbacks": None})
+        except (ValidationError, OutputParserException, ValueError) as exc:
+            # Some providers' structured-output paths raise on a bad answer instead of reporting it.
+            raise SummarizationError(f"summarizer returned unparseable output: {exc}") from exc
         parsed = answer.get("parsed")
         if answer.get("parsing_error") is not None or not isinstance(parsed, MemorySummaryOutput):
             raw = answer.get("raw")

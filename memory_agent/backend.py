@@ -131,6 +131,20 @@ class MemoryBackend:
             logger.info("Applied memory_agent migrations %s to schema %s", applied_now, self.schema)
         return applied_now
 
+    async def setup_procrastinate(self, schema_sql: str) -> bool:
+        """Create procrastinate's tables in our schema unless present; True when they were created."""
+        async with self.transaction() as conn:
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", [f"memory_agent.setup:{self.schema}"]
+            )
+            cur = await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present")
+            row = await cur.fetchone()
+            if row and row["present"]:
+                return False
+            await conn.execute(schema_sql.encode())
+        logger.info("Created procrastinate's tables in schema %s", self.schema)
+        return True
+
     # ------------------------------------------------------------------ round path
 
     async def load_context(self, conversation_id: str) -> list[Row]:
@@ -241,6 +255,10 @@ class MemoryBackend:
 
     async def list_memory(self, conversation_id: str) -> list[MemoryRecord]:
         return [MemoryRecord(**row) for row in await self._fetch_all("list_memory", {"conversation_id": conversation_id})]
+
+    async def last_sequence(self, conversation_id: str) -> int | None:
+        row = await self._fetch_one("last_sequence", {"conversation_id": conversation_id})
+        return row["last_sequence"] if row else None
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         return await self._fetch_one("delete_conversation", {"conversation_id": conversation_id}) is not None

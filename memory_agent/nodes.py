@@ -49,16 +49,21 @@ def produced_messages(messages: list[BaseMessage], info: RoundInfo) -> list[Base
     return [m for m in messages if m.id not in context_ids]
 
 
-async def _save(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-    info = state.get("memory_round")
-    if not isinstance(info, RoundInfo):
-        raise InvalidInputError("memory_save ran without memory_load: add the load node before the graph it wraps")
-    round_messages = [*info.input_messages, *produced_messages(state.get("messages") or [], info)]
+async def persist_round(memory: MemoryService, info: RoundInfo, messages: list[BaseMessage]) -> None:
+    """Round end for the graph nodes and the agent middleware: store input + produced messages."""
+    round_messages = [*info.input_messages, *produced_messages(messages, info)]
     try:
         await memory.finish_round(info.conversation_id, round_messages, info)
     except Exception as exc:
         await memory.record_failed_round(info, "save", exc)
         raise
+
+
+async def _save(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+    info = state.get("memory_round")
+    if not isinstance(info, RoundInfo):
+        raise InvalidInputError("memory_save ran without memory_load: add the load node before the graph it wraps")
+    await persist_round(memory, info, state.get("messages") or [])
     return {"memory_round": None}
 
 

@@ -31,6 +31,7 @@ from langchain_core.messages import (
 
 from memory_agent.agent import MemoryAgent, SequencedMessage
 from memory_agent.backend import MemoryBackend
+from memory_agent.budget import apply_budget
 from memory_agent.errors import ConfigurationError, InvalidInputError, SummarizationError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
@@ -256,6 +257,7 @@ class MemoryService:
         self.settings = settings or MemorySettings()
         self._model = model
         self._database_url = database_url or self.settings.database_url
+        self.database_url: str | None = None  # resolved at open (the embedded server's URI when unset)
         self._loop: MemoryLoop | None = None
         self._backend: MemoryBackend | None = None
         self._agent: MemoryAgent | None = None
@@ -288,6 +290,13 @@ class MemoryService:
         return self._agent
 
     @property
+    def executor(self) -> Any:
+        """The executor running background summaries (inline or procrastinate)."""
+        if self._executor is None:
+            raise RuntimeError("MemoryService is not open")
+        return self._executor
+
+    @property
     def loop(self) -> MemoryLoop:
         if self._loop is None:
             raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
@@ -306,6 +315,7 @@ class MemoryService:
 
     async def _open_on_loop(self, url: str) -> None:
         settings = self.settings
+        self.database_url = url
         pool = MemoryBackend.create_pool(
             url,
             settings.db_schema,
@@ -444,18 +454,35 @@ class MemoryService:
         validate_conversation_id(conversation_id)
         incoming = validate_round_input(incoming)
         context = await self.loop.arun(self._get_context(conversation_id))
-        workflow = self.build_workflow_messages(context, incoming)
+        budget = apply_budget(
+            context.gap_messages,
+            incoming,
+            lambda messages: inject_memory(context.memory_text, messages, self.settings.injection_mode),
+            max_context_tokens=self.settings.max_context_tokens,
+            max_message_tokens=self.settings.max_message_tokens,
+        )
+        workflow = budget.context
+        if budget.applied:
+            logger.info(
+                "Context budget for %s: dropped %d gap rounds (%d messages), cut %d messages, %d -> %d tokens%s",
+                conversation_id, budget.dropped_rounds, budget.dropped_messages, len(budget.truncated_messages),
+                budget.tokens_before, budget.tokens_after, " (still over budget)" if budget.over_budget else "",
+            )
+        gap_start = context.gap_start_sequence
         info = RoundInfo(
             conversation_id=conversation_id,
             input_messages=incoming,
             context_ids=[m.id for m in workflow],
             memory_id=context.memory_id,
             memory_end_sequence=context.memory_end_sequence,
-            gap_start_sequence=context.gap_start_sequence,
-            gap_end_sequence=context.gap_end_sequence,
-            gap_size=len(context.gap_messages),
+            # Gap messages are consecutive sequences; trimming drops them from the front.
+            gap_start_sequence=gap_start + budget.dropped_messages if gap_start is not None and budget.gap else None,
+            gap_end_sequence=context.gap_end_sequence if budget.gap else None,
+            gap_size=len(budget.gap),
             context_messages=len(workflow),
             context_tokens=count_tokens_approximately(workflow),
+            truncated=budget.applied,
+            truncation=budget.record() if budget.applied else None,
             load_ms=(time.perf_counter() - started) * 1000,
             started=started,
         )
@@ -493,7 +520,7 @@ class MemoryService:
             trigger = await self._apply_trigger_rule(conn, conversation_id, saved.last_sequence, saved.first_sequence)
             if info is not None:
                 await self.backend.insert_round_metrics(conn, round_metrics_row(info, saved, trigger))
-        self._after_trigger(conversation_id, trigger)
+        await self._dispatch(conversation_id, trigger)
         return saved, trigger
 
     async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
@@ -525,7 +552,7 @@ class MemoryService:
         async def trigger() -> TriggerResult:
             async with self.backend.transaction() as conn:
                 result = await self._apply_trigger_rule(conn, conversation_id, last_saved_seq, None)
-            self._after_trigger(conversation_id, result)
+            await self._dispatch(conversation_id, result)
             return result
 
         return await self.loop.arun(trigger())
@@ -570,14 +597,33 @@ class MemoryService:
             reclaimed_memory_ids=reclaimed,
         )
 
-    def _after_trigger(self, conversation_id: str, trigger: TriggerResult) -> None:
-        if trigger.started:
-            assert trigger.memory_id is not None
-            logger.debug(
-                "Memory %s created for %s: window %s-%s, base %s",
-                trigger.memory_id, conversation_id, trigger.start_sequence, trigger.end_sequence, trigger.base_memory_id,
+    async def _dispatch(self, conversation_id: str, trigger: TriggerResult) -> None:
+        """Hand a new `processing` row to the executor. The round is already committed: never raise."""
+        if not trigger.started:
+            return
+        assert trigger.memory_id is not None
+        logger.debug(
+            "Memory %s created for %s: window %s-%s, base %s",
+            trigger.memory_id, conversation_id, trigger.start_sequence, trigger.end_sequence, trigger.base_memory_id,
+        )
+        try:
+            await self._executor.dispatch(trigger.memory_id)
+        except Exception as exc:
+            logger.error(
+                "Memory %s of %s could not be dispatched (%s); it will be reclaimed after %ss",
+                trigger.memory_id, conversation_id, exc, self.settings.processing_timeout_s,
             )
-            self._executor.dispatch(trigger.memory_id)
+
+    async def sweep(self) -> list[int]:
+        """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
+        rows = await self.loop.arun(self.backend.reclaim_stale(self.settings.processing_timeout_s))
+        for row in rows:
+            logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
+        for conversation_id in sorted({row["conversation_id"] for row in rows}):
+            last_sequence = await self.loop.arun(self.backend.last_sequence(conversation_id))
+            if last_sequence is not None:
+                await self.trigger_summarization_if_needed(conversation_id, last_sequence)
+        return [row["memory_id"] for row in rows]
 
     # ------------------------------------------------------------------ background summarization
 
@@ -686,7 +732,7 @@ class MemoryService:
                 raise
             except Exception as exc:
                 if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-                    exc = SummarizationError(f"summarizer did not answer within {settings.summary_timeout_s}s")
+                    exc = SummarizationError(f"Timeout: summarizer did not answer within {settings.summary_timeout_s}s")
                 if attempt == settings.summary_max_attempts:
                     raise exc
                 logger.info("Memory %s: attempt %s failed (%s); retrying in %.1fs", memory_id, attempt, exc, delay)
@@ -716,12 +762,10 @@ class MemoryService:
         validate_conversation_id(conversation_id)
         return await self.loop.arun(self.backend.list_memory(conversation_id))
 
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete a conversation, its messages and its memory versions; False when it did not exist."""
+        validate_conversation_id(conversation_id)
+        return await self.loop.arun(self.backend.delete_conversation(conversation_id))
+
     async def get_memory(self, memory_id: int) -> MemoryRecord | None:
         return await self.loop.arun(self.backend.get_memory(memory_id))
-
-    async def reclaim_stale(self) -> list[int]:
-        """Mark every `processing` row older than processing_timeout_s as failed; returns their ids."""
-        rows = await self.loop.arun(self.backend.reclaim_stale(self.settings.processing_timeout_s))
-        for row in rows:
-            logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
-        return [row["memory_id"] for row in rows]

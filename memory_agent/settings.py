@@ -55,6 +55,19 @@ class MemorySettings(BaseSettings):
         default="prefix",
         description="prefix: '[Previous context: …]' before the first user message; system: a SystemMessage.",
     )
+    max_context_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Token budget of the model's context (memory + gap + input, count_tokens_approximately). "
+        "Above it the gap is trimmed from its oldest round, never splitting a round nor dropping the "
+        "current input. None: no budget.",
+    )
+    max_message_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Longest single message given to the model, in tokens; a longer one is cut and ends with "
+        "'… [truncated by memory_agent: N tokens over the cap]'. Stored messages stay whole. None: no cap.",
+    )
 
     # --- background summarization ---
     executor: Literal["inline", "procrastinate"] = Field(
@@ -66,6 +79,13 @@ class MemorySettings(BaseSettings):
     summary_retry_backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry.")
     processing_timeout_s: float = Field(
         default=300.0, gt=0, description="A `processing` row quiet for longer than this is reclaimed."
+    )
+    sweep_interval_s: float = Field(
+        default=60.0, ge=0, description="inline executor: seconds between stale-row sweeps (0 turns the sweep off)."
+    )
+    sweep_cron: str = Field(
+        default="* * * * * */30",
+        description="procrastinate executor: cron (6th field = seconds) of the periodic stale-row sweep.",
     )
     drain_timeout_s: float = Field(default=30.0, ge=0, description="Grace period for in-flight summaries at close.")
 

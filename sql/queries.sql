@@ -159,3 +159,8 @@ VALUES (
 -- delete_conversation --
 -- Remove a conversation with its messages and memory versions (round_metrics rows stay as the audit log).
 DELETE FROM conversations WHERE conversation_id = %(conversation_id)s RETURNING conversation_id;
+
+-- last_sequence --
+-- The sequence number of a conversation's newest stored message (no row for an unknown conversation).
+SELECT next_sequence - 1 AS last_sequence FROM conversations
+WHERE conversation_id = %(conversation_id)s AND next_sequence > 0;

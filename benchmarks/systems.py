@@ -1,0 +1,283 @@
+"""The three systems under test, each on its own database of one PostgreSQL server.
+
+- memory_agent: `with_memory` around a one-node MessagesState graph that calls the fake chat model.
+- full_history (a): the same one-node graph compiled with AsyncPostgresSaver; the model sees every message.
+- summarization_middleware (b): `create_agent` + `SummarizationMiddleware(trigger=("tokens", 2000),
+  keep=("messages", 6))` + AsyncPostgresSaver; the summarizer runs inline, before the model call.
+
+Every system gets a connection pool of the same size (memory_agent's default, 10).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.graph import START, MessagesState, StateGraph
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from benchmarks.fakes import (
+    BenchOfflineSummaryModel,
+    FakeChatModel,
+    FakeMiddlewareSummarizer,
+    SummarizerStats,
+    assistant_reply,
+    user_message,
+)
+
+POOL_SIZE = 10
+MIDDLEWARE_TRIGGER_TOKENS = 2000
+MIDDLEWARE_KEEP_MESSAGES = 6
+
+# Checks over memory_agent's tables after the concurrent run (benchmark-only reads).
+SUMMARY_LAG_SQL = """
+SELECT c.conversation_id, c.next_sequence - 1 AS last_sequence,
+       (SELECT max(m.end_sequence) FROM memory AS m
+        WHERE m.conversation_id = c.conversation_id AND m.status = 'completed') AS memory_end_sequence
+FROM conversations AS c
+WHERE c.conversation_id LIKE %s
+"""
+DUPLICATE_VERSIONS_SQL = """
+SELECT (SELECT count(*) FROM (SELECT 1 FROM memory WHERE status = 'completed' AND conversation_id LIKE %(prefix)s
+                              GROUP BY conversation_id, start_sequence, end_sequence HAVING count(*) > 1) AS d)
+     + (SELECT count(*) FROM (SELECT 1 FROM memory WHERE status = 'processing' AND conversation_id LIKE %(prefix)s
+                              GROUP BY conversation_id HAVING count(*) > 1) AS p) AS duplicates,
+       (SELECT count(*) FROM memory WHERE status = 'failed' AND conversation_id LIKE %(prefix)s) AS failed,
+       (SELECT count(*) FROM memory WHERE status = 'completed' AND conversation_id LIKE %(prefix)s) AS completed
+"""
+
+
+def with_dbname(url: str, dbname: str) -> str:
+    params = conninfo_to_dict(url)
+    params["dbname"] = dbname
+    return make_conninfo(**params)
+
+
+def create_database(server_url: str, prefix: str) -> tuple[str, str]:
+    name = f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name, with_dbname(server_url, name)
+
+
+def drop_database(server_url: str, name: str) -> None:
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def chat_graph(model: FakeChatModel, checkpointer: Any = None) -> Any:
+    """The one-node MessagesState graph shared by memory_agent and the full-history baseline."""
+
+    async def chat(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_edge(START, "chat")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def scripted_history(n_messages: int) -> list[BaseMessage]:
+    """The first `n_messages` messages of the scripted conversation (user, assistant, user, ...)."""
+    messages: list[BaseMessage] = []
+    round_number = 0
+    while len(messages) < n_messages:
+        round_number += 1
+        question = user_message(round_number)
+        messages.append(HumanMessage(question))
+        if len(messages) < n_messages:
+            messages.append(AIMessage(assistant_reply(question)))
+    return messages
+
+
+class System:
+    """One system under test: `round` runs one user turn; `load` is what a round start reads."""
+
+    name = ""
+    label = ""
+    dbname = ""
+    chat: FakeChatModel
+    summarizer_stats: SummarizerStats
+
+    async def open(self, server_url: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def set_latency(self, latency_s: float) -> None: ...
+
+    async def round(self, thread_id: str, round_number: int) -> None:
+        await self.app.ainvoke(
+            {"messages": [HumanMessage(user_message(round_number))]}, {"configurable": {"thread_id": thread_id}}
+        )
+
+    async def seed(self, thread_id: str, n_messages: int) -> None: ...
+
+    async def load(self, thread_id: str) -> None: ...
+
+
+class MemoryAgentSystem(System):
+    name = "memory_agent"
+    label = "memory_agent (with_memory)"
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = settings
+
+    async def open(self, server_url: str) -> None:
+        from memory_agent import MemoryService, MemorySettings, with_memory
+
+        self.server_url = server_url
+        self.dbname, url = create_database(server_url, "memory_agent")
+        self.chat = FakeChatModel()
+        self.summarizer = BenchOfflineSummaryModel()
+        self.summarizer_stats = self.summarizer.stats
+        settings = MemorySettings(database_url=url, pool_max_size=POOL_SIZE, **self.settings)
+        self.memory = MemoryService.from_settings(settings, model=self.summarizer)
+        await self.memory.aopen()
+        self.app = with_memory(chat_graph(self.chat), self.memory)
+
+    async def close(self) -> None:
+        await self.memory.aclose(timeout=60)
+        drop_database(self.server_url, self.dbname)
+
+    def set_latency(self, latency_s: float) -> None:
+        self.chat.latency_s = latency_s
+        self.summarizer.latency_s = latency_s
+
+    async def drain(self, timeout: float = 300) -> bool:
+        return await self.memory.drain(timeout=timeout)
+
+    async def seed(self, thread_id: str, n_messages: int) -> None:
+        """Store `n_messages` scripted messages, then one real summary ending two messages before the last."""
+        from memory_agent.service import serialize_round
+
+        history = scripted_history(n_messages)
+        rounds = [history[i : i + 2] for i in range(0, len(history), 2)]
+        backend = self.memory.backend
+
+        async def store() -> None:
+            async with backend.transaction() as conn:
+                for messages in rounds:
+                    roles, contents, payloads = serialize_round(messages)
+                    await backend.save_round(conn, thread_id, roles, contents, payloads)
+
+        await self.memory.loop.arun(store())
+        await self.memory.trigger_summarization_if_needed(thread_id, n_messages - 3)
+        await self.drain()
+
+    async def load(self, thread_id: str) -> None:
+        await self.memory.prepare_round(thread_id, [HumanMessage(user_message(10**6))])
+
+    async def query(self, sql: str, params: Any) -> list[dict[str, Any]]:
+        async def run() -> list[dict[str, Any]]:
+            async with self.memory.backend.connection() as conn:
+                cur = await conn.execute(sql, params)
+                return await cur.fetchall()
+
+        return await self.memory.loop.arun(run())
+
+    async def summary_lag(self, prefix: str) -> dict[str, float]:
+        rows = await self.query(SUMMARY_LAG_SQL, [f"{prefix}%"])
+        lags = [r["last_sequence"] - (r["memory_end_sequence"] if r["memory_end_sequence"] is not None else -1) for r in rows]
+        return {"mean": sum(lags) / len(lags) if lags else 0.0, "max": max(lags, default=0)}
+
+    async def version_check(self, prefix: str) -> dict[str, int]:
+        rows = await self.query(DUPLICATE_VERSIONS_SQL, {"prefix": f"{prefix}%"})
+        return {k: int(v) for k, v in rows[0].items()}
+
+
+class _SaverSystem(System):
+    """A baseline whose state lives in AsyncPostgresSaver (one checkpoint per super-step)."""
+
+    prefix = ""
+    node = ""
+
+    async def open(self, server_url: str) -> None:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        self.server_url = server_url
+        self.dbname, url = create_database(server_url, self.prefix)
+        self.pool = AsyncConnectionPool(
+            url,
+            max_size=POOL_SIZE,
+            open=False,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        )
+        await self.pool.open(wait=True)
+        self.saver = AsyncPostgresSaver(self.pool)
+        await self.saver.setup()
+        self.chat = FakeChatModel()
+        self.build()
+
+    def build(self) -> None: ...
+
+    async def close(self) -> None:
+        await self.pool.close()
+        drop_database(self.server_url, self.dbname)
+
+    def seed_messages(self, n_messages: int) -> list[BaseMessage]:
+        return scripted_history(n_messages)
+
+    async def seed(self, thread_id: str, n_messages: int) -> None:
+        await self.app.aupdate_state(
+            {"configurable": {"thread_id": thread_id}}, {"messages": self.seed_messages(n_messages)}, as_node=self.node
+        )
+
+    async def load(self, thread_id: str) -> None:
+        await self.saver.aget_tuple({"configurable": {"thread_id": thread_id}})
+
+
+class FullHistorySystem(_SaverSystem):
+    name = "full_history"
+    label = "(a) MessagesState + PostgresSaver, full history"
+    prefix = "full_history"
+    node = "chat"
+
+    def build(self) -> None:
+        self.summarizer_stats = SummarizerStats()  # never called: no summarizer
+        self.app = chat_graph(self.chat, self.saver)
+
+    def set_latency(self, latency_s: float) -> None:
+        self.chat.latency_s = latency_s
+
+
+class MiddlewareSystem(_SaverSystem):
+    name = "summarization_middleware"
+    label = "(b) create_agent + SummarizationMiddleware + PostgresSaver"
+    prefix = "middleware"
+    node = "model"
+
+    def build(self) -> None:
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import SummarizationMiddleware
+
+        self.summarizer = FakeMiddlewareSummarizer()
+        self.summarizer_stats = self.summarizer.stats
+        middleware = SummarizationMiddleware(
+            model=self.summarizer,
+            trigger=("tokens", MIDDLEWARE_TRIGGER_TOKENS),
+            keep=("messages", MIDDLEWARE_KEEP_MESSAGES),
+        )
+        self.app = create_agent(model=self.chat, tools=[], middleware=[middleware], checkpointer=self.saver)
+
+    def set_latency(self, latency_s: float) -> None:
+        self.chat.latency_s = latency_s
+        self.summarizer.latency_s = latency_s
+
+    def seed_messages(self, n_messages: int) -> list[BaseMessage]:
+        """What the middleware's state holds after `n_messages`: everything until the trigger, then a summary
+        plus the last six messages."""
+        history = scripted_history(n_messages)
+        if count_tokens_approximately(history) <= MIDDLEWARE_TRIGGER_TOKENS:
+            return history
+        summary = self.summarizer._summary([HumanMessage("\n".join(str(m.text) for m in history[:-6]))])
+        text = summary.generations[0].message.text
+        return [HumanMessage(f"Here is a summary of the conversation to date:\n\n{text}"), *history[-6:]]
+
+
+def all_systems(memory_settings: dict[str, Any] | None = None) -> list[System]:
+    return [MemoryAgentSystem(**(memory_settings or {})), FullHistorySystem(), MiddlewareSystem()]

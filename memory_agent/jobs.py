@@ -1,0 +1,80 @@
+"""Summaries as procrastinate jobs: the app processes defer, `memory-agent worker` processes run them.
+
+procrastinate's tables live in the memory_agent schema. The stale-row sweep is a procrastinate periodic
+task. Whatever the number of app and worker processes, the partial unique index on `memory` keeps one
+summarization in flight per conversation; a job only ever runs a row that is still `processing`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import procrastinate
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+if TYPE_CHECKING:
+    from memory_agent.service import MemoryService
+
+logger = logging.getLogger("memory_agent.jobs")
+
+QUEUE = "memory_agent"
+SUMMARIZE_TASK = "memory_agent.summarize"
+SWEEP_TASK = "memory_agent.sweep"
+
+
+def procrastinate_conninfo(url: str, schema: str) -> str:
+    """The service's database URL with search_path pointing at the memory_agent schema."""
+    params = conninfo_to_dict(url)
+    options = params.get("options") or ""
+    params["options"] = f"{options} -c search_path={schema},public".strip()
+    return make_conninfo(**params)
+
+
+def build_app(service: "MemoryService", url: str) -> procrastinate.App:
+    """A procrastinate App whose tasks run on `service` (in a worker process)."""
+    settings = service.settings
+    connector = procrastinate.PsycopgConnector(
+        conninfo=procrastinate_conninfo(url, settings.db_schema), min_size=1, max_size=4
+    )
+    app = procrastinate.App(connector=connector)
+
+    @app.task(name=SUMMARIZE_TASK, queue=QUEUE)
+    async def summarize(memory_id: int) -> str:
+        return await service.run_summary(memory_id)
+
+    @app.periodic(cron=settings.sweep_cron, periodic_id="memory_agent.sweep")
+    @app.task(name=SWEEP_TASK, queue=QUEUE, queueing_lock=SWEEP_TASK)
+    async def sweep(timestamp: int) -> list[int]:
+        return await service.sweep()
+
+    return app
+
+
+class ProcrastinateExecutor:
+    """Defers a job per new `processing` row; `memory-agent worker` runs them."""
+
+    def __init__(self, service: "MemoryService") -> None:
+        self.service = service
+        self.app: procrastinate.App | None = None
+
+    async def start(self) -> None:
+        await self.service.backend.setup_procrastinate(procrastinate.SchemaManager.get_schema())
+        self.app = build_app(self.service, self.service.database_url)
+        await self.app.open_async()
+
+    async def dispatch(self, memory_id: int) -> None:
+        assert self.app is not None
+        await self.app.tasks[SUMMARIZE_TASK].defer_async(memory_id=memory_id)
+
+    async def stop(self) -> None:
+        if self.app is not None:
+            await self.app.close_async()
+            self.app = None
+
+    async def run_worker(self, concurrency: int, **options: Any) -> None:
+        """Run jobs until cancelled (the memory loop runs this in `memory-agent worker`)."""
+        assert self.app is not None
+        await self.app.run_worker_async(
+            queues=[QUEUE], concurrency=concurrency, install_signal_handlers=False, **options
+        )

@@ -1,0 +1,98 @@
+"""MemoryMiddleware: conversation memory for `langchain.agents.create_agent`.
+
+    agent = create_agent(model, tools, middleware=[MemoryMiddleware(memory)])
+    agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "conv-1"}})
+
+At the start of the agent run (before_agent) the round is prepared: memory + gap + this run's input, in the
+budget. Every model call of the run (wrap_model_call) is given that context followed by the messages the run
+produced so far, so a tool loop keeps its calls and results together. At the end (after_agent) the input and
+every AI and tool message the run produced are stored as one round and a summary starts when one is due.
+
+The agent's state keeps only the run's own messages: the loaded context lives in private middleware state
+(`memory_round`), so it never shows up in the caller's result or in `stream_mode="messages"`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import BaseMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from pydantic import Field
+from typing_extensions import NotRequired
+
+from memory_agent.errors import InvalidInputError
+from memory_agent.nodes import conversation_id_from_config, persist_round, produced_messages
+from memory_agent.schemas import RoundInfo
+from memory_agent.service import MemoryService
+
+
+class AgentRound(RoundInfo):
+    """A round in flight: what RoundInfo records, plus the context every model call of the run starts from."""
+
+    context: list[BaseMessage] = Field(default_factory=list, repr=False)
+
+
+class MemoryAgentState(AgentState[Any]):
+    memory_round: NotRequired[Annotated[AgentRound | None, PrivateStateAttr]]
+
+
+class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
+    """Load memory at the start of an agent run, persist the round and trigger a summary at its end.
+
+    The conversation is the run's `config["configurable"]["thread_id"]`. Give the agent only the new
+    message(s) of the round: the memory supplies everything before them.
+    """
+
+    state_schema = MemoryAgentState
+
+    def __init__(self, memory: MemoryService) -> None:
+        super().__init__()
+        self.memory = memory
+        self.tools = []
+
+    # ------------------------------------------------------------------ agent start
+
+    async def _start(self, conversation_id: str, messages: list[BaseMessage]) -> dict[str, Any]:
+        context, info = await self.memory.prepare_round(conversation_id, messages)
+        return {"memory_round": AgentRound(**dict(info), context=context)}
+
+    async def abefore_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return await self._start(conversation_id_from_config(get_config()), list(state["messages"]))
+
+    def before_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        conversation_id = conversation_id_from_config(get_config())
+        return self.memory.call_sync(self._start(conversation_id, list(state["messages"])))
+
+    # ------------------------------------------------------------------ every model call
+
+    def _with_context(self, request: ModelRequest) -> ModelRequest:
+        round_ = request.state.get("memory_round")
+        if not isinstance(round_, AgentRound):
+            raise InvalidInputError("MemoryMiddleware's model hook ran without its before_agent hook")
+        return request.override(messages=[*round_.context, *produced_messages(request.messages, round_)])
+
+    def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
+        return handler(self._with_context(request))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
+        return await handler(self._with_context(request))
+
+    # ------------------------------------------------------------------ agent end
+
+    def _round_of(self, state: MemoryAgentState) -> AgentRound:
+        round_ = state.get("memory_round")
+        if not isinstance(round_, AgentRound):
+            raise InvalidInputError("MemoryMiddleware's after_agent hook ran without its before_agent hook")
+        return round_
+
+    async def aafter_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        await persist_round(self.memory, self._round_of(state), list(state["messages"]))
+        return {"memory_round": None}
+
+    def after_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        self.memory.call_sync(persist_round(self.memory, self._round_of(state), list(state["messages"])))
+        return {"memory_round": None}

@@ -1,0 +1,108 @@
+-- Observability queries. Each block starts with `-- name --` and a one-line description.
+-- Views and functions they use come from migration 0003_observability.sql.
+--
+-- The first four blocks are the design's own queries, written for psql: run one with the schema on the
+-- search_path (SET search_path TO memory_agent, public;) and, for version_chain, set the conversation
+-- first (\set conversation_id conv_123). The `observe_*` blocks below them are what memory_agent's
+-- observability module and the `memory-agent inspect | at | stats` commands run (psycopg parameters).
+
+-- version_chain --
+-- Memory history of one conversation with its version chain, newest window first (psql: \set conversation_id conv_123).
+SELECT m.*,
+       b.end_sequence AS base_end_seq
+FROM memory m
+LEFT JOIN memory b ON m.base_memory_id = b.memory_id
+WHERE m.conversation_id = :'conversation_id'
+ORDER BY m.end_sequence DESC;
+
+-- stuck_processing_tasks --
+-- 'processing' rows created more than 5 minutes ago (for another timeout: SELECT * FROM stuck_processing_after('1 minute')).
+SELECT conversation_id, memory_id, created_at,
+       NOW() - created_at AS age
+FROM memory
+WHERE status = 'processing'
+  AND created_at < NOW() - INTERVAL '5 minutes';
+
+-- sliding_window_progression --
+-- The 20 newest completed memory versions (all conversations) with their window size and generation time.
+SELECT
+    conversation_id,
+    start_sequence,
+    end_sequence,
+    end_sequence - start_sequence + 1 AS window_size,
+    generation_time_ms
+FROM memory
+WHERE status = 'completed'
+ORDER BY created_at DESC
+LIMIT 20;
+
+-- average_generation_time --
+-- Average and maximum summarization time over every completed summary.
+SELECT
+    AVG(generation_time_ms) AS avg_ms,
+    MAX(generation_time_ms) AS max_ms,
+    COUNT(*) AS total_summaries
+FROM memory
+WHERE status = 'completed'
+  AND generation_time_ms IS NOT NULL;
+
+-- observe_conversation --
+-- One conversation's memory health (no row when the thread is unknown).
+SELECT * FROM memory_health WHERE conversation_id = %(conversation_id)s;
+
+-- observe_version_chain --
+-- Every memory version of a conversation with its base and the rounds it covers, oldest first.
+SELECT memory_id, start_sequence, end_sequence, base_memory_id, base_end_seq, status, first_round, last_round,
+       covers, created_at, finished_at, generation_time_ms, attempts, model_name, input_tokens, output_tokens,
+       error, memory_text
+FROM memory_version_chain
+WHERE conversation_id = %(conversation_id)s
+ORDER BY memory_id;
+
+-- observe_round_context --
+-- A stored round's context as sequence ranges (memory served, gap, input) and its metrics.
+SELECT *
+FROM round_context
+WHERE conversation_id = %(conversation_id)s AND round_number = %(round_number)s
+ORDER BY round_metrics_id DESC
+LIMIT 1;
+
+-- observe_context_at_round --
+-- What the model was given at a round: the memory version's text, then the gap and input messages.
+SELECT * FROM context_at_round(%(conversation_id)s, %(round_number)s);
+
+-- observe_message_visibility --
+-- How a message reached the model in each round from its own on (input, gap, summarized, dropped, ...).
+SELECT * FROM message_visibility(%(conversation_id)s, %(sequence_number)s, %(text)s);
+
+-- observe_stuck_processing --
+-- Processing rows quiet for longer than a timeout in seconds (all conversations), oldest first.
+SELECT * FROM stuck_processing_after(make_interval(secs => %(older_than_s)s));
+
+-- observe_memory_health --
+-- Memory health per conversation, the most lagging first.
+SELECT * FROM memory_health ORDER BY summary_lag DESC, conversation_id;
+
+-- observe_health_totals --
+-- Memory health of the whole database in one row.
+SELECT * FROM memory_health_totals;
+
+-- observe_model_stats --
+-- Summaries per summarizer model: failure rate, generation p50/p95, tokens and compression ratio.
+SELECT * FROM summary_model_stats ORDER BY summaries DESC, model_name;
+
+-- observe_generation_time --
+-- Average, maximum, p50 and p95 summarization time over completed summaries.
+SELECT * FROM summary_generation_time;
+
+-- observe_window_progression --
+-- The newest completed memory versions with their window (one conversation, or all when null).
+SELECT *
+FROM sliding_window_progression
+WHERE %(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s::text
+ORDER BY created_at DESC, memory_id DESC
+LIMIT %(limit)s;
+
+-- observe_weekly_report --
+-- The weekly report: fallback share, truncation share, p95 latency, summary lag and summary cost.
+SELECT * FROM round_report_weekly ORDER BY week DESC;

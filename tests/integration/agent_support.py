@@ -1,0 +1,89 @@
+"""Helpers for agent tests: a tool-calling fake chat model, two tools, and the tool-pairing check."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+
+COMMAND = re.compile(r"tools:(\d+):(seq|par)")
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+class ToolScriptModel(BaseChatModel):
+    """Answers a round's user message `… tools:<k>:<seq|par> …` with k lookup calls (one per turn, or all in
+    one message), then a final answer; any other message gets a final answer at once. Records every call."""
+
+    calls: list[list[BaseMessage]] = []
+    counter: list[int] = [0]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.calls = []
+        self.counter = [0]
+
+    @property
+    def _llm_type(self) -> str:
+        return "tool-script"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> "ToolScriptModel":
+        return self
+
+    def _next_id(self) -> str:
+        self.counter[0] += 1
+        return f"call_{self.counter[0]}"
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+        self.calls.append(list(messages))
+        last_user = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+        user_text = str(messages[last_user].text)
+        done = sum(isinstance(m, ToolMessage) for m in messages[last_user:])
+        found = COMMAND.findall(user_text)
+        reply: AIMessage
+        if found:
+            k, mode = int(found[-1][0]), found[-1][1]
+            if mode == "par" and done == 0:
+                calls = [{"name": "lookup", "args": {"key": f"k{i}"}, "id": self._next_id()} for i in range(k)]
+                reply = AIMessage("", tool_calls=calls)
+            elif mode == "seq" and done < k:
+                reply = AIMessage("", tool_calls=[{"name": "lookup", "args": {"key": f"k{done}"}, "id": self._next_id()}])
+            else:
+                reply = AIMessage(f"final answer after {done} tool results")
+        else:
+            reply = AIMessage("final answer without tools")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def assert_tool_pairs(messages: Sequence[BaseMessage], *, allow_open_end: bool = False) -> None:
+    """Every ToolMessage follows the AI message that called it; every AI tool call has its result."""
+    open_calls: dict[str, int] = {}
+    for position, message in enumerate(messages):
+        if isinstance(message, AIMessage):
+            assert not open_calls, f"AI message {position} arrives while tool calls {open_calls} are unanswered"
+            for call in message.tool_calls:
+                open_calls[call["id"]] = position
+        elif isinstance(message, ToolMessage):
+            assert message.tool_call_id in open_calls, (
+                f"ToolMessage {position} answers {message.tool_call_id}, which no earlier AI message called"
+            )
+            del open_calls[message.tool_call_id]
+        else:
+            assert not open_calls, f"{message.type} message {position} arrives while {open_calls} are unanswered"
+    if not allow_open_end:
+        assert not open_calls, f"tool calls {open_calls} have no results"
