@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import procrastinate
+from procrastinate.schema import SchemaManager
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class ProcrastinateExecutor:
         self.app: procrastinate.App | None = None
 
     async def start(self) -> None:
-        await self.service.backend.setup_procrastinate(procrastinate.SchemaManager.get_schema())
+        await self.service.backend.setup_procrastinate(SchemaManager.get_schema())
         self.app = build_app(self.service, self.service.database_url)
         await self.app.open_async()
 

@@ -25,7 +25,7 @@ from pydantic import Field
 from typing_extensions import NotRequired
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.nodes import conversation_id_from_config, persist_round, produced_messages
+from memory_agent.nodes import conversation_id_from_config, persist_round, produced_messages, round_input
 from memory_agent.schemas import RoundInfo
 from memory_agent.service import MemoryService
 
@@ -34,6 +34,13 @@ class AgentRound(RoundInfo):
     """A round in flight: what RoundInfo records, plus the context every model call of the run starts from."""
 
     context: list[BaseMessage] = Field(default_factory=list, repr=False)
+    # With a checkpointer the state still holds earlier rounds; they are neither input nor output of this one.
+    history_ids: list[str | None] = Field(default_factory=list, repr=False)
+
+    def produced(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+        """The messages this run added to its input."""
+        history = set(self.history_ids)
+        return [m for m in produced_messages(messages, self) if m.id not in history]
 
 
 class MemoryAgentState(AgentState[Any]):
@@ -57,8 +64,10 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
     # ------------------------------------------------------------------ agent start
 
     async def _start(self, conversation_id: str, messages: list[BaseMessage]) -> dict[str, Any]:
-        context, info = await self.memory.prepare_round(conversation_id, messages)
-        return {"memory_round": AgentRound(**dict(info), context=context)}
+        incoming = round_input(messages)
+        context, info = await self.memory.prepare_round(conversation_id, incoming)
+        history = [m.id for m in messages[: len(messages) - len(incoming)]]
+        return {"memory_round": AgentRound(**dict(info), context=context, history_ids=history)}
 
     async def abefore_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await self._start(conversation_id_from_config(get_config()), list(state["messages"]))
@@ -73,7 +82,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         round_ = request.state.get("memory_round")
         if not isinstance(round_, AgentRound):
             raise InvalidInputError("MemoryMiddleware's model hook ran without its before_agent hook")
-        return request.override(messages=[*round_.context, *produced_messages(request.messages, round_)])
+        return request.override(messages=[*round_.context, *round_.produced(request.messages)])
 
     def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
         return handler(self._with_context(request))
@@ -83,16 +92,16 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
 
     # ------------------------------------------------------------------ agent end
 
-    def _round_of(self, state: MemoryAgentState) -> AgentRound:
+    def _finish(self, state: MemoryAgentState) -> Any:
         round_ = state.get("memory_round")
         if not isinstance(round_, AgentRound):
             raise InvalidInputError("MemoryMiddleware's after_agent hook ran without its before_agent hook")
-        return round_
+        return persist_round(self.memory, round_, round_.produced(list(state["messages"])))
 
     async def aafter_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        await persist_round(self.memory, self._round_of(state), list(state["messages"]))
+        await self._finish(state)
         return {"memory_round": None}
 
     def after_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self.memory.call_sync(persist_round(self.memory, self._round_of(state), list(state["messages"])))
+        self.memory.call_sync(self._finish(state))
         return {"memory_round": None}

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.constants import TAG_HIDDEN
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import TypedDict
@@ -19,6 +20,8 @@ from memory_agent.service import MemoryService, validate_conversation_id
 
 # LangGraph's stream handler skips runs with this tag: context we load is not the model's output.
 NOSTREAM_TAG = "langsmith:nostream"
+# A node with this tag is internal: no "updates" chunk, and no messages from its output in "messages".
+HIDDEN_TAG = TAG_HIDDEN
 
 
 class MemoryRoundState(TypedDict, total=False):
@@ -37,9 +40,22 @@ def conversation_id_from_config(config: RunnableConfig | None) -> str:
     return validate_conversation_id(configurable["thread_id"])
 
 
+def round_input(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """This round's input: the messages after the last final answer (an AI message without tool calls).
+
+    Without a checkpointer that is every message the caller sent; with one (`langgraph dev`, a saver) the
+    state still holds the previous round, which is stored already and must not be stored again.
+    """
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, AIMessage) and not message.tool_calls:
+            return list(messages[position + 1 :])
+    return list(messages)
+
+
 async def _load(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
     conversation_id = conversation_id_from_config(config)
-    workflow, info = await memory.prepare_round(conversation_id, state.get("messages") or [])
+    workflow, info = await memory.prepare_round(conversation_id, round_input(state.get("messages") or []))
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info}
 
 
@@ -109,4 +125,8 @@ def with_memory(graph: Any, memory: MemoryService, *, name: str = "agent") -> An
     builder.add_edge("memory_load", name)
     builder.add_edge(name, "memory_save")
     builder.add_edge("memory_save", END)
-    return builder.compile(name=f"{getattr(graph, 'name', None) or name}_with_memory")
+    wrapped = builder.compile(name=f"{getattr(graph, 'name', None) or name}_with_memory")
+    # The loaded context and the bookkeeping are not the app's output: keep them out of the caller's stream.
+    for node in ("memory_load", "memory_save"):
+        wrapped.nodes[node].tags = [*(wrapped.nodes[node].tags or []), HIDDEN_TAG]
+    return wrapped

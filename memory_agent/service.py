@@ -125,7 +125,7 @@ def _check_content(message: BaseMessage, position: int) -> None:
 def serialize_round(messages: Sequence[Any]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     """(roles, contents, message dicts) ready to store; raises InvalidInputError naming the bad message."""
     if not messages:
-        raise InvalidInputError("a round needs at least one message (the user's)")
+        raise InvalidInputError("a round needs a user message (HumanMessage); none was given")
     roles, contents, payloads = [], [], []
     for position, message in enumerate(messages):
         if not isinstance(message, BaseMessage):
@@ -331,18 +331,21 @@ class MemoryService:
                 f"cannot connect to PostgreSQL within {settings.connect_timeout_s}s: {exc}; "
                 "check MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
             ) from exc
-        backend = MemoryBackend(pool, settings.db_schema)
         try:
+            backend = MemoryBackend(pool, settings.db_schema)
             await backend.setup()
-        except Exception:
+            self._backend = backend
+            self._agent = MemoryAgent(
+                self._model or default_summary_model(settings), max_words=settings.memory_max_words
+            )
+            from memory_agent.executors import make_executor
+
+            self._executor = make_executor(self)
+            await self._executor.start()
+        except BaseException:
+            self._backend = self._agent = self._executor = None
             await pool.close()
             raise
-        self._backend = backend
-        self._agent = MemoryAgent(self._model or default_summary_model(settings), max_words=settings.memory_max_words)
-        from memory_agent.executors import make_executor
-
-        self._executor = make_executor(self)
-        await self._executor.start()
 
     def open(self) -> "MemoryService":
         """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations."""

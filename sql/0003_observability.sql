@@ -214,7 +214,7 @@ AS $$
                WHEN p_sequence_number BETWEEN rc.first_sequence AND rc.last_sequence THEN 'produced'
                WHEN p_sequence_number BETWEEN rc.gap_start_sequence AND rc.gap_end_sequence THEN 'gap'
                WHEN p_sequence_number BETWEEN rc.memory_start_sequence AND rc.memory_end_sequence THEN 'summarized'
-               WHEN p_sequence_number < rc.memory_start_sequence THEN 'dropped'
+               WHEN p_sequence_number <= rc.memory_start_sequence THEN 'dropped'
                ELSE 'missing'
            END,
            CASE WHEN p_text IS NULL OR m.memory_text IS NULL THEN NULL
@@ -237,7 +237,7 @@ SELECT c.conversation_id,
        c.next_sequence - 1 AS newest_sequence,
        served.memory_id AS served_memory_id,
        served.end_sequence AS served_end_sequence,
-       (c.next_sequence - 1) - COALESCE(served.end_sequence, -1) AS summary_lag,
+       (c.next_sequence - 1) - COALESCE(served.end_sequence, 0) AS summary_lag,
        c.round_count - COALESCE(served_round.round_number, 0) AS rounds_behind,
        now() - COALESCE(served.finished_at, served.created_at) AS served_memory_age,
        versions.completed,
@@ -328,9 +328,9 @@ WITH rounds AS (
            count(*) FILTER (WHERE r.error_stage IS NOT NULL) AS failed_rounds,
            round(avg((r.retrieval_path = 'raw')::int), 4) AS fallback_share,
            round(avg(r.truncated::int), 4) AS truncation_share,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_round_ms) AS p50_latency_ms,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_round_ms) AS p95_latency_ms,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_load_ms) AS p95_load_ms,
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_round_ms)::numeric, 1) AS p50_latency_ms,
+           round(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_round_ms)::numeric, 1) AS p95_latency_ms,
+           round(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_load_ms)::numeric, 1) AS p95_load_ms,
            round(avg(r.first_sequence - 1 - COALESCE(r.memory_end_sequence, -1)), 2) AS avg_summary_lag,
            max(r.first_sequence - 1 - COALESCE(r.memory_end_sequence, -1)) AS max_summary_lag,
            count(*) FILTER (WHERE r.summary_triggered) AS summaries_triggered,

@@ -53,6 +53,8 @@ class ToolScriptModel(BaseChatModel):
         self.calls.append(list(messages))
         last_user = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
         user_text = str(messages[last_user].text)
+        if user_text.startswith("[Previous context: "):
+            user_text = user_text.rsplit("]\n\n", 1)[-1]  # the user's own words, not the injected memory
         done = sum(isinstance(m, ToolMessage) for m in messages[last_user:])
         found = COMMAND.findall(user_text)
         reply: AIMessage

@@ -1,0 +1,360 @@
+"""`make bench`: memory_agent against (a) full history + PostgresSaver and (b) SummarizationMiddleware.
+
+Everything runs in this one process on one embedded PostgreSQL (a fresh data directory, deleted at exit),
+each system on its own database, with the same scripted conversation and the same fake chat model.
+Stages: steady (many rounds, zero-latency model), slow model, round-start load at several conversation
+lengths, many concurrent conversations. Results go to benchmarks/results/latest.{json,md,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from langchain_core.messages import HumanMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from benchmarks.fakes import FakeChatModel, user_message
+from benchmarks.report import render_markdown, render_plot, ratio_table
+from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph
+
+RESULTS_DIR = Path(__file__).parent / "results"
+
+
+@dataclass
+class BenchConfig:
+    rounds: int = 1000  # steady stage, zero-latency model
+    warmup_rounds: int = 5  # on a separate conversation, before any stage, for every system
+    token_round: int = 200  # the round whose prompt tokens the target compares
+    slow_rounds: int = 60
+    slow_latency_s: float = 0.3
+    load_lengths: tuple[int, ...] = (10, 100, 1000, 10000)
+    load_repeats: int = 30
+    conversations: int = 1000
+    concurrent_rounds: int = 20
+    baseline_conversations: int | None = None  # concurrent stage for the baselines; default: conversations
+    database_url: str | None = None  # a server URL (databases are created on it); default: embedded
+    out_dir: Path = field(default_factory=lambda: RESULTS_DIR)
+    plot: bool = True
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), int(-(-q * len(ordered) // 100))))
+    return ordered[rank - 1]
+
+
+# ---------------------------------------------------------------------------- stages
+
+
+async def warm_up(system: System, config: BenchConfig) -> None:
+    for n in range(1, config.warmup_rounds + 1):
+        await system.round("warmup", n)
+    if isinstance(system, MemoryAgentSystem):
+        await system.drain()
+
+
+async def steady_stage(system: System, config: BenchConfig) -> dict[str, Any]:
+    """`rounds` back-to-back rounds of one conversation with a zero-latency model."""
+    system.set_latency(0.0)
+    calls_before, tokens_before = system.summarizer_stats.calls, system.summarizer_stats.input_tokens
+    overhead_ms: list[float] = []
+    prompt_tokens: list[int] = []
+    gc.collect()
+    for n in range(1, config.rounds + 1):
+        started = time.perf_counter()
+        await system.round("steady", n)
+        overhead_ms.append((time.perf_counter() - started) * 1000)
+        prompt_tokens.append(count_tokens_approximately(system.chat.last_input))  # outside the timed round
+        if n % 200 == 0:
+            log(f"  {system.name}: {n}/{config.rounds} rounds, last {overhead_ms[-1]:.1f} ms")
+    if isinstance(system, MemoryAgentSystem):
+        await system.drain()
+    token_round = min(config.token_round, config.rounds)
+    return {
+        "rounds": config.rounds,
+        "overhead_ms": overhead_ms,
+        "prompt_tokens": prompt_tokens,
+        "overhead_median_ms": median(overhead_ms),
+        "overhead_first20_median_ms": median(overhead_ms[:20]),
+        "overhead_last20_median_ms": median(overhead_ms[-20:]),
+        "overhead_last20_over_first20": median(overhead_ms[-20:]) / median(overhead_ms[:20]),
+        "overhead_p99_ms": percentile(overhead_ms, 99),
+        "token_round": token_round,
+        "prompt_tokens_at_token_round": prompt_tokens[token_round - 1],
+        "prompt_tokens_last": prompt_tokens[-1],
+        "prompt_tokens_mean": statistics.fmean(prompt_tokens),
+        "summarizer_calls": system.summarizer_stats.calls - calls_before,
+        "summarizer_input_tokens": system.summarizer_stats.input_tokens - tokens_before,
+    }
+
+
+async def slow_stage(system: System, config: BenchConfig) -> dict[str, Any]:
+    """`slow_rounds` rounds with a chat model (and summarizer) that answer after `slow_latency_s`."""
+    system.set_latency(config.slow_latency_s)
+    round_ms: list[float] = []
+    try:
+        for n in range(1, config.slow_rounds + 1):
+            started = time.perf_counter()
+            await system.round("slow", n)
+            round_ms.append((time.perf_counter() - started) * 1000)
+        if isinstance(system, MemoryAgentSystem):
+            await system.drain()
+    finally:
+        system.set_latency(0.0)
+    latency_ms = config.slow_latency_s * 1000
+    return {
+        "rounds": config.slow_rounds,
+        "model_latency_ms": latency_ms,
+        "round_median_ms": median(round_ms),
+        "round_p99_ms": percentile(round_ms, 99),
+        "p99_over_latency": percentile(round_ms, 99) / latency_ms,
+        "median_over_latency": median(round_ms) / latency_ms,
+    }
+
+
+async def load_stage(system: System, config: BenchConfig) -> dict[str, Any]:
+    """Round-start load latency at several conversation lengths (seeded directly, then read repeatedly)."""
+    result: dict[str, Any] = {}
+    for length in config.load_lengths:
+        thread = f"load-{length}"
+        await system.seed(thread, length)
+        samples = []
+        for _ in range(config.load_repeats):
+            started = time.perf_counter()
+            await system.load(thread)
+            samples.append((time.perf_counter() - started) * 1000)
+        result[str(length)] = {"median_ms": median(samples), "p99_ms": percentile(samples, 99)}
+    first, last = str(config.load_lengths[0]), str(config.load_lengths[-1])
+    result["longest_over_shortest"] = result[last]["median_ms"] / result[first]["median_ms"]
+    return result
+
+
+class ConnectionSampler:
+    """Samples pg_stat_activity for one database from its own thread; `peak` is the largest count seen."""
+
+    def __init__(self, server_url: str, dbname: str, interval_s: float = 0.02) -> None:
+        self.server_url, self.dbname, self.interval_s = server_url, dbname, interval_s
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
+
+    def _run(self) -> None:
+        with psycopg.connect(self.server_url, autocommit=True) as conn:
+            while not self._stop.is_set():
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                    [self.dbname],
+                ).fetchone()
+                self.peak = max(self.peak, int(row[0]))
+                self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> "ConnectionSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+async def concurrent_stage(system: System, config: BenchConfig, server_url: str) -> dict[str, Any]:
+    """`conversations` conversations at once, `concurrent_rounds` rounds each, zero-latency model."""
+    system.set_latency(0.0)
+    conversations = config.conversations
+    if not isinstance(system, MemoryAgentSystem) and config.baseline_conversations is not None:
+        conversations = config.baseline_conversations
+    prefix = "conc-"
+
+    async def conversation(index: int) -> None:
+        for n in range(1, config.concurrent_rounds + 1):
+            await system.round(f"{prefix}{index}", n)
+
+    gc.collect()
+    result: dict[str, Any] = {"conversations": conversations, "rounds_each": config.concurrent_rounds}
+    with ConnectionSampler(server_url, system.dbname) as sampler:
+        started = time.perf_counter()
+        await asyncio.gather(*(conversation(i) for i in range(conversations)))
+        elapsed = time.perf_counter() - started
+        result["rounds_per_s"] = conversations * config.concurrent_rounds / elapsed
+        result["elapsed_s"] = elapsed
+        if isinstance(system, MemoryAgentSystem):
+            result["summary_lag_before_drain"] = await system.summary_lag(prefix)
+            drain_started = time.perf_counter()
+            result["drained"] = await system.drain()
+            result["drain_s"] = time.perf_counter() - drain_started
+            result["summary_lag_after_drain"] = await system.summary_lag(prefix)
+            result["versions"] = await system.version_check(prefix)
+            result["duplicate_versions"] = result["versions"]["duplicates"]
+    result["peak_connections"] = sampler.peak
+    return result
+
+
+async def bare_graph_floor(rounds: int = 300) -> float:
+    """Median round time of the one-node graph alone (no persistence): LangGraph's own floor here."""
+    graph = chat_graph(FakeChatModel())
+    samples = []
+    for n in range(1, rounds + 1):
+        started = time.perf_counter()
+        await graph.ainvoke({"messages": [HumanMessage(user_message(n))]})
+        samples.append((time.perf_counter() - started) * 1000)
+    return median(samples[rounds // 10 :])
+
+
+# ---------------------------------------------------------------------------- orchestration
+
+
+def library_versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    names = ["langgraph", "langchain", "langchain-core", "langgraph-checkpoint-postgres", "psycopg", "memory-agent"]
+    found = {}
+    for name in names:
+        try:
+            found[name] = version(name)
+        except Exception:  # pragma: no cover - a missing optional package
+            found[name] = "missing"
+    return found
+
+
+async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
+    systems = all_systems()
+    results: dict[str, Any] = {
+        "meta": {
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "libraries": library_versions(),
+            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "database_url"},
+            "chat_model": "fake chat model: answers the last user message; zero latency (steady, load, concurrent) "
+            f"or {config.slow_latency_s * 1000:.0f} ms (slow stage)",
+            "summarizers": {
+                "memory_agent": "OfflineSummaryModel (extractive, through MemoryAgent's structured-output call), "
+                "with the chat model's latency",
+                "summarization_middleware": "fake chat model returning one 90-character line for each of the last 14 "
+                "messages, with the chat model's latency",
+            },
+            "labels": {s.name: s.label for s in systems},
+        },
+        "systems": {},
+    }
+    log("bare one-node graph floor")
+    results["meta"]["bare_graph_round_ms"] = await bare_graph_floor()
+    for system in systems:
+        log(f"{system.name}: opening")
+        await system.open(server_url)
+        try:
+            entry: dict[str, Any] = {"label": system.label}
+            await warm_up(system, config)
+            log(f"{system.name}: steady stage ({config.rounds} rounds, zero-latency model)")
+            entry["steady"] = await steady_stage(system, config)
+            log(f"{system.name}: slow stage ({config.slow_rounds} rounds, {config.slow_latency_s * 1000:.0f} ms model)")
+            entry["slow"] = await slow_stage(system, config)
+            log(f"{system.name}: load stage {list(config.load_lengths)}")
+            entry["load"] = await load_stage(system, config)
+            log(f"{system.name}: concurrent stage")
+            entry["concurrent"] = await concurrent_stage(system, config, server_url)
+            log(f"{system.name}: {entry['concurrent']['rounds_per_s']:.0f} rounds/s concurrent")
+            results["systems"][system.name] = entry
+        finally:
+            await system.close()
+    results["ratios"], results["targets"] = ratio_table(results)
+    results["meta"]["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return results
+
+
+def write_results(results: dict[str, Any], out_dir: Path, plot: bool = True) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "latest.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out_dir / "latest.md").write_text(render_markdown(results))
+    if plot:
+        render_plot(results, out_dir / "latest.png")
+
+
+def run(config: BenchConfig) -> dict[str, Any]:
+    """Run every stage for every system; write the results; return them."""
+    logging.getLogger("memory_agent").setLevel(logging.ERROR)
+    if config.database_url:
+        results = asyncio.run(run_all(config, config.database_url))
+    else:
+        from memory_agent.embedded import start_embedded_postgres
+
+        data_dir = Path(tempfile.mkdtemp(prefix="memory_agent_bench_")) / "pgdata"
+        log("starting the embedded PostgreSQL (fresh data directory)")
+        server_url = start_embedded_postgres(data_dir, cleanup_mode="delete")
+        results = asyncio.run(run_all(config, server_url))
+    write_results(results, config.out_dir, config.plot)
+    return results
+
+
+def parse_args(argv: list[str] | None) -> BenchConfig:
+    defaults = BenchConfig()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=defaults.rounds)
+    parser.add_argument("--token-round", type=int, default=defaults.token_round)
+    parser.add_argument("--slow-rounds", type=int, default=defaults.slow_rounds)
+    parser.add_argument("--slow-latency-ms", type=float, default=defaults.slow_latency_s * 1000)
+    parser.add_argument("--load-lengths", type=lambda s: tuple(int(x) for x in s.split(",")), default=defaults.load_lengths)
+    parser.add_argument("--load-repeats", type=int, default=defaults.load_repeats)
+    parser.add_argument("--conversations", type=int, default=defaults.conversations)
+    parser.add_argument("--concurrent-rounds", type=int, default=defaults.concurrent_rounds)
+    parser.add_argument("--baseline-conversations", type=int, default=None)
+    parser.add_argument("--warmup-rounds", type=int, default=defaults.warmup_rounds)
+    parser.add_argument("--database-url", default=None, help="a PostgreSQL server URL; default: embedded, temporary")
+    parser.add_argument("--out", type=Path, default=defaults.out_dir)
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args(argv)
+    return BenchConfig(
+        rounds=args.rounds,
+        warmup_rounds=args.warmup_rounds,
+        token_round=args.token_round,
+        slow_rounds=args.slow_rounds,
+        slow_latency_s=args.slow_latency_ms / 1000,
+        load_lengths=args.load_lengths,
+        load_repeats=args.load_repeats,
+        conversations=args.conversations,
+        concurrent_rounds=args.concurrent_rounds,
+        baseline_conversations=args.baseline_conversations,
+        database_url=args.database_url,
+        out_dir=args.out,
+        plot=not args.no_plot,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = parse_args(argv)
+    started = time.perf_counter()
+    results = run(config)
+    print(render_markdown(results, headline_only=True))
+    print(f"Results: {config.out_dir / 'latest.json'}, latest.md, latest.png ({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,283 @@
+"""The observability commands: `inspect <thread_id>`, `at <thread_id> <round>` and `stats`.
+
+Each opens the database of MemorySettings() (MEMORY_AGENT_DATABASE_URL, or the embedded one), reads
+through memory_agent.observability and prints rich tables, or JSON with --json.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from memory_agent import observability
+from memory_agent.errors import MemoryAgentError
+from memory_agent.offline import OfflineSummaryModel
+from memory_agent.service import MemoryService
+from memory_agent.settings import MemorySettings
+
+T = TypeVar("T")
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(1)
+
+
+@contextmanager
+def _opened() -> Iterator[MemoryService]:
+    settings = MemorySettings()
+    # These commands only read; a summarizer that needs no key keeps them from looking for one.
+    try:
+        with MemoryService.from_settings(settings, model=OfflineSummaryModel()) as memory:
+            yield memory
+    except MemoryAgentError as exc:
+        raise _fail(str(exc)) from exc
+
+
+def _read(read: Callable[[MemoryService], Coroutine[Any, Any, T]]) -> T:
+    """Run `read` on an opened service; an unknown thread or round exits 1 with the reason."""
+    with _opened() as memory:
+        return memory.call_sync(read(memory))
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(observability.jsonable(value), indent=2, ensure_ascii=False))
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if hasattr(value, "strftime"):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if hasattr(value, "total_seconds"):
+        return f"{value.total_seconds():.1f}s"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return escape(str(value))
+
+
+def _key_values(title: str, row: dict[str, Any]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in row.items():
+        table.add_row(key, _cell(value))
+    return table
+
+
+def _rows(title: str, rows: list[dict[str, Any]], columns: dict[str, str]) -> Table:
+    """A table of `rows` showing `columns` ({key: header}); the first column folds instead of truncating."""
+    table = Table(title=title, title_justify="left")
+    first_key = next(iter(columns))
+    first_width = min(40, max([len(columns[first_key]), *(len(_cell(row.get(first_key))) for row in rows)]))
+    for position, header in enumerate(columns.values()):
+        if position == 0:
+            table.add_column(header, overflow="fold", min_width=first_width)
+        else:
+            table.add_column(header)
+    for row in rows:
+        table.add_row(*(_cell(row.get(key)) for key in columns))
+    return table
+
+
+def inspect(
+    thread_id: str = typer.Argument(..., help="Conversation id (thread_id)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """The memory version chain of a conversation (the design's 'Memory Table Evolution')."""
+
+    async def read(memory: MemoryService) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return (
+            await observability.conversation(memory.backend, thread_id),
+            await observability.version_chain(memory.backend, thread_id),
+        )
+
+    summary, versions = _read(read)
+    if as_json:
+        _print_json({"conversation": summary, "versions": versions})
+        return
+    table = Table(title=f"Memory versions of {escape(thread_id)}", title_justify="left")
+    for column in ("id", "start", "end", "base_id", "status", "covers", "created", "generation ms", "error"):
+        table.add_column(column)
+    for version in versions:
+        table.add_row(
+            str(version["memory_id"]),
+            str(version["start_sequence"]),
+            str(version["end_sequence"]),
+            _cell(version["base_memory_id"]) or "null",
+            version["status"],
+            _cell(version["covers"]),
+            _cell(version["created_at"]),
+            _cell(version["generation_time_ms"]),
+            _cell(version["error"]),
+        )
+    console = Console()
+    console.print(table)
+    served_row = next((v for v in versions if v["memory_id"] == summary["served_memory_id"]), None)
+    served = (
+        f"memory {served_row['memory_id']} (seq {served_row['start_sequence']}-{served_row['end_sequence']})"
+        if served_row is not None
+        else "no memory yet (raw fallback)"
+    )
+    console.print(
+        f"{summary['rounds']} rounds, newest sequence {summary['newest_sequence']}; served now: {served}; "
+        f"summary lag {summary['summary_lag']} messages ({summary['rounds_behind']} rounds)"
+    )
+
+
+def at(
+    thread_id: str = typer.Argument(..., help="Conversation id (thread_id)."),
+    round_number: int = typer.Argument(..., help="Round number (1-based)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """What the model was given at a round: memory version and text, message range, each message."""
+    async def read(memory: MemoryService) -> tuple[observability.ContextAtRound, str]:
+        context = await observability.context_at(memory.backend, thread_id, round_number)
+        return context, memory.settings.injection_mode
+
+    context, injection_mode = _read(read)
+    round_row = context.round
+    if as_json:
+        _print_json(
+            {
+                "conversation_id": context.conversation_id,
+                "round_number": context.round_number,
+                "retrieval_path": round_row["retrieval_path"],
+                "memory": context.memory,
+                "gap": [round_row["gap_start_sequence"], round_row["gap_end_sequence"]],
+                "input": [round_row["input_first_sequence"], round_row["input_last_sequence"]],
+                "round": round_row,
+                "messages": context.messages,
+                "injection_mode": injection_mode,
+            }
+        )
+        return
+    console = Console()
+    gap = (
+        f"seq {round_row['gap_start_sequence']}-{round_row['gap_end_sequence']} ({round_row['gap_size']} messages)"
+        if round_row["gap_size"]
+        else "none"
+    )
+    console.print(
+        f"[bold]{escape(thread_id)}, round {round_number}[/bold]: path {round_row['retrieval_path']}, "
+        f"gap {gap}, input seq {round_row['input_first_sequence']}-{round_row['input_last_sequence']}, "
+        f"~{round_row['context_tokens']} context tokens"
+        + (", [yellow]truncated[/yellow]" if round_row["truncated"] else "")
+    )
+    if context.memory is None:
+        console.print("No memory served: the model got the stored messages verbatim (raw fallback).")
+    else:
+        memory = context.memory
+        console.print(
+            Panel(
+                escape(memory["memory_text"]),
+                title=f"memory {memory['memory_id']} (seq {memory['start_sequence']}-{memory['end_sequence']})",
+                title_align="left",
+            )
+        )
+    messages = Table(title="Messages", title_justify="left")
+    for column in ("part", "seq", "round", "role", "content"):
+        messages.add_column(column)
+    for row in context.messages:
+        messages.add_row(row["part"], str(row["sequence_number"]), str(row["round_number"]), row["role"], escape(row["content"]))
+    console.print(messages)
+
+
+def stats(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    stuck_after: float | None = typer.Option(
+        None, help="Seconds a processing row may stay quiet before it counts as stuck (default: processing_timeout_s)."
+    ),
+    limit: int = typer.Option(20, min=1, help="Conversations to list, the most lagging first."),
+) -> None:
+    """Memory health: summary lag, memory age, compression, failure rate, generation p50/p95, stuck rows."""
+
+    async def read(memory: MemoryService) -> observability.MemoryHealth:
+        timeout = stuck_after if stuck_after is not None else memory.settings.processing_timeout_s
+        return await observability.health(memory.backend, timeout)
+
+    health = _read(read)
+    conversations = health.conversations[:limit]
+    if as_json:
+        _print_json(
+            {
+                "totals": health.totals,
+                "conversations": conversations,
+                "models": health.models,
+                "stuck": health.stuck,
+                "stuck_after_s": health.stuck_after_s,
+            }
+        )
+        return
+    console = Console()
+    console.print(_key_values("Memory health", health.totals))
+    console.print(
+        _rows(
+            "Conversations (most lagging first)",
+            conversations,
+            {
+                "conversation_id": "conversation",
+                "rounds": "rounds",
+                "summary_lag": "lag",
+                "rounds_behind": "behind",
+                "served_memory_id": "served",
+                "served_memory_age": "age",
+                "completed": "done",
+                "failed": "failed",
+                "processing": "busy",
+                "failure_rate": "fail rate",
+                "compression_ratio": "ratio",
+                "stuck": "stuck",
+            },
+        )
+    )
+    console.print(
+        _rows(
+            "Summarizer models",
+            health.models,
+            {
+                "model_name": "model",
+                "completed": "done",
+                "failed": "failed",
+                "failure_rate": "fail rate",
+                "generation_p50_ms": "p50 ms",
+                "generation_p95_ms": "p95 ms",
+                "input_tokens": "in tokens",
+                "output_tokens": "out tokens",
+                "compression_ratio": "ratio",
+            },
+        )
+    )
+    if health.stuck:
+        console.print(
+            _rows(
+                f"Stuck processing rows (quiet > {health.stuck_after_s:g}s)",
+                health.stuck,
+                {
+                    "conversation_id": "conversation",
+                    "memory_id": "id",
+                    "start_sequence": "start",
+                    "end_sequence": "end",
+                    "created_at": "created",
+                    "attempts": "attempts",
+                    "quiet_for": "quiet for",
+                },
+            )
+        )
+    else:
+        console.print(f"No stuck processing rows (quiet > {health.stuck_after_s:g}s).")
+
+
+def register(app: typer.Typer) -> None:
+    """Add inspect, at and stats to the `memory-agent` command."""
+    app.command("inspect")(inspect)
+    app.command("at")(at)
+    app.command("stats")(stats)

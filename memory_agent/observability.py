@@ -1,0 +1,177 @@
+"""The read side of observability: version chain, what the model was given at a round, memory health.
+
+Every statement is a named query of sql/observability.sql over the views and functions of migration
+0003_observability, run through MemoryBackend's connection helpers; nothing here writes. The coroutines
+take the backend of an open MemoryService and run on its memory loop:
+
+    with MemoryService.from_settings() as memory:
+        versions = memory.call_sync(version_chain(memory.backend, "conv_123"))
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from langchain_core.messages import BaseMessage, messages_from_dict
+
+from memory_agent.backend import MemoryBackend
+from memory_agent.errors import InvalidInputError
+from memory_agent.service import inject_memory
+
+Row = dict[str, Any]
+
+DEFAULT_STUCK_AFTER_S = 300.0  # the design's 5 minutes, and the default processing_timeout_s
+
+
+class UnknownConversationError(InvalidInputError):
+    """No round of this thread id is stored (check the id, and the database and schema you point at)."""
+
+
+class UnknownRoundError(InvalidInputError):
+    """The conversation exists but has no stored round with this number."""
+
+
+@dataclass(frozen=True)
+class ContextAtRound:
+    """What the model was given at one round, rebuilt from stored rows."""
+
+    conversation_id: str
+    round_number: int
+    round: Row  # the round_context row: ranges, path, tokens, truncation, trigger outcome
+    memory: Row | None  # memory_id, memory_text, start/end sequence of the version served; None on the raw path
+    gap: list[Row] = field(default_factory=list)  # stored messages after the memory, oldest first
+    input: list[Row] = field(default_factory=list)  # the round's own input messages
+
+    @property
+    def messages(self) -> list[Row]:
+        return [*self.gap, *self.input]
+
+    def model_input(self, injection_mode: str = "prefix") -> list[BaseMessage]:
+        """The messages the wrapped graph received, with the memory injected as at run time."""
+        messages = messages_from_dict([row["message"] for row in self.messages])
+        return inject_memory(self.memory["memory_text"] if self.memory else None, messages, injection_mode)
+
+
+@dataclass(frozen=True)
+class MemoryHealth:
+    """memory_health_totals, memory_health (per conversation), summary_model_stats and the stuck rows."""
+
+    totals: Row
+    conversations: list[Row]
+    models: list[Row]
+    stuck: list[Row]
+    stuck_after_s: float
+
+
+async def conversation(backend: MemoryBackend, conversation_id: str) -> Row:
+    """The conversation's memory_health row; UnknownConversationError when no round of it is stored."""
+    row = await backend._fetch_one("observe_conversation", {"conversation_id": conversation_id})
+    if row is None:
+        raise UnknownConversationError(
+            f"no conversation {conversation_id!r} is stored; check the thread id and MEMORY_AGENT_DATABASE_URL"
+        )
+    return row
+
+
+async def version_chain(backend: MemoryBackend, conversation_id: str) -> list[Row]:
+    """Every memory version of a conversation, oldest first, with its base and the rounds it covers."""
+    await conversation(backend, conversation_id)
+    return await backend._fetch_all("observe_version_chain", {"conversation_id": conversation_id})
+
+
+async def context_at(backend: MemoryBackend, conversation_id: str, round_number: int) -> ContextAtRound:
+    """What the model was given at `round_number`: the memory version served and the message range."""
+    summary = await conversation(backend, conversation_id)
+    params = {"conversation_id": conversation_id, "round_number": round_number}
+    round_row = await backend._fetch_one("observe_round_context", params)
+    if round_row is None:
+        raise UnknownRoundError(
+            f"conversation {conversation_id!r} has {summary['rounds']} stored round(s); "
+            f"round {round_number} has no metrics row (rounds are numbered from 1)"
+        )
+    parts = await backend._fetch_all("observe_context_at_round", params)
+    memory = next(
+        (
+            {
+                "memory_id": row["memory_id"],
+                "memory_text": row["content"],
+                "start_sequence": round_row["memory_start_sequence"],
+                "end_sequence": round_row["memory_end_sequence"],
+            }
+            for row in parts
+            if row["part"] == "memory"
+        ),
+        None,
+    )
+    return ContextAtRound(
+        conversation_id=conversation_id,
+        round_number=round_number,
+        round=round_row,
+        memory=memory,
+        gap=[row for row in parts if row["part"] == "gap"],
+        input=[row for row in parts if row["part"] == "input"],
+    )
+
+
+async def message_visibility(
+    backend: MemoryBackend, conversation_id: str, sequence_number: int, text: str | None = None
+) -> list[Row]:
+    """For each round from the message's own on: how the model saw it (input, gap, summarized, dropped…)."""
+    await conversation(backend, conversation_id)
+    return await backend._fetch_all(
+        "observe_message_visibility",
+        {"conversation_id": conversation_id, "sequence_number": sequence_number, "text": text},
+    )
+
+
+async def stuck_processing(backend: MemoryBackend, older_than_s: float = DEFAULT_STUCK_AFTER_S) -> list[Row]:
+    """`processing` rows quiet for longer than `older_than_s` (what the reclaimer will mark failed)."""
+    return await backend._fetch_all("observe_stuck_processing", {"older_than_s": older_than_s})
+
+
+async def health(backend: MemoryBackend, stuck_after_s: float = DEFAULT_STUCK_AFTER_S) -> MemoryHealth:
+    """Summary lag, served memory age, compression, failure rate, per-model latency and stuck rows."""
+    return MemoryHealth(
+        totals=await backend._fetch_one("observe_health_totals", {}) or {},
+        conversations=await backend._fetch_all("observe_memory_health", {}),
+        models=await backend._fetch_all("observe_model_stats", {}),
+        stuck=await stuck_processing(backend, stuck_after_s),
+        stuck_after_s=stuck_after_s,
+    )
+
+
+async def generation_time(backend: MemoryBackend) -> Row:
+    """Average, maximum, p50 and p95 summarization time over completed summaries."""
+    return await backend._fetch_one("observe_generation_time", {}) or {}
+
+
+async def window_progression(
+    backend: MemoryBackend, conversation_id: str | None = None, limit: int = 20
+) -> list[Row]:
+    """The newest completed memory versions with their window, of one conversation or all."""
+    return await backend._fetch_all(
+        "observe_window_progression", {"conversation_id": conversation_id, "limit": limit}
+    )
+
+
+async def weekly_report(backend: MemoryBackend) -> list[Row]:
+    """One row per week: fallback share, truncation share, p95 latency, summary lag, summary cost."""
+    return await backend._fetch_all("observe_weekly_report", {})
+
+
+def jsonable(value: Any) -> Any:
+    """`value` with database types made JSON-friendly: numbers as floats, intervals in seconds, ISO times."""
+    if isinstance(value, dict):
+        return {key: jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return value
