@@ -33,8 +33,8 @@ class MemorySettings(BaseSettings):
         default_factory=default_data_dir,
         description="Data directory of the embedded PostgreSQL (reused across runs).",
     )
-    pool_min_size: int = Field(default=1, ge=0)
-    pool_max_size: int = Field(default=10, ge=1)
+    pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open.")
+    pool_max_size: int = Field(default=10, ge=1, description="Most connections the pool opens.")
     connect_timeout_s: float = Field(default=5.0, gt=0, description="Seconds to wait for a pooled connection.")
 
     # --- the sliding window (the design's names and defaults) ---
