@@ -1,0 +1,41 @@
+"""Clean shutdown: closing drains in-flight summaries within the grace period; the rest stays reclaimable."""
+
+from __future__ import annotations
+
+import threading
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from memory_agent import MemoryService, MemorySettings
+from tests.conftest import query
+from tests.support import GatedSummaryModel
+
+
+async def test_close_waits_for_a_summary_that_finishes_within_the_grace_period(database_url):
+    model = GatedSummaryModel()
+    memory = await MemoryService.from_settings(MemorySettings(database_url=database_url), model=model).aopen()
+    for n in range(3):
+        await memory.finish_round("drain", [HumanMessage(f"m{n}"), AIMessage("ok")])
+    threading.Timer(0.3, model.release).start()  # the model answers while close() is draining
+    await memory.aclose(timeout=10)
+    assert query(database_url, "SELECT status FROM memory") == [("completed",)]
+
+
+async def test_close_leaves_an_unfinished_summary_reclaimable(database_url):
+    model = GatedSummaryModel()  # never released
+    settings = MemorySettings(database_url=database_url, processing_timeout_s=0.2)
+    memory = await MemoryService.from_settings(settings, model=model).aopen()
+    for n in range(3):
+        await memory.finish_round("cut", [HumanMessage(f"m{n}"), AIMessage("ok")])
+    await memory.aclose(timeout=0.2)
+    assert query(database_url, "SELECT memory_id, status FROM memory") == [(1, "processing")]
+
+    # The next process to run a round end for the conversation reclaims it and starts over.
+    released = GatedSummaryModel()
+    released.release()
+    async with MemoryService.from_settings(settings, model=released) as again:
+        _, trigger = await again.finish_round("cut", [HumanMessage("m3"), AIMessage("ok")])
+        assert trigger.reclaimed_memory_ids == [1] and trigger.memory_id == 2
+        assert await again.drain(timeout=10)
+    rows = query(database_url, "SELECT memory_id, status, end_sequence FROM memory ORDER BY 1")
+    assert rows == [(1, "failed", 5), (2, "completed", 7)]
