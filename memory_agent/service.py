@@ -277,30 +277,27 @@ class MemoryService:
 
     # ------------------------------------------------------------------ lifecycle
 
+    def _opened(self, part: Any) -> Any:
+        if part is None:
+            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
+        return part
+
     @property
     def backend(self) -> MemoryBackend:
-        if self._backend is None:
-            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
-        return self._backend
+        return self._opened(self._backend)
 
     @property
     def agent(self) -> MemoryAgent:
-        if self._agent is None:
-            raise RuntimeError("MemoryService is not open")
-        return self._agent
+        return self._opened(self._agent)
 
     @property
     def executor(self) -> Any:
         """The executor running background summaries (inline or procrastinate)."""
-        if self._executor is None:
-            raise RuntimeError("MemoryService is not open")
-        return self._executor
+        return self._opened(self._executor)
 
     @property
     def loop(self) -> MemoryLoop:
-        if self._loop is None:
-            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
-        return self._loop
+        return self._opened(self._loop)
 
     @property
     def is_open(self) -> bool:

@@ -85,8 +85,9 @@ def test_sync_invoke_from_a_plain_script(database_url):
             result = app.invoke({"messages": [HumanMessage(f"m{n}")]}, {"configurable": {"thread_id": "sync"}})
             assert result["messages"][-1].text == f"reply {n}"
             if n == 3:
-                model.release()
+                model.release(2)  # memory 1 now, memory 2 when round 4 ends
                 assert memory.call_sync(memory.drain(timeout=10))
+        assert memory.call_sync(memory.drain(timeout=10))
         records = memory.call_sync(memory.get_memory_history("sync"))
     assert [(r.memory_id, r.status, r.start_sequence, r.end_sequence) for r in records][0] == (1, "completed", 0, 5)
     assert chat.seen[-1][0].text.startswith("[Previous context:")
