@@ -14,6 +14,13 @@ SHORT = {
     "summarization_middleware": "(b) SummarizationMiddleware",
 }
 
+FLOOR_LABELS = {
+    "bare_graph_round_ms": "one-node graph alone (no persistence)",
+    "with_memory_noop_round_ms": "the same graph under with_memory with a no-op memory (no database)",
+    "round_trip_ms": "one PostgreSQL round trip (SELECT 1)",
+    "commit_ms": "one committed single-row INSERT",
+}
+
 
 def _get(entry: dict[str, Any], path: str) -> Any:
     value: Any = entry
@@ -34,6 +41,7 @@ def metric_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
         ("steady.overhead_last20_median_ms", "Round overhead, median of last 20 rounds (ms)"),
         ("steady.overhead_last20_over_first20", "Last-20 median / first-20 median"),
         ("steady.overhead_p99_ms", "Round overhead, p99 (ms)"),
+        ("steady.cpu_ms_per_round", "Process CPU per round, this process's threads (ms)"),
         ("steady.prompt_tokens_at_token_round", f"Prompt tokens at round {token_round}"),
         ("steady.prompt_tokens_last", f"Prompt tokens at round {config['rounds']}"),
         ("steady.prompt_tokens_mean", "Prompt tokens per round, mean"),
@@ -52,6 +60,9 @@ def metric_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     )
     rows += [
         ("concurrent.rounds_per_s", "Concurrent conversations: rounds/s"),
+        ("concurrent.round_median_ms", "Concurrent: round latency, median (ms)"),
+        ("concurrent.round_p99_ms", "Concurrent: round latency, p99 (ms)"),
+        ("concurrent.failed_rounds", "Concurrent: failed rounds"),
         ("concurrent.peak_connections", "Concurrent: peak database connections"),
         ("concurrent.summary_lag_after_drain.mean", "Concurrent: summary lag after drain, mean (messages)"),
         ("concurrent.summary_lag_after_drain.max", "Concurrent: summary lag after drain, max (messages)"),
@@ -167,7 +178,9 @@ def render_markdown(results: dict[str, Any], headline_only: bool = False) -> str
             "Systems: " + "; ".join(f"**{SHORT[n]}** = {systems[n]['label']}" for n in systems) + ".",
             f"Chat model: {meta['chat_model']}.",
             "Summarizers: " + "; ".join(f"{SHORT[k]}: {v}" for k, v in meta["summarizers"].items()) + ".",
-            f"Bare one-node graph without persistence (LangGraph's floor here): {meta['bare_graph_round_ms']:.2f} ms a round.",
+            "Floors measured in the same run: "
+            + "; ".join(f"{FLOOR_LABELS[k]} {_fmt(v)} ms" for k, v in meta["floors"].items() if k in FLOOR_LABELS)
+            + ".",
             "",
         ]
     conc = {n: _get(systems[n], "concurrent.conversations") for n in systems}

@@ -31,7 +31,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks.fakes import FakeChatModel, user_message
 from benchmarks.report import render_markdown, render_plot, ratio_table
-from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph
+from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph, create_database, drop_database
 
 RESULTS_DIR = Path(__file__).parent / "results"
 
@@ -39,6 +39,7 @@ RESULTS_DIR = Path(__file__).parent / "results"
 @dataclass
 class BenchConfig:
     rounds: int = 1000  # steady stage, zero-latency model
+    block_rounds: int = 50  # steady stage: systems take turns in blocks of this many rounds
     warmup_rounds: int = 5  # on a separate conversation, before any stage, for every system
     token_round: int = 200  # the round whose prompt tokens the target compares
     slow_rounds: int = 60
@@ -47,7 +48,9 @@ class BenchConfig:
     load_repeats: int = 30
     conversations: int = 1000
     concurrent_rounds: int = 20
-    baseline_conversations: int | None = None  # concurrent stage for the baselines; default: conversations
+    # Concurrent stage for the baselines: AsyncPostgresSaver serializes every statement behind one lock, so
+    # their throughput is flat beyond a few conversations and 1,000 × 20 rounds would take over 10 minutes.
+    baseline_conversations: int | None = 100
     database_url: str | None = None  # a server URL (databases are created on it); default: embedded
     out_dir: Path = field(default_factory=lambda: RESULTS_DIR)
     plot: bool = True
@@ -80,39 +83,70 @@ async def warm_up(system: System, config: BenchConfig) -> None:
         await system.drain()
 
 
-async def steady_stage(system: System, config: BenchConfig) -> dict[str, Any]:
-    """`rounds` back-to-back rounds of one conversation with a zero-latency model."""
-    system.set_latency(0.0)
-    calls_before, tokens_before = system.summarizer_stats.calls, system.summarizer_stats.input_tokens
-    overhead_ms: list[float] = []
-    prompt_tokens: list[int] = []
+class SteadyRun:
+    """One system's share of the steady stage: its rounds, timings, prompt tokens and CPU time."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self.overhead_ms: list[float] = []
+        self.prompt_tokens: list[int] = []
+        self.cpu_s = 0.0
+        self.calls_before = system.summarizer_stats.calls
+        self.tokens_before = system.summarizer_stats.input_tokens
+
+    async def block(self, first: int, last: int) -> None:
+        system = self.system
+        cpu_started = time.process_time()
+        for n in range(first, last + 1):
+            started = time.perf_counter()
+            await system.round("steady", n)
+            self.overhead_ms.append((time.perf_counter() - started) * 1000)
+            self.prompt_tokens.append(count_tokens_approximately(system.chat.last_input))  # outside the timing
+        if isinstance(system, MemoryAgentSystem):
+            # Background summaries are part of this system's cost, and must not run into the next block.
+            await system.drain()
+        self.cpu_s += time.process_time() - cpu_started
+
+    def result(self, config: BenchConfig) -> dict[str, Any]:
+        overhead_ms, prompt_tokens = self.overhead_ms, self.prompt_tokens
+        token_round = min(config.token_round, config.rounds)
+        return {
+            "rounds": config.rounds,
+            "overhead_ms": overhead_ms,
+            "prompt_tokens": prompt_tokens,
+            "overhead_median_ms": median(overhead_ms),
+            "overhead_first20_median_ms": median(overhead_ms[:20]),
+            "overhead_last20_median_ms": median(overhead_ms[-20:]),
+            "overhead_last20_over_first20": median(overhead_ms[-20:]) / median(overhead_ms[:20]),
+            "overhead_p99_ms": percentile(overhead_ms, 99),
+            "cpu_ms_per_round": self.cpu_s * 1000 / config.rounds,
+            "token_round": token_round,
+            "prompt_tokens_at_token_round": prompt_tokens[token_round - 1],
+            "prompt_tokens_last": prompt_tokens[-1],
+            "prompt_tokens_mean": statistics.fmean(prompt_tokens),
+            "summarizer_calls": self.system.summarizer_stats.calls - self.calls_before,
+            "summarizer_input_tokens": self.system.summarizer_stats.input_tokens - self.tokens_before,
+        }
+
+
+async def steady_stage(systems: list[System], config: BenchConfig) -> dict[str, dict[str, Any]]:
+    """`rounds` back-to-back rounds of one conversation per system, zero-latency model.
+
+    The systems take turns in blocks of `block_rounds` rounds, so a change in the machine's load (other
+    processes) lands on all of them rather than on whichever ran at the time.
+    """
+    runs = [SteadyRun(system) for system in systems]
+    for system in systems:
+        system.set_latency(0.0)
     gc.collect()
-    for n in range(1, config.rounds + 1):
-        started = time.perf_counter()
-        await system.round("steady", n)
-        overhead_ms.append((time.perf_counter() - started) * 1000)
-        prompt_tokens.append(count_tokens_approximately(system.chat.last_input))  # outside the timed round
-        if n % 200 == 0:
-            log(f"  {system.name}: {n}/{config.rounds} rounds, last {overhead_ms[-1]:.1f} ms")
-    if isinstance(system, MemoryAgentSystem):
-        await system.drain()
-    token_round = min(config.token_round, config.rounds)
-    return {
-        "rounds": config.rounds,
-        "overhead_ms": overhead_ms,
-        "prompt_tokens": prompt_tokens,
-        "overhead_median_ms": median(overhead_ms),
-        "overhead_first20_median_ms": median(overhead_ms[:20]),
-        "overhead_last20_median_ms": median(overhead_ms[-20:]),
-        "overhead_last20_over_first20": median(overhead_ms[-20:]) / median(overhead_ms[:20]),
-        "overhead_p99_ms": percentile(overhead_ms, 99),
-        "token_round": token_round,
-        "prompt_tokens_at_token_round": prompt_tokens[token_round - 1],
-        "prompt_tokens_last": prompt_tokens[-1],
-        "prompt_tokens_mean": statistics.fmean(prompt_tokens),
-        "summarizer_calls": system.summarizer_stats.calls - calls_before,
-        "summarizer_input_tokens": system.summarizer_stats.input_tokens - tokens_before,
-    }
+    for first in range(1, config.rounds + 1, config.block_rounds):
+        last = min(config.rounds, first + config.block_rounds - 1)
+        for run in runs:
+            await run.block(first, last)
+        if last % 200 == 0 or last == config.rounds:
+            log("  steady: round " + str(last) + ": " + ", ".join(
+                f"{run.system.name} {median(run.overhead_ms[-config.block_rounds:]):.1f} ms" for run in runs))
+    return {run.system.name: run.result(config) for run in runs}
 
 
 async def slow_stage(system: System, config: BenchConfig) -> dict[str, Any]:
@@ -192,9 +226,18 @@ async def concurrent_stage(system: System, config: BenchConfig, server_url: str)
         conversations = config.baseline_conversations
     prefix = "conc-"
 
+    round_ms: list[float] = []
+    errors: dict[str, int] = {}
+
     async def conversation(index: int) -> None:
         for n in range(1, config.concurrent_rounds + 1):
-            await system.round(f"{prefix}{index}", n)
+            started = time.perf_counter()
+            try:
+                await system.round(f"{prefix}{index}", n)
+            except Exception as exc:  # counted and reported; the conversation goes on
+                errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+                continue
+            round_ms.append((time.perf_counter() - started) * 1000)
 
     gc.collect()
     result: dict[str, Any] = {"conversations": conversations, "rounds_each": config.concurrent_rounds}
@@ -202,8 +245,12 @@ async def concurrent_stage(system: System, config: BenchConfig, server_url: str)
         started = time.perf_counter()
         await asyncio.gather(*(conversation(i) for i in range(conversations)))
         elapsed = time.perf_counter() - started
-        result["rounds_per_s"] = conversations * config.concurrent_rounds / elapsed
+        result["rounds_per_s"] = len(round_ms) / elapsed
         result["elapsed_s"] = elapsed
+        result["round_median_ms"] = median(round_ms)
+        result["round_p99_ms"] = percentile(round_ms, 99)
+        result["failed_rounds"] = sum(errors.values())
+        result["errors"] = errors
         if isinstance(system, MemoryAgentSystem):
             result["summary_lag_before_drain"] = await system.summary_lag(prefix)
             drain_started = time.perf_counter()
@@ -216,15 +263,75 @@ async def concurrent_stage(system: System, config: BenchConfig, server_url: str)
     return result
 
 
-async def bare_graph_floor(rounds: int = 300) -> float:
-    """Median round time of the one-node graph alone (no persistence): LangGraph's own floor here."""
-    graph = chat_graph(FakeChatModel())
+class NoopMemory:
+    """Stands in for MemoryService under `with_memory`: no database, no summaries. What is left of a
+    round is the wrapper graph's own cost in LangGraph."""
+
+    async def prepare_round(self, conversation_id: str, incoming: Any) -> tuple[list[Any], Any]:
+        from memory_agent.schemas import RoundInfo
+
+        messages = list(incoming)
+        info = RoundInfo(
+            conversation_id=conversation_id,
+            input_messages=messages,
+            context_ids=[m.id for m in messages],
+            started=time.perf_counter(),
+        )
+        return messages, info
+
+    async def finish_round(self, conversation_id: str, messages: Any, info: Any = None) -> None:
+        return None
+
+    async def record_failed_round(self, info: Any, stage: str, error: BaseException) -> None:
+        return None
+
+    def call_sync(self, coro: Any) -> Any:  # pragma: no cover - the benchmark is asynchronous
+        raise RuntimeError("the benchmark runs asynchronously")
+
+
+async def _median_round_ms(app: Any, rounds: int, config: dict[str, Any] | None = None) -> float:
     samples = []
     for n in range(1, rounds + 1):
         started = time.perf_counter()
-        await graph.ainvoke({"messages": [HumanMessage(user_message(n))]})
+        await app.ainvoke({"messages": [HumanMessage(user_message(n))]}, config)
         samples.append((time.perf_counter() - started) * 1000)
     return median(samples[rounds // 10 :])
+
+
+async def _database_floors(server_url: str, repeats: int = 200) -> dict[str, float]:
+    """One round trip (SELECT 1) and one committed single-row INSERT (a WAL flush), medians in ms."""
+    dbname, url = create_database(server_url, "floor")
+    try:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("CREATE TABLE commit_probe (n integer)")
+            trips, commits = [], []
+            for n in range(repeats):
+                started = time.perf_counter()
+                await conn.execute("SELECT 1")
+                trips.append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                await conn.execute("INSERT INTO commit_probe VALUES (%s)", [n])
+                commits.append((time.perf_counter() - started) * 1000)
+        return {"round_trip_ms": median(trips), "commit_ms": median(commits)}
+    finally:
+        drop_database(server_url, dbname)
+
+
+async def measure_floors(server_url: str, rounds: int = 300) -> dict[str, Any]:
+    """What no system can go below on this machine: LangGraph itself, a round trip, a commit."""
+    from memory_agent import with_memory
+
+    floors: dict[str, Any] = {"bare_graph_round_ms": await _median_round_ms(chat_graph(FakeChatModel()), rounds)}
+    try:
+        wrapped = with_memory(chat_graph(FakeChatModel()), NoopMemory())  # type: ignore[arg-type]
+        floors["with_memory_noop_round_ms"] = await _median_round_ms(
+            wrapped, rounds, {"configurable": {"thread_id": "floor"}}
+        )
+    except Exception as exc:  # the wrapper's contract changed: report, do not fail the run
+        log(f"with_memory floor not measured: {type(exc).__name__}: {exc}")
+        floors["with_memory_noop_round_ms"] = None
+    floors.update(await _database_floors(server_url))
+    return floors
 
 
 # ---------------------------------------------------------------------------- orchestration
@@ -264,16 +371,19 @@ async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
         },
         "systems": {},
     }
-    log("bare one-node graph floor")
-    results["meta"]["bare_graph_round_ms"] = await bare_graph_floor()
-    for system in systems:
-        log(f"{system.name}: opening")
-        await system.open(server_url)
-        try:
-            entry: dict[str, Any] = {"label": system.label}
+    log("floors: bare graph, with_memory around a no-op memory, round trip, commit")
+    results["meta"]["floors"] = await measure_floors(server_url)
+    try:
+        for system in systems:
+            log(f"{system.name}: opening")
+            await system.open(server_url)
             await warm_up(system, config)
-            log(f"{system.name}: steady stage ({config.rounds} rounds, zero-latency model)")
-            entry["steady"] = await steady_stage(system, config)
+            results["systems"][system.name] = {"label": system.label}
+        log(f"steady stage: {config.rounds} rounds each, zero-latency model, blocks of {config.block_rounds}")
+        for name, steady in (await steady_stage(systems, config)).items():
+            results["systems"][name]["steady"] = steady
+        for system in systems:
+            entry = results["systems"][system.name]
             log(f"{system.name}: slow stage ({config.slow_rounds} rounds, {config.slow_latency_s * 1000:.0f} ms model)")
             entry["slow"] = await slow_stage(system, config)
             log(f"{system.name}: load stage {list(config.load_lengths)}")
@@ -281,9 +391,10 @@ async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
             log(f"{system.name}: concurrent stage")
             entry["concurrent"] = await concurrent_stage(system, config, server_url)
             log(f"{system.name}: {entry['concurrent']['rounds_per_s']:.0f} rounds/s concurrent")
-            results["systems"][system.name] = entry
-        finally:
-            await system.close()
+    finally:
+        for system in systems:
+            if getattr(system, "dbname", ""):
+                await system.close()
     results["ratios"], results["targets"] = ratio_table(results)
     results["meta"]["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return results
@@ -317,6 +428,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     defaults = BenchConfig()
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--rounds", type=int, default=defaults.rounds)
+    parser.add_argument("--block-rounds", type=int, default=defaults.block_rounds)
     parser.add_argument("--token-round", type=int, default=defaults.token_round)
     parser.add_argument("--slow-rounds", type=int, default=defaults.slow_rounds)
     parser.add_argument("--slow-latency-ms", type=float, default=defaults.slow_latency_s * 1000)
@@ -324,7 +436,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     parser.add_argument("--load-repeats", type=int, default=defaults.load_repeats)
     parser.add_argument("--conversations", type=int, default=defaults.conversations)
     parser.add_argument("--concurrent-rounds", type=int, default=defaults.concurrent_rounds)
-    parser.add_argument("--baseline-conversations", type=int, default=None)
+    parser.add_argument("--baseline-conversations", type=int, default=defaults.baseline_conversations)
     parser.add_argument("--warmup-rounds", type=int, default=defaults.warmup_rounds)
     parser.add_argument("--database-url", default=None, help="a PostgreSQL server URL; default: embedded, temporary")
     parser.add_argument("--out", type=Path, default=defaults.out_dir)
@@ -332,6 +444,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     args = parser.parse_args(argv)
     return BenchConfig(
         rounds=args.rounds,
+        block_rounds=args.block_rounds,
         warmup_rounds=args.warmup_rounds,
         token_round=args.token_round,
         slow_rounds=args.slow_rounds,

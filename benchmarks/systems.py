@@ -31,6 +31,9 @@ from benchmarks.fakes import (
 )
 
 POOL_SIZE = 10
+# How long a round may queue for a pooled connection. With 1,000 rounds in flight on 10 connections a
+# round waits seconds, longer than memory_agent's default (5 s); every system gets the same 60 s.
+POOL_WAIT_S = 60.0
 MIDDLEWARE_TRIGGER_TOKENS = 2000
 MIDDLEWARE_KEEP_MESSAGES = 6
 
@@ -135,7 +138,9 @@ class MemoryAgentSystem(System):
         self.chat = FakeChatModel()
         self.summarizer = BenchOfflineSummaryModel()
         self.summarizer_stats = self.summarizer.stats
-        settings = MemorySettings(database_url=url, pool_max_size=POOL_SIZE, **self.settings)
+        settings = MemorySettings(
+            database_url=url, pool_max_size=POOL_SIZE, connect_timeout_s=POOL_WAIT_S, **self.settings
+        )
         self.memory = MemoryService.from_settings(settings, model=self.summarizer)
         await self.memory.aopen()
         self.app = with_memory(chat_graph(self.chat), self.memory)
@@ -204,6 +209,7 @@ class _SaverSystem(System):
         self.pool = AsyncConnectionPool(
             url,
             max_size=POOL_SIZE,
+            timeout=POOL_WAIT_S,
             open=False,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         )

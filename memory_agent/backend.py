@@ -8,6 +8,7 @@ memory_agent schema, so a read is one round trip and a write transaction is expl
 from __future__ import annotations
 
 import logging
+import select
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,6 +26,31 @@ from memory_agent.schemas import MemoryRecord, RoundSaved
 logger = logging.getLogger("memory_agent.backend")
 
 Row = dict[str, Any]
+
+
+def _has_pending_input(fileno: int) -> bool:
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fileno, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    readable, _, errored = select.select([fileno], [], [fileno], 0)  # pragma: no cover - no poll() on Windows
+    return bool(readable or errored)
+
+
+async def check_pooled_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+    """The pool's check on every checkout, without a round trip when the connection looks healthy.
+
+    An idle autocommit connection has nothing to read: pending input means the server sent an error
+    (a terminated backend) or closed the socket (a stopped server), and only then does the full check
+    (one empty query) run and, failing, make the pool replace the connection. Checking every checkout
+    with a round trip cost one extra trip per statement group on the round path.
+    """
+    try:
+        suspicious = conn.closed or _has_pending_input(conn.fileno())
+    except (OSError, ValueError, psycopg.Error):
+        suspicious = True
+    if suspicious:
+        await AsyncConnectionPool.check_connection(conn)
 
 
 class MemoryBackend:
@@ -63,7 +89,7 @@ class MemoryBackend:
             kwargs={"row_factory": dict_row},
             name=name,
             # A pooled connection whose server went away is replaced instead of handed out.
-            check=AsyncConnectionPool.check_connection,
+            check=check_pooled_connection,
         )
 
     # ------------------------------------------------------------------ plumbing
@@ -83,6 +109,15 @@ class MemoryBackend:
         """One write transaction; everything inside commits together or not at all."""
         async with self.connection() as conn:
             async with conn.transaction():
+                yield conn
+
+    @asynccontextmanager
+    async def round_transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """`transaction()` in pipeline mode, for the round path: BEGIN travels with the first statement and a
+        statement whose result is not read travels with COMMIT (two round trips fewer). Only single
+        statements inside (no multi-statement strings)."""
+        async with self.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
                 yield conn
 
     async def _fetch_all(

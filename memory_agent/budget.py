@@ -12,7 +12,6 @@ applies them and records what was cut in the round's metrics.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,12 +74,13 @@ def _cut_text(content: Any, keep_chars: int, marker: str) -> Any:
 def truncate_message(message: BaseMessage, max_tokens: int) -> tuple[BaseMessage, int]:
     """(message cut to at most `max_tokens` with a marker, tokens it was over); over is 0 when it fits.
 
-    Only text is cut: tool calls, ids and non-text blocks stay, so a message made of those may stay over.
+    Only text is cut: tool calls, ids and non-text blocks stay, so a message made of those may stay over
+    (and a message without text is returned as it is, with 0).
     """
     tokens = count_tokens([message])
     over = tokens - max_tokens
-    if over <= 0:
-        return message, 0
+    if over <= 0 or not str(message.text):
+        return message, 0  # nothing to cut: only the context budget can drop it (with its round)
     marker = TRUNCATION_MARKER.format(over=over)
     text_chars = len(str(message.text))
     keep = text_chars - over * CHARS_PER_TOKEN - len(marker)

@@ -88,7 +88,7 @@ def _rows(title: str, rows: list[dict[str, Any]], columns: dict[str, str]) -> Ta
     return table
 
 
-def inspect(
+def inspect_versions(
     thread_id: str = typer.Argument(..., help="Conversation id (thread_id)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
@@ -106,7 +106,7 @@ def inspect(
         return
     table = Table(title=f"Memory versions of {escape(thread_id)}", title_justify="left")
     for column in ("id", "start", "end", "base_id", "status", "covers", "created", "generation ms", "error"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column in ("covers", "created"))
     for version in versions:
         table.add_row(
             str(version["memory_id"]),
@@ -133,7 +133,7 @@ def inspect(
     )
 
 
-def at(
+def at_round(
     thread_id: str = typer.Argument(..., help="Conversation id (thread_id)."),
     round_number: int = typer.Argument(..., help="Round number (1-based)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
@@ -278,6 +278,6 @@ def stats(
 
 def register(app: typer.Typer) -> None:
     """Add inspect, at and stats to the `memory-agent` command."""
-    app.command("inspect")(inspect)
-    app.command("at")(at)
+    app.command("inspect")(inspect_versions)
+    app.command("at")(at_round)
     app.command("stats")(stats)

@@ -8,8 +8,11 @@ budget. Every model call of the run (wrap_model_call) is given that context foll
 produced so far, so a tool loop keeps its calls and results together. At the end (after_agent) the input and
 every AI and tool message the run produced are stored as one round and a summary starts when one is due.
 
-The agent's state keeps only the run's own messages: the loaded context lives in private middleware state
-(`memory_round`), so it never shows up in the caller's result or in `stream_mode="messages"`.
+The loaded context is handed to the model, not written to the agent's `messages`: it lives in private
+middleware state (`memory_round`, hidden from its repr), so it never shows up in the caller's result nor in
+`stream_mode="messages"` / `"updates"` (a before_agent that rewrote `messages` would replay the gap there).
+The state's `messages` are this run's input and output; with a checkpointer also the earlier rounds, which
+are neither stored again nor sent to the model again.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.schemas import RoundInfo
 from memory_agent.service import MemoryService, validate_conversation_id
 
-# LangGraph's stream handler skips runs with this tag: context we load is not the model's output.
+# Tag on the memory nodes' own runs (tracing). It does not keep them out of a stream; HIDDEN_TAG does.
 NOSTREAM_TAG = "langsmith:nostream"
-# A node with this tag is internal: no "updates" chunk, and no messages from its output in "messages".
+# A graph node with this tag is internal: LangGraph emits no "updates" chunk for it and no messages from
+# its output in "messages". StateGraph has no per-node tags, so with_memory sets it after compiling.
 HIDDEN_TAG = TAG_HIDDEN
 
 
@@ -107,6 +108,32 @@ def memory_save_node(memory: MemoryService) -> RunnableLambda:
     return RunnableLambda(save, afunc=asave, name="memory_save").with_config(tags=[NOSTREAM_TAG])
 
 
+def _messages_of(state: Any) -> list[BaseMessage]:
+    return list((state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)) or [])
+
+
+def wrapped_graph_node(graph: Any, name: str) -> RunnableLambda:
+    """Run `graph` on the loaded context; its update carries only the messages it added.
+
+    As a plain subgraph node its update would be its whole output, loaded context included, and that
+    update is what `stream_mode="updates"` shows the caller.
+    """
+
+    def new_messages_only(state: Any, output: Any) -> Any:
+        if not isinstance(output, dict):
+            return output
+        seen = {m.id for m in _messages_of(state)}
+        return {**output, "messages": [m for m in _messages_of(output) if m.id is None or m.id not in seen]}
+
+    async def arun(state: Any, config: RunnableConfig) -> Any:
+        return new_messages_only(state, await graph.ainvoke(state, config))
+
+    def run(state: Any, config: RunnableConfig) -> Any:
+        return new_messages_only(state, graph.invoke(state, config))
+
+    return RunnableLambda(run, afunc=arun, name=name)
+
+
 def with_memory(graph: Any, memory: MemoryService, *, name: str = "agent") -> Any:
     """Wrap a compiled graph whose state has "messages": memory_load → graph → memory_save.
 
@@ -119,7 +146,7 @@ def with_memory(graph: Any, memory: MemoryService, *, name: str = "agent") -> An
         schema = MessagesState
     builder = StateGraph(schema)
     builder.add_node("memory_load", memory_load_node(memory), input_schema=MemoryRoundState)
-    builder.add_node(name, graph)
+    builder.add_node(name, wrapped_graph_node(graph, name))
     builder.add_node("memory_save", memory_save_node(memory), input_schema=MemoryRoundState)
     builder.add_edge(START, "memory_load")
     builder.add_edge("memory_load", name)

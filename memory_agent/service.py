@@ -515,7 +515,7 @@ class MemoryService:
         payloads: list[dict[str, Any]],
         info: RoundInfo | None,
     ) -> tuple[RoundSaved, TriggerResult]:
-        async with self.backend.transaction() as conn:
+        async with self.backend.round_transaction() as conn:
             saved = await self.backend.save_round(conn, conversation_id, roles, contents, payloads)
             trigger = await self._apply_trigger_rule(conn, conversation_id, saved.last_sequence, saved.first_sequence)
             if info is not None:

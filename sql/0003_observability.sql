@@ -214,7 +214,7 @@ AS $$
                WHEN p_sequence_number BETWEEN rc.first_sequence AND rc.last_sequence THEN 'produced'
                WHEN p_sequence_number BETWEEN rc.gap_start_sequence AND rc.gap_end_sequence THEN 'gap'
                WHEN p_sequence_number BETWEEN rc.memory_start_sequence AND rc.memory_end_sequence THEN 'summarized'
-               WHEN p_sequence_number <= rc.memory_start_sequence THEN 'dropped'
+               WHEN p_sequence_number < rc.memory_start_sequence THEN 'dropped'
                ELSE 'missing'
            END,
            CASE WHEN p_text IS NULL OR m.memory_text IS NULL THEN NULL
@@ -230,14 +230,14 @@ $$;
 -- Memory health per conversation. summary_lag = newest message sequence - newest completed end_sequence
 -- (every message counts when nothing is summarized yet); rounds_behind is the same in rounds.
 -- served_memory_age: time since the memory a round would be given now was finished.
--- compression_ratio: summarizer input tokens / summary output tokens, completed rows.
+-- compression_ratio: summarizer input tokens / summary output tokens, completed rows. stuck: as stuck_processing.
 CREATE OR REPLACE VIEW memory_health AS
 SELECT c.conversation_id,
        c.round_count AS rounds,
        c.next_sequence - 1 AS newest_sequence,
        served.memory_id AS served_memory_id,
        served.end_sequence AS served_end_sequence,
-       (c.next_sequence - 1) - COALESCE(served.end_sequence, 0) AS summary_lag,
+       (c.next_sequence - 1) - COALESCE(served.end_sequence, -1) AS summary_lag,
        c.round_count - COALESCE(served_round.round_number, 0) AS rounds_behind,
        now() - COALESCE(served.finished_at, served.created_at) AS served_memory_age,
        versions.completed,
@@ -247,7 +247,7 @@ SELECT c.conversation_id,
        versions.input_tokens,
        versions.output_tokens,
        round(versions.input_tokens::numeric / NULLIF(versions.output_tokens, 0), 4) AS compression_ratio,
-       (SELECT count(*) FROM stuck_processing AS s WHERE s.conversation_id = c.conversation_id) AS stuck,
+       versions.stuck,
        c.updated_at AS last_round_at
 FROM conversations AS c
 LEFT JOIN LATERAL (
@@ -264,7 +264,10 @@ LEFT JOIN LATERAL (
            count(*) FILTER (WHERE m.status = 'failed') AS failed,
            count(*) FILTER (WHERE m.status = 'processing') AS processing,
            COALESCE(sum(m.input_tokens) FILTER (WHERE m.status = 'completed'), 0) AS input_tokens,
-           COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS output_tokens
+           COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS output_tokens,
+           -- the stuck_processing rule (5 minutes quiet), inline so the view stays one pass per conversation
+           count(*) FILTER (WHERE m.status = 'processing'
+                              AND COALESCE(m.started_at, m.created_at) < now() - interval '5 minutes') AS stuck
     FROM memory AS m
     WHERE m.conversation_id = c.conversation_id
 ) AS versions ON true;

@@ -5,6 +5,10 @@ MemorySummaryOutput) get a summary built by the offline summarizer from the prom
 chat reply `echo: <last user text>`. `mode` switches in failures: "error" (HTTP 500), "hang" (sleep
 `hang_s`), "empty" (empty summary), "malformed" (content that is not JSON). Streaming (`stream: true`)
 is answered as server-sent events, one chunk per word.
+
+Tool calls: set `tool_plan` to {tool name: arguments}. A request that offers tools of those names and ends
+with a user message is answered with one call per planned tool (in parallel, one assistant message); once
+the last message is a tool result, the reply is `echo: <last user text> (tool results: <r1>; <r2>)`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class FakeOpenAI:
         self.mode = "ok"
         self.delay_s = 0.0
         self.hang_s = 30.0
+        self.tool_plan: dict[str, dict[str, Any]] | None = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -80,6 +85,16 @@ class FakeOpenAI:
                     return
                 user = [m for m in body.get("messages", []) if m.get("role") == "user"]
                 reply = "echo: " + (_text(user[-1].get("content")) if user else "")
+                calls = _planned_calls(body, fake.tool_plan)
+                if calls:
+                    if body.get("stream"):
+                        self._stream_tool_calls(body, calls)
+                    else:
+                        self._send(200, _tool_calls_completion(body, calls))
+                    return
+                results = _tool_results(body) if fake.tool_plan else []
+                if results:
+                    reply += " (tool results: " + "; ".join(results) + ")"
                 if body.get("stream"):
                     self._stream(body, reply)
                 else:
@@ -118,6 +133,22 @@ class FakeOpenAI:
                 self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
                 self.wfile.flush()
 
+            def _stream_tool_calls(self, body: dict[str, Any], calls: list[dict[str, Any]]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                base = {"id": f"chatcmpl-{uuid.uuid4().hex[:10]}", "object": "chat.completion.chunk",
+                        "created": int(time.time()), "model": body.get("model", "fake")}
+                delta = {"role": "assistant", "content": None,
+                         "tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]}
+                for payload in (
+                    {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                    {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+                ):
+                    self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
         return Handler
 
 
@@ -136,6 +167,38 @@ def _tool_mode(body: dict[str, Any]) -> bool:
 def _wants_summary(body: dict[str, Any]) -> bool:
     fmt = body.get("response_format") or {}
     return fmt.get("type") in ("json_schema", "json_object") or _tool_mode(body)
+
+
+def _planned_calls(body: dict[str, Any], plan: dict[str, dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The tool calls `plan` asks for, when the request offers those tools and ends with a user message."""
+    messages = body.get("messages") or []
+    if not plan or not messages or messages[-1].get("role") != "user":
+        return []
+    offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    return [
+        {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
+         "function": {"name": name, "arguments": json.dumps(arguments)}}
+        for name, arguments in plan.items()
+        if name in offered
+    ]
+
+
+def _tool_results(body: dict[str, Any]) -> list[str]:
+    """The tool results after the last assistant message, when the request ends with them."""
+    messages = body.get("messages") or []
+    results: list[str] = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.insert(0, _text(message.get("content")))
+    return results
+
+
+def _tool_calls_completion(body: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    completion = _completion(body, "", tool=False)
+    completion["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": calls}
+    completion["choices"][0]["finish_reason"] = "tool_calls"
+    return completion
 
 
 def _completion(body: dict[str, Any], text: str, *, tool: bool) -> dict[str, Any]:

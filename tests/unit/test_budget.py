@@ -67,6 +67,9 @@ def test_per_message_cap_cuts_text_with_a_visible_marker():
     assert cut.text.startswith("word word") and cut.text.endswith(f"… [truncated by memory_agent: {over} tokens over the cap]")
     same, zero = truncate_message(HumanMessage("short"), 50)
     assert zero == 0 and same.text == "short"
+    # No text to cut (a tool call with long arguments): left alone, no misleading marker.
+    calls = AIMessage("", tool_calls=[{"name": "t", "args": {"blob": "b" * 1000}, "id": "c"}])
+    assert truncate_message(calls, 50) == (calls, 0)
     # Content blocks: text blocks are cut, the rest is kept.
     blocks = HumanMessage([{"type": "text", "text": "z" * 2000}, {"type": "image_url", "image_url": {"url": "data:,"}}])
     cut_blocks, over_blocks = truncate_message(blocks, 100)

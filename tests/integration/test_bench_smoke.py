@@ -1,0 +1,48 @@
+"""The benchmark harness end to end at toy sizes: every system measured, every ratio and target reported."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.report import BASELINES, SUBJECT, metric_rows
+from benchmarks.run import BenchConfig, run
+
+
+def test_bench_harness_small(server_url, tmp_path):
+    config = BenchConfig(
+        rounds=6,
+        block_rounds=3,
+        warmup_rounds=1,
+        token_round=4,
+        slow_rounds=2,
+        slow_latency_s=0.01,
+        load_lengths=(10, 20),
+        load_repeats=2,
+        conversations=3,
+        concurrent_rounds=4,
+        baseline_conversations=2,
+        database_url=server_url,
+        out_dir=tmp_path,
+        plot=True,
+    )
+    run(config)
+
+    results = json.loads((tmp_path / "latest.json").read_text())
+    assert set(results["systems"]) == {SUBJECT, *BASELINES}
+    for name, entry in results["systems"].items():
+        assert {"steady", "slow", "load", "concurrent"} <= set(entry), name
+        assert len(entry["steady"]["overhead_ms"]) == 6
+        assert len(entry["steady"]["prompt_tokens"]) == 6
+        assert entry["concurrent"]["rounds_per_s"] > 0
+    for path, _ in metric_rows(results):
+        assert set(results["ratios"][path]) == {f"vs_{b}" for b in BASELINES}, path
+    # Ratios exist wherever both sides measured something non-zero.
+    assert results["ratios"]["steady.overhead_median_ms"]["vs_summarization_middleware"] > 0
+    assert results["ratios"]["steady.prompt_tokens_at_token_round"]["vs_full_history"] > 0
+    assert len(results["targets"]) == 5
+    assert all(isinstance(t["holds"], bool) for t in results["targets"])
+    concurrent = results["systems"][SUBJECT]["concurrent"]
+    assert concurrent["duplicate_versions"] == 0
+    assert concurrent["drained"] is True
+    assert (tmp_path / "latest.md").read_text().count("|") > 50
+    assert (tmp_path / "latest.png").stat().st_size > 1000
