@@ -95,26 +95,13 @@ class MemoryAgent:
         )
         return [SystemMessage(system), HumanMessage(user)]
 
-    async def summarize(
-        self,
-        *,
-        previous_summary: str | None,
-        base_end_sequence: int | None,
-        new_messages: Sequence[SequencedMessage],
-        window_start_seq: int,
-        window_end_seq: int,
-    ) -> SummaryResult:
-        """Call the model once; raises SummarizationError on an unusable answer."""
-        prompt = self.build_prompt(
-            previous_summary=previous_summary,
-            base_end_sequence=base_end_sequence,
-            new_messages=new_messages,
-            window_start_seq=window_start_seq,
-            window_end_seq=window_end_seq,
-        )
-        # No callbacks from the caller's run: summarizer tokens never reach a user's stream.
+    async def summarize(self, **window: Any) -> SummaryResult:
+        """Call the model once with `build_prompt(**window)`; raises SummarizationError on an unusable answer."""
+        prompt = self.build_prompt(**window)
         try:
-            answer: dict[str, Any] = await self._structured.ainvoke(prompt, config={"callbacks": None})
+            # No callbacks of any caller's run (an empty list replaces inherited ones; None would not), and the
+            # background task starts from a fresh context: summarizer tokens never reach a user's stream.
+            answer: dict[str, Any] = await self._structured.ainvoke(prompt, config={"callbacks": []})
         except (ValidationError, OutputParserException, ValueError) as exc:
             # Some providers' structured-output paths raise on a bad answer instead of reporting it.
             raise SummarizationError(f"summarizer returned unparseable output: {exc}") from exc

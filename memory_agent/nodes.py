@@ -84,28 +84,26 @@ async def _save(memory: MemoryService, state: MemoryRoundState, config: Runnable
     return {"memory_round": None}
 
 
+def _memory_node(memory: MemoryService, step: Any, name: str) -> RunnableLambda:
+    """A node running `step(memory, state, config)` on either path: ainvoke awaits it, invoke blocks on it."""
+
+    async def arun(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+        return await step(memory, state, config)
+
+    def run(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+        return memory.call_sync(step(memory, state, config))
+
+    return RunnableLambda(run, afunc=arun, name=name).with_config(tags=[NOSTREAM_TAG])
+
+
 def memory_load_node(memory: MemoryService) -> RunnableLambda:
     """Round start: replace the state's messages by gap + this round's input, with the memory injected."""
-
-    async def aload(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-        return await _load(memory, state, config)
-
-    def load(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-        return memory.call_sync(_load(memory, state, config))
-
-    return RunnableLambda(load, afunc=aload, name="memory_load").with_config(tags=[NOSTREAM_TAG])
+    return _memory_node(memory, _load, "memory_load")
 
 
 def memory_save_node(memory: MemoryService) -> RunnableLambda:
     """Round end: persist the user input and every message the graph produced; start a summary if due."""
-
-    async def asave(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-        return await _save(memory, state, config)
-
-    def save(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-        return memory.call_sync(_save(memory, state, config))
-
-    return RunnableLambda(save, afunc=asave, name="memory_save").with_config(tags=[NOSTREAM_TAG])
+    return _memory_node(memory, _save, "memory_save")
 
 
 def _messages_of(state: Any) -> list[BaseMessage]:
