@@ -19,6 +19,7 @@ FLOOR_LABELS = {
     "with_memory_noop_round_ms": "the same graph under with_memory with a no-op memory (no database)",
     "round_trip_ms": "one PostgreSQL round trip (SELECT 1)",
     "commit_ms": "one committed single-row INSERT",
+    "summary_call_ms": "one summarizer call through MemoryAgent on the zero-latency offline model (no database)",
 }
 
 

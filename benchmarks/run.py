@@ -50,10 +50,21 @@ class BenchConfig:
     concurrent_rounds: int = 20
     # Concurrent stage for the baselines: AsyncPostgresSaver serializes every statement behind one lock, so
     # their throughput is flat beyond a few conversations and 1,000 × 20 rounds would take over 10 minutes.
-    baseline_conversations: int | None = 100
+    baseline_conversations: int | None = 50
     database_url: str | None = None  # a server URL (databases are created on it); default: embedded
     out_dir: Path = field(default_factory=lambda: RESULTS_DIR)
     plot: bool = True
+    floor_repeats: int = 300  # floors: rounds of the bare and no-op graphs; statements and summaries use fewer
+
+
+def checkpoint(server_url: str) -> None:
+    """Flush the server's dirty pages now, so that one stage's writes (the full-history baseline writes
+    hundreds of MB of checkpoints) are not flushed while the next stage is being timed."""
+    try:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+    except psycopg.Error as exc:  # not a superuser on an external server: measure without it
+        log(f"CHECKPOINT skipped: {exc}")
 
 
 def log(message: str) -> None:
@@ -165,6 +176,7 @@ async def slow_stage(system: System, config: BenchConfig) -> dict[str, Any]:
     latency_ms = config.slow_latency_s * 1000
     return {
         "rounds": config.slow_rounds,
+        "round_ms": round_ms,
         "model_latency_ms": latency_ms,
         "round_median_ms": median(round_ms),
         "round_p99_ms": percentile(round_ms, 99),
@@ -173,18 +185,26 @@ async def slow_stage(system: System, config: BenchConfig) -> dict[str, Any]:
     }
 
 
-async def load_stage(system: System, config: BenchConfig) -> dict[str, Any]:
-    """Round-start load latency at several conversation lengths (seeded directly, then read repeatedly)."""
-    result: dict[str, Any] = {}
+async def load_stage(system: System, config: BenchConfig, server_url: str | None = None) -> dict[str, Any]:
+    """Round-start load latency at several conversation lengths.
+
+    Every length is seeded first; then the lengths are read in turn, `load_repeats` times each, so that
+    background work after a large seed (autovacuum, a checkpoint) lands on every length alike.
+    """
     for length in config.load_lengths:
-        thread = f"load-{length}"
-        await system.seed(thread, length)
-        samples = []
-        for _ in range(config.load_repeats):
+        await system.seed(f"load-{length}", length)
+    if server_url:
+        checkpoint(server_url)  # the seeding's writes are flushed before the reads are timed
+    samples: dict[int, list[float]] = {length: [] for length in config.load_lengths}
+    for _ in range(config.load_repeats):
+        for length in config.load_lengths:
             started = time.perf_counter()
-            await system.load(thread)
-            samples.append((time.perf_counter() - started) * 1000)
-        result[str(length)] = {"median_ms": median(samples), "p99_ms": percentile(samples, 99)}
+            await system.load(f"load-{length}")
+            samples[length].append((time.perf_counter() - started) * 1000)
+    result: dict[str, Any] = {
+        str(length): {"median_ms": median(values), "p99_ms": percentile(values, 99)}
+        for length, values in samples.items()
+    }
     first, last = str(config.load_lengths[0]), str(config.load_lengths[-1])
     result["longest_over_shortest"] = result[last]["median_ms"] / result[first]["median_ms"]
     return result
@@ -330,8 +350,29 @@ async def measure_floors(server_url: str, rounds: int = 300) -> dict[str, Any]:
     except Exception as exc:  # the wrapper's contract changed: report, do not fail the run
         log(f"with_memory floor not measured: {type(exc).__name__}: {exc}")
         floors["with_memory_noop_round_ms"] = None
-    floors.update(await _database_floors(server_url))
+    floors.update(await _database_floors(server_url, max(10, rounds * 2 // 3)))
+    floors["summary_call_ms"] = await _summary_call_floor(max(10, rounds // 3))
     return floors
+
+
+async def _summary_call_floor(repeats: int = 100) -> float:
+    """One MemoryAgent.summarize call on the zero-latency offline summarizer: the client-side CPU of a
+    summary (prompt, structured-output chain, parsing), without the database."""
+    from memory_agent.agent import MemoryAgent, SequencedMessage
+    from benchmarks.fakes import BenchOfflineSummaryModel
+    from benchmarks.systems import scripted_history
+
+    agent = MemoryAgent(BenchOfflineSummaryModel())
+    window = [SequencedMessage(n, m) for n, m in enumerate(scripted_history(14))]
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        await agent.summarize(
+            previous_summary="- [seq 0] user: earlier", base_end_sequence=9, new_messages=window[10:],
+            window_start_seq=0, window_end_seq=13,
+        )
+        samples.append((time.perf_counter() - started) * 1000)
+    return median(samples[repeats // 10 :])
 
 
 # ---------------------------------------------------------------------------- orchestration
@@ -372,22 +413,26 @@ async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
         "systems": {},
     }
     log("floors: bare graph, with_memory around a no-op memory, round trip, commit")
-    results["meta"]["floors"] = await measure_floors(server_url)
+    results["meta"]["floors"] = await measure_floors(server_url, config.floor_repeats)
     try:
         for system in systems:
             log(f"{system.name}: opening")
             await system.open(server_url)
             await warm_up(system, config)
             results["systems"][system.name] = {"label": system.label}
+        checkpoint(server_url)
         log(f"steady stage: {config.rounds} rounds each, zero-latency model, blocks of {config.block_rounds}")
         for name, steady in (await steady_stage(systems, config)).items():
             results["systems"][name]["steady"] = steady
         for system in systems:
             entry = results["systems"][system.name]
+            checkpoint(server_url)
             log(f"{system.name}: slow stage ({config.slow_rounds} rounds, {config.slow_latency_s * 1000:.0f} ms model)")
             entry["slow"] = await slow_stage(system, config)
+            checkpoint(server_url)
             log(f"{system.name}: load stage {list(config.load_lengths)}")
-            entry["load"] = await load_stage(system, config)
+            entry["load"] = await load_stage(system, config, server_url)
+            checkpoint(server_url)
             log(f"{system.name}: concurrent stage")
             entry["concurrent"] = await concurrent_stage(system, config, server_url)
             log(f"{system.name}: {entry['concurrent']['rounds_per_s']:.0f} rounds/s concurrent")

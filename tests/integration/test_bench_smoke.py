@@ -24,6 +24,7 @@ def test_bench_harness_small(server_url, tmp_path):
         database_url=server_url,
         out_dir=tmp_path,
         plot=True,
+        floor_repeats=10,
     )
     run(config)
 
