@@ -105,8 +105,10 @@ def inspect_versions(
         _print_json({"conversation": summary, "versions": versions})
         return
     table = Table(title=f"Memory versions of {escape(thread_id)}", title_justify="left")
-    for column in ("id", "start", "end", "base_id", "status", "covers", "created", "generation ms", "error"):
-        table.add_column(column, no_wrap=column in ("covers", "created"))
+    # Short columns never shrink; covers and error wrap on a narrow terminal.
+    for column in ("id", "start", "end", "base_id", "status", "covers", "created", "gen ms", "error"):
+        wraps = column in ("covers", "error")
+        table.add_column(column, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis", min_width=len(column))
     for version in versions:
         table.add_row(
             str(version["memory_id"]),
@@ -115,7 +117,7 @@ def inspect_versions(
             _cell(version["base_memory_id"]) or "null",
             version["status"],
             _cell(version["covers"]),
-            _cell(version["created_at"]),
+            version["created_at"].strftime("%H:%M:%S") if version["created_at"] else "",
             _cell(version["generation_time_ms"]),
             _cell(version["error"]),
         )
