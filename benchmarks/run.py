@@ -399,7 +399,7 @@ async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "libraries": library_versions(),
-            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "database_url"},
+            "config": {k: v for k, v in asdict(config).items() if k not in ("database_url", "out_dir")},
             "chat_model": "fake chat model: answers the last user message; zero latency (steady, load, concurrent) "
             f"or {config.slow_latency_s * 1000:.0f} ms (slow stage)",
             "summarizers": {

@@ -39,11 +39,16 @@ class MemoryLoop:
             raise RuntimeError("MemoryLoop.run() called from the memory loop itself; await the coroutine instead")
         return self.submit(coro).result()
 
-    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await from any event loop; the work runs on the memory loop."""
+    async def arun(self, coro: Coroutine[Any, Any, T], *, shield: bool = False) -> T:
+        """Await from any event loop; the work runs on the memory loop.
+
+        With `shield`, cancelling the caller does not cancel the work: a round end that has begun finishes
+        (commit and dispatch) even when the request that started it is cancelled.
+        """
         if self.in_loop_thread:
-            return await coro
-        return await asyncio.wrap_future(self.submit(coro))
+            return await (asyncio.shield(coro) if shield else coro)
+        future = asyncio.wrap_future(self.submit(coro))
+        return await (asyncio.shield(future) if shield else future)
 
     def stop(self) -> None:
         if self.loop.is_closed():

@@ -505,7 +505,9 @@ class MemoryService:
         validate_conversation_id(conversation_id)
         roles, contents, payloads = serialize_round(messages)
         check_user_messages(messages)
-        return await self.loop.arun(self._finish_round(conversation_id, roles, contents, payloads, info))
+        # Shielded: a caller cancelled mid-way (client disconnect, timeout) neither half-commits the round
+        # (one transaction) nor leaves its new `processing` row without a summary until it is reclaimed.
+        return await self.loop.arun(self._finish_round(conversation_id, roles, contents, payloads, info), shield=True)
 
     async def _finish_round(
         self,

@@ -39,3 +39,23 @@ async def test_close_leaves_an_unfinished_summary_reclaimable(database_url):
         assert await again.drain(timeout=10)
     rows = query(database_url, "SELECT memory_id, status, end_sequence FROM memory ORDER BY 1")
     assert rows == [(1, "failed", 5), (2, "completed", 7)]
+
+
+async def test_a_cancelled_round_end_still_commits_and_dispatches(open_memory, database_url):
+    import asyncio
+
+    model = GatedSummaryModel()
+    model.release()
+    memory = await open_memory(model=model)
+    for n in range(2):
+        await memory.finish_round("cancel", [HumanMessage(f"m{n}"), AIMessage("ok")])
+    task = asyncio.ensure_future(memory.finish_round("cancel", [HumanMessage("m2"), AIMessage("ok")]))
+    await asyncio.sleep(0)  # the round end is on its way to the memory loop
+    task.cancel()
+    assert await memory.drain(timeout=10)
+    for _ in range(100):  # the shielded round end finishes on its own
+        if query(database_url, "SELECT status FROM memory") == [("completed",)]:
+            break
+        await asyncio.sleep(0.05)
+    assert query(database_url, "SELECT count(*) FROM messages") == [(6,)]
+    assert query(database_url, "SELECT status FROM memory") == [("completed",)]
