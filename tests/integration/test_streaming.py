@@ -74,8 +74,8 @@ def after_memory_middleware(chunk, chunks) -> bool:
 
 
 def after_memory_save(chunk, chunks) -> bool:
-    # The wrapped graph's top-level values: input, after memory_load, after the graph, after memory_save.
-    return sum(1 for c in chunks if c[0] == () and c[1] == "values") == 4
+    # The wrapped graph's top-level values: the input, then the state after the round (stored by then).
+    return sum(1 for c in chunks if c[0] == () and c[1] == "values") == 2
 
 
 def check_round(chunks: list, round_index: int) -> None:
