@@ -101,6 +101,17 @@ async def open_memory(database_url: str) -> AsyncIterator[Callable[..., Any]]:
         await service.aclose(timeout=0.5)  # summaries a test left gated are cancelled
 
 
+@pytest.fixture
+def fake_openai(monkeypatch):
+    """A local OpenAI-compatible server; ChatOpenAI (and the default summarizer) talk to it over HTTP."""
+    from tests.openai_server import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        yield server
+
+
 def query(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET search_path TO memory_agent, public")

@@ -14,7 +14,6 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from tests.conftest import query
-from tests.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,13 +28,10 @@ def load(relative: str) -> ModuleType:
 
 
 @pytest.fixture
-def offline(monkeypatch, database_url):
+def offline(monkeypatch, fake_openai, database_url):
     """FakeOpenAI for every OpenAI call, and the test database for MemorySettings."""
-    with FakeOpenAI() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        monkeypatch.setenv("MEMORY_AGENT_DATABASE_URL", database_url)
-        yield server
+    monkeypatch.setenv("MEMORY_AGENT_DATABASE_URL", database_url)
+    return fake_openai
 
 
 def roles(url: str, thread: str) -> list[str]:

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
 from memory_agent.service import default_summary_model
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
-from tests.openai_server import FakeOpenAI
 from tests.support import EchoChat
-
-
-@pytest.fixture
-def fake_openai(monkeypatch):
-    with FakeOpenAI() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        yield server
 
 
 async def test_chatopenai_summarizer_over_http(fake_openai, open_memory, database_url):

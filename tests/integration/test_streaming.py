@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableLambda
@@ -15,18 +14,9 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import MemoryMiddleware, with_memory
 from tests.conftest import query
-from tests.openai_server import FakeOpenAI
 
 TURNS = ["alpha likes green tea", "bravo lives by the sea", "charlie plays the oboe", "delta asks a question"]
 SUMMARY_MARKERS = ("[seq ", "Summary of the earlier conversation", "[Previous context:")
-
-
-@pytest.fixture
-def fake_openai(monkeypatch):
-    with FakeOpenAI() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        yield server
 
 
 def streaming_model() -> ChatOpenAI:

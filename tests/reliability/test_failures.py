@@ -7,18 +7,8 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
 from tests.conftest import query
-from tests.openai_server import FakeOpenAI
 from tests.reliability.test_concurrency import assert_linear_chain
 from tests.support import EchoChat, FailingSummaryModel
-
-
-@pytest.fixture
-def fake_openai(monkeypatch):
-    with FakeOpenAI() as server:
-        server.hang_s = 3
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        yield server
 
 
 EXPECTED_ERROR = {
@@ -31,6 +21,7 @@ EXPECTED_ERROR = {
 
 @pytest.mark.parametrize("mode", ["error", "hang", "empty", "malformed"])
 async def test_model_failure_is_recorded_and_round_served_from_previous_memory(fake_openai, open_memory, database_url, mode):
+    fake_openai.hang_s = 3
     memory = await open_memory(
         model=None, summary_timeout_s=0.5, summary_max_attempts=2, summary_retry_backoff_s=0.01
     )
