@@ -36,7 +36,7 @@ def chat_graph():
 
 
 async def wait_for_summary(url: str, thread: str, end_sequence: int) -> None:
-    for _ in range(500):
+    for _ in range(2000):  # up to 20 s on a loaded machine
         rows = query(url, "SELECT status FROM memory WHERE conversation_id = %s AND end_sequence = %s", [thread, end_sequence])
         if rows and rows[0][0] == "completed":
             return
