@@ -297,6 +297,3 @@ class MemoryBackend:
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         return await self._fetch_one("delete_conversation", {"conversation_id": conversation_id}) is not None
-
-    async def list_processing(self) -> list[Row]:
-        return await self._fetch_all("list_processing", {})

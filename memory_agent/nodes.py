@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.constants import TAG_HIDDEN
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import TypedDict
@@ -18,11 +17,9 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.schemas import RoundInfo
 from memory_agent.service import MemoryService, validate_conversation_id
 
-# Tag on the memory nodes' own runs (tracing). It does not keep them out of a stream; HIDDEN_TAG does.
+# Tag on the memory nodes' own runs (tracing). In a graph of your own, their updates (the loaded context)
+# still show in stream_mode "updates"; with_memory runs the whole round in one node and shows only new messages.
 NOSTREAM_TAG = "langsmith:nostream"
-# A graph node with this tag is internal: LangGraph emits no "updates" chunk for it and no messages from
-# its output in "messages". StateGraph has no per-node tags, so with_memory sets it after compiling.
-HIDDEN_TAG = TAG_HIDDEN
 
 
 class MemoryRoundState(TypedDict, total=False):

@@ -1,7 +1,7 @@
 """MemoryService: window maths, the trigger rule, context assembly and background summarization.
 
 Round START: `get_context_for_workflow` reads the latest *completed* memory and the gap messages after it
-in one statement; `build_workflow_messages` injects the memory into the model's context.
+in one statement; `prepare_round` builds the model's context from it (memory injected, token budget applied).
 Round END: `finish_round` stores the round and applies the trigger rule in one write transaction, then
 hands the new `processing` row to the executor without waiting for the summary.
 """
@@ -439,12 +439,6 @@ class MemoryService:
                 "No completed memory for %s: raw fallback with %d messages", conversation_id, len(gap)
             )
         return context
-
-    def build_workflow_messages(
-        self, context: ConversationContext, current_messages: Sequence[BaseMessage]
-    ) -> list[BaseMessage]:
-        """gap + current messages, with the memory injected per `injection_mode`."""
-        return inject_memory(context.memory_text, [*context.gap_messages, *current_messages], self.settings.injection_mode)
 
     async def prepare_round(
         self, conversation_id: str, incoming: Sequence[BaseMessage]

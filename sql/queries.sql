@@ -147,10 +147,6 @@ SELECT * FROM memory WHERE memory_id = %(memory_id)s;
 -- Every memory version of a conversation, oldest first.
 SELECT * FROM memory WHERE conversation_id = %(conversation_id)s ORDER BY memory_id;
 
--- list_processing --
--- The rows currently in flight (all conversations).
-SELECT memory_id, conversation_id FROM memory WHERE status = 'processing' ORDER BY memory_id;
-
 -- insert_round_metrics --
 -- Round end: the round's metrics row, written in the same transaction as its messages.
 INSERT INTO round_metrics (
