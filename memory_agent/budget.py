@@ -137,7 +137,8 @@ def apply_budget(
     too long once the gap is empty (the current input is never dropped).
     """
     gap, current = list(gap), list(current)
-    tokens_before = count_tokens(build([*gap, *current]))
+    context = build([*gap, *current])
+    tokens = tokens_before = count_tokens(context)  # counted once when no limit applies (every round)
     truncated: list[dict[str, Any]] = []
     if max_message_tokens is not None:
         cut: list[list[BaseMessage]] = [[], []]
@@ -150,8 +151,9 @@ def apply_budget(
                     )
                 cut[part].append(kept)
         gap, current = cut
-    context = build([*gap, *current])
-    tokens = count_tokens(context)
+        if truncated:
+            context = build([*gap, *current])
+            tokens = count_tokens(context)
     dropped_rounds = dropped_messages = 0
     if max_context_tokens is not None and tokens > max_context_tokens:
         rounds = split_rounds(gap)

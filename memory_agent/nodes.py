@@ -120,29 +120,31 @@ def memory_round_node(graph: Any, memory: MemoryService, name: str) -> RunnableL
     instead of load → graph → save saves LangGraph two steps (about 1.5 ms) on every round.
     """
 
+    def begin(state: Any, config: RunnableConfig) -> Any:
+        return memory.prepare_round(conversation_id_from_config(config), round_input(_messages_of(state)))
+
+    def produced(output: Any, info: RoundInfo) -> Any:
+        return _with_messages(output, produced_messages(_messages_of(output), info)) if isinstance(output, dict) else output
+
     async def arun(state: Any, config: RunnableConfig) -> Any:
-        conversation_id = conversation_id_from_config(config)
-        workflow, info = await memory.prepare_round(conversation_id, round_input(_messages_of(state)))
+        workflow, info = await begin(state, config)
         try:
             output = await graph.ainvoke(_with_messages(state, workflow), config)
         except Exception as exc:
             await memory.record_failed_round(info, "graph", exc)
             raise
-        messages = _messages_of(output)
-        await persist_round(memory, info, messages)
-        return _with_messages(output, produced_messages(messages, info)) if isinstance(output, dict) else output
+        await persist_round(memory, info, _messages_of(output))
+        return produced(output, info)
 
     def run(state: Any, config: RunnableConfig) -> Any:
-        conversation_id = conversation_id_from_config(config)
-        workflow, info = memory.call_sync(memory.prepare_round(conversation_id, round_input(_messages_of(state))))
+        workflow, info = memory.call_sync(begin(state, config))
         try:
             output = graph.invoke(_with_messages(state, workflow), config)
         except Exception as exc:
             memory.call_sync(memory.record_failed_round(info, "graph", exc))
             raise
-        messages = _messages_of(output)
-        memory.call_sync(persist_round(memory, info, messages))
-        return _with_messages(output, produced_messages(messages, info)) if isinstance(output, dict) else output
+        memory.call_sync(persist_round(memory, info, _messages_of(output)))
+        return produced(output, info)
 
     return RunnableLambda(run, afunc=arun, name=name)
 

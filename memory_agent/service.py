@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -474,7 +473,7 @@ class MemoryService:
             gap_end_sequence=context.gap_end_sequence if budget.gap else None,
             gap_size=len(budget.gap),
             context_messages=len(workflow),
-            context_tokens=count_tokens_approximately(workflow),
+            context_tokens=budget.tokens_after,
             truncated=budget.applied,
             truncation=budget.record() if budget.applied else None,
             load_ms=(time.perf_counter() - started) * 1000,
