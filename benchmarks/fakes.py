@@ -88,7 +88,26 @@ class SummarizerStats:
         self.input_tokens += count_tokens_approximately(messages)
 
 
-class BenchOfflineSummaryModel(OfflineSummaryModel):
+class _CountedLatency:
+    """A summarizer that records each call in `stats` and answers (`_answer`) after `latency_s`."""
+
+    def _answer(self, messages: list[BaseMessage]) -> ChatResult:
+        raise NotImplementedError
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+        self.stats.record(messages)
+        return self._answer(messages)
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.stats.record(messages)
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        return self._answer(messages)
+
+
+class BenchOfflineSummaryModel(_CountedLatency, OfflineSummaryModel):
     """memory_agent's summarizer in the benchmark: the offline extractive summarizer after `latency_s`."""
 
     latency_s: float = 0.0
@@ -98,19 +117,14 @@ class BenchOfflineSummaryModel(OfflineSummaryModel):
         super().__init__(**kwargs)
         object.__setattr__(self, "stats", SummarizerStats())
 
-    async def _agenerate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> ChatResult:
-        self.stats.record(messages)
-        if self.latency_s > 0:
-            await asyncio.sleep(self.latency_s)
-        return self._generate(messages, stop=stop)
+    def _answer(self, messages: list[BaseMessage]) -> ChatResult:
+        return OfflineSummaryModel._generate(self, messages)
 
 
 _CONTENT = re.compile(r"<content>(.*?)</content>", re.DOTALL)
 
 
-class FakeMiddlewareSummarizer(BaseChatModel):
+class FakeMiddlewareSummarizer(_CountedLatency, BaseChatModel):
     """SummarizationMiddleware's summarizer in the benchmark: after `latency_s`, one 90-character line for
     each of the last 14 messages it was given (the size of memory_agent's offline summary)."""
 
@@ -125,20 +139,8 @@ class FakeMiddlewareSummarizer(BaseChatModel):
     def _llm_type(self) -> str:
         return "benchmark-fake-summarizer"
 
-    def _summary(self, messages: list[BaseMessage]) -> ChatResult:
+    def _answer(self, messages: list[BaseMessage]) -> ChatResult:
         prompt = "\n".join(str(m.text) for m in messages)
         contents = [c.strip() for c in _CONTENT.findall(prompt)] or [line for line in prompt.splitlines() if line.strip()]
         lines = [f"- {c[:89]}" for c in contents[-14:]]
         return ChatResult(generations=[ChatGeneration(message=AIMessage("\n".join(lines)))])
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
-        self.stats.record(messages)
-        return self._summary(messages)
-
-    async def _agenerate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> ChatResult:
-        self.stats.record(messages)
-        if self.latency_s > 0:
-            await asyncio.sleep(self.latency_s)
-        return self._summary(messages)

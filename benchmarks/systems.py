@@ -280,7 +280,7 @@ class MiddlewareSystem(_SaverSystem):
         history = scripted_history(n_messages)
         if count_tokens_approximately(history) <= MIDDLEWARE_TRIGGER_TOKENS:
             return history
-        summary = self.summarizer._summary([HumanMessage("\n".join(str(m.text) for m in history[:-6]))])
+        summary = self.summarizer._answer([HumanMessage("\n".join(str(m.text) for m in history[:-6]))])
         text = summary.generations[0].message.text
         return [HumanMessage(f"Here is a summary of the conversation to date:\n\n{text}"), *history[-6:]]
 
