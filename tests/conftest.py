@@ -20,6 +20,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryService, MemorySettings
 from memory_agent.backend import MemoryBackend
+from tests.integrity import check_integrity
 
 TEMPLATE = "memory_agent_test_template"
 
@@ -61,26 +62,34 @@ def template_url(server_url: str) -> str:
     return url
 
 
+def _private_database(
+    request: pytest.FixtureRequest, server_url: str, prefix: str, template: str | None
+) -> Iterator[str]:
+    """A database private to the test; the integrity checker runs on it before it is dropped."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    url = with_dbname(server_url, name)
+    yield url
+    try:
+        # Services the test opened are closed by now (fixtures that use this one tear down first).
+        if request.node.get_closest_marker("no_integrity_check") is None:
+            check_integrity(url)
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
-def database_url(server_url: str, template_url: str) -> Iterator[str]:
+def database_url(request: pytest.FixtureRequest, server_url: str, template_url: str) -> Iterator[str]:
     """A fresh database with the schema applied, private to the test."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
-    yield with_dbname(server_url, name)
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield from _private_database(request, server_url, "t", TEMPLATE)
 
 
 @pytest.fixture
-def empty_database_url(server_url: str) -> Iterator[str]:
+def empty_database_url(request: pytest.FixtureRequest, server_url: str) -> Iterator[str]:
     """A fresh database without the schema (for migration tests)."""
-    name = f"e_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield with_dbname(server_url, name)
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield from _private_database(request, server_url, "e", None)
 
 
 @pytest.fixture
@@ -116,3 +125,10 @@ def query(url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET search_path TO memory_agent, public")
         return conn.execute(sql, params).fetchall()
+
+
+def execute(url: str, sql: str, params: Any = None) -> None:
+    """Run a statement that returns no rows (in the memory_agent schema)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET search_path TO memory_agent, public")
+        conn.execute(sql, params)
