@@ -182,9 +182,12 @@ class MemoryBackend:
 
     # ------------------------------------------------------------------ round path
 
-    async def load_context(self, conversation_id: str) -> list[Row]:
-        """Latest completed memory + every message after it, in one statement (at least one row)."""
-        return await self._fetch_all("load_context", {"conversation_id": conversation_id})
+    async def load_context(self, conversation_id: str, message_ids: Sequence[str] = ()) -> list[Row]:
+        """Latest completed memory + every message after it, and which of `message_ids` are stored, in one
+        statement (at least one row)."""
+        return await self._fetch_all(
+            "load_context", {"conversation_id": conversation_id, "message_ids": list(message_ids)}
+        )
 
     async def save_round(
         self,
@@ -193,25 +196,28 @@ class MemoryBackend:
         roles: Sequence[str],
         contents: Sequence[str],
         messages: Sequence[dict[str, Any]],
-    ) -> RoundSaved:
+    ) -> RoundSaved | None:
+        """Store the messages not stored yet (same id and content); None when every one of them was."""
         row = await self._fetch_one(
             "save_round",
             {
                 "conversation_id": conversation_id,
-                "count": len(roles),
                 "roles": list(roles),
                 "contents": list(contents),
                 "messages": [Jsonb(m) for m in messages],
             },
             conn,
         )
-        if row is None or row["stored"] != len(roles):  # pragma: no cover - the statement always returns one row
-            raise MemoryAgentError(f"storing the round of {conversation_id!r} wrote {row} instead of {len(roles)} rows")
+        if row is None:  # pragma: no cover - the statement always returns one row
+            raise MemoryAgentError(f"storing the round of {conversation_id!r} returned no row")
+        if not row["stored"]:
+            return None
         return RoundSaved(
             conversation_id=conversation_id,
             round_number=row["round_number"],
             first_sequence=row["first_sequence"],
             last_sequence=row["last_sequence"],
+            stored_positions=[position - 1 for position in row["stored_positions"]],
         )
 
     async def trigger_state(

@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.utils import count_tokens_approximately
 
 TRUNCATION_MARKER = "… [truncated by memory_agent: {over} tokens over the cap]"
+UNANSWERED_TOOL_CALL = "No result: the round ended before this tool call was answered."
 CHARS_PER_TOKEN = 4  # count_tokens_approximately's default
 
 
@@ -50,6 +51,40 @@ def split_rounds(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
         elif isinstance(message, ToolMessage):
             pending.discard(message.tool_call_id)
     return rounds
+
+
+def close_unanswered_tool_calls(
+    messages: Sequence[BaseMessage], *, keep_open_at_end: bool = False
+) -> tuple[list[BaseMessage], list[str]]:
+    """`messages` where every AI tool call without a result gets one (a ToolMessage saying the round ended
+    before an answer), placed after the call's other results; and the ids of the calls so closed.
+
+    Chat APIs reject a history with an unanswered call. Only the model's view changes: stored messages stay as
+    they happened. With `keep_open_at_end`, the calls of a final AI message stay open (the graph may be about
+    to run them).
+    """
+    result: list[BaseMessage] = []
+    closed: list[str] = []
+    pending: list[str] = []
+
+    def close_pending() -> None:
+        for call_id in pending:
+            result.append(ToolMessage(UNANSWERED_TOOL_CALL, tool_call_id=call_id, id=f"memory_agent:closed:{call_id}"))
+            closed.append(call_id)
+        pending.clear()
+
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id in pending:
+                pending.remove(message.tool_call_id)
+        else:
+            close_pending()
+        result.append(message)
+        if isinstance(message, AIMessage):
+            pending.extend(call["id"] for call in message.tool_calls if call.get("id"))
+    if not (keep_open_at_end and messages and isinstance(messages[-1], AIMessage)):
+        close_pending()
+    return result, closed
 
 
 def _cut_text(content: Any, keep_chars: int, marker: str) -> Any:

@@ -12,11 +12,16 @@ The loaded context is handed to the model, not written to the agent's `messages`
 middleware state (`memory_round`, hidden from its repr), so it never shows up in the caller's result nor in
 `stream_mode="messages"` / `"updates"` (a before_agent that rewrote `messages` would replay the gap there).
 The state's `messages` are this run's input and output; with a checkpointer also the earlier rounds, which
-are neither stored again nor sent to the model again.
+are neither stored again nor sent to the model again: what is stored is a fact of the database (message ids),
+not a guess from message shapes. The private state is plain JSON data, so a run interrupted by
+HumanInTheLoopMiddleware (or any `interrupt()`) resumes from its checkpoint and stores the round once, whole,
+when it completes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -24,37 +29,31 @@ from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import BaseMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-from pydantic import Field
 from typing_extensions import NotRequired
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.nodes import conversation_id_from_config, persist_round, produced_messages, round_input
-from memory_agent.schemas import RoundInfo
+from memory_agent.nodes import conversation_id_from_config, persist_round, record_interrupted
+from memory_agent.schemas import RoundInfo, fingerprint, new_messages
 from memory_agent.service import MemoryService
 
-
-class AgentRound(RoundInfo):
-    """A round in flight: what RoundInfo records, plus the context every model call of the run starts from."""
-
-    context: list[BaseMessage] = Field(default_factory=list, repr=False)
-    # With a checkpointer the state still holds earlier rounds; they are neither input nor output of this one.
-    history_ids: list[str | None] = Field(default_factory=list, repr=False)
-
-    def produced(self, messages: list[BaseMessage]) -> list[BaseMessage]:
-        """The messages this run added to its input."""
-        history = set(self.history_ids)
-        return [m for m in produced_messages(messages, self) if m.id not in history]
+# Contexts of the rounds in flight in this process, by round token. The loaded context (memory and gap) is
+# never written to the agent's state: it would show in stream_mode="updates" and in every checkpoint. A run
+# resumed where the cache does not have it (another process, after a restart) loads it again.
+_CONTEXT_CACHE_SIZE = 1024
 
 
 class MemoryAgentState(AgentState[Any]):
-    memory_round: NotRequired[Annotated[AgentRound | None, PrivateStateAttr]]
+    # Plain JSON data (checkpointers store it without registered types): {"token", "info", "start"}: the
+    # round's RoundInfo.to_state() and the fingerprints of the state's messages at the start of the run
+    # (history and input; anything else at the end of the run was produced by it).
+    memory_round: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
 
 
 class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
     """Load memory at the start of an agent run, persist the round and trigger a summary at its end.
 
-    The conversation is the run's `config["configurable"]["thread_id"]`. Give the agent only the new
-    message(s) of the round: the memory supplies everything before them.
+    The conversation is the run's `config["configurable"]["thread_id"]`. The round's input is every message
+    of the agent's state not stored yet (with a checkpointer, the earlier rounds are stored already).
     """
 
     state_schema = MemoryAgentState
@@ -63,14 +62,39 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         super().__init__()
         self.memory = memory
         self.tools = []
+        self._contexts: dict[str, list[BaseMessage]] = {}
+
+    def _round(self, state: Any, hook: str) -> dict[str, Any]:
+        round_ = state.get("memory_round")
+        if not isinstance(round_, dict):
+            raise InvalidInputError(f"MemoryMiddleware's {hook} hook ran without its before_agent hook")
+        return round_
 
     # ------------------------------------------------------------------ agent start
 
+    def _remember(self, token: str, context: list[BaseMessage]) -> list[BaseMessage]:
+        if len(self._contexts) >= _CONTEXT_CACHE_SIZE:
+            self._contexts.pop(next(iter(self._contexts)))
+        self._contexts[token] = context
+        return context
+
     async def _start(self, conversation_id: str, messages: list[BaseMessage]) -> dict[str, Any]:
-        incoming = round_input(messages)
-        context, info = await self.memory.prepare_round(conversation_id, incoming)
-        history = [m.id for m in messages[: len(messages) - len(incoming)]]
-        return {"memory_round": AgentRound(**dict(info), context=context, history_ids=history)}
+        context, info = await self.memory.prepare_round(conversation_id, messages)
+        token = uuid.uuid4().hex
+        self._remember(token, context)
+        return {
+            "memory_round": {"token": token, "info": info.to_state(), "start": [fingerprint(m) for m in messages]}
+        }
+
+    async def _reload(self, round_: dict[str, Any], messages: list[BaseMessage]) -> list[BaseMessage]:
+        """The context of a run resumed where this process did not start it: loaded again from the run's
+        start messages (the memory may be newer than the one the run started with)."""
+        start = set(round_["start"])
+        info = round_["info"]
+        context, _ = await self.memory.prepare_round(
+            info["conversation_id"], [m for m in messages if fingerprint(m) in start]
+        )
+        return self._remember(round_["token"], context)
 
     async def abefore_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await self._start(conversation_id_from_config(get_config()), list(state["messages"]))
@@ -81,25 +105,37 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
 
     # ------------------------------------------------------------------ every model call
 
-    def _with_context(self, request: ModelRequest) -> ModelRequest:
-        round_ = request.state.get("memory_round")
-        if not isinstance(round_, AgentRound):
-            raise InvalidInputError("MemoryMiddleware's model hook ran without its before_agent hook")
-        return request.override(messages=[*round_.context, *round_.produced(request.messages)])
+    def _with_context(self, request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
+        produced = new_messages(request.messages, self._round(request.state, "model")["start"])
+        return request.override(messages=[*context, *produced])
 
     def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
-        return handler(self._with_context(request))
+        round_ = self._round(request.state, "model")
+        context = self._contexts.get(round_["token"])
+        if context is None:
+            context = self.memory.call_sync(self._reload(round_, list(request.state["messages"])))
+        return handler(self._with_context(request, context))
 
     async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
-        return await handler(self._with_context(request))
+        round_ = self._round(request.state, "model")
+        context = self._contexts.get(round_["token"])
+        if context is None:
+            context = await self._reload(round_, list(request.state["messages"]))
+        request = self._with_context(request, context)
+        try:
+            return await handler(request)
+        except asyncio.CancelledError as exc:  # the caller went away mid-generation
+            info = RoundInfo.from_state(self._round(request.state, "model")["info"])
+            await record_interrupted(self.memory, info, exc)
+            raise
 
     # ------------------------------------------------------------------ agent end
 
     def _finish(self, state: MemoryAgentState) -> Any:
-        round_ = state.get("memory_round")
-        if not isinstance(round_, AgentRound):
-            raise InvalidInputError("MemoryMiddleware's after_agent hook ran without its before_agent hook")
-        return persist_round(self.memory, round_, round_.produced(list(state["messages"])))
+        round_ = self._round(state, "after_agent")
+        self._contexts.pop(round_["token"], None)
+        info = RoundInfo.from_state(round_["info"])
+        return persist_round(self.memory, info, new_messages(list(state["messages"]), round_["start"]))
 
     async def aafter_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         await self._finish(state)

@@ -5,16 +5,18 @@ No SQL and no window maths here: the nodes call MemoryService.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import TypedDict
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.schemas import RoundInfo
+from memory_agent.schemas import RoundInfo, new_messages
 from memory_agent.service import MemoryService, validate_conversation_id
 
 # Tag on the memory nodes' own runs (tracing). In a graph of your own, their updates (the loaded context)
@@ -26,7 +28,7 @@ class MemoryRoundState(TypedDict, total=False):
     """What the memory nodes read and write. `memory_round` is private to them."""
 
     messages: Annotated[list[AnyMessage], add_messages]
-    memory_round: RoundInfo | None
+    memory_round: dict[str, Any] | None  # RoundInfo.to_state(): plain data, safe in any checkpoint
 
 
 def conversation_id_from_config(config: RunnableConfig | None) -> str:
@@ -38,46 +40,46 @@ def conversation_id_from_config(config: RunnableConfig | None) -> str:
     return validate_conversation_id(configurable["thread_id"])
 
 
-def round_input(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """This round's input: the messages after the last final answer (an AI message without tool calls).
-
-    Without a checkpointer that is every message the caller sent; with one (`langgraph dev`, a saver) the
-    state still holds the previous round, which is stored already and must not be stored again.
-    """
-    for position in range(len(messages) - 1, -1, -1):
-        message = messages[position]
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            return list(messages[position + 1 :])
-    return list(messages)
-
-
 async def _load(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
     conversation_id = conversation_id_from_config(config)
-    workflow, info = await memory.prepare_round(conversation_id, round_input(state.get("messages") or []))
-    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info}
+    workflow, info = await memory.prepare_round(conversation_id, list(state.get("messages") or []))
+    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info.to_state()}
 
 
 def produced_messages(messages: list[BaseMessage], info: RoundInfo) -> list[BaseMessage]:
-    """The messages the wrapped graph (or agent) added to the context it was given."""
-    context_ids = set(info.context_ids)
-    return [m for m in messages if m.id not in context_ids]
+    """The messages the wrapped graph (or agent) added to the context it was given.
+
+    Compared by content fingerprint, not by id: a model or proxy that repeats an earlier message id still
+    has its reply stored.
+    """
+    return new_messages(messages, info.context_fingerprints)
 
 
-async def persist_round(memory: MemoryService, info: RoundInfo, messages: list[BaseMessage]) -> None:
+async def persist_round(memory: MemoryService, info: RoundInfo, produced: list[BaseMessage]) -> None:
     """Round end for the graph nodes and the agent middleware: store input + produced messages."""
-    round_messages = [*info.input_messages, *produced_messages(messages, info)]
     try:
-        await memory.finish_round(info.conversation_id, round_messages, info)
+        await memory.finish_round(info.conversation_id, [*info.input_messages, *produced], info)
     except Exception as exc:
         await memory.record_failed_round(info, "save", exc)
         raise
 
 
+async def record_interrupted(memory: MemoryService, info: RoundInfo, error: BaseException) -> None:
+    """A round that did not complete: a metrics row (cancelled or failed); an interrupt records nothing, the
+    round is stored whole when it is resumed and completes."""
+    if isinstance(error, GraphBubbleUp):
+        return
+    stage = "cancelled" if isinstance(error, asyncio.CancelledError) else "graph"
+    # Shielded: a cancelled caller still gets its row written.
+    await asyncio.shield(memory.record_failed_round(info, stage, error))
+
+
 async def _save(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-    info = state.get("memory_round")
-    if not isinstance(info, RoundInfo):
+    data = state.get("memory_round")
+    if not data:
         raise InvalidInputError("memory_save ran without memory_load: add the load node before the graph it wraps")
-    await persist_round(memory, info, state.get("messages") or [])
+    info = RoundInfo.from_state(data)
+    await persist_round(memory, info, produced_messages(list(state.get("messages") or []), info))
     return {"memory_round": None}
 
 
@@ -121,30 +123,35 @@ def memory_round_node(graph: Any, memory: MemoryService, name: str) -> RunnableL
     """
 
     def begin(state: Any, config: RunnableConfig) -> Any:
-        return memory.prepare_round(conversation_id_from_config(config), round_input(_messages_of(state)))
+        return memory.prepare_round(conversation_id_from_config(config), _messages_of(state))
 
-    def produced(output: Any, info: RoundInfo) -> Any:
-        return _with_messages(output, produced_messages(_messages_of(output), info)) if isinstance(output, dict) else output
+    def produced(output: Any, info: RoundInfo) -> list[BaseMessage]:
+        return produced_messages(_messages_of(output), info) if isinstance(output, dict) else []
+
+    def result(output: Any, messages: list[BaseMessage]) -> Any:
+        return _with_messages(output, messages) if isinstance(output, dict) else output
 
     async def arun(state: Any, config: RunnableConfig) -> Any:
         workflow, info = await begin(state, config)
         try:
             output = await graph.ainvoke(_with_messages(state, workflow), config)
-        except Exception as exc:
-            await memory.record_failed_round(info, "graph", exc)
+        except BaseException as exc:
+            await record_interrupted(memory, info, exc)
             raise
-        await persist_round(memory, info, _messages_of(output))
-        return produced(output, info)
+        messages = produced(output, info)
+        await persist_round(memory, info, messages)
+        return result(output, messages)
 
     def run(state: Any, config: RunnableConfig) -> Any:
         workflow, info = memory.call_sync(begin(state, config))
         try:
             output = graph.invoke(_with_messages(state, workflow), config)
-        except Exception as exc:
-            memory.call_sync(memory.record_failed_round(info, "graph", exc))
+        except BaseException as exc:
+            memory.call_sync(record_interrupted(memory, info, exc))
             raise
-        memory.call_sync(persist_round(memory, info, _messages_of(output)))
-        return produced(output, info)
+        messages = produced(output, info)
+        memory.call_sync(persist_round(memory, info, messages))
+        return result(output, messages)
 
     return RunnableLambda(run, afunc=arun, name=name)
 

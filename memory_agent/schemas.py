@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 from pydantic import BaseModel, ConfigDict, Field
 
 MemoryStatus = Literal["processing", "completed", "failed"]
@@ -68,9 +71,12 @@ class RoundSaved(BaseModel):
     round_number: int
     first_sequence: int
     last_sequence: int
+    stored_positions: list[int] = Field(
+        default_factory=list, description="Which of the round's messages (0-based) were new and stored."
+    )
 
 
-TriggerOutcome = Literal["started", "below_threshold", "already_processing", "no_new_messages"]
+TriggerOutcome = Literal["started", "below_threshold", "already_processing", "no_new_messages", "nothing_new"]
 
 
 class TriggerResult(BaseModel):
@@ -108,6 +114,37 @@ class RoundInfo(BaseModel):
     load_ms: float | None = None
     started: float = Field(description="time.perf_counter() at round start")
 
+    context_fingerprints: list[str] = Field(
+        default_factory=list, description="fingerprint() of every message the graph was given at round start"
+    )
+
     @property
     def retrieval_path(self) -> Literal["memory+gap", "raw"]:
         return "memory+gap" if self.memory_id is not None else "raw"
+
+    def to_state(self) -> dict[str, Any]:
+        """Plain JSON data for graph state: checkpointers serialize it without registered types."""
+        data = self.model_dump(exclude={"input_messages"})
+        data["input_messages"] = [message_to_dict(m) for m in self.input_messages]
+        return data
+
+    @classmethod
+    def from_state(cls, data: Any) -> "RoundInfo":
+        if isinstance(data, RoundInfo):
+            return data
+        data = dict(data)
+        data["input_messages"] = messages_from_dict(data.get("input_messages") or [])
+        return cls(**data)
+
+
+def fingerprint(message: BaseMessage) -> str:
+    """A short digest of a message's type, id and content: equal for the same message however it travelled
+    (checkpointed and read back), different for a reply that reuses an earlier id with new content."""
+    payload = json.dumps(message_to_dict(message), sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def new_messages(messages: Sequence[BaseMessage], known: Sequence[str]) -> list[BaseMessage]:
+    """The messages whose fingerprint is not in `known` (what a graph produced beyond what it was given)."""
+    seen = set(known)
+    return [m for m in messages if fingerprint(m) not in seen]

@@ -30,10 +30,17 @@ from langchain_core.messages import (
 
 from memory_agent.agent import MemoryAgent, SequencedMessage
 from memory_agent.backend import MemoryBackend
-from memory_agent.budget import apply_budget
+from memory_agent.budget import apply_budget, close_unanswered_tool_calls
 from memory_agent.errors import ConfigurationError, InvalidInputError, SummarizationError
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
+from memory_agent.schemas import (
+    ConversationContext,
+    MemoryRecord,
+    RoundInfo,
+    RoundSaved,
+    TriggerResult,
+    fingerprint,
+)
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
@@ -157,7 +164,7 @@ def check_user_messages(messages: Sequence[BaseMessage]) -> None:
             raise InvalidInputError(f"message {position} (HumanMessage) is empty")
 
 
-def validate_round_input(messages: Any) -> list[BaseMessage]:
+def validate_round_input(messages: Any, *, need_user: bool = True) -> list[BaseMessage]:
     """The messages a caller starts a round with: LangChain messages, at least one from the user."""
     if not isinstance(messages, (list, tuple)):
         raise InvalidInputError(f"a round's input must be a list of messages, got {type(messages).__name__}")
@@ -168,7 +175,8 @@ def validate_round_input(messages: Any) -> list[BaseMessage]:
                 "(HumanMessage, AIMessage, ToolMessage, ...)"
             )
         _check_content(message, position)
-    check_user_messages(messages)
+    if need_user:
+        check_user_messages(messages)
     return list(messages)
 
 
@@ -413,10 +421,13 @@ class MemoryService:
         `current_messages` (this round's new input) is not stored yet and is not part of the gap.
         """
         validate_conversation_id(conversation_id)
-        return await self.loop.arun(self._get_context(conversation_id))
+        context, _ = await self.loop.arun(self._get_context(conversation_id))
+        return context
 
-    async def _get_context(self, conversation_id: str) -> ConversationContext:
-        rows = await self.backend.load_context(conversation_id)
+    async def _get_context(
+        self, conversation_id: str, message_ids: Sequence[str] = ()
+    ) -> tuple[ConversationContext, set[str]]:
+        rows = await self.backend.load_context(conversation_id, message_ids)
         first = rows[0]
         stored = [row for row in rows if row["sequence_number"] is not None]
         gap = messages_from_dict([row["message"] for row in stored])
@@ -437,19 +448,32 @@ class MemoryService:
             logger.debug(
                 "No completed memory for %s: raw fallback with %d messages", conversation_id, len(gap)
             )
-        return context
+        return context, set(first["stored_ids"] or ())
 
     async def prepare_round(
-        self, conversation_id: str, incoming: Sequence[BaseMessage]
+        self, conversation_id: str, messages: Sequence[BaseMessage]
     ) -> tuple[list[BaseMessage], RoundInfo]:
-        """Round start for any integration: validate, load memory + gap, build the model's context."""
+        """Round start for any integration: validate, load memory + gap, build the model's context.
+
+        `messages` is what the graph state holds: with a checkpointer the earlier rounds too. The round's input
+        is every message of it not stored yet (by id: stored is a fact of the database, not a guess from
+        message shapes), so a message is stored once whatever the state carries; it needs a user message.
+        """
         started = time.perf_counter()
         validate_conversation_id(conversation_id)
-        incoming = validate_round_input(incoming)
-        context = await self.loop.arun(self._get_context(conversation_id))
+        messages = validate_round_input(messages, need_user=False)
+        context, stored_ids = await self.loop.arun(
+            self._get_context(conversation_id, [m.id for m in messages if m.id])
+        )
+        incoming = [m for m in messages if not m.id or m.id not in stored_ids]
+        check_user_messages(incoming)
+        # The model never gets a tool call without a result (chat APIs reject that history).
+        gap, closed_gap = close_unanswered_tool_calls(context.gap_messages)
+        current, closed_input = close_unanswered_tool_calls(incoming, keep_open_at_end=True)
+        closed = closed_gap + closed_input
         budget = apply_budget(
-            context.gap_messages,
-            incoming,
+            gap,
+            current,
             lambda messages: inject_memory(context.memory_text, messages, self.settings.injection_mode),
             max_context_tokens=self.settings.max_context_tokens,
             max_message_tokens=self.settings.max_message_tokens,
@@ -461,21 +485,26 @@ class MemoryService:
                 conversation_id, budget.dropped_rounds, budget.dropped_messages, len(budget.truncated_messages),
                 budget.tokens_before, budget.tokens_after, " (still over budget)" if budget.over_budget else "",
             )
-        gap_start = context.gap_start_sequence
+        truncation = budget.record() if budget.applied else None
+        if closed:
+            truncation = {**(truncation or {}), "closed_tool_calls": closed}
+        kept_gap = [m for m in budget.gap if not (m.id or "").startswith("memory_agent:closed:")]
+        gap_end = context.gap_end_sequence
         info = RoundInfo(
             conversation_id=conversation_id,
             input_messages=incoming,
             context_ids=[m.id for m in workflow],
+            context_fingerprints=[fingerprint(m) for m in workflow],
             memory_id=context.memory_id,
             memory_end_sequence=context.memory_end_sequence,
             # Gap messages are consecutive sequences; trimming drops them from the front.
-            gap_start_sequence=gap_start + budget.dropped_messages if gap_start is not None and budget.gap else None,
-            gap_end_sequence=context.gap_end_sequence if budget.gap else None,
-            gap_size=len(budget.gap),
+            gap_start_sequence=gap_end - len(kept_gap) + 1 if gap_end is not None and kept_gap else None,
+            gap_end_sequence=gap_end if kept_gap else None,
+            gap_size=len(kept_gap),
             context_messages=len(workflow),
             context_tokens=budget.tokens_after,
-            truncated=budget.applied,
-            truncation=budget.record() if budget.applied else None,
+            truncated=budget.applied or bool(closed),
+            truncation=truncation,
             load_ms=(time.perf_counter() - started) * 1000,
             started=started,
         )
@@ -490,10 +519,12 @@ class MemoryService:
 
     async def finish_round(
         self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
-    ) -> tuple[RoundSaved, TriggerResult]:
+    ) -> tuple[RoundSaved | None, TriggerResult]:
         """Persist a whole round, apply the trigger rule and record the round's metrics, in one transaction.
 
-        The summary (if one is due) starts after commit; this call never waits for it.
+        Messages stored already (same id, same content) are not stored again; when none is new, nothing is
+        written and the result is (None, outcome "nothing_new"). The summary (if one is due) starts after
+        commit; this call never waits for it.
         """
         validate_conversation_id(conversation_id)
         roles, contents, payloads = serialize_round(messages)
@@ -509,9 +540,12 @@ class MemoryService:
         contents: list[str],
         payloads: list[dict[str, Any]],
         info: RoundInfo | None,
-    ) -> tuple[RoundSaved, TriggerResult]:
+    ) -> tuple[RoundSaved | None, TriggerResult]:
         async with self.backend.round_transaction() as conn:
             saved = await self.backend.save_round(conn, conversation_id, roles, contents, payloads)
+            if saved is None:
+                logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
+                return None, TriggerResult(outcome="nothing_new")
             trigger = await self._apply_trigger_rule(conn, conversation_id, saved.last_sequence, saved.first_sequence)
             if info is not None:
                 await self.backend.insert_round_metrics(conn, round_metrics_row(info, saved, trigger))

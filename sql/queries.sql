@@ -2,7 +2,8 @@
 -- Every statement runs with search_path set to the memory_agent schema.
 
 -- load_context --
--- Round start, one statement: the latest completed memory and every message after it (all messages when none).
+-- Round start, one statement: the latest completed memory, every message after it (all messages when none), and
+-- which of the graph state's message ids are stored already (`stored_ids`, on every row).
 WITH latest AS (
     SELECT memory_id, memory_text, start_sequence, end_sequence
     FROM memory
@@ -11,9 +12,15 @@ WITH latest AS (
     LIMIT 1
 )
 SELECT latest.memory_id, latest.memory_text, latest.start_sequence, latest.end_sequence,
-       m.sequence_number, m.round_number, m.message
+       m.sequence_number, m.round_number, m.message, known.stored_ids
 FROM (SELECT 1) AS one
 LEFT JOIN latest ON true
+CROSS JOIN LATERAL (
+    SELECT ARRAY(
+        SELECT DISTINCT s.message_id FROM messages AS s
+        WHERE s.conversation_id = %(conversation_id)s AND s.message_id = ANY(%(message_ids)s::text[])
+    ) AS stored_ids
+) AS known
 -- The gap must be read through the primary key (conversation_id, sequence_number) with the bound as an
 -- index condition. Joined directly, with stale statistics (a conversation that grew since ANALYZE) the
 -- planner took the (conversation_id, round_number) index and filtered: every message of the conversation
@@ -29,27 +36,39 @@ LEFT JOIN LATERAL (
 ORDER BY m.sequence_number;
 
 -- save_round --
--- Round end: allocate sequence numbers under the conversation row lock and store the round's messages.
-WITH conv AS (
+-- Round end: store the round's messages that are not stored yet (same id and same content), with sequence numbers
+-- allocated under the conversation row lock. Nothing new: no row is written and `stored` is 0.
+WITH candidate AS (
+    SELECT m.role, m.content, m.message, m.ord
+    FROM unnest(%(roles)s::text[], %(contents)s::text[], %(messages)s::jsonb[])
+             WITH ORDINALITY AS m (role, content, message, ord)
+    WHERE m.message -> 'data' ->> 'id' IS NULL
+       OR NOT EXISTS (SELECT 1 FROM messages AS s
+                      WHERE s.conversation_id = %(conversation_id)s
+                        AND s.message_id = m.message -> 'data' ->> 'id' AND s.message = m.message)
+), fresh AS (
+    SELECT role, content, message, ord, row_number() OVER (ORDER BY ord)::int AS position FROM candidate
+), conv AS (
     INSERT INTO conversations AS c (conversation_id, next_sequence, round_count)
-    VALUES (%(conversation_id)s, %(count)s, 1)
+    SELECT %(conversation_id)s, count(*), 1 FROM fresh HAVING count(*) > 0
     ON CONFLICT (conversation_id) DO UPDATE
         SET next_sequence = c.next_sequence + EXCLUDED.next_sequence,
             round_count = c.round_count + 1,
             updated_at = now()
-    RETURNING c.next_sequence - %(count)s AS first_sequence, c.round_count AS round_number
+    RETURNING c.next_sequence - (SELECT count(*) FROM fresh)::int AS first_sequence,
+              c.next_sequence - 1 AS last_sequence, c.round_count AS round_number
 ), stored AS (
     INSERT INTO messages (conversation_id, sequence_number, round_number, role, content, message)
-    SELECT %(conversation_id)s, conv.first_sequence + m.ord::int - 1, conv.round_number,
-           m.role, m.content, m.message
-    FROM conv,
-         unnest(%(roles)s::text[], %(contents)s::text[], %(messages)s::jsonb[])
-             WITH ORDINALITY AS m (role, content, message, ord)
+    SELECT %(conversation_id)s, conv.first_sequence + fresh.position - 1, conv.round_number,
+           fresh.role, fresh.content, fresh.message
+    FROM conv, fresh
     RETURNING sequence_number
 )
-SELECT conv.first_sequence, conv.first_sequence + %(count)s - 1 AS last_sequence, conv.round_number,
-       (SELECT count(*) FROM stored) AS stored
-FROM conv;
+SELECT conv.first_sequence, conv.last_sequence, conv.round_number,
+       (SELECT count(*) FROM stored)::int AS stored,
+       (SELECT array_agg(ord::int ORDER BY ord) FROM fresh) AS stored_positions
+FROM (SELECT 1) AS one
+LEFT JOIN conv ON true;
 
 -- trigger_state --
 -- Round end, trigger rule: the in-flight row, the latest completed memory and the round starts at or after a sequence.

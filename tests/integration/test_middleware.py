@@ -131,15 +131,3 @@ async def test_with_a_checkpointer_earlier_rounds_are_not_stored_or_sent_twice(o
         "first tools:1:par", "", "value of k0", "final answer after 1 tool results", "second",
     ]
 
-
-def test_round_input_is_what_follows_the_last_final_answer():
-    from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
-
-    from memory_agent.nodes import round_input
-
-    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "c1"}])
-    earlier = [HumanMessage("q1"), call, ToolMessage("r", tool_call_id="c1"), AIMessage("a1")]
-    new = [SystemMessage("be brief"), HumanMessage("q2")]
-    assert round_input([*earlier, *new]) == new  # a checkpointed thread: only the new round
-    assert round_input(new) == new  # no checkpointer: everything the caller sent
-    assert round_input([HumanMessage("q"), call]) == [HumanMessage("q"), call]  # a tool call is not an answer
