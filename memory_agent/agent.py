@@ -83,10 +83,13 @@ def parse_summary(answer: Any) -> MemorySummaryOutput:
 class MemoryAgent:
     """Turns a base memory plus the messages after it into the memory of a sliding window."""
 
-    def __init__(self, model: BaseChatModel, *, max_words: int = 250) -> None:
+    def __init__(self, model: BaseChatModel, *, max_words: int = 250, max_tokens: int | None = None) -> None:
         self.model = model
         self.model_name = model_name_of(model)
         self.max_words = max_words
+        # The hard cap on a stored memory: the prompt asks for max_words, this refuses what ignores it (a
+        # memory is injected into every later round).
+        self.max_tokens = max_tokens if max_tokens is not None else 4 * max_words
         # One tool the model must call; its arguments are parsed here. LangChain's with_structured_output
         # chain does the same through a parallel map, fallbacks and a parser: about 2.4 ms more client CPU
         # per summary, paid by the process serving the rounds.
@@ -129,6 +132,12 @@ class MemoryAgent:
         text = parse_summary(answer).summary.strip()
         if not text:
             raise SummarizationError("summarizer returned an empty summary")
+        tokens = count_tokens_approximately([AIMessage(text)])
+        if tokens > self.max_tokens:
+            raise SummarizationError(
+                f"summarizer returned a summary of about {tokens} tokens ({len(text)} characters), over the hard "
+                f"cap of {self.max_tokens} tokens (MEMORY_AGENT_MEMORY_MAX_TOKENS); not stored"
+            )
         usage = getattr(answer, "usage_metadata", None) or {}
         return SummaryResult(
             text=text,

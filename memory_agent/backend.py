@@ -182,11 +182,19 @@ class MemoryBackend:
 
     # ------------------------------------------------------------------ round path
 
-    async def load_context(self, conversation_id: str, message_ids: Sequence[str] = ()) -> list[Row]:
-        """Latest completed memory + every message after it, and which of `message_ids` are stored, in one
-        statement (at least one row)."""
+    async def load_context(
+        self, conversation_id: str, message_ids: Sequence[str] = (), max_gap: int = 2**31 - 1
+    ) -> list[Row]:
+        """Latest completed memory + the messages after it (at most the conversation's last `max_gap`), and
+        which of `message_ids` are stored, in one statement (at least one row)."""
         return await self._fetch_all(
-            "load_context", {"conversation_id": conversation_id, "message_ids": list(message_ids)}
+            "load_context",
+            {"conversation_id": conversation_id, "message_ids": list(message_ids), "max_gap": max_gap},
+        )
+
+    async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None) -> Row | None:
+        return await self._fetch_one(
+            "gap_cap_cause", {"conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence}
         )
 
     async def save_round(

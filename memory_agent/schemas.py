@@ -57,6 +57,9 @@ class ConversationContext(BaseModel):
     gap_start_sequence: int | None = None
     gap_end_sequence: int | None = None
     next_sequence: int = 0
+    gap_capped_messages: int = Field(
+        default=0, description="Stored messages after the memory left out by max_gap_messages (oldest first)."
+    )
 
     @property
     def path(self) -> Literal["memory+gap", "raw"]:

@@ -49,6 +49,20 @@ class MemorySettings(BaseSettings):
     )
     memory_model: str = Field(default="gpt-4.1-mini", description="Chat model used by the summarizer.")
     memory_max_words: int = Field(default=250, ge=20, description="Length limit given to the summarizer.")
+    memory_max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Hard cap on a stored memory, in tokens (count_tokens_approximately): a longer summary "
+        "fails (the previous memory stays served) instead of being injected into every later round. "
+        "None: 4 x memory_max_words.",
+    )
+    max_gap_messages: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most stored messages given to the model after the memory (the gap, or every message on "
+        "the raw fallback), whole rounds dropped from the front: keeps rounds bounded while summaries fail or "
+        "lag. None: 2 x memory_rolling_window_size.",
+    )
 
     # --- context assembly ---
     injection_mode: Literal["prefix", "system"] = Field(
@@ -88,6 +102,14 @@ class MemorySettings(BaseSettings):
         description="procrastinate executor: cron (6th field = seconds) of the periodic stale-row sweep.",
     )
     drain_timeout_s: float = Field(default=30.0, ge=0, description="Grace period for in-flight summaries at close.")
+
+    @property
+    def memory_max_tokens_cap(self) -> int:
+        return self.memory_max_tokens if self.memory_max_tokens is not None else 4 * self.memory_max_words
+
+    @property
+    def gap_message_cap(self) -> int:
+        return self.max_gap_messages if self.max_gap_messages is not None else 2 * self.memory_rolling_window_size
 
     @model_validator(mode="after")
     def _check_pool(self) -> "MemorySettings":

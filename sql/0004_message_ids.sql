@@ -6,3 +6,7 @@ ALTER TABLE messages ADD COLUMN IF NOT EXISTS message_id TEXT GENERATED ALWAYS A
 
 CREATE INDEX IF NOT EXISTS idx_messages_conversation_message_id
     ON messages (conversation_id, message_id) WHERE message_id IS NOT NULL;
+
+-- The newest memory row of a conversation (why a gap is long: summaries failing or lagging) without reading
+-- every version of it.
+CREATE INDEX IF NOT EXISTS idx_memory_conversation_memory_id ON memory (conversation_id, memory_id);

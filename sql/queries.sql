@@ -2,19 +2,31 @@
 -- Every statement runs with search_path set to the memory_agent schema.
 
 -- load_context --
--- Round start, one statement: the latest completed memory, every message after it (all messages when none), and
--- which of the graph state's message ids are stored already (`stored_ids`, on every row).
+-- Round start, one statement: the latest completed memory, the messages after it (all messages when none) but at
+-- most the last `max_gap` of the conversation, and which of the graph state's message ids are stored already.
+-- `from_sequence` is where the read started; `cut_round` the round of the message just before it (a round cut in
+-- two by the bound is dropped whole by the caller).
 WITH latest AS (
     SELECT memory_id, memory_text, start_sequence, end_sequence
     FROM memory
     WHERE conversation_id = %(conversation_id)s AND status = 'completed'
     ORDER BY end_sequence DESC, memory_id DESC
     LIMIT 1
+), bound AS (
+    -- While summaries fail or lag the gap grows with every round: bounded here, read through the primary key.
+    SELECT GREATEST(
+        COALESCE((SELECT end_sequence FROM latest), -1) + 1,
+        COALESCE((SELECT next_sequence FROM conversations WHERE conversation_id = %(conversation_id)s), 0)
+            - %(max_gap)s
+    ) AS from_sequence
 )
 SELECT latest.memory_id, latest.memory_text, latest.start_sequence, latest.end_sequence,
-       m.sequence_number, m.round_number, m.message, known.stored_ids
+       m.sequence_number, m.round_number, m.message, known.stored_ids, bound.from_sequence,
+       (SELECT c.round_number FROM messages AS c
+        WHERE c.conversation_id = %(conversation_id)s AND c.sequence_number = bound.from_sequence - 1) AS cut_round
 FROM (SELECT 1) AS one
 LEFT JOIN latest ON true
+CROSS JOIN bound
 CROSS JOIN LATERAL (
     SELECT ARRAY(
         SELECT DISTINCT s.message_id FROM messages AS s
@@ -30,10 +42,25 @@ LEFT JOIN LATERAL (
     SELECT sequence_number, round_number, message
     FROM messages
     WHERE conversation_id = %(conversation_id)s
-      AND sequence_number > COALESCE((SELECT end_sequence FROM latest), -1)
+      AND sequence_number >= (SELECT from_sequence FROM bound)
     ORDER BY sequence_number
 ) AS m ON true
 ORDER BY m.sequence_number;
+
+-- gap_cap_cause --
+-- Why a round's gap hit the bound: the newest memory row of the conversation and how many rounds no memory covers.
+SELECT newest.status AS latest_status, newest.error AS latest_error,
+       c.round_count - COALESCE((SELECT e.round_number FROM messages AS e
+                                 WHERE e.conversation_id = c.conversation_id
+                                   AND e.sequence_number = %(memory_end_sequence)s), 0) AS rounds_behind
+FROM conversations AS c
+LEFT JOIN LATERAL (
+    SELECT status, error FROM memory
+    WHERE memory.conversation_id = c.conversation_id
+    ORDER BY memory_id DESC
+    LIMIT 1
+) AS newest ON true
+WHERE c.conversation_id = %(conversation_id)s;
 
 -- save_round --
 -- Round end: store the round's messages that are not stored yet (same id and same content), with sequence numbers

@@ -29,6 +29,8 @@ class FakeOpenAI:
         self.delay_s = 0.0
         self.hang_s = 30.0
         self.tool_plan: dict[str, dict[str, Any]] | None = None
+        self.summary_text: str | None = None  # when set, every summary is exactly this text
+        self.error_text = "upstream exploded"  # the message of an HTTP 500 in mode "error"
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -71,13 +73,15 @@ class FakeOpenAI:
                     time.sleep(fake.delay_s)
                 wants_summary = _wants_summary(body)
                 if wants_summary and mode == "error":
-                    self._send(500, {"error": {"message": "upstream exploded", "type": "server_error"}})
+                    self._send(500, {"error": {"message": fake.error_text, "type": "server_error"}})
                     return
                 if wants_summary and mode == "hang":
                     time.sleep(fake.hang_s)
                 prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
                 if wants_summary:
                     summary = "" if mode == "empty" else offline_summary(prompt)
+                    if fake.summary_text is not None:
+                        summary = fake.summary_text
                     arguments = json.dumps({"summary": summary})
                     if mode == "malformed":
                         arguments = "this is not json {"

@@ -7,6 +7,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from memory_agent.service import escape_memory_text
 from memory_agent.cli import app
 from tests.conftest import query
 from tests.integration.test_observability import (
@@ -55,7 +56,7 @@ async def test_at_shows_what_the_model_was_given(open_memory, database_url):
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)
         memory_text, texts = split_seen(chat.seen[round_number - 1])
-        assert (data["memory"]["memory_text"] if data["memory"] else None) == memory_text
+        assert (escape_memory_text(data["memory"]["memory_text"]) if data["memory"] else None) == memory_text
         assert [m["content"] for m in data["messages"]] == texts
         assert data["messages"][-1]["part"] == "input"
         assert data["retrieval_path"] == ("raw" if memory_text is None else "memory+gap")

@@ -17,6 +17,7 @@ import psycopg
 from langchain_core.messages import HumanMessage
 
 from memory_agent import observability as obs
+from memory_agent.service import escape_memory_text
 from memory_agent import resources, with_memory
 from memory_agent.service import MemoryService
 from tests.conftest import query
@@ -177,7 +178,7 @@ async def test_context_at_every_round_is_what_the_model_was_given(open_memory, d
         rebuilt = at.model_input("prefix")
         assert [(m.type, m.text) for m in rebuilt] == [(m.type, m.text) for m in seen], round_number
         memory_text, _ = split_seen(seen)
-        assert (at.memory["memory_text"] if at.memory else None) == memory_text
+        assert (escape_memory_text(at.memory["memory_text"]) if at.memory else None) == memory_text
         assert [r["content"] for r in at.input] == [f"message {round_number}"]
 
     at_4 = await read(memory, obs.context_at, "conv_123", 4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.service import escape_memory_text
 from tests.conftest import query
 from tests.support import EchoChat, GatedSummaryModel
 
@@ -53,7 +54,8 @@ async def test_data_flow_timeline_and_memory_table_evolution(open_memory, databa
     seen = chat.seen[-1]
     memory_1 = query(database_url, "SELECT memory_text FROM memory WHERE memory_id = 1")[0][0]
     assert len(seen) == 3
-    assert seen[0].text == f"[Previous context: {memory_1}]\n\nmessage 4"
+    # The memory is model output: its `]` are escaped so it cannot close the frame.
+    assert seen[0].text == f"[Previous context: {escape_memory_text(memory_1)}]\n\nmessage 4"
     assert [m.text for m in seen[1:]] == ["reply 4", "message 5"]
     # Round 5 ends (seq 9 saved): id=2 (0, 9) based on id=1
     assert memory_table(database_url, thread)[-1] == (2, 0, 9, 1, "processing")
