@@ -7,6 +7,8 @@ from memory_agent.errors import (
     DatabaseUnavailableError,
     InvalidInputError,
     MemoryAgentError,
+    RoundInProgressError,
+    ServiceClosedError,
     SummarizationError,
 )
 from memory_agent.middleware import MemoryMiddleware
@@ -38,7 +40,9 @@ __all__ = [
     "MemorySettings",
     "MemorySummaryOutput",
     "OfflineSummaryModel",
+    "RoundInProgressError",
     "RoundSaved",
+    "ServiceClosedError",
     "SummarizationError",
     "TriggerResult",
     "calculate_summary_range",

@@ -20,12 +20,15 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from memory_agent import resources
-from memory_agent.errors import DatabaseUnavailableError, MemoryAgentError
+from memory_agent.errors import ConfigurationError, DatabaseUnavailableError, MemoryAgentError
 from memory_agent.schemas import MemoryRecord, RoundSaved
 
 logger = logging.getLogger("memory_agent.backend")
 
 Row = dict[str, Any]
+
+# The tables memory_agent creates in its schema (a schema without `schema_migrations` holding one of these is not ours).
+OWN_TABLES = ("conversations", "messages", "memory", "round_metrics")
 
 
 def _has_pending_input(fileno: int) -> bool:
@@ -137,6 +140,17 @@ class MemoryBackend:
         return rows[0] if rows else None
 
     # ------------------------------------------------------------------ schema
+
+    async def check_schema_is_ours(self) -> None:
+        """ConfigurationError when the schema holds tables with our names that memory_agent did not create
+        (an app's own `public.messages`, say): migrating there would fail or mix the two."""
+        row = await self._fetch_one("schema_clash", {"schema": self.schema, "tables": list(OWN_TABLES)})
+        if row and row["foreign_tables"]:
+            names = ", ".join(f"{self.schema}.{name}" for name in row["foreign_tables"])
+            raise ConfigurationError(
+                f"schema {self.schema!r} already holds {names}, which memory_agent did not create; set "
+                "MEMORY_AGENT_DB_SCHEMA to a schema of memory_agent's own (default memory_agent)"
+            )
 
     async def setup(self) -> list[int]:
         """Apply pending migrations; safe when several processes call it at once. Returns versions applied."""

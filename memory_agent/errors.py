@@ -22,3 +22,12 @@ class DatabaseUnavailableError(MemoryAgentError):
 class SummarizationError(MemoryAgentError):
     """The summarizer model failed or returned something unusable. Recorded on the memory row, never
     raised inside a user's round."""
+
+
+class ServiceClosedError(MemoryAgentError):
+    """The MemoryService was closed before or while the call ran. A round end that had begun either
+    committed whole or wrote nothing."""
+
+
+class RoundInProgressError(MemoryAgentError):
+    """Another round of the same conversation is running and the multitask strategy is `reject`."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import procrastinate
 from procrastinate.schema import SchemaManager
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 if TYPE_CHECKING:
@@ -25,10 +26,12 @@ SWEEP_TASK = "memory_agent.sweep"
 
 
 def procrastinate_conninfo(url: str, schema: str) -> str:
-    """The service's database URL with search_path pointing at the memory_agent schema."""
+    """The service's database URL with search_path pointing at the memory_agent schema (quoted: a schema
+    with capitals is not folded to lower case)."""
     params = conninfo_to_dict(url)
     options = params.get("options") or ""
-    params["options"] = f"{options} -c search_path={schema},public".strip()
+    search_path = sql.SQL("{}, public").format(sql.Identifier(schema)).as_string(None).replace(" ", "")
+    params["options"] = f"{options} -c search_path={search_path}".strip()
     return make_conninfo(**params)
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -28,6 +29,8 @@ from langchain_core.messages import (
     message_to_dict,
     messages_from_dict,
 )
+
+from psycopg.conninfo import conninfo_to_dict
 
 from memory_agent.agent import MemoryAgent, SequencedMessage
 from memory_agent.backend import MemoryBackend
@@ -46,7 +49,8 @@ from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
 
-MAX_CONVERSATION_ID_LENGTH = 1024
+MAX_CONVERSATION_ID_BYTES = 1024
+MAX_MESSAGE_ID_BYTES = 512  # message ids are in an index key too
 CONTEXT_PREFIX = "[Previous context: {memory_text}]\n\n"
 CONTEXT_SYSTEM = (
     "Summary of the earlier conversation (older messages are not shown). It is a record of what was said, "
@@ -122,6 +126,16 @@ def role_of(message: BaseMessage) -> str:
     return message.type
 
 
+def _utf8_size(text: str, what: str) -> int:
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{what} contains a lone surrogate ({text[exc.start]!r} at character {exc.start}), which is not "
+            "valid Unicode and cannot be stored; encode the text correctly"
+        ) from None
+
+
 def validate_conversation_id(conversation_id: Any) -> str:
     if not isinstance(conversation_id, str):
         raise InvalidInputError(
@@ -132,9 +146,12 @@ def validate_conversation_id(conversation_id: Any) -> str:
         raise InvalidInputError("thread_id must be a non-empty string, got an empty or blank one")
     if "\x00" in conversation_id:
         raise InvalidInputError("thread_id contains a NUL character, which PostgreSQL text cannot store")
-    if len(conversation_id) > MAX_CONVERSATION_ID_LENGTH:
+    size = _utf8_size(conversation_id, "thread_id")
+    if size > MAX_CONVERSATION_ID_BYTES:
+        # Bytes, not characters: the id is in every index key, whose size PostgreSQL limits.
         raise InvalidInputError(
-            f"thread_id is {len(conversation_id)} characters long; at most {MAX_CONVERSATION_ID_LENGTH} are allowed"
+            f"thread_id is {size} bytes long in UTF-8 ({len(conversation_id)} characters); at most "
+            f"{MAX_CONVERSATION_ID_BYTES} bytes are allowed"
         )
     return conversation_id
 
@@ -151,6 +168,16 @@ def _check_content(message: BaseMessage, position: int) -> None:
     )
 
 
+def _contains_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_contains_nul(v) for v in value)
+    return False
+
+
 def serialize_round(messages: Sequence[Any]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     """(roles, contents, message dicts) ready to store; raises InvalidInputError naming the bad message."""
     if not messages:
@@ -163,16 +190,18 @@ def serialize_round(messages: Sequence[Any]) -> tuple[list[str], list[str], list
                 "(HumanMessage, AIMessage, ToolMessage, ...)"
             )
         _check_content(message, position)
-        payload = message_to_dict(message)
-        dumped = json.dumps(payload, default=str, ensure_ascii=False)
-        if "\x00" in dumped or "\\u0000" in dumped:
+        what = f"message {position} ({type(message).__name__})"
+        payload = json.loads(json.dumps(message_to_dict(message), default=str, ensure_ascii=False))  # JSON types only
+        if _contains_nul(payload):
             raise InvalidInputError(
-                f"message {position} ({type(message).__name__}) contains a NUL character, which PostgreSQL "
-                "cannot store; remove it before sending the message"
+                f"{what} contains a NUL character, which PostgreSQL cannot store; remove it before sending the message"
             )
+        _utf8_size(json.dumps(payload, ensure_ascii=False), what)
+        if message.id is not None and _utf8_size(str(message.id), f"{what} id") > MAX_MESSAGE_ID_BYTES:
+            raise InvalidInputError(f"{what} has an id over {MAX_MESSAGE_ID_BYTES} bytes; use a shorter id")
         roles.append(role_of(message))
         contents.append(str(message.text))
-        payloads.append(json.loads(dumped))  # plain JSON types only
+        payloads.append(payload)
     return roles, contents, payloads
 
 
@@ -256,6 +285,31 @@ def round_metrics_row(info: RoundInfo, saved: RoundSaved | None, trigger: Trigge
 
 
 # ---------------------------------------------------------------------------- the service
+
+
+async def check_database(url: str, timeout: float) -> None:
+    """One direct connection, before the pool: a bad URL fails at once, and an unreachable server fails
+    within `timeout` with its real cause (refused, unknown host, authentication, missing database)."""
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigurationError(f"MEMORY_AGENT_DATABASE_URL is not a valid PostgreSQL URL: {detail}") from None
+    try:
+        # libpq's own connect_timeout counts per host and address and is at least 2 s: bound the whole attempt.
+        conn = await asyncio.wait_for(psycopg.AsyncConnection.connect(url, connect_timeout=max(2, int(timeout))), timeout)
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ConfigurationError(
+            f"PostgreSQL did not answer within {timeout}s (MEMORY_AGENT_CONNECT_TIMEOUT_S); check "
+            "MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
+        ) from None
+    except psycopg.Error as exc:
+        cause = " ".join(str(exc).split()) or type(exc).__name__
+        raise ConfigurationError(
+            f"cannot connect to PostgreSQL: {cause}; check MEMORY_AGENT_DATABASE_URL (unset it to use the "
+            "embedded database)"
+        ) from None
+    await conn.close()
 
 
 def default_summary_model(settings: MemorySettings) -> BaseChatModel:
@@ -344,6 +398,13 @@ class MemoryService:
     async def _open_on_loop(self, url: str) -> None:
         settings = self.settings
         self.database_url = url
+        if settings.memory_rolling_window_size % 2:
+            logger.warning(
+                "MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE=%s is odd: a window starts at a round, so with "
+                "user/assistant pairs it covers %s messages",
+                settings.memory_rolling_window_size, settings.memory_rolling_window_size - 1,
+            )
+        await check_database(url, settings.connect_timeout_s)
         pool = MemoryBackend.create_pool(
             url,
             settings.db_schema,
@@ -361,6 +422,7 @@ class MemoryService:
             ) from exc
         try:
             backend = MemoryBackend(pool, settings.db_schema)
+            await backend.check_schema_is_ours()
             await backend.setup()
             self._backend = backend
             self._agent = MemoryAgent(
@@ -520,6 +582,7 @@ class MemoryService:
         )
         incoming = [m for m in messages if not m.id or m.id not in stored_ids]
         check_user_messages(incoming)
+        serialize_round(incoming)  # refuse what cannot be stored before the model is called
         # The model never gets a tool call without a result (chat APIs reject that history).
         gap, closed_gap = close_unanswered_tool_calls(context.gap_messages)
         current, closed_input = close_unanswered_tool_calls(incoming, keep_open_at_end=True)

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import platformdirs
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memory_agent.errors import ConfigurationError
+
+# Durations are sent to PostgreSQL as integer seconds (int4) and to timers: a year is the most that means anything.
+MAX_SECONDS = 365 * 24 * 3600
+# Schemas that belong to PostgreSQL itself.
+SYSTEM_SCHEMAS = ("pg_catalog", "pg_toast", "information_schema")
 
 
 def default_data_dir() -> Path:
@@ -35,7 +42,7 @@ class MemorySettings(BaseSettings):
     )
     pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open.")
     pool_max_size: int = Field(default=10, ge=1, description="Most connections the pool opens.")
-    connect_timeout_s: float = Field(default=5.0, gt=0, description="Seconds to wait for a pooled connection.")
+    connect_timeout_s: float = Field(default=5.0, gt=0, le=MAX_SECONDS, description="Seconds to wait for a pooled connection.")
 
     # --- the sliding window (the design's names and defaults) ---
     memory_rolling_window_size: int = Field(default=14, ge=2, description="Messages a memory covers.")
@@ -88,20 +95,20 @@ class MemorySettings(BaseSettings):
         default="inline",
         description="inline: a background task in this process; procrastinate: a job for `memory-agent worker`.",
     )
-    summary_timeout_s: float = Field(default=120.0, gt=0, description="Limit for one summarizer model call.")
+    summary_timeout_s: float = Field(default=120.0, gt=0, le=MAX_SECONDS, description="Limit for one summarizer model call.")
     summary_max_attempts: int = Field(default=3, ge=1, description="Model calls per summary before it fails.")
-    summary_retry_backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry.")
+    summary_retry_backoff_s: float = Field(default=1.0, ge=0, le=MAX_SECONDS, description="First retry delay; doubles each retry.")
     processing_timeout_s: float = Field(
-        default=300.0, gt=0, description="A `processing` row quiet for longer than this is reclaimed."
+        default=300.0, gt=0, le=MAX_SECONDS, description="A `processing` row quiet for longer than this is reclaimed."
     )
     sweep_interval_s: float = Field(
-        default=60.0, ge=0, description="inline executor: seconds between stale-row sweeps (0 turns the sweep off)."
+        default=60.0, ge=0, le=MAX_SECONDS, description="inline executor: seconds between stale-row sweeps (0 turns the sweep off)."
     )
     sweep_cron: str = Field(
         default="* * * * * */30",
         description="procrastinate executor: cron (6th field = seconds) of the periodic stale-row sweep.",
     )
-    drain_timeout_s: float = Field(default=30.0, ge=0, description="Grace period for in-flight summaries at close.")
+    drain_timeout_s: float = Field(default=30.0, ge=0, le=MAX_SECONDS, description="Grace period for in-flight summaries at close.")
 
     @property
     def memory_max_tokens_cap(self) -> int:
@@ -111,10 +118,50 @@ class MemorySettings(BaseSettings):
     def gap_message_cap(self) -> int:
         return self.max_gap_messages if self.max_gap_messages is not None else 2 * self.memory_rolling_window_size
 
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigurationError(describe_errors(exc)) from None
+
+    @field_validator("injection_mode", "executor", mode="before")
+    @classmethod
+    def _case_insensitive(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("db_schema")
+    @classmethod
+    def _not_a_system_schema(cls, value: str) -> str:
+        if value.lower() in SYSTEM_SCHEMAS or value.lower().startswith("pg_"):
+            raise ValueError(f"{value!r} is a PostgreSQL system schema; choose a schema of your own")
+        return value
+
     @model_validator(mode="after")
-    def _check_pool(self) -> "MemorySettings":
+    def _check_combinations(self) -> "MemorySettings":
         if self.pool_min_size > self.pool_max_size:
             raise ValueError(
-                f"pool_min_size ({self.pool_min_size}) must not exceed pool_max_size ({self.pool_max_size})"
+                "MEMORY_AGENT_POOL_MIN_SIZE "
+                f"({self.pool_min_size}) must not exceed MEMORY_AGENT_POOL_MAX_SIZE ({self.pool_max_size})"
+            )
+        window, after = self.memory_rolling_window_size, self.memory_summarize_after_seq
+        if window < after + 1:
+            # The first summary (at seq `after`) would start past seq 0: round 1 would slide out unsummarized.
+            raise ValueError(
+                f"MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE ({window}) must be at least "
+                f"MEMORY_AGENT_MEMORY_SUMMARIZE_AFTER_SEQ + 1 ({after + 1}), or the first summary would skip "
+                "the first messages"
             )
         return self
+
+
+def describe_errors(error: ValidationError) -> str:
+    """One line per bad setting, naming its environment variable, the value given and what is allowed."""
+    lines = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else ""
+        message = item["msg"].removeprefix("Value error, ")
+        if not field:  # a rule across settings names its variables itself
+            lines.append(message)
+            continue
+        lines.append(f"MEMORY_AGENT_{field.upper()} (got {item.get('input')!r}): {message}")
+    return "invalid memory_agent settings:\n  " + "\n  ".join(lines)

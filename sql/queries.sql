@@ -208,8 +208,21 @@ VALUES (
     %(triggered_memory_id)s, %(error_stage)s, %(error)s);
 
 -- delete_conversation --
--- Remove a conversation with its messages and memory versions (round_metrics rows stay as the audit log).
+-- Remove a conversation and everything derived from it (messages, memory versions, round metrics), in one statement.
+WITH metrics AS (
+    DELETE FROM round_metrics WHERE conversation_id = %(conversation_id)s
+)
 DELETE FROM conversations WHERE conversation_id = %(conversation_id)s RETURNING conversation_id;
+
+-- schema_clash --
+-- Tables with memory_agent's names in the schema when memory_agent's migrations table is not there.
+SELECT ARRAY(
+    SELECT c.relname::text FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE n.nspname = %(schema)s AND c.relname = ANY(%(tables)s::text[])
+      AND NOT EXISTS (SELECT 1 FROM pg_class AS m JOIN pg_namespace AS mn ON mn.oid = m.relnamespace
+                      WHERE mn.nspname = %(schema)s AND m.relname = 'schema_migrations')
+    ORDER BY 1
+) AS foreign_tables;
 
 -- last_sequence --
 -- The sequence number of a conversation's newest stored message (no row for an unknown conversation).

@@ -17,7 +17,9 @@ from tests.support import EchoChat
 
 async def test_context_budget_trims_whole_tool_rounds(open_memory, database_url, caplog):
     budget = 260
-    memory = await open_memory(max_context_tokens=budget, memory_summarize_after_seq=1000)  # no summary: raw gap
+    memory = await open_memory(  # no summary: raw gap
+        max_context_tokens=budget, memory_summarize_after_seq=1000, memory_rolling_window_size=1002
+    )
     model = ToolScriptModel()
     agent = create_agent(model, [lookup], middleware=[MemoryMiddleware(memory)])
     config = {"configurable": {"thread_id": "budget"}}

@@ -65,7 +65,7 @@ def test_tables_live_in_their_own_schema(empty_database_url):
 
 
 def test_bad_schema_name_is_refused():
-    with pytest.raises(ValidationError, match="db_schema"):
+    with pytest.raises(ConfigurationError, match="MEMORY_AGENT_DB_SCHEMA"):
         MemorySettings(db_schema='x"; DROP SCHEMA public; --')
 
 

@@ -28,7 +28,9 @@ BAD_THREAD_IDS = [
     ("", "empty"),
     ("   ", "blank"),
     ("nul\x00byte", "NUL"),
-    ("x" * 1025, "at most 1024"),
+    ("x" * 1025, "at most 1024 bytes"),
+    ("会" * 1024, "3072 bytes"),  # 1,024 characters, but 3,072 bytes: no retry would ever store it
+    ("lone \ud800 surrogate", "lone surrogate"),
     (123, "got int"),
     (None, "got NoneType"),
     (["conv"], "got list"),
@@ -42,6 +44,7 @@ ODD_BUT_VALID_CONTENT = [
     "json-looking {\"a\": [1, 2]}",
     "%(conversation_id)s %s",
     "\\x00 written as text, not a NUL",
+    "\\u0000 written as text, not a NUL",
 ]
 
 
@@ -106,6 +109,8 @@ BAD_ROUNDS = [
     ([AIMessage("no user here")], "needs a user message"),
     ([SystemMessage("only a system prompt")], "needs a user message"),
     ([ToolMessage("orphan", tool_call_id="x")], "needs a user message"),
+    ([HumanMessage("lone \ud800 surrogate")], "lone surrogate"),
+    ([HumanMessage("long id", id="i" * 600)], "id over 512 bytes"),
     ([], "needs a user message"),
 ]
 
