@@ -299,6 +299,9 @@ class NoopMemory:
         )
         return messages, info
 
+    async def release_round(self, info: Any) -> None:
+        return None
+
     async def finish_round(self, conversation_id: str, messages: Any, info: Any = None) -> None:
         return None
 

@@ -175,7 +175,8 @@ class MemoryAgentSystem(System):
         await self.drain()
 
     async def load(self, thread_id: str) -> None:
-        await self.memory.prepare_round(thread_id, [HumanMessage(user_message(10**6))])
+        _, info = await self.memory.prepare_round(thread_id, [HumanMessage(user_message(10**6))])
+        await self.memory.release_round(info)  # a load without its round end: give the conversation back
 
     async def query(self, sql: str, params: Any) -> list[dict[str, Any]]:
         async def run() -> list[dict[str, Any]]:

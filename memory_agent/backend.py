@@ -206,6 +206,22 @@ class MemoryBackend:
             {"conversation_id": conversation_id, "message_ids": list(message_ids), "max_gap": max_gap},
         )
 
+    async def acquire_round_lease(self, conversation_id: str, holder: str, lease_s: float) -> bool:
+        row = await self._fetch_one(
+            "acquire_round_lease", {"conversation_id": conversation_id, "holder": holder, "lease_s": lease_s}
+        )
+        return row is not None
+
+    async def release_round_lease(
+        self, conversation_id: str, holder: str, conn: psycopg.AsyncConnection[Row] | None = None
+    ) -> None:
+        params = {"conversation_id": conversation_id, "holder": holder}
+        if conn is not None:
+            await conn.execute(self._queries["release_round_lease"], params)
+            return
+        async with self.connection() as own:
+            await own.execute(self._queries["release_round_lease"], params)
+
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None) -> Row | None:
         return await self._fetch_one(
             "gap_cap_cause", {"conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence}

@@ -92,7 +92,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         start = set(round_["start"])
         info = round_["info"]
         context, _ = await self.memory.prepare_round(
-            info["conversation_id"], [m for m in messages if fingerprint(m) in start]
+            info["conversation_id"], [m for m in messages if fingerprint(m) in start], lease=info.get("lease")
         )
         return self._remember(round_["token"], context)
 

@@ -68,6 +68,8 @@ async def record_interrupted(memory: MemoryService, info: RoundInfo, error: Base
     """A round that did not complete: a metrics row (cancelled or failed); an interrupt records nothing, the
     round is stored whole when it is resumed and completes."""
     if isinstance(error, GraphBubbleUp):
+        # Paused, not failed: the conversation is free meanwhile; the resumed run takes its lease again.
+        await asyncio.shield(memory.release_round(info))
         return
     stage = "cancelled" if isinstance(error, asyncio.CancelledError) else "graph"
     # Shielded: a cancelled caller still gets its row written.

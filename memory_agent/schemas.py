@@ -104,6 +104,7 @@ class RoundInfo(BaseModel):
 
     conversation_id: str
     input_messages: list[BaseMessage]
+    lease: str | None = Field(default=None, description="The token of the round's hold on its conversation.")
     context_ids: list[str | None] = Field(default_factory=list)
     memory_id: int | None = None
     memory_end_sequence: int | None = None

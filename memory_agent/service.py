@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ from psycopg.conninfo import conninfo_to_dict
 from memory_agent.agent import MemoryAgent, SequencedMessage
 from memory_agent.backend import MemoryBackend
 from memory_agent.budget import apply_budget, close_unanswered_tool_calls
-from memory_agent.errors import ConfigurationError, InvalidInputError, SummarizationError
+from memory_agent.errors import ConfigurationError, InvalidInputError, RoundInProgressError, SummarizationError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import (
     ConversationContext,
@@ -348,6 +349,7 @@ class MemoryService:
         self._agent: MemoryAgent | None = None
         self._executor: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._unreleased_leases: dict[str, str] = {}
 
     @classmethod
     def from_settings(
@@ -566,7 +568,7 @@ class MemoryService:
         return {"dropped_messages": context.gap_capped_messages, "max_gap_messages": cap, "cause": cause}
 
     async def prepare_round(
-        self, conversation_id: str, messages: Sequence[BaseMessage]
+        self, conversation_id: str, messages: Sequence[BaseMessage], *, lease: str | None = None
     ) -> tuple[list[BaseMessage], RoundInfo]:
         """Round start for any integration: validate, load memory + gap, build the model's context.
 
@@ -577,6 +579,50 @@ class MemoryService:
         started = time.perf_counter()
         validate_conversation_id(conversation_id)
         messages = validate_round_input(messages, need_user=False)
+        lease = await self.loop.arun(self._acquire_round(conversation_id, lease))
+        try:
+            return await self._prepare_round(conversation_id, messages, lease, started)
+        except BaseException:
+            try:
+                await self.loop.arun(self.backend.release_round_lease(conversation_id, lease), shield=True)
+            except Exception:  # the database is away: this process takes the lease over next time
+                self._unreleased_leases[conversation_id] = lease
+            raise
+
+    async def _acquire_round(self, conversation_id: str, token: str | None = None) -> str:
+        """The conversation's lease for a new round (double texting: one round at a time per conversation,
+        across processes). `reject`: RoundInProgressError when another round holds it; `enqueue`: wait.
+        A resumed round passes the token it holds and gets it renewed."""
+        settings = self.settings
+        # A lease this process could not give back (the database was away when its round failed) is ours to
+        # take over at once; other processes wait for its expiry.
+        token = token or self._unreleased_leases.get(conversation_id) or uuid.uuid4().hex
+        deadline = time.monotonic() + settings.multitask_timeout_s
+        delay = 0.01
+        while not await self.backend.acquire_round_lease(conversation_id, token, settings.round_lease_s):
+            if settings.multitask_strategy == "reject":
+                raise RoundInProgressError(
+                    f"another round of conversation {conversation_id!r} is running; wait for it to finish "
+                    "(MEMORY_AGENT_MULTITASK_STRATEGY=reject; 'enqueue' waits instead)"
+                )
+            if time.monotonic() + delay > deadline:
+                raise RoundInProgressError(
+                    f"waited {settings.multitask_timeout_s}s for the running round of conversation "
+                    f"{conversation_id!r} to finish (MEMORY_AGENT_MULTITASK_TIMEOUT_S)"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+        self._unreleased_leases.pop(conversation_id, None)
+        return token
+
+    async def release_round(self, info: RoundInfo) -> None:
+        """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
+        if info.lease is not None:
+            await self.loop.arun(self.backend.release_round_lease(info.conversation_id, info.lease), shield=True)
+
+    async def _prepare_round(
+        self, conversation_id: str, messages: list[BaseMessage], lease: str, started: float
+    ) -> tuple[list[BaseMessage], RoundInfo]:
         context, stored_ids = await self.loop.arun(
             self._get_context(conversation_id, [m.id for m in messages if m.id])
         )
@@ -612,6 +658,7 @@ class MemoryService:
         info = RoundInfo(
             conversation_id=conversation_id,
             input_messages=incoming,
+            lease=lease,
             context_ids=[m.id for m in workflow],
             context_fingerprints=[fingerprint(m) for m in workflow],
             memory_id=context.memory_id,
@@ -661,6 +708,8 @@ class MemoryService:
         info: RoundInfo | None,
     ) -> tuple[RoundSaved | None, TriggerResult]:
         async with self.backend.round_transaction() as conn:
+            if info is not None and info.lease is not None:
+                await self.backend.release_round_lease(conversation_id, info.lease, conn)
             saved = await self.backend.save_round(conn, conversation_id, roles, contents, payloads)
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
@@ -674,11 +723,17 @@ class MemoryService:
     async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
         row = round_metrics_row(info, None, None)
-        row.update(error_stage=stage, error=f"{type(error).__name__}: {error}"[:2000])
+        row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
         try:
             await self.loop.arun(self.backend.insert_round_metrics(None, row))
         except Exception as exc:  # the database may be the reason the round failed
             logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
+        try:
+            await self.release_round(info)
+        except Exception as exc:  # it expires after round_lease_s; this process takes it over at once
+            if info.lease is not None:
+                self._unreleased_leases[info.conversation_id] = info.lease
+            logger.warning("Could not release the round lease of %s: %s", info.conversation_id, exc)
 
     async def should_trigger_summary(self, conversation_id: str, last_saved_seq: int) -> bool:
         """The design's rule: enough messages, and no summary in progress for the conversation."""

@@ -90,6 +90,23 @@ class MemorySettings(BaseSettings):
         "'… [truncated by memory_agent: N tokens over the cap]'. Stored messages stay whole. None: no cap.",
     )
 
+    # --- double texting ---
+    multitask_strategy: Literal["enqueue", "reject"] = Field(
+        default="enqueue",
+        description="A round started while another round of the same conversation runs (any process): "
+        "enqueue: it waits for that round to end, then sees its messages; reject: RoundInProgressError.",
+    )
+    multitask_timeout_s: float = Field(
+        default=600.0, gt=0, le=MAX_SECONDS, description="enqueue: longest wait for the conversation's lease."
+    )
+    round_lease_s: float = Field(
+        default=600.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="A round's hold on its conversation expires after this (a process that died mid-round "
+        "blocks the conversation no longer).",
+    )
+
     # --- background summarization ---
     executor: Literal["inline", "procrastinate"] = Field(
         default="inline",
@@ -124,7 +141,7 @@ class MemorySettings(BaseSettings):
         except ValidationError as exc:
             raise ConfigurationError(describe_errors(exc)) from None
 
-    @field_validator("injection_mode", "executor", mode="before")
+    @field_validator("injection_mode", "executor", "multitask_strategy", mode="before")
     @classmethod
     def _case_insensitive(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value

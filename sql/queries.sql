@@ -47,6 +47,19 @@ LEFT JOIN LATERAL (
 ) AS m ON true
 ORDER BY m.sequence_number;
 
+-- acquire_round_lease --
+-- Round start: take the conversation's lease unless another round holds a live one; returns no row when refused.
+INSERT INTO round_leases AS l (conversation_id, holder, expires_at)
+VALUES (%(conversation_id)s, %(holder)s, now() + make_interval(secs => %(lease_s)s))
+ON CONFLICT (conversation_id) DO UPDATE
+    SET holder = EXCLUDED.holder, acquired_at = now(), expires_at = EXCLUDED.expires_at
+    WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
+RETURNING holder;
+
+-- release_round_lease --
+-- Round end (in its transaction), failure, cancellation or interrupt: give the conversation's lease back.
+DELETE FROM round_leases WHERE conversation_id = %(conversation_id)s AND holder = %(holder)s;
+
 -- gap_cap_cause --
 -- Why a round's gap hit the bound: the newest memory row of the conversation and how many rounds no memory covers.
 SELECT newest.status AS latest_status, newest.error AS latest_error,
@@ -211,6 +224,8 @@ VALUES (
 -- Remove a conversation and everything derived from it (messages, memory versions, round metrics), in one statement.
 WITH metrics AS (
     DELETE FROM round_metrics WHERE conversation_id = %(conversation_id)s
+), leases AS (
+    DELETE FROM round_leases WHERE conversation_id = %(conversation_id)s
 )
 DELETE FROM conversations WHERE conversation_id = %(conversation_id)s RETURNING conversation_id;
 
