@@ -7,13 +7,14 @@ through memory_agent.observability and prints rich tables, or JSON with --json.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 from rich.panel import Panel
 from rich.table import Table
 
@@ -24,6 +25,15 @@ from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 
 T = TypeVar("T")
+
+# Stored text is user and model input: terminal control characters in it (ESC sequences that write the
+# clipboard, clear the screen or set the title; BEL; C1 controls such as CSI) must not reach the terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape(text: str) -> str:
+    """`text` safe to print in a rich table: control characters shown as `\\xNN`, markup escaped."""
+    return escape_markup(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
 def _fail(message: str) -> typer.Exit:
@@ -49,7 +59,9 @@ def _read(read: Callable[[MemoryService], Coroutine[Any, Any, T]]) -> T:
 
 
 def _print_json(value: Any) -> None:
-    typer.echo(json.dumps(observability.jsonable(value), indent=2, ensure_ascii=False))
+    text = json.dumps(observability.jsonable(value), indent=2, ensure_ascii=False)
+    # JSON escapes C0 controls itself; C1 controls (U+0080-U+009F) it leaves raw.
+    typer.echo(re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def _cell(value: Any) -> str:
@@ -115,7 +127,7 @@ def inspect_versions(
             str(version["start_sequence"]),
             str(version["end_sequence"]),
             _cell(version["base_memory_id"]) or "null",
-            version["status"],
+            escape(version["status"]),
             _cell(version["covers"]),
             version["created_at"].strftime("%H:%M:%S") if version["created_at"] else "",
             _cell(version["generation_time_ms"]),
@@ -189,7 +201,9 @@ def at_round(
     for column in ("part", "seq", "round", "role", "content"):
         messages.add_column(column)
     for row in context.messages:
-        messages.add_row(row["part"], str(row["sequence_number"]), str(row["round_number"]), row["role"], escape(row["content"]))
+        messages.add_row(
+            row["part"], str(row["sequence_number"]), str(row["round_number"]), escape(row["role"]), escape(row["content"])
+        )
     console.print(messages)
 
 

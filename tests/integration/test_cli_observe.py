@@ -111,3 +111,33 @@ async def test_stats_reports_health_and_stuck_rows(open_memory, database_url):
     assert "bad" in conversations and "│ ok " not in conversations  # --limit 1 keeps the most lagging
     result = invoke(database_url, "stats")
     assert "No stuck processing rows (quiet > 300s)." in result.stdout
+
+
+ATTACKS = {
+    "clipboard": "\x1b]52;c;ZWNobyBwd25lZA==\x07",  # OSC 52: write the clipboard
+    "clear": "\x1b[2J\x1b[H",  # clear the screen
+    "title": "\x1b]0;owned\x07",  # set the window title
+    "c1": "\x9b31m",  # CSI as one C1 byte
+}
+
+
+async def test_control_sequences_in_stored_text_never_reach_the_terminal(open_memory, database_url):
+    from langchain_core.messages import HumanMessage
+
+    from tests.support import EchoChat
+    from memory_agent import with_memory
+
+    memory = await open_memory()
+    app = with_memory(EchoChat().graph, memory)
+    thread = "evil" + ATTACKS["title"]
+    for n in range(3):
+        text = f"hi {n} " + "".join(ATTACKS.values())
+        await app.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}})
+    assert await memory.drain(timeout=10)
+    for args in (("inspect", thread), ("at", thread, "3"), ("stats",), ("inspect", thread, "--json"), ("at", thread, "3", "--json")):
+        result = invoke(database_url, *args)
+        assert result.exit_code == 0, result.output
+        for forbidden in ("\x1b", "\x07", "\x9b"):
+            assert forbidden not in result.stdout, (args, forbidden)
+    shown = invoke(database_url, "at", thread, "3").stdout
+    assert "\\x1b]52;c;" in shown  # shown, escaped, not executed
