@@ -11,15 +11,13 @@ The database comes from MemorySettings (MEMORY_AGENT_DATABASE_URL, or an embedde
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 
-from memory_agent import MemoryMiddleware, MemoryService
+from memory_agent import MemoryMiddleware, MemoryService, openai_chat_model
 
 TURNS = [
     "I'm in Lisbon. What's the weather like here, and how much is 18 euros in dollars?",
@@ -46,7 +44,7 @@ async def main(turns: list[str] | None = None, thread_id: str = "agent-demo") ->
     answers = []
     async with MemoryService.from_settings() as memory:
         agent = create_agent(
-            ChatOpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4.1-mini")),
+            openai_chat_model(),
             [get_weather, convert_currency],
             system_prompt="You are a concise travel assistant. Use the tools when they help.",
             middleware=[MemoryMiddleware(memory)],

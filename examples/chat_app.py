@@ -12,15 +12,14 @@ OPENAI_BASE_URL points the chat model and the summarizer at any OpenAI-compatibl
 
 from __future__ import annotations
 
-import os
 import sys
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableLambda
-from langchain_openai import ChatOpenAI
 from langgraph.graph import START, MessagesState, StateGraph
 
-from memory_agent import MemoryService, with_memory
+from memory_agent import MemoryService, openai_chat_model, with_memory
 
 DEFAULT_TURNS = [
     "Hi! I'm planning a trip to Lisbon in May.",
@@ -30,9 +29,9 @@ DEFAULT_TURNS = [
 ]
 
 
-def build_chat_graph(model: ChatOpenAI | None = None):
+def build_chat_graph(model: BaseChatModel | None = None):
     """The app without memory: one node that answers from the messages it is given."""
-    model = model or ChatOpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"))
+    model = model or openai_chat_model()
 
     def respond(state: MessagesState) -> dict:
         return {"messages": [model.invoke(state["messages"])]}

@@ -11,7 +11,6 @@ an embedded PostgreSQL when unset).
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,10 +18,9 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
-from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from memory_agent import InvalidInputError, MemoryMiddleware, MemoryService
+from memory_agent import InvalidInputError, MemoryMiddleware, MemoryService, openai_chat_model
 
 
 class ChatRequest(BaseModel):
@@ -39,7 +37,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     async with MemoryService.from_settings() as memory:  # drains in-flight summaries on shutdown
         app.state.memory = memory
         app.state.agent = create_agent(
-            ChatOpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4.1-mini")),
+            openai_chat_model(),
             [],
             system_prompt="You are a helpful assistant.",
             middleware=[MemoryMiddleware(memory)],

@@ -8,17 +8,15 @@ PostgreSQL when MEMORY_AGENT_DATABASE_URL is unset) and OPENAI_API_KEY / OPENAI_
 from __future__ import annotations
 
 import atexit
-import os
 
 from langchain_core.runnables import RunnableLambda
-from langchain_openai import ChatOpenAI
 from langgraph.graph import START, MessagesState, StateGraph
 
-from memory_agent import MemoryService, with_memory
+from memory_agent import MemoryService, openai_chat_model, with_memory
 
 
 def build_chat_graph():
-    model = ChatOpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"))
+    model = openai_chat_model()
 
     def respond(state: MessagesState) -> dict:
         return {"messages": [model.invoke(state["messages"])]}

@@ -21,7 +21,7 @@ from memory_agent.schemas import (
     RoundSaved,
     TriggerResult,
 )
-from memory_agent.service import MemoryService, calculate_summary_range, should_trigger_summary
+from memory_agent.service import MemoryService, calculate_summary_range, openai_chat_model, should_trigger_summary
 from memory_agent.settings import MemorySettings
 
 
@@ -48,6 +48,7 @@ __all__ = [
     "calculate_summary_range",
     "memory_load_node",
     "memory_save_node",
+    "openai_chat_model",
     "should_trigger_summary",
     "with_memory",
 ]

@@ -28,6 +28,38 @@ def demo(
     run_demo(rounds=rounds, thread_id=thread_id)
 
 
+db = typer.Typer(help="The database: its URL (for psql) and the embedded server's lifetime.", no_args_is_help=True)
+app.add_typer(db, name="db")
+
+
+@db.command("url")
+def db_url() -> None:
+    """Print the database URL: MEMORY_AGENT_DATABASE_URL, or the embedded server's (started if needed, and left
+    running for psql; `memory-agent db stop` stops it)."""
+    from memory_agent.settings import MemorySettings
+
+    settings = MemorySettings()
+    if settings.database_url:
+        typer.echo(settings.database_url)
+        return
+    from memory_agent.embedded import start_embedded_postgres
+
+    typer.echo(start_embedded_postgres(settings.data_dir, cleanup_mode=None))
+
+
+@db.command("stop")
+def db_stop() -> None:
+    """Stop the embedded PostgreSQL of MEMORY_AGENT_DATA_DIR (e.g. left running by `langgraph dev`)."""
+    from memory_agent.embedded import stop_embedded_postgres
+    from memory_agent.settings import MemorySettings
+
+    data_dir = MemorySettings().data_dir
+    if stop_embedded_postgres(data_dir):
+        typer.echo(f"stopped the embedded PostgreSQL of {data_dir}")
+    else:
+        typer.echo(f"no embedded PostgreSQL is running for {data_dir}")
+
+
 def _register_optional_commands() -> None:
     # Each command group lives in its own module and adds itself to `app`.
     import importlib

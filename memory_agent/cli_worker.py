@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import concurrent.futures
+import asyncio
 import logging
 import signal
 import threading
@@ -20,22 +20,37 @@ def run_worker(concurrency: int = 4, settings: Any = None, model: Any = None) ->
 
     settings = (settings or MemorySettings()).model_copy(update={"executor": "procrastinate"})
     with MemoryService.from_settings(settings, model=model) as service:
-        future = service.loop.submit(service.executor.run_worker(concurrency))
-        stop = threading.Event()
+        stopping = asyncio.Event()
+
+        async def run_until_stopped() -> None:
+            # The worker ends (its in-flight jobs with it) before the service closes procrastinate's app:
+            # cancelling it and closing at once made every stop print an AppNotOpen traceback.
+            worker = asyncio.create_task(service.executor.run_worker(concurrency))
+            stop = asyncio.create_task(stopping.wait())
+            await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            worker.cancel()
+            results = await asyncio.gather(worker, return_exceptions=True)
+            if isinstance(results[0], Exception):
+                raise results[0]
+
+        future = service.loop.submit(run_until_stopped())
 
         def request_stop(signum: int, frame: Any) -> None:
-            logger.info("Signal %s: stopping the worker after in-flight summaries", signum)
-            stop.set()
-            future.cancel()
+            logger.info("Signal %s: stopping the worker", signum)
+            service.loop.loop.call_soon_threadsafe(stopping.set)
 
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, request_stop)
             signal.signal(signal.SIGINT, request_stop)
-        logger.info("memory_agent worker running (concurrency %s)", concurrency)
-        try:
-            future.result()
-        except concurrent.futures.CancelledError:
-            pass
+        # Said whatever the log level: a worker that prints nothing looks like one that does nothing.
+        typer.echo(
+            f"memory_agent worker running: concurrency {concurrency}, schema {settings.db_schema}, "
+            "queue memory_agent; Ctrl+C or SIGTERM stops it",
+            err=True,
+        )
+        future.result()
+        typer.echo("memory_agent worker stopped", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memory_agent.nodes import with_memory
@@ -54,10 +55,10 @@ class ScriptedChatModel(BaseChatModel):
 
 def _chat_model(settings: MemorySettings) -> tuple[BaseChatModel, str]:
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
-        from langchain_openai import ChatOpenAI
+        from memory_agent.service import openai_chat_model
 
         model = os.environ.get("MEMORY_AGENT_DEMO_CHAT_MODEL", settings.memory_model)
-        return ChatOpenAI(model=model), f"ChatOpenAI({model})"
+        return openai_chat_model(model), f"ChatOpenAI({model})"
     return ScriptedChatModel(), "offline scripted assistant (no OPENAI_API_KEY / OPENAI_BASE_URL)"
 
 
@@ -139,6 +140,11 @@ async def _run(rounds: int, thread_id: str, console: Console) -> None:
         if records:
             console.print("\n[bold]Latest memory text[/bold]")
             console.print(records[-1].memory_text, markup=False)
+        console.print(
+            f"\nThe conversation's thread id is [bold]{escape(thread_id)}[/bold]. Look at it again with "
+            f"`memory-agent inspect {thread_id}` or `memory-agent at {thread_id} 5`; `memory-agent db url` prints "
+            "the database URL for psql."
+        )
 
 
 def run_demo(rounds: int = 12, thread_id: str = "demo") -> None:

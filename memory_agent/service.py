@@ -313,17 +313,23 @@ async def check_database(url: str, timeout: float) -> None:
     await conn.close()
 
 
+def openai_chat_model(model: str | None = None, **options: Any) -> BaseChatModel:
+    """ChatOpenAI(model, default OPENAI_MODEL or gpt-4.1-mini) for OPENAI_API_KEY or OPENAI_BASE_URL: with only a
+    base URL (a local OpenAI-compatible server) a placeholder key is passed, as such servers need none."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model=model or os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"),
+        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+        **options,
+    )
+
+
 def default_summary_model(settings: MemorySettings) -> BaseChatModel:
     """ChatOpenAI(settings.memory_model) when an OpenAI key or base URL is set, else the offline summarizer."""
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
-        from langchain_openai import ChatOpenAI
-
-        return ChatOpenAI(
-            model=settings.memory_model,
-            api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",  # local OpenAI-compatible servers
-            timeout=settings.summary_timeout_s,
-            max_retries=0,  # retries are ours, recorded on the memory row
-        )
+        # Retries are ours, recorded on the memory row.
+        return openai_chat_model(settings.memory_model, timeout=settings.summary_timeout_s, max_retries=0)
     from memory_agent.offline import OfflineSummaryModel
 
     logger.warning("No OPENAI_API_KEY or OPENAI_BASE_URL: using the offline summarizer (extractive, no network)")

@@ -27,10 +27,13 @@ def load(relative: str) -> ModuleType:
     return module
 
 
-@pytest.fixture
-def offline(monkeypatch, fake_openai, database_url):
-    """FakeOpenAI for every OpenAI call, and the test database for MemorySettings."""
+@pytest.fixture(params=["api-key", "base-url-only"])
+def offline(request, monkeypatch, fake_openai, database_url):
+    """FakeOpenAI for every OpenAI call, and the test database for MemorySettings; with an API key, and with
+    only OPENAI_BASE_URL (a local server needs no key: the README offers either)."""
     monkeypatch.setenv("MEMORY_AGENT_DATABASE_URL", database_url)
+    if request.param == "base-url-only":
+        monkeypatch.delenv("OPENAI_API_KEY")
     return fake_openai
 
 

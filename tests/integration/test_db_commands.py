@@ -1,0 +1,48 @@
+"""`memory-agent db url` / `db stop`: reach the embedded database with psql, and stop a server left running."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memory_agent", *args], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def test_db_url_starts_the_embedded_server_and_db_stop_stops_it():
+    data_dir = Path(tempfile.mkdtemp(prefix="ma_db_")) / "pgdata"
+    env = {k: v for k, v in os.environ.items() if k != "MEMORY_AGENT_DATABASE_URL"}
+    env.update(MEMORY_AGENT_DATA_DIR=str(data_dir), PYTHONPATH=os.getcwd())
+    url = run("db", "url", env=env)
+    assert url.returncode == 0, url.stderr
+    uri = url.stdout.strip()
+    # The server outlives the command, for psql.
+    with psycopg.connect(uri) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    stopped = run("db", "stop", env=env)
+    assert stopped.returncode == 0 and "stopped the embedded PostgreSQL" in stopped.stdout, stopped.stderr
+    assert not (data_dir / "postmaster.pid").exists()
+    again = run("db", "stop", env=env)
+    assert "no embedded PostgreSQL is running" in again.stdout
+
+
+def test_db_url_prints_a_configured_url(database_url):
+    env = {**os.environ, "MEMORY_AGENT_DATABASE_URL": database_url, "PYTHONPATH": os.getcwd()}
+    assert run("db", "url", env=env).stdout.strip() == database_url
+
+
+def test_demo_names_its_thread_id(database_url):
+    env = {**os.environ, "MEMORY_AGENT_DATABASE_URL": database_url, "PYTHONPATH": os.getcwd(), "COLUMNS": "200"}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    demo = run("demo", "--rounds", "10", "--thread-id", "my-demo", env=env)
+    assert demo.returncode == 0, demo.stderr
+    assert "thread id is my-demo" in demo.stdout and "memory-agent inspect my-demo" in demo.stdout
