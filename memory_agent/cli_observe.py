@@ -212,16 +212,18 @@ def stats(
     stuck_after: float | None = typer.Option(
         None, help="Seconds a processing row may stay quiet before it counts as stuck (default: processing_timeout_s)."
     ),
-    limit: int = typer.Option(20, min=1, help="Conversations to list, the most lagging first."),
+    limit: int = typer.Option(
+        observability.DEFAULT_HEALTH_LIMIT, min=1, help="Conversations to list, the most lagging first."
+    ),
 ) -> None:
     """Memory health: summary lag, memory age, compression, failure rate, generation p50/p95, stuck rows."""
 
     async def read(memory: MemoryService) -> observability.MemoryHealth:
         timeout = stuck_after if stuck_after is not None else memory.settings.processing_timeout_s
-        return await observability.health(memory.backend, timeout)
+        return await observability.health(memory.backend, timeout, limit)
 
     health = _read(read)
-    conversations = health.conversations[:limit]
+    conversations = health.conversations
     if as_json:
         _print_json(
             {

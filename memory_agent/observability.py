@@ -1,8 +1,9 @@
 """The read side of observability: version chain, what the model was given at a round, memory health.
 
-Every statement is a named query of sql/observability.sql over the views and functions of migration
-0003_observability, run through MemoryBackend's connection helpers; nothing here writes. The coroutines
-take the backend of an open MemoryService and run on its memory loop:
+Every statement is a named query of sql/observability.sql (over the views and functions of migration
+0003_observability) or of sql/health.sql (memory health as bounded aggregates, for `stats` at scale), run
+through MemoryBackend's connection helpers; nothing here writes. The coroutines take the backend of an open
+MemoryService and run on its memory loop:
 
     with MemoryService.from_settings() as memory:
         versions = memory.call_sync(version_chain(memory.backend, "conv_123"))
@@ -10,6 +11,7 @@ take the backend of an open MemoryService and run on its memory loop:
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -24,6 +26,7 @@ from memory_agent.service import inject_memory
 Row = dict[str, Any]
 
 DEFAULT_STUCK_AFTER_S = 300.0  # the design's 5 minutes, and the default processing_timeout_s
+DEFAULT_HEALTH_LIMIT = 20  # conversations health() lists, the most lagging first
 
 
 class UnknownConversationError(InvalidInputError):
@@ -57,10 +60,11 @@ class ContextAtRound:
 
 @dataclass(frozen=True)
 class MemoryHealth:
-    """memory_health_totals, memory_health (per conversation), summary_model_stats and the stuck rows."""
+    """The columns of memory_health_totals, memory_health (the most lagging conversations only) and
+    summary_model_stats, and the stuck rows; `stuck` counts follow `stuck_after_s`."""
 
     totals: Row
-    conversations: list[Row]
+    conversations: list[Row]  # at most the `limit` given to health(), the most lagging first
     models: list[Row]
     stuck: list[Row]
     stuck_after_s: float
@@ -132,13 +136,29 @@ async def stuck_processing(backend: MemoryBackend, older_than_s: float = DEFAULT
     return await backend._fetch_all("observe_stuck_processing", {"older_than_s": older_than_s})
 
 
-async def health(backend: MemoryBackend, stuck_after_s: float = DEFAULT_STUCK_AFTER_S) -> MemoryHealth:
-    """Summary lag, served memory age, compression, failure rate, per-model latency and stuck rows."""
+async def health(
+    backend: MemoryBackend, stuck_after_s: float = DEFAULT_STUCK_AFTER_S, limit: int = DEFAULT_HEALTH_LIMIT
+) -> MemoryHealth:
+    """Summary lag, served memory age, compression, failure rate, per-model latency and stuck rows.
+
+    Totals are aggregates over the whole database; `conversations` holds the `limit` most lagging ones,
+    chosen in SQL. The four reads are independent, so each runs on its own pooled connection at once: the
+    answer takes as long as the slowest of them, not their sum.
+    """
+    if limit < 1:
+        raise InvalidInputError(f"limit must be at least 1 (got {limit})")
+    params = {"stuck_after_s": stuck_after_s, "limit": limit}
+    totals, conversations, models, stuck = await asyncio.gather(
+        backend._fetch_one("health_totals", params),
+        backend._fetch_all("health_lagging_conversations", params),
+        backend._fetch_all("health_model_stats", {}),
+        stuck_processing(backend, stuck_after_s),
+    )
     return MemoryHealth(
-        totals=await backend._fetch_one("observe_health_totals", {}) or {},
-        conversations=await backend._fetch_all("observe_memory_health", {}),
-        models=await backend._fetch_all("observe_model_stats", {}),
-        stuck=await stuck_processing(backend, stuck_after_s),
+        totals=totals or {},
+        conversations=conversations,
+        models=models,
+        stuck=stuck,
         stuck_after_s=stuck_after_s,
     )
 

@@ -79,18 +79,6 @@ SELECT * FROM message_visibility(%(conversation_id)s, %(sequence_number)s, %(tex
 -- Processing rows quiet for longer than a timeout in seconds (all conversations), oldest first.
 SELECT * FROM stuck_processing_after(make_interval(secs => %(older_than_s)s));
 
--- observe_memory_health --
--- Memory health per conversation, the most lagging first.
-SELECT * FROM memory_health ORDER BY summary_lag DESC, conversation_id;
-
--- observe_health_totals --
--- Memory health of the whole database in one row.
-SELECT * FROM memory_health_totals;
-
--- observe_model_stats --
--- Summaries per summarizer model: failure rate, generation p50/p95, tokens and compression ratio.
-SELECT * FROM summary_model_stats ORDER BY summaries DESC, model_name;
-
 -- observe_generation_time --
 -- Average, maximum, p50 and p95 summarization time over completed summaries.
 SELECT * FROM summary_generation_time;
