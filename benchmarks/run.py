@@ -3,7 +3,9 @@
 Everything runs in this one process on one embedded PostgreSQL (a fresh data directory, deleted at exit),
 each system on its own database, with the same scripted conversation and the same fake chat model.
 Stages: steady (many rounds, zero-latency model), slow model, round-start load at several conversation
-lengths, many concurrent conversations. Results go to benchmarks/results/latest.{json,md,png}.
+lengths, many concurrent conversations; then observability (`stats`, `inspect`, `at` on 100,000 generated
+conversations, benchmarks/observability.py). Results go to benchmarks/results/latest.{json,md,png};
+`--only observability` runs that stage alone and writes benchmarks/results/observability.{json,md}.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks.fakes import FakeChatModel, user_message
+from benchmarks.observability import observability_stage
+from benchmarks.observability import render_markdown as render_observability
 from benchmarks.report import render_markdown, render_plot, ratio_table
 from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph, create_database, drop_database
 
@@ -55,6 +59,11 @@ class BenchConfig:
     out_dir: Path = field(default_factory=lambda: RESULTS_DIR)
     plot: bool = True
     floor_repeats: int = 300  # floors: rounds of the bare and no-op graphs; statements and summaries use fewer
+    # Observability stage: generated conversations (2 messages and 1 round_metrics row a round), timed runs.
+    obs_conversations: int = 100_000
+    obs_rounds: int = 10
+    obs_repeats: int = 7
+    only: str | None = None  # "observability": that stage alone
 
 
 def checkpoint(server_url: str) -> None:
@@ -444,29 +453,54 @@ async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
             if getattr(system, "dbname", ""):
                 await system.close()
     results["ratios"], results["targets"] = ratio_table(results)
+    checkpoint(server_url)
+    # Synchronous (it opens a MemoryService as the CLI does): off this event loop.
+    results["observability"] = await asyncio.to_thread(run_observability, config, server_url)
     results["meta"]["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return results
 
 
+def run_observability(config: BenchConfig, server_url: str) -> dict[str, Any]:
+    """The observability stage on a database of its own, dropped afterwards."""
+    dbname, url = create_database(server_url, "observability")
+    try:
+        return observability_stage(url, config.obs_conversations, config.obs_rounds, config.obs_repeats)
+    finally:
+        drop_database(server_url, dbname)
+
+
 def write_results(results: dict[str, Any], out_dir: Path, plot: bool = True) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
+    if "systems" not in results:  # --only observability: the full run's files stay as they are
+        (out_dir / "observability.json").write_text(json.dumps(results, indent=1) + "\n")
+        (out_dir / "observability.md").write_text(render_observability(results["observability"]))
+        return
     (out_dir / "latest.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out_dir / "latest.md").write_text(render_markdown(results))
+    markdown = render_markdown(results)
+    if "observability" in results:
+        markdown += "\n" + render_observability(results["observability"])
+    (out_dir / "latest.md").write_text(markdown)
     if plot:
         render_plot(results, out_dir / "latest.png")
 
 
 def run(config: BenchConfig) -> dict[str, Any]:
-    """Run every stage for every system; write the results; return them."""
+    """Run every stage for every system (or only the one named); write the results; return them."""
     logging.getLogger("memory_agent").setLevel(logging.ERROR)
     if config.database_url:
-        results = asyncio.run(run_all(config, config.database_url))
+        server_url = config.database_url
     else:
         from memory_agent.embedded import start_embedded_postgres
 
         data_dir = Path(tempfile.mkdtemp(prefix="memory_agent_bench_")) / "pgdata"
         log("starting the embedded PostgreSQL (fresh data directory)")
         server_url = start_embedded_postgres(data_dir, cleanup_mode="delete")
+    if config.only == "observability":
+        results: dict[str, Any] = {
+            "meta": {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cpus": os.cpu_count()},
+            "observability": run_observability(config, server_url),
+        }
+    else:
         results = asyncio.run(run_all(config, server_url))
     write_results(results, config.out_dir, config.plot)
     return results
@@ -489,6 +523,10 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     parser.add_argument("--database-url", default=None, help="a PostgreSQL server URL; default: embedded, temporary")
     parser.add_argument("--out", type=Path, default=defaults.out_dir)
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--obs-conversations", type=int, default=defaults.obs_conversations)
+    parser.add_argument("--obs-rounds", type=int, default=defaults.obs_rounds)
+    parser.add_argument("--obs-repeats", type=int, default=defaults.obs_repeats)
+    parser.add_argument("--only", choices=["observability"], default=None, help="run one stage alone")
     args = parser.parse_args(argv)
     return BenchConfig(
         rounds=args.rounds,
@@ -505,6 +543,10 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
         database_url=args.database_url,
         out_dir=args.out,
         plot=not args.no_plot,
+        obs_conversations=args.obs_conversations,
+        obs_rounds=args.obs_rounds,
+        obs_repeats=args.obs_repeats,
+        only=args.only,
     )
 
 
@@ -512,8 +554,11 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     started = time.perf_counter()
     results = run(config)
-    print(render_markdown(results, headline_only=True))
-    print(f"Results: {config.out_dir / 'latest.json'}, latest.md, latest.png ({time.perf_counter() - started:.0f} s)")
+    if "systems" in results:
+        print(render_markdown(results, headline_only=True))
+    print(render_observability(results["observability"]))
+    files = "observability.json, observability.md" if config.only else "latest.json, latest.md, latest.png"
+    print(f"Results in {config.out_dir}: {files} ({time.perf_counter() - started:.0f} s)")
     return 0
 
 

@@ -125,3 +125,21 @@ SELECT conversation_id, r, started + make_interval(mins => r), 2 * (r - 1), 2 * 
        0.5 + ((i * r) %% 100) / 100.0, 5 + ((i + r * 7) %% 300) / 10.0,
        r %% 2 = 0, CASE WHEN r %% 2 = 0 THEN 'started' ELSE 'below_threshold' END
 FROM ranges;
+
+-- The reads `memory-agent stats` made before sql/health.sql, for the stage's "before" figure.
+
+-- before_totals --
+-- The 0003 view of the totals (memory_health for every conversation underneath).
+SELECT * FROM memory_health_totals;
+
+-- before_conversations --
+-- Every conversation's memory_health row, the most lagging first (the command kept the first --limit).
+SELECT * FROM memory_health ORDER BY summary_lag DESC, conversation_id;
+
+-- before_models --
+-- The 0003 view of the per-model stats.
+SELECT * FROM summary_model_stats ORDER BY summaries DESC, model_name;
+
+-- before_stuck --
+-- The stuck rows.
+SELECT * FROM stuck_processing_after(make_interval(secs => %(older_than_s)s));
