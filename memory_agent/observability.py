@@ -141,21 +141,26 @@ async def health(
 ) -> MemoryHealth:
     """Summary lag, served memory age, compression, failure rate, per-model latency and stuck rows.
 
-    Totals are aggregates over the whole database; `conversations` holds the `limit` most lagging ones,
-    chosen in SQL. The four reads are independent, so each runs on its own pooled connection at once: the
-    answer takes as long as the slowest of them, not their sum.
+    Totals are aggregates over the whole database, and the same pass chooses the `limit` most lagging
+    conversations; only those get the per-conversation details. The totals, the model stats and the stuck
+    rows are independent reads, each on its own pooled connection at once: the answer takes about as long
+    as the slowest of them, not their sum.
     """
     if limit < 1:
         raise InvalidInputError(f"limit must be at least 1 (got {limit})")
-    params = {"stuck_after_s": stuck_after_s, "limit": limit}
-    totals, conversations, models, stuck = await asyncio.gather(
-        backend._fetch_one("health_totals", params),
-        backend._fetch_all("health_lagging_conversations", params),
+    totals, models, stuck = await asyncio.gather(
+        backend._fetch_one("health_totals", {"limit": limit}),
         backend._fetch_all("health_model_stats", {}),
         stuck_processing(backend, stuck_after_s),
     )
+    totals = dict(totals or {})
+    conversations = await backend._fetch_all(
+        "health_conversations",
+        {"conversation_ids": totals.pop("most_lagging", []), "stuck_after_s": stuck_after_s},
+    )
+    totals["stuck"] = len(stuck)  # the rows of stuck_processing_after: one rule for the list and the count
     return MemoryHealth(
-        totals=totals or {},
+        totals=totals,
         conversations=conversations,
         models=models,
         stuck=stuck,
