@@ -19,7 +19,6 @@ from typing import Any
 import psycopg
 
 from memory_agent import observability, resources
-from memory_agent.backend import MemoryBackend
 from memory_agent.offline import OfflineSummaryModel
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
@@ -41,23 +40,8 @@ def _blocks(prefix: str) -> dict[str, str]:
     }
 
 
-def _migrate(url: str, schema: str) -> None:
-    import asyncio
-
-    async def setup() -> None:
-        pool = MemoryBackend.create_pool(url, schema)
-        await pool.open(wait=True)
-        try:
-            await MemoryBackend(pool, schema).setup()
-        finally:
-            await pool.close()
-
-    asyncio.run(setup())
-
-
 def generate(url: str, conversations: int, rounds: int, schema: str = "memory_agent") -> dict[str, Any]:
-    """Migrate the database at `url` and fill it; returns row counts and the seconds each step took."""
-    _migrate(url, schema)
+    """Fill the migrated, empty `schema` at `url`; returns row counts and the seconds each step took."""
     timings: dict[str, float] = {}
     params = {"conversations": conversations, "rounds": rounds}
     with psycopg.connect(url, autocommit=True) as conn:
@@ -142,14 +126,14 @@ def observability_stage(
     url: str, conversations: int, rounds: int, repeats: int = 7, before_repeats: int = 2, cli: bool = True
 ) -> dict[str, Any]:
     """Generate the data at `url` (an empty database), then time stats, inspect and at; figures in ms."""
-    _log(f"observability: generating {conversations:,} conversations x {rounds} rounds in SQL")
-    result: dict[str, Any] = {"data": generate(url, conversations, rounds)}
-    _log(f"observability: generated in {sum(result['data']['generate_s'].values()):.1f} s: {result['data']}")
     # A different conversation (spread over the key range) and round at every repeat: no warm single row.
     threads = [conversation_id(1 + (n * 7919 + 13) % conversations) for n in range(repeats)]
     settings = MemorySettings(database_url=url)
-    with MemoryService.from_settings(settings, model=OfflineSummaryModel()) as memory:
+    with MemoryService.from_settings(settings, model=OfflineSummaryModel()) as memory:  # migrates the database
         backend = memory.backend
+        _log(f"observability: generating {conversations:,} conversations x {rounds} rounds in SQL")
+        result: dict[str, Any] = {"data": generate(url, conversations, rounds, settings.db_schema)}
+        _log(f"observability: generated in {sum(result['data']['generate_s'].values()):.1f} s: {result['data']}")
 
         async def stats(_: int) -> observability.MemoryHealth:
             return await observability.health(backend, settings.processing_timeout_s)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
@@ -27,6 +27,12 @@ Row = dict[str, Any]
 
 DEFAULT_STUCK_AFTER_S = 300.0  # the design's 5 minutes, and the default processing_timeout_s
 DEFAULT_HEALTH_LIMIT = 20  # conversations health() lists, the most lagging first
+# memory_health_totals' columns, in its order: the totals row of health() and of `stats --json`.
+HEALTH_TOTALS = (
+    "conversations", "rounds", "completed", "failed", "processing", "failure_rate", "max_summary_lag",
+    "avg_summary_lag", "fallback_share", "truncation_share", "generation_p50_ms", "generation_p95_ms",
+    "input_tokens", "output_tokens", "compression_ratio", "context_tokens", "summary_token_share", "stuck",
+)
 
 
 class UnknownConversationError(InvalidInputError):
@@ -141,31 +147,42 @@ async def health(
 ) -> MemoryHealth:
     """Summary lag, served memory age, compression, failure rate, per-model latency and stuck rows.
 
-    Totals are aggregates over the whole database, and the same pass chooses the `limit` most lagging
-    conversations; only those get the per-conversation details. The totals, the model stats and the stuck
-    rows are independent reads, each on its own pooled connection at once: the answer takes about as long
-    as the slowest of them, not their sum.
+    The totals are three aggregate passes (round_metrics, memory, conversations); the conversations' pass
+    also chooses the `limit` most lagging, and only those get the per-conversation details. The passes, the
+    model stats and the stuck rows are independent reads, each on its own pooled connection at once: the
+    answer takes about as long as the slowest of them, not their sum.
     """
     if limit < 1:
         raise InvalidInputError(f"limit must be at least 1 (got {limit})")
-    totals, models, stuck = await asyncio.gather(
-        backend._fetch_one("health_totals", {"limit": limit}),
+    rounds, summaries, lag, models, stuck = await asyncio.gather(
+        backend._fetch_one("health_round_totals", {}),
+        backend._fetch_one("health_summary_totals", {}),
+        backend._fetch_one("health_lag_totals", {"limit": limit}),
         backend._fetch_all("health_model_stats", {}),
         stuck_processing(backend, stuck_after_s),
     )
-    totals = dict(totals or {})
+    assert rounds is not None and summaries is not None and lag is not None  # aggregates: always one row
     conversations = await backend._fetch_all(
-        "health_conversations",
-        {"conversation_ids": totals.pop("most_lagging", []), "stuck_after_s": stuck_after_s},
+        "health_conversations", {"conversation_ids": lag.pop("most_lagging"), "stuck_after_s": stuck_after_s}
     )
-    totals["stuck"] = len(stuck)  # the rows of stuck_processing_after: one rule for the list and the count
+    parts = {**rounds, **summaries, **lag}
+    spent = summaries["input_tokens"] + summaries["output_tokens"]
+    parts["summary_token_share"] = _share(spent, spent + rounds["context_tokens"])
+    parts["stuck"] = len(stuck)  # the rows of stuck_processing_after: one rule for the list and the count
     return MemoryHealth(
-        totals=totals,
+        totals={name: parts[name] for name in HEALTH_TOTALS},
         conversations=conversations,
         models=models,
         stuck=stuck,
         stuck_after_s=stuck_after_s,
     )
+
+
+def _share(part: int, whole: int) -> Decimal | None:
+    """round(part::numeric / NULLIF(whole, 0), 4), as memory_health_totals computes its shares."""
+    if whole == 0:
+        return None
+    return (Decimal(part) / Decimal(whole)).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
 
 
 async def generation_time(backend: MemoryBackend) -> Row:

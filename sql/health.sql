@@ -3,34 +3,45 @@
 --
 -- The views memory_health and memory_health_totals (migration 0003) answer the same questions for a reader in
 -- psql, but computing memory_health for every conversation costs several index probes per conversation and
--- `stats` used to fetch all of it to keep twenty rows. Here each table is read in one aggregate pass: the
--- served memory of a conversation is one index-only probe of (conversation_id, status, end_sequence DESC),
--- the most lagging conversations are chosen in that same pass by ORDER BY ... LIMIT, and only they get the
--- per-conversation details (health_conversations). Stuck rows follow the timeout given (the reclaimer's rule,
--- stuck_processing_after), not a fixed 5 minutes; the totals' count of them is the number of rows that
--- function returns, which health() fetches anyway (a call to it here would keep these scans from running
--- in parallel: the function is not marked parallel safe).
+-- `stats` used to fetch all of it to keep twenty rows. Here each table is read once, in one aggregate pass:
+-- round_metrics, memory, and the conversations, where the served memory of each is one index-only probe of
+-- (conversation_id, status, end_sequence DESC) and the same pass picks the most lagging by ORDER BY ... LIMIT.
+-- Only those get the per-conversation details (health_conversations). The three passes are independent, so
+-- observability.health() runs them at once on separate connections and puts the totals row together in
+-- memory_health_totals' column order. Stuck rows follow the timeout given (stuck_processing_after, the
+-- reclaimer's rule), not a fixed 5 minutes; the totals' count of them is the number of rows that function
+-- returns, which health() fetches anyway.
 
--- health_totals --
--- Memory health of the whole database in one row (memory_health_totals' columns but stuck), and the `limit` most lagging conversation ids.
-WITH summaries AS (
+-- health_round_totals --
+-- Every round_metrics row in one pass: rounds, fallback and truncation shares, chat-model context tokens.
+SELECT count(*) AS rounds,
+       round(avg((retrieval_path = 'raw')::int), 4) AS fallback_share,
+       round(avg(truncated::int), 4) AS truncation_share,
+       COALESCE(sum(context_tokens), 0) AS context_tokens
+FROM round_metrics;
+
+-- health_summary_totals --
+-- Every memory row in one pass: outcomes, failure rate, generation p50/p95 (one sort), tokens, compression.
+SELECT completed, failed, processing,
+       round(failed::numeric / NULLIF(completed + failed, 0), 4) AS failure_rate,
+       generation_ms[1] AS generation_p50_ms,
+       generation_ms[2] AS generation_p95_ms,
+       input_tokens, output_tokens,
+       round(input_tokens::numeric / NULLIF(output_tokens, 0), 4) AS compression_ratio
+FROM (
     SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
            count(*) FILTER (WHERE status = 'failed') AS failed,
            count(*) FILTER (WHERE status = 'processing') AS processing,
            COALESCE(sum(input_tokens) FILTER (WHERE status = 'completed'), 0) AS input_tokens,
            COALESCE(sum(output_tokens) FILTER (WHERE status = 'completed'), 0) AS output_tokens,
-           -- one sort for both percentiles
            percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY generation_time_ms)
                FILTER (WHERE status = 'completed') AS generation_ms
     FROM memory
-), rounds AS (
-    SELECT count(*) AS rounds,
-           round(avg((retrieval_path = 'raw')::int), 4) AS fallback_share,
-           round(avg(truncated::int), 4) AS truncation_share,
-           COALESCE(sum(context_tokens), 0) AS context_tokens
-    FROM round_metrics
-), conversation_lag AS MATERIALIZED (
-    -- One pass over the conversations serves the lag figures and the choice of the most lagging.
+) AS summaries;
+
+-- health_lag_totals --
+-- Every conversation in one pass: count, max and average summary lag, and the `limit` most lagging ids.
+WITH conversation_lag AS MATERIALIZED (
     SELECT c.conversation_id, c.next_sequence - 1 - COALESCE(served.end_sequence, -1) AS summary_lag
     FROM conversations AS c
     LEFT JOIN LATERAL (
@@ -39,38 +50,15 @@ WITH summaries AS (
         ORDER BY m.end_sequence DESC
         LIMIT 1
     ) AS served ON true
-), lag AS (
-    SELECT count(*) AS conversations,
-           max(summary_lag) AS max_summary_lag,
-           round(avg(summary_lag), 2) AS avg_summary_lag
-    FROM conversation_lag
-), most_lagging AS (
-    SELECT COALESCE(array_agg(conversation_id ORDER BY summary_lag DESC, conversation_id), '{}') AS ids
-    FROM (SELECT conversation_id, summary_lag FROM conversation_lag
-          ORDER BY summary_lag DESC, conversation_id
-          LIMIT %(limit)s) AS top
 )
-SELECT lag.conversations,
-       rounds.rounds,
-       summaries.completed,
-       summaries.failed,
-       summaries.processing,
-       round(summaries.failed::numeric / NULLIF(summaries.completed + summaries.failed, 0), 4) AS failure_rate,
-       lag.max_summary_lag,
-       lag.avg_summary_lag,
-       rounds.fallback_share,
-       rounds.truncation_share,
-       summaries.generation_ms[1] AS generation_p50_ms,
-       summaries.generation_ms[2] AS generation_p95_ms,
-       summaries.input_tokens,
-       summaries.output_tokens,
-       round(summaries.input_tokens::numeric / NULLIF(summaries.output_tokens, 0), 4) AS compression_ratio,
-       rounds.context_tokens,
-       round((summaries.input_tokens + summaries.output_tokens)::numeric
-             / NULLIF(summaries.input_tokens + summaries.output_tokens + rounds.context_tokens, 0), 4)
-           AS summary_token_share,
-       most_lagging.ids AS most_lagging
-FROM summaries, rounds, lag, most_lagging;
+SELECT count(*) AS conversations,
+       max(summary_lag) AS max_summary_lag,
+       round(avg(summary_lag), 2) AS avg_summary_lag,
+       (SELECT COALESCE(array_agg(conversation_id ORDER BY summary_lag DESC, conversation_id), '{}')
+        FROM (SELECT conversation_id, summary_lag FROM conversation_lag
+              ORDER BY summary_lag DESC, conversation_id
+              LIMIT %(limit)s) AS top) AS most_lagging
+FROM conversation_lag;
 
 -- health_conversations --
 -- memory_health's columns for the conversations named, in the order given (stuck after a timeout in seconds).
