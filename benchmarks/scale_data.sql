@@ -1,7 +1,8 @@
 -- Data for the observability stage: many conversations written straight into memory_agent's tables with
 -- generate_series, shaped like rounds run through with_memory (the integrity checker's rules hold).
--- Each block is a named statement (`-- name --`, a one-line description), run in this order on a migrated
--- schema; parameters: conversations, rounds (per conversation). Conversation i (1-based):
+-- Each block is a named statement (`-- name --`, a one-line description); the `scale_*` blocks run in this
+-- order on a migrated, empty schema with the parameters conversations and rounds (per conversation), the
+-- `before_*` blocks at the end are timed as the "before" figure. Conversation i (1-based):
 --   2 messages a round (user, assistant): sequences 0 .. 2*rounds-1;
 --   k completed memory versions, k = 0 for every tenth conversation (raw fallback throughout), else
 --   1 + i % 4 (at most (rounds-1)/2): version j covers up to the end of round 2j and is served from round

@@ -27,6 +27,9 @@ Row = dict[str, Any]
 
 DEFAULT_STUCK_AFTER_S = 300.0  # the design's 5 minutes, and the default processing_timeout_s
 DEFAULT_HEALTH_LIMIT = 20  # conversations health() lists, the most lagging first
+# Sort memory for the percentiles of health(), set for their transaction only: at PostgreSQL's default (4 MB)
+# sorting the generation times of a few hundred thousand summaries spills to temporary files.
+HEALTH_SORT_MEMORY = "32MB"
 # memory_health_totals' columns, in its order: the totals row of health() and of `stats --json`.
 HEALTH_TOTALS = (
     "conversations", "rounds", "completed", "failed", "processing", "failure_rate", "max_summary_lag",
@@ -154,14 +157,15 @@ async def health(
     """
     if limit < 1:
         raise InvalidInputError(f"limit must be at least 1 (got {limit})")
-    rounds, summaries, lag, models, stuck = await asyncio.gather(
+    rounds, summary_rows, lag, models, stuck = await asyncio.gather(
         backend._fetch_one("health_round_totals", {}),
-        backend._fetch_one("health_summary_totals", {}),
+        _fetch_sorted(backend, "health_summary_totals"),
         backend._fetch_one("health_lag_totals", {"limit": limit}),
-        backend._fetch_all("health_model_stats", {}),
+        _fetch_sorted(backend, "health_model_stats"),
         stuck_processing(backend, stuck_after_s),
     )
-    assert rounds is not None and summaries is not None and lag is not None  # aggregates: always one row
+    assert rounds is not None and lag is not None  # aggregates: always one row
+    summaries = summary_rows[0]
     conversations = await backend._fetch_all(
         "health_conversations", {"conversation_ids": lag.pop("most_lagging"), "stuck_after_s": stuck_after_s}
     )
@@ -176,6 +180,13 @@ async def health(
         stuck=stuck,
         stuck_after_s=stuck_after_s,
     )
+
+
+async def _fetch_sorted(backend: MemoryBackend, name: str) -> list[Row]:
+    """Run `name`, whose percentiles sort every completed summary, with HEALTH_SORT_MEMORY for its sorts."""
+    async with backend.transaction() as conn:
+        await backend._fetch_all("health_sort_memory", {"work_mem": HEALTH_SORT_MEMORY}, conn)
+        return await backend._fetch_all(name, {}, conn)
 
 
 def _share(part: int, whole: int) -> Decimal | None:

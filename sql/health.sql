@@ -20,6 +20,10 @@ SELECT count(*) AS rounds,
        COALESCE(sum(context_tokens), 0) AS context_tokens
 FROM round_metrics;
 
+-- health_sort_memory --
+-- For the rest of the transaction: memory for the percentile sorts, so that they do not spill to disk.
+SELECT set_config('work_mem', %(work_mem)s, true);
+
 -- health_summary_totals --
 -- Every memory row in one pass: outcomes, failure rate, generation p50/p95 (one sort), tokens, compression.
 SELECT completed, failed, processing,

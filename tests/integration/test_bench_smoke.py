@@ -25,6 +25,9 @@ def test_bench_harness_small(server_url, tmp_path):
         out_dir=tmp_path,
         plot=True,
         floor_repeats=10,
+        obs_conversations=30,
+        obs_rounds=4,
+        obs_repeats=2,
     )
     run(config)
 
@@ -47,3 +50,20 @@ def test_bench_harness_small(server_url, tmp_path):
     assert concurrent["drained"] is True
     assert (tmp_path / "latest.md").read_text().count("|") > 50
     assert (tmp_path / "latest.png").stat().st_size > 1000
+    observability = results["observability"]
+    assert (observability["data"]["conversations"], observability["data"]["round_metrics"]) == (30, 120)
+    assert set(observability["in_process"]) == {"stats", "inspect", "at"}
+    assert all(len(entry["samples_ms"]) == 2 for entry in observability["in_process"].values())
+    assert set(observability["cli_ms"]) == {"--help (start-up only)", "stats --json", "inspect", "at"}
+    assert len(observability["targets"]) == 3 and all(isinstance(t["holds"], bool) for t in observability["targets"])
+    assert "Observability at 30 conversations" in (tmp_path / "latest.md").read_text()
+
+
+def test_bench_observability_alone(server_url, tmp_path):
+    from benchmarks.run import main
+
+    assert main(["--only", "observability", "--obs-conversations", "20", "--obs-rounds", "3", "--obs-repeats", "1",
+                 "--database-url", server_url, "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "observability.json").read_text())
+    assert results["observability"]["data"]["messages"] == 20 * 3 * 2
+    assert not (tmp_path / "latest.json").exists()  # a full run's results are left alone
