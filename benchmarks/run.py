@@ -17,7 +17,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -462,9 +461,9 @@ def run(config: BenchConfig) -> dict[str, Any]:
     if config.database_url:
         results = asyncio.run(run_all(config, config.database_url))
     else:
-        from memory_agent.embedded import start_embedded_postgres
+        from memory_agent.embedded import scratch_data_dir, start_embedded_postgres
 
-        data_dir = Path(tempfile.mkdtemp(prefix="memory_agent_bench_")) / "pgdata"
+        data_dir = scratch_data_dir("memory_agent_bench_")
         log("starting the embedded PostgreSQL (fresh data directory)")
         server_url = start_embedded_postgres(data_dir, cleanup_mode="delete")
         results = asyncio.run(run_all(config, server_url))
