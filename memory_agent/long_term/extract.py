@@ -1,0 +1,103 @@
+"""Deterministic extraction of structured items from plain statements, for the offline summarizer.
+
+No model, no network: the demo and the tests get real items ("I'm allergic to peanuts", "I prefer dark mode",
+"my name is Ana", "I moved to Lisbon", "remind me to call mom", "we decided to use Postgres", "my sister is
+Marta") from the user's own words. Only user messages are read: an assistant repeating a fact is not a source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memory_agent.long_term.items import StructuredItems, SummaryItem, normalize_key
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One message as the extractor reads it."""
+
+    sequence: int
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class _Rule:
+    field: str  # the StructuredItems list
+    pattern: re.Pattern[str]
+    key: str  # a fixed key, or "{0}" for a key made from the first captured group
+    content: str  # format string over the captured groups
+    importance: float
+
+
+def _rule(field: str, pattern: str, key: str, content: str, importance: float) -> _Rule:
+    return _Rule(field, re.compile(pattern, re.IGNORECASE), key, content, importance)
+
+
+# What ends a captured value: sentence punctuation, or a clause joined by "and"/"but"/"so".
+_VALUE = r"([^.,;!?\n]+?)(?=\s+(?:and|but|so|because)\s|[.,;!?\n]|$)"
+# A proper name: capitalized words ("New York", "Rio de Janeiro"), whatever the rule's case-insensitivity.
+_NAME = r"((?-i:[A-Z][\w'-]*(?:\s+(?:de |da |do |of |la )?[A-Z][\w'-]*)*))"
+_THEMES = {"dark mode": "dark", "light mode": "light", "dark theme": "dark", "light theme": "light"}
+
+RULES: tuple[_Rule, ...] = (
+    _rule("facts", rf"\bmy name is {_VALUE}", "name", "The user's name is {0}", 0.8),
+    _rule("facts", rf"\b(?:i'm|i am|call me) called {_VALUE}", "name", "The user's name is {0}", 0.8),
+    _rule("facts", rf"\b(?:i'm|i am|i've been) (?:severely |very |badly )?allergic to {_VALUE}",
+          "allergy_{0}", "The user is allergic to {0}", 0.95),
+    _rule("facts", rf"\bi (?:just |recently )?(?:moved|relocated) to {_NAME}", "home_city",
+          "The user lives in {0}", 0.7),
+    _rule("facts", rf"\bi live in {_NAME}", "home_city", "The user lives in {0}", 0.7),
+    _rule("facts", rf"\bi work (?:at|for) {_NAME}", "employer", "The user works at {0}", 0.6),
+    _rule("facts", rf"\bi(?:'m| am) (?:a |an )?vegetarian\b()", "diet", "The user is vegetarian", 0.8),
+    _rule("preferences", rf"\bi (?:prefer|like|love|want) {_VALUE}", "preference_{0}", "The user prefers {0}", 0.6),
+    _rule("decisions", rf"\b(?:we|i) (?:decided|agreed|chose) (?:to |on )?{_VALUE}", "decision_{0}",
+          "Decided: {0}", 0.7),
+    _rule("decisions", rf"\blet's go with {_VALUE}", "decision_{0}", "Decided: {0}", 0.7),
+    _rule("todos", rf"\bremind me to {_VALUE}", "todo_{0}", "Remind the user to {0}", 0.6),
+    _rule("entities", r"\bmy (wife|husband|partner|sister|brother|mother|father|mom|dad|boss|friend|son|daughter)"
+          r"(?:'s name)? is ([A-Z][\w'-]*)", "{0}", "The user's {0} is {1}", 0.5),
+)
+
+
+def _preference_key(value: str) -> tuple[str, str]:
+    """'dark mode' is a value of ui_theme: a later 'light mode' must replace it, not sit beside it."""
+    lowered = value.strip().lower()
+    for phrase, theme in _THEMES.items():
+        if lowered.startswith(phrase):
+            return "ui_theme", f"The user prefers the {theme} theme"
+    return f"preference_{normalize_key(value)}", f"The user prefers {value.strip()}"
+
+
+def extract_items(statements: Iterable[Statement]) -> StructuredItems:
+    """Items stated by the user in `statements`; a later statement of the same (list, key) replaces an earlier one
+    within the window, and sources accumulate when the same content is said twice."""
+    found: dict[tuple[str, str], SummaryItem] = {}
+    for statement in statements:
+        if statement.role != "user":
+            continue
+        for rule in RULES:
+            for match in rule.pattern.finditer(statement.text):
+                groups = [g.strip() for g in match.groups()]
+                if rule.field == "preferences":
+                    key, content = _preference_key(groups[0])
+                else:
+                    key = rule.key.format(*(normalize_key(g) for g in groups))
+                    content = rule.content.format(*groups)
+                if not normalize_key(key):
+                    continue
+                item = SummaryItem(
+                    key=key, content=content, importance=rule.importance, source_sequences=[statement.sequence]
+                )
+                earlier = found.get((rule.field, item.key))
+                if earlier is not None and earlier.content == item.content:
+                    item = item.model_copy(
+                        update={"source_sequences": sorted({*earlier.source_sequences, statement.sequence})}
+                    )
+                found[(rule.field, item.key)] = item
+    lists: dict[str, list[SummaryItem]] = {}
+    for (field, _), item in found.items():
+        lists.setdefault(field, []).append(item)
+    return StructuredItems(**lists)
