@@ -360,7 +360,7 @@ async def measure_floors(server_url: str, rounds: int = 300) -> dict[str, Any]:
 async def _summary_call_floor(repeats: int = 100) -> float:
     """One MemoryAgent.summarize call on the zero-latency offline summarizer: the client-side CPU of a
     summary (prompt, structured-output chain, parsing), without the database."""
-    from memory_agent.agent import MemoryAgent, SequencedMessage
+    from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
     from benchmarks.fakes import BenchOfflineSummaryModel
     from benchmarks.systems import scripted_history
 
@@ -461,7 +461,7 @@ def run(config: BenchConfig) -> dict[str, Any]:
     if config.database_url:
         results = asyncio.run(run_all(config, config.database_url))
     else:
-        from memory_agent.embedded import scratch_data_dir, start_embedded_postgres
+        from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
         data_dir = scratch_data_dir("memory_agent_bench_")
         log("starting the embedded PostgreSQL (fresh data directory)")

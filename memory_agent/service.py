@@ -33,9 +33,9 @@ from langchain_core.messages import (
 
 from psycopg.conninfo import conninfo_to_dict
 
-from memory_agent.agent import MemoryAgent, SequencedMessage
-from memory_agent.backend import MemoryBackend
-from memory_agent.budget import apply_budget, close_unanswered_tool_calls
+from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.conversation.budget import apply_budget, close_unanswered_tool_calls
 from memory_agent.errors import ConfigurationError, InvalidInputError, RoundInProgressError, SummarizationError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import (
@@ -330,7 +330,7 @@ def default_summary_model(settings: MemorySettings) -> BaseChatModel:
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         # Retries are ours, recorded on the memory row.
         return openai_chat_model(settings.memory_model, timeout=settings.summary_timeout_s, max_retries=0)
-    from memory_agent.offline import OfflineSummaryModel
+    from memory_agent.summarize.offline import OfflineSummaryModel
 
     logger.warning("No OPENAI_API_KEY or OPENAI_BASE_URL: using the offline summarizer (extractive, no network)")
     return OfflineSummaryModel()
@@ -399,7 +399,7 @@ class MemoryService:
     def _resolve_database_url(self) -> str:
         if self._database_url:
             return self._database_url
-        from memory_agent.embedded import start_embedded_postgres
+        from memory_agent.db.embedded import start_embedded_postgres
 
         return start_embedded_postgres(self.settings.data_dir)
 
@@ -438,7 +438,7 @@ class MemoryService:
                 max_words=settings.memory_max_words,
                 max_tokens=settings.memory_max_tokens_cap,
             )
-            from memory_agent.executors import make_executor
+            from memory_agent.jobs.inline import make_executor
 
             self._executor = make_executor(self)
             await self._executor.start()

@@ -18,7 +18,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryService, MemorySettings
-from memory_agent.backend import MemoryBackend
+from memory_agent.db.backend import MemoryBackend
 from tests.integrity import check_integrity
 
 TEMPLATE = "memory_agent_test_template"
@@ -36,7 +36,7 @@ def server_url() -> Iterator[str]:
     if dsn:
         yield dsn
         return
-    from memory_agent.embedded import scratch_data_dir, start_embedded_postgres
+    from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
     yield start_embedded_postgres(scratch_data_dir("memory_agent_test_"), cleanup_mode="delete")
 

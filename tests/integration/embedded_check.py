@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory_agent.embedded import secret_path, start_embedded_postgres
+from memory_agent.db.embedded import secret_path, start_embedded_postgres
 
 
 def modes(path: Path) -> dict[str, int]:

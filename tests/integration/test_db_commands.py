@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psycopg
 
-from memory_agent.embedded import scratch_data_dir
+from memory_agent.db.embedded import scratch_data_dir
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from memory_agent import ConfigurationError, MemorySettings
-from memory_agent.embedded import start_embedded_postgres
+from memory_agent.db.embedded import start_embedded_postgres
 from tests.integration.embedded_check import check
 
 AS_ROOT = os.geteuid() == 0

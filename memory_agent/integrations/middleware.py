@@ -32,7 +32,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.nodes import conversation_id_from_config, persist_round, record_interrupted
+from memory_agent.integrations.langgraph import conversation_id_from_config, persist_round, record_interrupted
 from memory_agent.schemas import RoundInfo, fingerprint, new_messages
 from memory_agent.service import MemoryService
 

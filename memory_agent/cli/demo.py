@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memory_agent.nodes import with_memory
+from memory_agent.integrations.langgraph import with_memory
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService, default_summary_model
 from memory_agent.settings import MemorySettings

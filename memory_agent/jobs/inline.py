@@ -60,7 +60,7 @@ def make_executor(service: "MemoryService") -> Executor:
     if kind == "inline":
         return InlineExecutor(service)
     if kind == "procrastinate":
-        from memory_agent.jobs import ProcrastinateExecutor
+        from memory_agent.jobs.procrastinate_executor import ProcrastinateExecutor
 
         return ProcrastinateExecutor(service)
     raise ValueError(f"unknown executor {kind!r}; use 'inline' or 'procrastinate'")
