@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory_agent.long_term.items import StructuredItems, SummaryItem, normalize_key
+from memory_agent.long_term.items import StructuredItems, SummaryItem, normalize_content, normalize_key
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,11 @@ class _Rule:
     key: str  # a fixed key, or "{0}" for a key made from the first captured group
     content: str  # format string over the captured groups
     importance: float
+    single_valued: bool
 
 
-def _rule(field: str, pattern: str, key: str, content: str, importance: float) -> _Rule:
-    return _Rule(field, re.compile(pattern, re.IGNORECASE), key, content, importance)
+def _rule(field: str, pattern: str, key: str, content: str, importance: float, *, one: bool = True) -> _Rule:
+    return _Rule(field, re.compile(pattern, re.IGNORECASE), key, content, importance, one)
 
 
 # What ends a captured value: sentence punctuation, or a clause joined by "and"/"but"/"so".
@@ -46,58 +47,60 @@ RULES: tuple[_Rule, ...] = (
     _rule("facts", rf"\bmy name is {_VALUE}", "name", "The user's name is {0}", 0.8),
     _rule("facts", rf"\b(?:i'm|i am|call me) called {_VALUE}", "name", "The user's name is {0}", 0.8),
     _rule("facts", rf"\b(?:i'm|i am|i've been) (?:severely |very |badly )?allergic to {_VALUE}",
-          "allergy_{0}", "The user is allergic to {0}", 0.95),
+          "allergies", "The user is allergic to {0}", 0.95, one=False),
     _rule("facts", rf"\bi (?:just |recently )?(?:moved|relocated) to {_NAME}", "home_city",
           "The user lives in {0}", 0.7),
     _rule("facts", rf"\bi live in {_NAME}", "home_city", "The user lives in {0}", 0.7),
     _rule("facts", rf"\bi work (?:at|for) {_NAME}", "employer", "The user works at {0}", 0.6),
     _rule("facts", rf"\bi(?:'m| am) (?:a |an )?vegetarian\b()", "diet", "The user is vegetarian", 0.8),
-    _rule("preferences", rf"\bi (?:prefer|like|love|want) {_VALUE}", "preference_{0}", "The user prefers {0}", 0.6),
-    _rule("decisions", rf"\b(?:we|i) (?:decided|agreed|chose) (?:to |on )?{_VALUE}", "decision_{0}",
-          "Decided: {0}", 0.7),
-    _rule("decisions", rf"\blet's go with {_VALUE}", "decision_{0}", "Decided: {0}", 0.7),
-    _rule("todos", rf"\bremind me to {_VALUE}", "todo_{0}", "Remind the user to {0}", 0.6),
+    _rule("preferences", rf"\bi (?:prefer|like|love) {_VALUE}", "likes", "The user likes {0}", 0.6, one=False),
+    _rule("decisions", rf"\b(?:we|i) (?:decided|agreed|chose) (?:to |on )?{_VALUE}", "decisions",
+          "Decided: {0}", 0.7, one=False),
+    _rule("decisions", rf"\blet's go with {_VALUE}", "decisions", "Decided: {0}", 0.7, one=False),
+    _rule("todos", rf"\bremind me to {_VALUE}", "todo_{0}", "Remind the user to {0}", 0.6, one=False),
     _rule("entities", r"\bmy (wife|husband|partner|sister|brother|mother|father|mom|dad|boss|friend|son|daughter)"
           r"(?:'s name)? is ([A-Z][\w'-]*)", "{0}", "The user's {0} is {1}", 0.5),
 )
 
 
-def _preference_key(value: str) -> tuple[str, str]:
+def _theme(value: str) -> str | None:
     """'dark mode' is a value of ui_theme: a later 'light mode' must replace it, not sit beside it."""
     lowered = value.strip().lower()
-    for phrase, theme in _THEMES.items():
-        if lowered.startswith(phrase):
-            return "ui_theme", f"The user prefers the {theme} theme"
-    return f"preference_{normalize_key(value)}", f"The user prefers {value.strip()}"
+    return next((theme for phrase, theme in _THEMES.items() if lowered.startswith(phrase)), None)
 
 
 def extract_items(statements: Iterable[Statement]) -> StructuredItems:
-    """Items stated by the user in `statements`; a later statement of the same (list, key) replaces an earlier one
-    within the window, and sources accumulate when the same content is said twice."""
-    found: dict[tuple[str, str], SummaryItem] = {}
+    """Items stated by the user in `statements`. Within the window a later value of a single-valued key replaces
+    an earlier one; sources accumulate when the same content is said twice."""
+    found: dict[tuple[str, str, str], SummaryItem] = {}
     for statement in statements:
         if statement.role != "user":
             continue
         for rule in RULES:
             for match in rule.pattern.finditer(statement.text):
                 groups = [g.strip() for g in match.groups()]
-                if rule.field == "preferences":
-                    key, content = _preference_key(groups[0])
-                else:
-                    key = rule.key.format(*(normalize_key(g) for g in groups))
-                    content = rule.content.format(*groups)
+                key, content, one = rule.key.format(*(normalize_key(g) for g in groups)), "", rule.single_valued
+                theme = _theme(groups[0]) if rule.field == "preferences" else None
+                if theme is not None:
+                    key, content, one = "ui_theme", f"The user prefers the {theme} theme", True
                 if not normalize_key(key):
                     continue
                 item = SummaryItem(
-                    key=key, content=content, importance=rule.importance, source_sequences=[statement.sequence]
+                    key=key,
+                    content=content or rule.content.format(*groups),
+                    importance=rule.importance,
+                    source_sequences=[statement.sequence],
+                    single_valued=one,
                 )
-                earlier = found.get((rule.field, item.key))
+                # One item per (list, key) when single-valued, per (list, key, content) otherwise.
+                slot = (rule.field, item.key, "" if one else normalize_content(item.content))
+                earlier = found.get(slot)
                 if earlier is not None and earlier.content == item.content:
                     item = item.model_copy(
                         update={"source_sequences": sorted({*earlier.source_sequences, statement.sequence})}
                     )
-                found[(rule.field, item.key)] = item
+                found[slot] = item
     lists: dict[str, list[SummaryItem]] = {}
-    for (field, _), item in found.items():
+    for (field, _, _), item in found.items():
         lists.setdefault(field, []).append(item)
     return StructuredItems(**lists)

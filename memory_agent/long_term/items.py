@@ -22,9 +22,10 @@ ITEM_LISTS: dict[str, ItemType] = {
     "todos": "todo",
     "entities": "entity",
 }
-# One current value per (user, type, key): a new value closes the previous one. Decisions accumulate; a todo
-# closes when it is done (a new item with the same key and `done`).
-SINGLE_VALUED: frozenset[ItemType] = frozenset({"fact", "preference", "entity"})
+# By default one current value per (user, type, key) — a new value closes the previous one — except for
+# decisions and todos, which accumulate. An item says otherwise with `single_valued` (allergies are facts with
+# many current values).
+SINGLE_VALUED_BY_DEFAULT: frozenset[ItemType] = frozenset({"fact", "preference", "entity"})
 
 MAX_KEY_CHARS = 64
 MAX_CONTENT_CHARS = 500
@@ -52,6 +53,11 @@ class SummaryItem(BaseModel):
     importance: float = Field(default=0.5, ge=0.0, le=1.0, description="0-1: how much it matters later.")
     source_sequences: list[int] = Field(
         default_factory=list, description="Sequence numbers of the messages the item came from."
+    )
+    single_valued: bool | None = Field(
+        default=None,
+        description="True when a new value replaces the old one (home_city), false when values add up "
+        "(allergies); unset: true for facts, preferences and entities.",
     )
 
     @field_validator("key")
@@ -105,3 +111,7 @@ class StructuredItems(BaseModel):
                 if sources or not item.source_sequences:
                     kept[field].append(item.model_copy(update={"source_sequences": sources}))
         return StructuredItems(**kept)
+
+
+def is_single_valued(item_type: ItemType, item: SummaryItem) -> bool:
+    return item.single_valued if item.single_valued is not None else item_type in SINGLE_VALUED_BY_DEFAULT

@@ -6,15 +6,21 @@ import pytest
 from pydantic import ValidationError
 
 from memory_agent.long_term.extract import Statement, extract_items
-from memory_agent.long_term.items import StructuredItems, SummaryItem, normalize_content, normalize_key
+from memory_agent.long_term.items import (
+    StructuredItems,
+    SummaryItem,
+    is_single_valued,
+    normalize_content,
+    normalize_key,
+)
 
 
 def said(*texts: str, role: str = "user") -> list[Statement]:
     return [Statement(sequence=2 * i, role=role, text=text) for i, text in enumerate(texts)]
 
 
-def keyed(items: StructuredItems) -> dict[tuple[str, str], tuple[str, list[int]]]:
-    return {(t, i.key): (i.content, i.source_sequences) for t, i in items.typed()}
+def keyed(items: StructuredItems) -> dict[tuple[str, str, str], list[int]]:
+    return {(t, i.key, i.content): i.source_sequences for t, i in items.typed()}
 
 
 def test_plain_statements_become_typed_items():
@@ -28,17 +34,18 @@ def test_plain_statements_become_typed_items():
         "I work at Acme Robotics now",
     ))
     assert keyed(items) == {
-        ("fact", "name"): ("The user's name is Ana", [0]),
-        ("fact", "allergy_peanuts"): ("The user is allergic to peanuts", [0]),
-        ("preference", "ui_theme"): ("The user prefers the dark theme", [2]),
-        ("fact", "home_city"): ("The user lives in Lisbon", [4]),
-        ("todo", "todo_call_the_dentist"): ("Remind the user to call the dentist", [6]),
-        ("decision", "decision_use_postgres_for_the_shop"): ("Decided: use Postgres for the shop", [8]),
-        ("entity", "sister"): ("The user's sister is Marta", [10]),
-        ("fact", "employer"): ("The user works at Acme Robotics", [12]),
+        ("fact", "name", "The user's name is Ana"): [0],
+        ("fact", "allergies", "The user is allergic to peanuts"): [0],
+        ("preference", "ui_theme", "The user prefers the dark theme"): [2],
+        ("fact", "home_city", "The user lives in Lisbon"): [4],
+        ("todo", "todo_call_the_dentist", "Remind the user to call the dentist"): [6],
+        ("decision", "decisions", "Decided: use Postgres for the shop"): [8],
+        ("entity", "sister", "The user's sister is Marta"): [10],
+        ("fact", "employer", "The user works at Acme Robotics"): [12],
     }
-    allergy = next(i for t, i in items.typed() if i.key == "allergy_peanuts")
-    assert allergy.importance > 0.9
+    by_key = {i.key: (t, i) for t, i in items.typed()}
+    assert by_key["allergies"][1].importance > 0.9
+    assert [is_single_valued(*by_key[k]) for k in ("home_city", "allergies", "ui_theme")] == [True, False, True]
 
 
 def test_assistant_messages_are_not_sources():
@@ -46,10 +53,15 @@ def test_assistant_messages_are_not_sources():
 
 
 def test_a_later_value_of_the_same_key_wins_and_repeats_accumulate_sources():
-    items = extract_items(said("I prefer dark mode", "I live in Porto", "I prefer light mode", "I live in Porto"))
+    items = extract_items(said(
+        "I prefer dark mode", "I live in Porto", "I prefer light mode", "I live in Porto",
+        "I'm allergic to peanuts", "I am allergic to shellfish",
+    ))
     assert keyed(items) == {
-        ("preference", "ui_theme"): ("The user prefers the light theme", [4]),
-        ("fact", "home_city"): ("The user lives in Porto", [2, 6]),
+        ("preference", "ui_theme", "The user prefers the light theme"): [4],
+        ("fact", "home_city", "The user lives in Porto"): [2, 6],
+        ("fact", "allergies", "The user is allergic to peanuts"): [8],  # many values: both stay
+        ("fact", "allergies", "The user is allergic to shellfish"): [10],
     }
 
 
@@ -78,4 +90,4 @@ def test_sources_outside_the_window_are_dropped():
             SummaryItem(key="c", content="uncited"),
         ]
     )
-    assert keyed(items.within(0, 10)) == {("fact", "a"): ("inside", [4]), ("fact", "c"): ("uncited", [])}
+    assert keyed(items.within(0, 10)) == {("fact", "a", "inside"): [4], ("fact", "c", "uncited"): []}
