@@ -18,8 +18,9 @@ from typing import Any
 
 import psycopg
 
-from memory_agent import observability, resources
-from memory_agent.offline import OfflineSummaryModel
+from memory_agent import resources
+from memory_agent.observability import queries as observability
+from memory_agent.summarize.offline import OfflineSummaryModel
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 

@@ -18,7 +18,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from benchmarks.observability import generate
-from memory_agent import observability as obs
+from memory_agent.observability import queries as obs
 from memory_agent import resources
 from tests.conftest import query
 from tests.integration.test_observability import execute, percentile_cont, read
