@@ -19,7 +19,7 @@ logger = logging.getLogger("memory_agent.executors")
 
 class Executor(Protocol):
     async def start(self) -> None: ...
-    async def dispatch(self, memory_id: int) -> None: ...
+    async def dispatch(self, memory_id: int, *, user_id: str) -> None: ...
     async def stop(self) -> None: ...
 
 
@@ -45,8 +45,8 @@ class InlineExecutor:
             except Exception as exc:  # the database may be briefly away; try again next time
                 logger.warning("Stale-row sweep failed: %s", exc)
 
-    async def dispatch(self, memory_id: int) -> None:
-        self.service.spawn(memory_id)
+    async def dispatch(self, memory_id: int, *, user_id: str) -> None:
+        self.service.spawn(memory_id, user_id=user_id)
 
     async def stop(self) -> None:
         if self._sweeper is not None:

@@ -35,6 +35,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from memory_agent.agent import MemoryAgent, SequencedMessage
 from memory_agent.backend import MemoryBackend
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
 from memory_agent.budget import apply_budget, close_unanswered_tool_calls
 from memory_agent.errors import ConfigurationError, InvalidInputError, RoundInProgressError, SummarizationError
 from memory_agent.runtime import MemoryLoop
@@ -431,7 +432,7 @@ class MemoryService:
         try:
             backend = MemoryBackend(pool, settings.db_schema)
             await backend.check_schema_is_ours()
-            await backend.setup()
+            await backend.setup(apply=settings.auto_migrate)
             self._backend = backend
             self._agent = MemoryAgent(
                 self._model or default_summary_model(settings),
@@ -523,7 +524,9 @@ class MemoryService:
     async def _get_context(
         self, conversation_id: str, message_ids: Sequence[str] = ()
     ) -> tuple[ConversationContext, set[str]]:
-        rows = await self.backend.load_context(conversation_id, message_ids, self.settings.gap_message_cap)
+        rows = await self.backend.load_context(
+            conversation_id, message_ids, self.settings.gap_message_cap, user_id=default_user_id(conversation_id)
+        )
         first = rows[0]
         stored = [row for row in rows if row["sequence_number"] is not None]
         memory_end = first["end_sequence"] if first["end_sequence"] is not None else -1
@@ -557,7 +560,11 @@ class MemoryService:
     async def _gap_cap_record(self, context: ConversationContext) -> dict[str, Any]:
         """The truncation record of a gap cut by `max_gap_messages`, and the WARNING naming why it was long."""
         row = await self.loop.arun(
-            self.backend.gap_cap_cause(context.conversation_id, context.memory_end_sequence)
+            self.backend.gap_cap_cause(
+                context.conversation_id,
+                context.memory_end_sequence,
+                user_id=default_user_id(context.conversation_id),
+            )
         ) or {}
         status, rounds = row.get("latest_status"), row.get("rounds_behind")
         if status == "failed":
@@ -590,7 +597,10 @@ class MemoryService:
             return await self._prepare_round(conversation_id, messages, lease, started)
         except BaseException:
             try:
-                await self.loop.arun(self.backend.release_round_lease(conversation_id, lease), shield=True)
+                await self.loop.arun(
+                    self.backend.release_round_lease(conversation_id, lease, user_id=default_user_id(conversation_id)),
+                    shield=True,
+                )
             except Exception:  # the database is away: this process takes the lease over next time
                 self._unreleased_leases[conversation_id] = lease
             raise
@@ -605,7 +615,13 @@ class MemoryService:
         token = token or self._unreleased_leases.get(conversation_id) or uuid.uuid4().hex
         deadline = time.monotonic() + settings.multitask_timeout_s
         delay = 0.01
-        while not await self.backend.acquire_round_lease(conversation_id, token, settings.round_lease_s):
+        while not await self.backend.acquire_round_lease(
+            conversation_id,
+            token,
+            settings.round_lease_s,
+            tenant_id=DEFAULT_TENANT_ID,
+            user_id=default_user_id(conversation_id),
+        ):
             if settings.multitask_strategy == "reject":
                 raise RoundInProgressError(
                     f"another round of conversation {conversation_id!r} is running; wait for it to finish "
@@ -624,7 +640,12 @@ class MemoryService:
     async def release_round(self, info: RoundInfo) -> None:
         """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
         if info.lease is not None:
-            await self.loop.arun(self.backend.release_round_lease(info.conversation_id, info.lease), shield=True)
+            await self.loop.arun(
+                self.backend.release_round_lease(
+                    info.conversation_id, info.lease, user_id=default_user_id(info.conversation_id)
+                ),
+                shield=True,
+            )
 
     async def _prepare_round(
         self, conversation_id: str, messages: list[BaseMessage], lease: str, started: float
@@ -713,16 +734,21 @@ class MemoryService:
         payloads: list[dict[str, Any]],
         info: RoundInfo | None,
     ) -> tuple[RoundSaved | None, TriggerResult]:
+        user_id = default_user_id(conversation_id)
         async with self.backend.round_transaction() as conn:
             if info is not None and info.lease is not None:
-                await self.backend.release_round_lease(conversation_id, info.lease, conn)
-            saved = await self.backend.save_round(conn, conversation_id, roles, contents, payloads)
+                await self.backend.release_round_lease(conversation_id, info.lease, conn, user_id=user_id)
+            saved = await self.backend.save_round(
+                conn, conversation_id, roles, contents, payloads, tenant_id=DEFAULT_TENANT_ID, user_id=user_id
+            )
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
                 return None, TriggerResult(outcome="nothing_new")
             trigger = await self._apply_trigger_rule(conn, conversation_id, saved.last_sequence, saved.first_sequence)
             if info is not None:
-                await self.backend.insert_round_metrics(conn, round_metrics_row(info, saved, trigger))
+                await self.backend.insert_round_metrics(
+                    conn, round_metrics_row(info, saved, trigger), tenant_id=DEFAULT_TENANT_ID, user_id=user_id
+                )
         await self._dispatch(conversation_id, trigger)
         return saved, trigger
 
@@ -731,7 +757,11 @@ class MemoryService:
         row = round_metrics_row(info, None, None)
         row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
         try:
-            await self.loop.arun(self.backend.insert_round_metrics(None, row))
+            await self.loop.arun(
+                self.backend.insert_round_metrics(
+                    None, row, tenant_id=DEFAULT_TENANT_ID, user_id=default_user_id(info.conversation_id)
+                )
+            )
         except Exception as exc:  # the database may be the reason the round failed
             logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
         try:
@@ -749,7 +779,9 @@ class MemoryService:
 
         async def check() -> bool:
             async with self.backend.connection() as conn:
-                state = await self.backend.trigger_state(conn, conversation_id, last_saved_seq)
+                state = await self.backend.trigger_state(
+                    conn, conversation_id, last_saved_seq, user_id=default_user_id(conversation_id)
+                )
             return state["processing_memory_id"] is None
 
         return await self.loop.arun(check())
@@ -773,13 +805,14 @@ class MemoryService:
         if last_saved_seq < settings.memory_summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
         nominal_start = max(0, last_saved_seq - settings.memory_rolling_window_size + 1)
-        state = await self.backend.trigger_state(conn, conversation_id, nominal_start)
+        user_id = default_user_id(conversation_id)
+        state = await self.backend.trigger_state(conn, conversation_id, nominal_start, user_id=user_id)
         reclaimed: list[int] = []
         if state["processing_memory_id"] is not None:
             if state["processing_age_s"] < settings.processing_timeout_s:
                 logger.debug("Summarization already in progress for %s", conversation_id)
                 return TriggerResult(outcome="already_processing", memory_id=state["processing_memory_id"])
-            rows = await self.backend.reclaim_stale(settings.processing_timeout_s, conversation_id, conn)
+            rows = await self.backend.reclaim_stale(settings.processing_timeout_s, conversation_id, conn, user_id=user_id)
             reclaimed = [row["memory_id"] for row in rows]
             for memory_id in reclaimed:
                 logger.warning("Reclaimed stale memory %s of %s (processing past timeout)", memory_id, conversation_id)
@@ -792,7 +825,7 @@ class MemoryService:
             round_starts.append(round_first_seq)
         start_seq, end_seq = self.calculate_summary_range(last_saved_seq, round_starts or None)
         memory_id = await self.backend.insert_processing(
-            conn, conversation_id, start_seq, end_seq, state["base_memory_id"]
+            conn, conversation_id, start_seq, end_seq, state["base_memory_id"], tenant_id=DEFAULT_TENANT_ID, user_id=user_id
         )
         if memory_id is None:  # another process claimed the slot between our read and insert
             logger.debug("Summarization already in progress for %s", conversation_id)
@@ -816,7 +849,7 @@ class MemoryService:
             trigger.memory_id, conversation_id, trigger.start_sequence, trigger.end_sequence, trigger.base_memory_id,
         )
         try:
-            await self._executor.dispatch(trigger.memory_id)
+            await self._executor.dispatch(trigger.memory_id, user_id=default_user_id(conversation_id))
         except Exception as exc:
             logger.error(
                 "Memory %s of %s could not be dispatched (%s); it will be reclaimed after %ss",
@@ -829,26 +862,28 @@ class MemoryService:
         for row in rows:
             logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
         for conversation_id in sorted({row["conversation_id"] for row in rows}):
-            last_sequence = await self.loop.arun(self.backend.last_sequence(conversation_id))
+            last_sequence = await self.loop.arun(
+                self.backend.last_sequence(conversation_id, user_id=default_user_id(conversation_id))
+            )
             if last_sequence is not None:
                 await self.trigger_summarization_if_needed(conversation_id, last_sequence)
         return [row["memory_id"] for row in rows]
 
     # ------------------------------------------------------------------ background summarization
 
-    def spawn(self, memory_id: int) -> None:
-        """Start summarizing `memory_id` as a task on the memory loop, detached from the caller's context."""
+    def spawn(self, memory_id: int, *, user_id: str) -> None:
+        """Start summarizing memory (user_id, memory_id) as a task on the memory loop, detached from the caller's context."""
         # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing).
-        task = self.loop.loop.create_task(self.run_summary(memory_id), context=contextvars.Context())
+        task = self.loop.loop.create_task(self.run_summary(memory_id, user_id=user_id), context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def run_summary(self, memory_id: int) -> str:
+    async def run_summary(self, memory_id: int, *, user_id: str) -> str:
         """Summarize one `processing` row to `completed` or `failed`. Never raises; returns the final status."""
         settings = self.settings
         backend = self.backend
         try:
-            row = await backend.start_memory(memory_id)
+            row = await backend.start_memory(memory_id, user_id=user_id)
         except Exception as exc:
             logger.error("Memory %s: could not start summarization: %s", memory_id, exc)
             return "processing"
@@ -863,7 +898,7 @@ class MemoryService:
         started = time.perf_counter()
         error: str | None = None
         try:
-            rows = await backend.get_messages(conversation_id, new_start, end_seq)
+            rows = await backend.get_messages(conversation_id, new_start, end_seq, user_id=user_id)
             if not rows:
                 logger.debug("No new messages to summarize for %s", conversation_id)
                 raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
@@ -882,6 +917,7 @@ class MemoryService:
         try:
             if result is not None:
                 if not await backend.complete_memory(
+                    user_id=user_id,
                     memory_id=memory_id,
                     memory_text=storable_text(result.text),
                     generation_time_ms=elapsed_ms,
@@ -899,6 +935,7 @@ class MemoryService:
                 logger.debug("Memory %s status updated to completed", memory_id)
                 return "completed"
             await backend.fail_memory(
+                user_id=user_id,
                 memory_id=memory_id,
                 error=storable_text(error or "unknown error")[:4000],
                 generation_time_ms=elapsed_ms,
@@ -969,12 +1006,15 @@ class MemoryService:
     async def get_memory_history(self, conversation_id: str) -> list[MemoryRecord]:
         """Every memory version of a conversation, oldest first."""
         validate_conversation_id(conversation_id)
-        return await self.loop.arun(self.backend.list_memory(conversation_id))
+        return await self.loop.arun(self.backend.list_memory(conversation_id, user_id=default_user_id(conversation_id)))
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         """Delete a conversation, its messages and its memory versions; False when it did not exist."""
         validate_conversation_id(conversation_id)
-        return await self.loop.arun(self.backend.delete_conversation(conversation_id))
+        return await self.loop.arun(
+            self.backend.delete_conversation(conversation_id, user_id=default_user_id(conversation_id))
+        )
 
-    async def get_memory(self, memory_id: int) -> MemoryRecord | None:
-        return await self.loop.arun(self.backend.get_memory(memory_id))
+    async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
+        """One memory version by its key (user_id, memory_id)."""
+        return await self.loop.arun(self.backend.get_memory(memory_id, user_id=user_id))
