@@ -60,7 +60,7 @@ DECLARE
 BEGIN
     FOR object IN
         SELECT c.relname FROM pg_class AS c
-        WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('v', 'm')
+        WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relkind IN ('v', 'm')
           AND c.relname NOT LIKE 'procrastinate%'
           AND NOT EXISTS (SELECT 1 FROM pg_depend AS d WHERE d.objid = c.oid AND d.deptype = 'e')
     LOOP
@@ -68,7 +68,7 @@ BEGIN
     END LOOP;
     FOR object IN
         SELECT p.oid::regprocedure AS signature FROM pg_proc AS p
-        WHERE p.pronamespace = current_schema()::regnamespace
+        WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
           AND p.proname NOT LIKE 'procrastinate%'
           AND NOT EXISTS (SELECT 1 FROM pg_depend AS d WHERE d.objid = p.oid AND d.deptype = 'e')
     LOOP
@@ -93,7 +93,7 @@ SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present,
 -- procrastinate_markers --
 -- Objects that date a procrastinate schema created before its version was recorded (each added by one 3.x migration).
 SELECT ARRAY(SELECT DISTINCT p.proname::text FROM pg_proc AS p
-             WHERE p.pronamespace = current_schema()::regnamespace
+             WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
                AND p.proname IN ('procrastinate_retry_job_v2', 'procrastinate_defer_jobs_v1',
                                  'procrastinate_register_worker_v1', 'procrastinate_defer_job_v1')) AS functions;
 
