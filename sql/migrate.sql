@@ -44,9 +44,17 @@ UPDATE schema_migrations SET checksum = %(checksum)s WHERE version = %(version)s
 -- A numbered file applied.
 INSERT INTO schema_migrations (version, name, checksum) VALUES (%(version)s, %(name)s, %(checksum)s);
 
--- migration_applied --
--- Whether a numbered file is applied (re-checked under the lock before a no-transaction file runs).
-SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = %(version)s) AS applied;
+-- try_migration_lock --
+-- Take the schema's migration lock for this session if free (waiters poll: see Migrator._session_lock).
+SELECT pg_try_advisory_lock(hashtext(%(key)s)) AS locked;
+
+-- release_migration_lock --
+-- Give the schema's migration lock back.
+SELECT pg_advisory_unlock(hashtext(%(key)s)) AS released;
+
+-- current_search_path --
+-- The session's search_path, restored after a no-transaction file (run with the schema's).
+SELECT current_setting('search_path') AS search_path;
 
 -- applied_definitions --
 -- The definitions files as last created, with their checksums.

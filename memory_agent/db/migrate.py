@@ -4,9 +4,9 @@
   of the file. A released file is never edited: an applied file whose checksum changed is an error, and so is a
   database at a version this code does not know (a newer memory_agent migrated it).
 - A file whose first lines hold `-- memory_agent: no-transaction` (CREATE INDEX CONCURRENTLY on a big table) runs
-  statement by statement in autocommit, under a session advisory lock; its statements must be idempotent
-  (IF NOT EXISTS) since a crash can leave it half done. Every other file runs in a transaction under
-  `pg_advisory_xact_lock`, so concurrent processes apply each file once.
+  statement by statement in autocommit; its statements must be idempotent (IF NOT EXISTS) since a crash can
+  leave it half done. Every other file runs in a transaction under `pg_advisory_xact_lock`. A run holds the
+  schema's advisory lock at session level from start to end, so concurrent processes apply each file once.
 - `sql/definitions/*.sql` (views and functions) are created once, after the migrations, and re-created in the
   migration transaction whenever a file of them changes or a migration runs: a migration never carries a view.
 - procrastinate's schema is created from its schema.sql when absent, and upgraded through procrastinate's own
@@ -16,9 +16,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, LiteralString, cast
@@ -159,6 +162,22 @@ class Migrator:
             await cur.execute(self.queries[name], params)
             return await cur.fetchall() if cur.description is not None else []
 
+    @asynccontextmanager
+    async def _session_lock(self) -> AsyncIterator[None]:
+        """The schema's migration lock for the whole run, taken outside any transaction.
+
+        Waiting processes poll instead of blocking: a transaction blocked on the lock would hold a snapshot that
+        CREATE INDEX CONCURRENTLY (run by the holder) waits for, a deadlock.
+        """
+        delay = 0.02
+        while not (await self._run("try_migration_lock", {"key": self._lock_key}))[0]["locked"]:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+        try:
+            yield
+        finally:
+            await self._run("release_migration_lock", {"key": self._lock_key})
+
     async def _enter_schema(self, create: bool) -> None:
         await self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [self._lock_key])
         ident = sql.Identifier(self.schema)
@@ -171,6 +190,10 @@ class Migrator:
     async def migrate(self, *, apply: bool = True) -> MigrationReport:
         """Bring the schema to this code's version (apply=False: raise ConfigurationError if it is not)."""
         report = MigrationReport()
+        async with self._session_lock():
+            return await self._migrate(apply, report)
+
+    async def _migrate(self, apply: bool, report: MigrationReport) -> MigrationReport:
         while True:
             async with self.conn.transaction():
                 await self._enter_schema(create=apply)
@@ -277,12 +300,11 @@ class Migrator:
             logger.info("Applied memory_agent migrations %s to schema %s", report.applied, self.schema)
 
     async def _apply_without_transaction(self, migration: Migration, report: MigrationReport) -> None:
-        """One no-transaction file, statement by statement, under a session lock (released on disconnect)."""
-        await self.conn.execute("SELECT pg_advisory_lock(hashtext(%s))", [self._lock_key])
+        """One no-transaction file, statement by statement (the session lock is held)."""
+        saved = (await self._run("current_search_path"))[0]["search_path"]
         try:
-            applied = await self._run("migration_applied", {"version": migration.version})
-            if applied[0]["applied"]:  # another process ran it while this one waited
-                return
+            ident = sql.Identifier(self.schema)
+            await self.conn.execute(sql.SQL("SET search_path TO {}, public").format(ident))
             for statement in migration.statements():
                 await self.conn.execute(statement.encode())
             await self._run(
@@ -292,7 +314,7 @@ class Migrator:
             report.applied.append(migration.filename)
             logger.info("Applied memory_agent migration %s (no transaction) to schema %s", migration.filename, self.schema)
         finally:
-            await self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [self._lock_key])
+            await self.conn.execute("SELECT set_config('search_path', %s, false)", [saved])
 
     # ------------------------------------------------------------------ procrastinate
 
@@ -304,7 +326,7 @@ class Migrator:
         files = procrastinate_migrations()
         newest = files[-1].name
         applied: list[str] = []
-        async with self.conn.transaction():
+        async with self._session_lock(), self.conn.transaction():
             await self._enter_schema(create=apply)
             if apply:
                 await self._run("create_schema_migrations")
@@ -361,3 +383,23 @@ class Migrator:
             f"procrastinate's schema in {self.schema!r} predates procrastinate 3.0 and cannot be upgraded by "
             "memory_agent: upgrade it with procrastinate's own migrations (procrastinate schema --migrations-path)"
         )
+
+
+async def migrate_database(url: str, schema: str, *, procrastinate: bool, timeout: float = 5.0) -> MigrationReport:
+    """Apply everything pending to the database at `url` (what `memory-agent migrate` runs), on one connection."""
+    from memory_agent.backend import MemoryBackend
+
+    pool = MemoryBackend.create_pool(url, schema, min_size=1, max_size=1, timeout=timeout, name="memory_agent.migrate")
+    try:
+        await pool.open(wait=True, timeout=timeout)
+    except Exception as exc:
+        await pool.close()
+        raise ConfigurationError(
+            f"cannot connect to PostgreSQL within {timeout}s: {exc}; check MEMORY_AGENT_DATABASE_URL"
+        ) from exc
+    try:
+        backend = MemoryBackend(pool, schema)
+        await backend.check_schema_is_ours()
+        return await backend.migrate(apply=True, procrastinate=procrastinate)
+    finally:
+        await pool.close()
