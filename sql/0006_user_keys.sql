@@ -81,3 +81,16 @@ CREATE TABLE conversation_owners (
 );
 INSERT INTO conversation_owners (conversation_id, tenant_id, user_id, created_at)
 SELECT conversation_id, tenant_id, user_id, created_at FROM conversations;
+
+-- conversation_id determines user_id. Without these statistics the planner multiplies the two selectivities,
+-- estimates a conversation at under one row, and picks any index that starts with (user_id,
+-- conversation_id) as if it were as good as the primary key (load_context then read a 10,000-message
+-- conversation whole through idx_messages_conversation_round to find one sequence number).
+CREATE STATISTICS IF NOT EXISTS messages_user_conversation (dependencies, ndistinct)
+    ON user_id, conversation_id FROM messages;
+CREATE STATISTICS IF NOT EXISTS memory_user_conversation (dependencies, ndistinct)
+    ON user_id, conversation_id FROM memory;
+CREATE STATISTICS IF NOT EXISTS conversations_user_conversation (dependencies, ndistinct)
+    ON user_id, conversation_id FROM conversations;
+CREATE STATISTICS IF NOT EXISTS round_metrics_user_conversation (dependencies, ndistinct)
+    ON user_id, conversation_id FROM round_metrics;

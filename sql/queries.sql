@@ -41,7 +41,9 @@ CROSS JOIN LATERAL (
 -- index condition. Joined directly, with stale statistics (a conversation that grew since ANALYZE) the
 -- planner took the (conversation_id, round_number) index and filtered: every message of the conversation
 -- read at every round start, 3-5 ms at 10,000 messages. The ordered subquery makes the primary key the
--- cheaper path, and the scalar bound keeps it an index condition in generic plans too.
+-- cheaper path, and the scalar bound keeps it an index condition in generic plans too. Every index now starts
+-- with (user_id, conversation_id): the extended statistics of 0006 (conversation_id determines user_id) keep
+-- the planner from estimating a conversation at under one row, which made all of them look alike.
 LEFT JOIN LATERAL (
     SELECT sequence_number, round_number, message
     FROM messages
