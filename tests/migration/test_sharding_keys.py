@@ -60,3 +60,16 @@ def test_the_check_finds_each_broken_rule(database_url):
     assert not any(p.startswith("unindexed_child") and "lead" in p for p in problems)
     assert not any(p.startswith("good_parent") for p in problems)
     assert any(p.startswith("conversation_owners: primary key") for p in problems)
+
+
+def test_every_named_query_on_a_conversation_names_user_id():
+    from memory_agent.resources import parse_queries, sql_dir
+
+    named = parse_queries((sql_dir() / "queries.sql").read_text(encoding="utf-8"))
+    tables = ("conversations", "messages", "memory", "round_metrics", "round_leases", "latest_memory")
+    # schema_clash reads the catalog; conversation_owner reads the owners table, keyed by the thread id.
+    for name, statement in named.items():
+        if name in ("schema_clash", "conversation_owner"):
+            continue
+        if any(f" {table}" in statement for table in tables):
+            assert "user_id = %(user_id)s" in statement, name
