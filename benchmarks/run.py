@@ -17,23 +17,27 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import threading
 import time
+from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks.fakes import FakeChatModel, user_message
 from benchmarks.report import render_markdown, render_plot, ratio_table
 from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph, create_database, drop_database
+from memory_agent.integrations.base import RoundMemory
+from memory_agent.schemas import RoundInfo
 
 RESULTS_DIR = Path(__file__).parent / "results"
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -283,32 +287,29 @@ async def concurrent_stage(system: System, config: BenchConfig, server_url: str)
     return result
 
 
-class NoopMemory:
-    """Stands in for MemoryService under `with_memory`: no database, no summaries. What is left of a
-    round is the wrapper graph's own cost in LangGraph."""
+class NoopMemory(RoundMemory):
+    """A RoundMemory with no database and no summaries, for `with_memory`: what is left of a round is the
+    wrapper graph's own cost in LangGraph."""
 
-    async def prepare_round(self, conversation_id: str, incoming: Any) -> tuple[list[Any], Any]:
-        from memory_agent.schemas import RoundInfo
+    async def prepare_round(
+        self, conversation_id: str, messages: Sequence[BaseMessage], *, lease: str | None = None
+    ) -> tuple[list[BaseMessage], RoundInfo]:
+        incoming = list(messages)
+        return incoming, RoundInfo(conversation_id=conversation_id, input_messages=incoming, started=time.perf_counter())
 
-        messages = list(incoming)
-        info = RoundInfo(
-            conversation_id=conversation_id,
-            input_messages=messages,
-            context_ids=[m.id for m in messages],
-            started=time.perf_counter(),
-        )
-        return messages, info
-
-    async def release_round(self, info: Any) -> None:
+    async def finish_round(
+        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
+    ) -> None:
         return None
 
-    async def finish_round(self, conversation_id: str, messages: Any, info: Any = None) -> None:
+    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         return None
 
-    async def record_failed_round(self, info: Any, stage: str, error: BaseException) -> None:
+    async def release_round(self, info: RoundInfo) -> None:
         return None
 
-    def call_sync(self, coro: Any) -> Any:  # pragma: no cover - the benchmark is asynchronous
+    def call_sync(self, coro: Coroutine[Any, Any, T]) -> T:  # pragma: no cover - the benchmark is asynchronous
+        coro.close()
         raise RuntimeError("the benchmark runs asynchronously")
 
 
@@ -346,7 +347,7 @@ async def measure_floors(server_url: str, rounds: int = 300) -> dict[str, Any]:
 
     floors: dict[str, Any] = {"bare_graph_round_ms": await _median_round_ms(chat_graph(FakeChatModel()), rounds)}
     try:
-        wrapped = with_memory(chat_graph(FakeChatModel()), NoopMemory())  # type: ignore[arg-type]
+        wrapped = with_memory(chat_graph(FakeChatModel()), NoopMemory())
         floors["with_memory_noop_round_ms"] = await _median_round_ms(
             wrapped, rounds, {"configurable": {"thread_id": "floor"}}
         )
@@ -361,7 +362,7 @@ async def measure_floors(server_url: str, rounds: int = 300) -> dict[str, Any]:
 async def _summary_call_floor(repeats: int = 100) -> float:
     """One MemoryAgent.summarize call on the zero-latency offline summarizer: the client-side CPU of a
     summary (prompt, structured-output chain, parsing), without the database."""
-    from memory_agent.agent import MemoryAgent, SequencedMessage
+    from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
     from benchmarks.fakes import BenchOfflineSummaryModel
     from benchmarks.systems import scripted_history
 
@@ -462,9 +463,9 @@ def run(config: BenchConfig) -> dict[str, Any]:
     if config.database_url:
         results = asyncio.run(run_all(config, config.database_url))
     else:
-        from memory_agent.embedded import start_embedded_postgres
+        from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
-        data_dir = Path(tempfile.mkdtemp(prefix="memory_agent_bench_")) / "pgdata"
+        data_dir = scratch_data_dir("memory_agent_bench_")
         log("starting the embedded PostgreSQL (fresh data directory)")
         server_url = start_embedded_postgres(data_dir, cleanup_mode="delete")
         results = asyncio.run(run_all(config, server_url))

@@ -160,7 +160,7 @@ class MemoryAgentSystem(System):
 
     async def seed(self, thread_id: str, n_messages: int) -> None:
         """Store `n_messages` scripted messages, then one real summary ending two messages before the last."""
-        from memory_agent.service import serialize_round
+        from memory_agent.conversation.messages import serialize_round
 
         history = scripted_history(n_messages)
         rounds = [history[i : i + 2] for i in range(0, len(history), 2)]

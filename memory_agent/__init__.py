@@ -1,7 +1,7 @@
 """memory_agent: bounded, auditable conversation memory for LangGraph chat apps, stored in PostgreSQL."""
 
-from memory_agent.agent import MemoryAgent
-from memory_agent.backend import MemoryBackend
+from memory_agent.conversation.window import calculate_summary_range, should_trigger_summary
+from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
@@ -11,9 +11,9 @@ from memory_agent.errors import (
     ServiceClosedError,
     SummarizationError,
 )
-from memory_agent.middleware import MemoryMiddleware
-from memory_agent.nodes import MemoryRoundState, memory_load_node, memory_save_node, with_memory
-from memory_agent.offline import OfflineSummaryModel
+from memory_agent.integrations.base import RoundMemory
+from memory_agent.integrations.langgraph import MemoryRoundState, memory_load_node, memory_save_node, with_memory
+from memory_agent.integrations.middleware import MemoryMiddleware
 from memory_agent.schemas import (
     ConversationContext,
     MemoryRecord,
@@ -21,9 +21,11 @@ from memory_agent.schemas import (
     RoundSaved,
     TriggerResult,
 )
-from memory_agent.service import MemoryService, calculate_summary_range, openai_chat_model, should_trigger_summary
+from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
-
+from memory_agent.summarize.agent import MemoryAgent
+from memory_agent.summarize.models import openai_chat_model
+from memory_agent.summarize.offline import OfflineSummaryModel
 
 __all__ = [
     "ConfigurationError",
@@ -41,6 +43,7 @@ __all__ = [
     "MemorySummaryOutput",
     "OfflineSummaryModel",
     "RoundInProgressError",
+    "RoundMemory",
     "RoundSaved",
     "ServiceClosedError",
     "SummarizationError",

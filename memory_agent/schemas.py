@@ -56,7 +56,10 @@ class ConversationContext(BaseModel):
     gap_messages: list[BaseMessage] = Field(default_factory=list)
     gap_start_sequence: int | None = None
     gap_end_sequence: int | None = None
-    next_sequence: int = 0
+    current_messages: list[BaseMessage] = Field(
+        default_factory=list,
+        description="This round's input: the messages given to get_context_for_workflow not stored yet (by id).",
+    )
     gap_capped_messages: int = Field(
         default=0, description="Stored messages after the memory left out by max_gap_messages (oldest first)."
     )
@@ -105,7 +108,6 @@ class RoundInfo(BaseModel):
     conversation_id: str
     input_messages: list[BaseMessage]
     lease: str | None = Field(default=None, description="The token of the round's hold on its conversation.")
-    context_ids: list[str | None] = Field(default_factory=list)
     memory_id: int | None = None
     memory_end_sequence: int | None = None
     gap_start_sequence: int | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +19,10 @@ SYSTEM_SCHEMAS = ("pg_catalog", "pg_toast", "information_schema")
 
 
 def default_data_dir() -> Path:
+    """The user's cache directory; for root, /var/lib/memory_agent: the embedded server then runs as another OS
+    user, which could not reach root's home without opening it to everyone."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/memory_agent/pgdata")
     return Path(platformdirs.user_cache_dir("memory_agent")) / "pgdata"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryService, MemorySettings
-from memory_agent.backend import MemoryBackend
+from memory_agent.db.backend import MemoryBackend
 from tests.integrity import check_integrity
 
 TEMPLATE = "memory_agent_test_template"
@@ -37,10 +36,9 @@ def server_url() -> Iterator[str]:
     if dsn:
         yield dsn
         return
-    from memory_agent.embedded import start_embedded_postgres
+    from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
-    base = Path(tempfile.mkdtemp(prefix="memory_agent_test_"))
-    yield start_embedded_postgres(base / "pgdata", cleanup_mode="delete")
+    yield start_embedded_postgres(scratch_data_dir("memory_agent_test_"), cleanup_mode="delete")
 
 
 @pytest.fixture(scope="session")

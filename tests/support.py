@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 from langgraph.graph import START, MessagesState, StateGraph
 
-from memory_agent.offline import OfflineSummaryModel
+from memory_agent.summarize.offline import OfflineSummaryModel
 
 
 class EchoChat:

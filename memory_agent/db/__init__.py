@@ -1,6 +1,9 @@
 """database access: pool, migrations, named queries.
 
-`migrate` applies memory_agent's numbered migrations, re-creates the views and functions of sql/definitions/
-and creates or upgrades procrastinate's schema; `keys` holds the row key (tenant, user) and its default scope.
-Nothing here imports the service, the integrations or the CLI.
+The only code that talks to PostgreSQL. Owns the connection pool, transactions and driver-error mapping
+(backend.py runs every named query of sql/), opening a database (connect.py), the zero-setup embedded server
+(embedded.py), the migrations (migrate.py: numbered files, sql/definitions/, procrastinate's schema) and the
+row key (keys.py: tenant, user and the per-conversation default scope).
+May import: errors, settings, schemas, resources. Never conversation/, summarize/, jobs/, integrations/,
+observability/, cli/ nor service.py.
 """

@@ -387,7 +387,7 @@ class Migrator:
 
 async def migrate_database(url: str, schema: str, *, procrastinate: bool, timeout: float = 5.0) -> MigrationReport:
     """Apply everything pending to the database at `url` (what `memory-agent migrate` runs), on one connection."""
-    from memory_agent.backend import MemoryBackend
+    from memory_agent.db.backend import MemoryBackend
 
     pool = MemoryBackend.create_pool(url, schema, min_size=1, max_size=1, timeout=timeout, name="memory_agent.migrate")
     try:

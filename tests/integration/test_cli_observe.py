@@ -7,8 +7,8 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from memory_agent.service import escape_memory_text
-from memory_agent.cli import app
+from memory_agent.conversation.context import escape_memory_text
+from memory_agent.cli.main import app
 from tests.conftest import query
 from tests.integration.test_observability import (
     SEED_TABLE,

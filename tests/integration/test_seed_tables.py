@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory_agent import with_memory
-from memory_agent.service import escape_memory_text
+from memory_agent.conversation.context import escape_memory_text
 from tests.conftest import query
 from tests.support import EchoChat, GatedSummaryModel
 

@@ -18,9 +18,9 @@ from memory_agent import (
     MemoryService,
     MemorySettings,
     ServiceClosedError,
-    observability as obs,
     with_memory,
 )
+from memory_agent.observability import queries as obs
 from tests.conftest import query, with_dbname
 from tests.support import EchoChat, GatedSummaryModel
 

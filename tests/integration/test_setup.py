@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from langchain_core.messages import HumanMessage
 from pydantic import ValidationError
 
 from memory_agent import ConfigurationError, MemoryService, MemorySettings, with_memory
+from memory_agent.db.embedded import scratch_data_dir
 from memory_agent.resources import migrations
 from tests.support import EchoChat, GatedSummaryModel
 
@@ -95,7 +95,7 @@ def test_sync_invoke_from_a_plain_script(database_url):
 
 def test_embedded_database_is_the_default_and_keeps_its_data(monkeypatch):
     monkeypatch.delenv("MEMORY_AGENT_DATABASE_URL", raising=False)
-    data_dir = Path(tempfile.mkdtemp(prefix="memory_agent_embedded_")) / "pgdata"
+    data_dir = scratch_data_dir("memory_agent_embedded_")
     settings = MemorySettings(data_dir=data_dir)
     assert settings.database_url is None
     with MemoryService.from_settings(settings) as memory:
@@ -106,12 +106,6 @@ def test_embedded_database_is_the_default_and_keeps_its_data(monkeypatch):
         context = memory.call_sync(memory.get_context_for_workflow("kept"))
         assert [m.text for m in context.gap_messages] == ["remember me", "reply 1"]
     assert (data_dir / "PG_VERSION").exists()
-
-
-def test_default_data_dir_is_under_the_user_cache_dir():
-    import platformdirs
-
-    assert MemorySettings().data_dir.is_relative_to(Path(platformdirs.user_cache_dir("memory_agent")))
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from memory_agent import with_memory
-from memory_agent.service import escape_memory_text, inject_memory
+from memory_agent.conversation.context import escape_memory_text, inject_memory
 from tests.conftest import query
 from tests.support import EchoChat, FailingSummaryModel, GatedSummaryModel
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from memory_agent import InvalidInputError
-from memory_agent.backend import MemoryBackend
+from memory_agent.db.backend import MemoryBackend
 from tests.conftest import query
 
 

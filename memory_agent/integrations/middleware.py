@@ -32,9 +32,8 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.nodes import conversation_id_from_config, persist_round, record_interrupted
+from memory_agent.integrations.base import RoundMemory, conversation_id_from_config, persist_round, record_interrupted
 from memory_agent.schemas import RoundInfo, fingerprint, new_messages
-from memory_agent.service import MemoryService
 
 # Contexts of the rounds in flight in this process, by round token. The loaded context (memory and gap) is
 # never written to the agent's state: it would show in stream_mode="updates" and in every checkpoint. A run
@@ -58,7 +57,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
 
     state_schema = MemoryAgentState
 
-    def __init__(self, memory: MemoryService) -> None:
+    def __init__(self, memory: RoundMemory) -> None:
         super().__init__()
         self.memory = memory
         self.tools = []

@@ -23,7 +23,7 @@ def demo(
     thread_id: str = typer.Option("demo", help="Conversation id (thread_id) to use."),
 ) -> None:
     """Drive a scripted conversation through a memory-wrapped graph and show the memory evolve."""
-    from memory_agent.demo import run_demo
+    from memory_agent.cli.demo import run_demo
 
     run_demo(rounds=rounds, thread_id=thread_id)
 
@@ -42,7 +42,7 @@ def db_url() -> None:
     if settings.database_url:
         typer.echo(settings.database_url)
         return
-    from memory_agent.embedded import start_embedded_postgres
+    from memory_agent.db.embedded import start_embedded_postgres
 
     typer.echo(start_embedded_postgres(settings.data_dir, cleanup_mode=None))
 
@@ -50,7 +50,7 @@ def db_url() -> None:
 @db.command("stop")
 def db_stop() -> None:
     """Stop the embedded PostgreSQL of MEMORY_AGENT_DATA_DIR (e.g. left running by `langgraph dev`)."""
-    from memory_agent.embedded import stop_embedded_postgres
+    from memory_agent.db.embedded import stop_embedded_postgres
     from memory_agent.settings import MemorySettings
 
     data_dir = MemorySettings().data_dir
@@ -77,12 +77,14 @@ def migrate(
     settings = MemorySettings()
     url = settings.database_url
     if not url:
-        from memory_agent.embedded import start_embedded_postgres
+        from memory_agent.db.embedded import start_embedded_postgres
 
         url = start_embedded_postgres(settings.data_dir)
     with_jobs = settings.executor == "procrastinate" if procrastinate is None else procrastinate
     try:
-        report = asyncio.run(migrate_database(url, settings.db_schema, procrastinate=with_jobs, timeout=settings.connect_timeout_s))
+        report = asyncio.run(
+            migrate_database(url, settings.db_schema, procrastinate=with_jobs, timeout=settings.connect_timeout_s)
+        )
     except MemoryAgentError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
@@ -100,7 +102,7 @@ def _register_optional_commands() -> None:
     # Each command group lives in its own module and adds itself to `app`.
     import importlib
 
-    for module in ("memory_agent.cli_observe", "memory_agent.cli_worker"):
+    for module in ("memory_agent.cli.observe", "memory_agent.cli.worker"):
         try:
             importlib.import_module(module).register(app)
         except ModuleNotFoundError as exc:

@@ -1,23 +1,27 @@
 """LangGraph glue: the round-start and round-end nodes, and `with_memory` that wraps a compiled graph.
 
-No SQL and no window maths here: the nodes call MemoryService.
+No SQL and no window maths here: the nodes call a RoundMemory (MemoryService).
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import TypedDict
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.schemas import RoundInfo, new_messages
-from memory_agent.service import MemoryService, validate_conversation_id
+from memory_agent.integrations.base import (
+    RoundMemory,
+    conversation_id_from_config,
+    persist_round,
+    produced_messages,
+    record_interrupted,
+)
+from memory_agent.schemas import RoundInfo
 
 # Tag on the memory nodes' own runs (tracing). In a graph of your own, their updates (the loaded context)
 # still show in stream_mode "updates"; with_memory runs the whole round in one node and shows only new messages.
@@ -31,52 +35,13 @@ class MemoryRoundState(TypedDict, total=False):
     memory_round: dict[str, Any] | None  # RoundInfo.to_state(): plain data, safe in any checkpoint
 
 
-def conversation_id_from_config(config: RunnableConfig | None) -> str:
-    configurable = (config or {}).get("configurable") or {}
-    if "thread_id" not in configurable:
-        raise InvalidInputError(
-            'memory_agent needs a conversation id: pass config={"configurable": {"thread_id": "<conversation id>"}}'
-        )
-    return validate_conversation_id(configurable["thread_id"])
-
-
-async def _load(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+async def _load(memory: RoundMemory, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
     conversation_id = conversation_id_from_config(config)
     workflow, info = await memory.prepare_round(conversation_id, list(state.get("messages") or []))
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info.to_state()}
 
 
-def produced_messages(messages: list[BaseMessage], info: RoundInfo) -> list[BaseMessage]:
-    """The messages the wrapped graph (or agent) added to the context it was given.
-
-    Compared by content fingerprint, not by id: a model or proxy that repeats an earlier message id still
-    has its reply stored.
-    """
-    return new_messages(messages, info.context_fingerprints)
-
-
-async def persist_round(memory: MemoryService, info: RoundInfo, produced: list[BaseMessage]) -> None:
-    """Round end for the graph nodes and the agent middleware: store input + produced messages."""
-    try:
-        await memory.finish_round(info.conversation_id, [*info.input_messages, *produced], info)
-    except Exception as exc:
-        await memory.record_failed_round(info, "save", exc)
-        raise
-
-
-async def record_interrupted(memory: MemoryService, info: RoundInfo, error: BaseException) -> None:
-    """A round that did not complete: a metrics row (cancelled or failed); an interrupt records nothing, the
-    round is stored whole when it is resumed and completes."""
-    if isinstance(error, GraphBubbleUp):
-        # Paused, not failed: the conversation is free meanwhile; the resumed run takes its lease again.
-        await asyncio.shield(memory.release_round(info))
-        return
-    stage = "cancelled" if isinstance(error, asyncio.CancelledError) else "graph"
-    # Shielded: a cancelled caller still gets its row written.
-    await asyncio.shield(memory.record_failed_round(info, stage, error))
-
-
-async def _save(memory: MemoryService, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
+async def _save(memory: RoundMemory, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
     data = state.get("memory_round")
     if not data:
         raise InvalidInputError("memory_save ran without memory_load: add the load node before the graph it wraps")
@@ -85,7 +50,7 @@ async def _save(memory: MemoryService, state: MemoryRoundState, config: Runnable
     return {"memory_round": None}
 
 
-def _memory_node(memory: MemoryService, step: Any, name: str) -> RunnableLambda:
+def _memory_node(memory: RoundMemory, step: Any, name: str) -> RunnableLambda:
     """A node running `step(memory, state, config)` on either path: ainvoke awaits it, invoke blocks on it."""
 
     async def arun(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
@@ -97,12 +62,12 @@ def _memory_node(memory: MemoryService, step: Any, name: str) -> RunnableLambda:
     return RunnableLambda(run, afunc=arun, name=name).with_config(tags=[NOSTREAM_TAG])
 
 
-def memory_load_node(memory: MemoryService) -> RunnableLambda:
+def memory_load_node(memory: RoundMemory) -> RunnableLambda:
     """Round start: replace the state's messages by gap + this round's input, with the memory injected."""
     return _memory_node(memory, _load, "memory_load")
 
 
-def memory_save_node(memory: MemoryService) -> RunnableLambda:
+def memory_save_node(memory: RoundMemory) -> RunnableLambda:
     """Round end: persist the user input and every message the graph produced; start a summary if due."""
     return _memory_node(memory, _save, "memory_save")
 
@@ -117,7 +82,7 @@ def _with_messages(state: Any, messages: list[BaseMessage]) -> Any:
     return state.model_copy(update={"messages": messages})
 
 
-def memory_round_node(graph: Any, memory: MemoryService, name: str) -> RunnableLambda:
+def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> RunnableLambda:
     """One node for a whole round: load memory + gap, run `graph` on that context, persist the round.
 
     Its update carries only the messages `graph` added, which is all a caller's stream shows. One node
@@ -158,7 +123,7 @@ def memory_round_node(graph: Any, memory: MemoryService, name: str) -> RunnableL
     return RunnableLambda(run, afunc=arun, name=name)
 
 
-def with_memory(graph: Any, memory: MemoryService, *, name: str = "agent") -> Any:
+def with_memory(graph: Any, memory: RoundMemory, *, name: str = "agent") -> Any:
     """Wrap a compiled graph whose state has "messages": each invoke is one round with memory.
 
     The wrapped graph sees only the memory, the gap and this round's input, never the whole history.

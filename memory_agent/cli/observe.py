@@ -18,9 +18,9 @@ from rich.markup import escape as escape_markup
 from rich.panel import Panel
 from rich.table import Table
 
-from memory_agent import observability
+from memory_agent.observability import queries as observability
 from memory_agent.errors import MemoryAgentError
-from memory_agent.offline import OfflineSummaryModel
+from memory_agent.summarize.offline import OfflineSummaryModel
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 

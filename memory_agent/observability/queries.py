@@ -17,9 +17,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
 
-from memory_agent.backend import MemoryBackend
+from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
-from memory_agent.service import inject_memory
+from memory_agent.conversation.context import inject_memory
 
 Row = dict[str, Any]
 

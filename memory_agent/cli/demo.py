@@ -13,9 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memory_agent.nodes import with_memory
+from memory_agent.integrations.langgraph import with_memory
 from memory_agent.schemas import MemoryRecord
-from memory_agent.service import MemoryService, default_summary_model
+from memory_agent.service import MemoryService
+from memory_agent.summarize.models import default_summary_model
 from memory_agent.settings import MemorySettings
 
 SCRIPT = [
@@ -55,7 +56,7 @@ class ScriptedChatModel(BaseChatModel):
 
 def _chat_model(settings: MemorySettings) -> tuple[BaseChatModel, str]:
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
-        from memory_agent.service import openai_chat_model
+        from memory_agent.summarize.models import openai_chat_model
 
         model = os.environ.get("MEMORY_AGENT_DEMO_CHAT_MODEL", settings.memory_model)
         return openai_chat_model(model), f"ChatOpenAI({model})"

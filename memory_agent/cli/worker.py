@@ -15,17 +15,20 @@ logger = logging.getLogger("memory_agent.worker")
 
 def run_worker(concurrency: int = 4, settings: Any = None, model: Any = None) -> None:
     """Run summarization jobs until SIGINT/SIGTERM; in-flight summaries drain for drain_timeout_s."""
+    from memory_agent.jobs.procrastinate_executor import ProcrastinateExecutor
     from memory_agent.service import MemoryService
     from memory_agent.settings import MemorySettings
 
     settings = (settings or MemorySettings()).model_copy(update={"executor": "procrastinate"})
     with MemoryService.from_settings(settings, model=model) as service:
+        executor = service.executor
+        assert isinstance(executor, ProcrastinateExecutor)
         stopping = asyncio.Event()
 
         async def run_until_stopped() -> None:
             # The worker ends (its in-flight jobs with it) before the service closes procrastinate's app:
             # cancelling it and closing at once made every stop print an AppNotOpen traceback.
-            worker = asyncio.create_task(service.executor.run_worker(concurrency))
+            worker = asyncio.create_task(executor.run_worker(concurrency))
             stop = asyncio.create_task(stopping.wait())
             await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()

@@ -8,14 +8,15 @@ summarization in flight per conversation; a job only ever runs a row that is sti
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import procrastinate
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-if TYPE_CHECKING:
-    from memory_agent.service import MemoryService
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.jobs.base import SummaryJobs
+from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.jobs")
 
@@ -34,9 +35,8 @@ def procrastinate_conninfo(url: str, schema: str) -> str:
     return make_conninfo(**params)
 
 
-def build_app(service: "MemoryService", url: str) -> procrastinate.App:
-    """A procrastinate App whose tasks run on `service` (in a worker process)."""
-    settings = service.settings
+def build_app(jobs: SummaryJobs, settings: MemorySettings, url: str) -> procrastinate.App:
+    """A procrastinate App whose tasks run `jobs` (in a worker process)."""
     connector = procrastinate.PsycopgConnector(
         conninfo=procrastinate_conninfo(url, settings.db_schema), min_size=1, max_size=4
     )
@@ -45,12 +45,12 @@ def build_app(service: "MemoryService", url: str) -> procrastinate.App:
     @app.task(name=SUMMARIZE_TASK, queue=QUEUE)
     async def summarize(user_id: str, memory_id: int) -> str:
         # The whole key: on a sharded database the job's reads go to the user's shard only.
-        return await service.run_summary(memory_id, user_id=user_id)
+        return await jobs.run_summary(memory_id, user_id)
 
     @app.periodic(cron=settings.sweep_cron, periodic_id="memory_agent.sweep")
     @app.task(name=SWEEP_TASK, queue=QUEUE, queueing_lock=SWEEP_TASK)
     async def sweep(timestamp: int) -> list[int]:
-        return await service.sweep()
+        return await jobs.sweep()
 
     return app
 
@@ -58,18 +58,24 @@ def build_app(service: "MemoryService", url: str) -> procrastinate.App:
 class ProcrastinateExecutor:
     """Defers a job per new `processing` row; `memory-agent worker` runs them."""
 
-    def __init__(self, service: "MemoryService") -> None:
-        self.service = service
+    def __init__(self, jobs: SummaryJobs, settings: MemorySettings, backend: MemoryBackend, url: str) -> None:
+        self.jobs = jobs
+        self.settings = settings
+        self.backend = backend
+        self.url = url
         self.app: procrastinate.App | None = None
 
     async def start(self) -> None:
-        await self.service.backend.setup_procrastinate(apply=self.service.settings.auto_migrate)
-        self.app = build_app(self.service, self.service.database_url)
+        await self.backend.setup_procrastinate(apply=self.settings.auto_migrate)
+        self.app = build_app(self.jobs, self.settings, self.url)
         await self.app.open_async()
 
-    async def dispatch(self, memory_id: int, *, user_id: str) -> None:
+    async def dispatch(self, memory_id: int, user_id: str) -> None:
         assert self.app is not None
         await self.app.tasks[SUMMARIZE_TASK].defer_async(user_id=user_id, memory_id=memory_id)
+
+    async def drain(self, timeout: float | None) -> bool:
+        return True  # summaries run in worker processes: none is in flight in this one
 
     async def stop(self) -> None:
         if self.app is not None:

@@ -1,0 +1,73 @@
+"""Double texting: one round at a time per conversation, across processes, decided by a lease row in
+PostgreSQL (`enqueue` waits for it, `reject` raises RoundInProgressError); it expires after round_lease_s
+when its holder died."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.errors import RoundInProgressError
+from memory_agent.runtime import MemoryLoop
+from memory_agent.settings import MemorySettings
+
+
+class RoundLeases:
+    """The leases this process takes and gives back."""
+
+    def __init__(self, settings: MemorySettings, backend: MemoryBackend, loop: MemoryLoop) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.loop = loop
+        # Leases this process could not give back (the database was away when its round failed): ours to
+        # take over at once; other processes wait for their expiry.
+        self._unreleased: dict[str, str] = {}
+
+    async def acquire(self, conversation_id: str, token: str | None = None) -> str:
+        """The conversation's lease for a new round. A resumed round passes the token it holds and gets it
+        renewed. Runs on the memory loop."""
+        settings = self.settings
+        token = token or self._unreleased.get(conversation_id) or uuid.uuid4().hex
+        deadline = time.monotonic() + settings.multitask_timeout_s
+        delay = 0.01
+        while not await self.backend.acquire_round_lease(
+            conversation_id,
+            token,
+            settings.round_lease_s,
+            tenant_id=DEFAULT_TENANT_ID,
+            user_id=default_user_id(conversation_id),
+        ):
+            if settings.multitask_strategy == "reject":
+                raise RoundInProgressError(
+                    f"another round of conversation {conversation_id!r} is running; wait for it to finish "
+                    "(MEMORY_AGENT_MULTITASK_STRATEGY=reject; 'enqueue' waits instead)"
+                )
+            if time.monotonic() + delay > deadline:
+                raise RoundInProgressError(
+                    f"waited {settings.multitask_timeout_s}s for the running round of conversation "
+                    f"{conversation_id!r} to finish (MEMORY_AGENT_MULTITASK_TIMEOUT_S)"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+        self._unreleased.pop(conversation_id, None)
+        return token
+
+    async def release(self, conversation_id: str, token: str) -> None:
+        """Give the lease back; shielded, so a cancelled caller still frees the conversation."""
+        await self.loop.arun(
+            self.backend.release_round_lease(conversation_id, token, user_id=default_user_id(conversation_id)),
+            shield=True,
+        )
+
+    async def give_back(self, conversation_id: str, token: str) -> Exception | None:
+        """Release, and when the database is away keep the lease for this process's next round of the
+        conversation; returns what prevented the release."""
+        try:
+            await self.release(conversation_id, token)
+        except Exception as exc:
+            self._unreleased[conversation_id] = token
+            return exc
+        return None

@@ -1,0 +1,138 @@
+"""A round's messages at the boundary: what may be stored, and how it is stored.
+
+Validation raises InvalidInputError naming the bad message before anything is written; serialization
+turns LangChain messages into the (role, content, message dict) rows of the `messages` table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict
+
+from memory_agent.errors import InvalidInputError
+
+MAX_CONVERSATION_ID_BYTES = 1024
+MAX_MESSAGE_ID_BYTES = 512  # message ids are in an index key too
+
+
+def storable_text(text: str) -> str:
+    """`text` as PostgreSQL can store it: NUL (which `text` columns refuse) becomes U+FFFD, and a lone
+    surrogate (which UTF-8 cannot encode) becomes `?`. For model output and error messages, which must
+    always reach their row."""
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def role_of(message: BaseMessage) -> str:
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, SystemMessage):
+        return "system"
+    return message.type
+
+
+def _utf8_size(text: str, what: str) -> int:
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{what} contains a lone surrogate ({text[exc.start]!r} at character {exc.start}), which is not "
+            "valid Unicode and cannot be stored; encode the text correctly"
+        ) from None
+
+
+def validate_conversation_id(conversation_id: Any) -> str:
+    if not isinstance(conversation_id, str):
+        raise InvalidInputError(
+            f"thread_id must be a non-empty string, got {type(conversation_id).__name__}; "
+            'pass config={"configurable": {"thread_id": "..."}}'
+        )
+    if not conversation_id.strip():
+        raise InvalidInputError("thread_id must be a non-empty string, got an empty or blank one")
+    if "\x00" in conversation_id:
+        raise InvalidInputError("thread_id contains a NUL character, which PostgreSQL text cannot store")
+    size = _utf8_size(conversation_id, "thread_id")
+    if size > MAX_CONVERSATION_ID_BYTES:
+        # Bytes, not characters: the id is in every index key, whose size PostgreSQL limits.
+        raise InvalidInputError(
+            f"thread_id is {size} bytes long in UTF-8 ({len(conversation_id)} characters); at most "
+            f"{MAX_CONVERSATION_ID_BYTES} bytes are allowed"
+        )
+    return conversation_id
+
+
+def _check_message(message: Any, position: int) -> BaseMessage:
+    """A LangChain message whose content is a string or a list of content blocks."""
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(
+            f"message {position} is a {type(message).__name__}, not a LangChain message "
+            "(HumanMessage, AIMessage, ToolMessage, ...)"
+        )
+    content = message.content
+    if isinstance(content, str):
+        return message
+    if isinstance(content, list) and all(isinstance(block, (str, dict)) for block in content):
+        return message
+    raise InvalidInputError(
+        f"message {position} ({type(message).__name__}) has content of type {type(content).__name__}; "
+        "content must be a string or a list of content blocks"
+    )
+
+
+def _contains_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_contains_nul(v) for v in value)
+    return False
+
+
+def serialize_round(messages: Sequence[Any]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """(roles, contents, message dicts) ready to store; raises InvalidInputError naming the bad message."""
+    if not messages:
+        raise InvalidInputError("a round needs a user message (HumanMessage); none was given")
+    roles, contents, payloads = [], [], []
+    for position, message in enumerate(messages):
+        _check_message(message, position)
+        what = f"message {position} ({type(message).__name__})"
+        payload = json.loads(json.dumps(message_to_dict(message), default=str, ensure_ascii=False))  # JSON types only
+        if _contains_nul(payload):
+            raise InvalidInputError(
+                f"{what} contains a NUL character, which PostgreSQL cannot store; remove it before sending the message"
+            )
+        _utf8_size(json.dumps(payload, ensure_ascii=False), what)
+        if message.id is not None and _utf8_size(str(message.id), f"{what} id") > MAX_MESSAGE_ID_BYTES:
+            raise InvalidInputError(f"{what} has an id over {MAX_MESSAGE_ID_BYTES} bytes; use a shorter id")
+        roles.append(role_of(message))
+        contents.append(str(message.text))
+        payloads.append(payload)
+    return roles, contents, payloads
+
+
+def check_user_messages(messages: Sequence[BaseMessage]) -> None:
+    """A round carries at least one user message, and no empty one."""
+    if not any(isinstance(m, HumanMessage) for m in messages):
+        raise InvalidInputError("a round needs a user message (HumanMessage); none was given")
+    for position, message in enumerate(messages):
+        if isinstance(message, HumanMessage) and not str(message.text).strip() and not (
+            isinstance(message.content, list) and message.content
+        ):
+            raise InvalidInputError(f"message {position} (HumanMessage) is empty")
+
+
+def validate_round_input(messages: Any, *, need_user: bool = True) -> list[BaseMessage]:
+    """The messages a caller starts a round with: LangChain messages, at least one from the user."""
+    if not isinstance(messages, (list, tuple)):
+        raise InvalidInputError(f"a round's input must be a list of messages, got {type(messages).__name__}")
+    checked = [_check_message(message, position) for position, message in enumerate(messages)]
+    if need_user:
+        check_user_messages(checked)
+    return checked

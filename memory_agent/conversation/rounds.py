@@ -1,0 +1,218 @@
+"""A round from start to end: its context at the start, the round stored whole at the end.
+
+Round START (`prepare`): take the conversation's lease, read the latest *completed* memory and the gap
+after it in one statement, and build the model's context (tool calls closed, memory injected, token budget
+applied). The round's input is every message the caller holds that is not stored yet: stored is a fact of
+the database (message ids), not a guess from message shapes.
+Round END (`finish`): one write transaction stores the round, gives the lease back, applies the trigger
+rule and records the round's metrics; the new `processing` row is dispatched after commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from memory_agent.conversation.budget import apply_budget, close_unanswered_tool_calls
+from memory_agent.conversation.context import gap_cap_record, inject_memory, load_context
+from memory_agent.conversation.leases import RoundLeases
+from memory_agent.conversation.messages import (
+    check_user_messages,
+    serialize_round,
+    storable_text,
+    validate_conversation_id,
+    validate_round_input,
+)
+from memory_agent.conversation.trigger import SummaryTrigger
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.runtime import MemoryLoop
+from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, TriggerResult, fingerprint
+from memory_agent.settings import MemorySettings
+
+logger = logging.getLogger("memory_agent")
+
+
+def round_metrics_row(info: RoundInfo, saved: RoundSaved | None, trigger: TriggerResult | None) -> dict[str, Any]:
+    """The round_metrics row for a round (saved and trigger are None when it failed before being stored)."""
+    return {
+        "conversation_id": info.conversation_id,
+        "round_number": saved.round_number if saved else None,
+        "first_sequence": saved.first_sequence if saved else None,
+        "last_sequence": saved.last_sequence if saved else None,
+        "memory_id": info.memory_id,
+        "memory_end_sequence": info.memory_end_sequence,
+        "gap_start_sequence": info.gap_start_sequence,
+        "gap_end_sequence": info.gap_end_sequence,
+        "gap_size": info.gap_size,
+        "context_messages": info.context_messages,
+        "context_tokens": info.context_tokens,
+        "truncated": info.truncated,
+        "truncation": info.truncation,
+        "retrieval_path": info.retrieval_path,
+        "latency_load_ms": info.load_ms,
+        "latency_round_ms": (time.perf_counter() - info.started) * 1000,
+        "summary_triggered": bool(trigger and trigger.started),
+        "trigger_outcome": trigger.outcome if trigger else None,
+        "triggered_memory_id": trigger.memory_id if trigger and trigger.started else None,
+        "error_stage": None,
+        "error": None,
+    }
+
+
+def not_stored(messages: Sequence[BaseMessage], stored_ids: set[str]) -> list[BaseMessage]:
+    """The messages of `messages` the conversation does not hold yet (a message without an id is new)."""
+    return [m for m in messages if not m.id or m.id not in stored_ids]
+
+
+class Rounds:
+    """Round start and end over the database. Called from any event loop: the database work runs on the
+    memory loop (`loop.arun`), the context building on the caller's."""
+
+    def __init__(
+        self, settings: MemorySettings, backend: MemoryBackend, loop: MemoryLoop, trigger: SummaryTrigger
+    ) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.loop = loop
+        self.trigger = trigger
+        self.leases = RoundLeases(settings, backend, loop)
+
+    async def context(self, conversation_id: str, current_messages: Sequence[BaseMessage]) -> ConversationContext:
+        """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
+        messages = validate_round_input(list(current_messages), need_user=False)
+        context, stored_ids = await self.loop.arun(
+            load_context(self.backend, conversation_id, [m.id for m in messages if m.id], self.settings.gap_message_cap)
+        )
+        return context.model_copy(update={"current_messages": not_stored(messages, stored_ids)})
+
+    async def prepare(
+        self, conversation_id: str, messages: Sequence[BaseMessage], lease: str | None = None
+    ) -> tuple[list[BaseMessage], RoundInfo]:
+        started = time.perf_counter()
+        validate_conversation_id(conversation_id)
+        checked = validate_round_input(messages, need_user=False)
+        token = await self.loop.arun(self.leases.acquire(conversation_id, lease))
+        try:
+            return await self._prepare(conversation_id, checked, token, started)
+        except BaseException:
+            await self.leases.give_back(conversation_id, token)
+            raise
+
+    async def _prepare(
+        self, conversation_id: str, messages: list[BaseMessage], lease: str, started: float
+    ) -> tuple[list[BaseMessage], RoundInfo]:
+        settings = self.settings
+        context, stored_ids = await self.loop.arun(
+            load_context(self.backend, conversation_id, [m.id for m in messages if m.id], settings.gap_message_cap)
+        )
+        incoming = not_stored(messages, stored_ids)
+        check_user_messages(incoming)
+        serialize_round(incoming)  # refuse what cannot be stored before the model is called
+        # The model never gets a tool call without a result (chat APIs reject that history).
+        gap, closed_gap = close_unanswered_tool_calls(context.gap_messages)
+        current, closed_input = close_unanswered_tool_calls(incoming, keep_open_at_end=True)
+        closed = closed_gap + closed_input
+        budget = apply_budget(
+            gap,
+            current,
+            lambda messages: inject_memory(context.memory_text, messages, settings.injection_mode),
+            max_context_tokens=settings.max_context_tokens,
+            max_message_tokens=settings.max_message_tokens,
+        )
+        workflow = budget.context
+        if budget.applied:
+            logger.info(
+                "Context budget for %s: dropped %d gap rounds (%d messages), cut %d messages, %d -> %d tokens%s",
+                conversation_id, budget.dropped_rounds, budget.dropped_messages, len(budget.truncated_messages),
+                budget.tokens_before, budget.tokens_after, " (still over budget)" if budget.over_budget else "",
+            )
+        truncation = budget.record() if budget.applied else None
+        if closed:
+            truncation = {**(truncation or {}), "closed_tool_calls": closed}
+        if context.gap_capped_messages:
+            cap = await self.loop.arun(gap_cap_record(self.backend, context, settings.gap_message_cap))
+            truncation = {**(truncation or {}), "gap_cap": cap}
+        kept_gap = [m for m in budget.gap if not (m.id or "").startswith("memory_agent:closed:")]
+        gap_end = context.gap_end_sequence
+        info = RoundInfo(
+            conversation_id=conversation_id,
+            input_messages=incoming,
+            lease=lease,
+            context_fingerprints=[fingerprint(m) for m in workflow],
+            memory_id=context.memory_id,
+            memory_end_sequence=context.memory_end_sequence,
+            # Gap messages are consecutive sequences; trimming drops them from the front.
+            gap_start_sequence=gap_end - len(kept_gap) + 1 if gap_end is not None and kept_gap else None,
+            gap_end_sequence=gap_end if kept_gap else None,
+            gap_size=len(kept_gap),
+            context_messages=len(workflow),
+            context_tokens=budget.tokens_after,
+            truncated=budget.applied or bool(closed) or bool(context.gap_capped_messages),
+            truncation=truncation,
+            load_ms=(time.perf_counter() - started) * 1000,
+            started=started,
+        )
+        return workflow, info
+
+    async def finish(
+        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
+    ) -> tuple[RoundSaved | None, TriggerResult]:
+        validate_conversation_id(conversation_id)
+        roles, contents, payloads = serialize_round(messages)
+        check_user_messages(messages)
+        # Shielded: a caller cancelled mid-way (client disconnect, timeout) neither half-commits the round
+        # (one transaction) nor leaves its new `processing` row without a summary until it is reclaimed.
+        return await self.loop.arun(self._finish(conversation_id, roles, contents, payloads, info), shield=True)
+
+    async def _finish(
+        self,
+        conversation_id: str,
+        roles: list[str],
+        contents: list[str],
+        payloads: list[dict[str, Any]],
+        info: RoundInfo | None,
+    ) -> tuple[RoundSaved | None, TriggerResult]:
+        user_id = default_user_id(conversation_id)
+        async with self.backend.round_transaction() as conn:
+            if info is not None and info.lease is not None:
+                await self.backend.release_round_lease(conversation_id, info.lease, conn, user_id=user_id)
+            saved = await self.backend.save_round(
+                conn, conversation_id, roles, contents, payloads, tenant_id=DEFAULT_TENANT_ID, user_id=user_id
+            )
+            if saved is None:
+                logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
+                return None, TriggerResult(outcome="nothing_new")
+            trigger = await self.trigger.apply(conn, conversation_id, saved.last_sequence, saved.first_sequence)
+            if info is not None:
+                await self.backend.insert_round_metrics(
+                    conn, round_metrics_row(info, saved, trigger), tenant_id=DEFAULT_TENANT_ID, user_id=user_id
+                )
+        await self.trigger.dispatch(conversation_id, trigger)
+        return saved, trigger
+
+    async def release(self, info: RoundInfo) -> None:
+        if info.lease is not None:
+            await self.leases.release(info.conversation_id, info.lease)
+
+    async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
+        row = round_metrics_row(info, None, None)
+        row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
+        try:
+            await self.loop.arun(
+                self.backend.insert_round_metrics(
+                    None, row, tenant_id=DEFAULT_TENANT_ID, user_id=default_user_id(info.conversation_id)
+                )
+            )
+        except Exception as exc:  # the database may be the reason the round failed
+            logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
+        if info.lease is None:
+            return
+        # It expires after round_lease_s; when kept, this process takes it over at once.
+        failure = await self.leases.give_back(info.conversation_id, info.lease)
+        if failure is not None:
+            logger.warning("Could not release the round lease of %s: %s", info.conversation_id, failure)

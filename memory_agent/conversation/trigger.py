@@ -1,0 +1,135 @@
+"""The trigger rule at a round end, and the sweep that reclaims stale `processing` rows.
+
+The rule itself is `window.summary_due`: here it is applied to what the database holds, a stale row is
+reclaimed (marked `failed`) before a new one is claimed, and a new `processing` row is handed to the
+`dispatch` callable (the executor) once its transaction has committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from memory_agent.conversation.window import calculate_summary_range, summary_due
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.schemas import TriggerOutcome, TriggerResult
+from memory_agent.settings import MemorySettings
+
+logger = logging.getLogger("memory_agent")
+
+Dispatch = Callable[[int, str], Awaitable[None]]  # (memory_id, user_id)
+
+
+class SummaryTrigger:
+    """Decides, claims and hands on summaries. Every coroutine here runs on the memory loop."""
+
+    def __init__(self, settings: MemorySettings, backend: MemoryBackend, dispatch: Dispatch) -> None:
+        self.settings = settings
+        self.backend = backend
+        self._dispatch = dispatch
+
+    def _due(self, last_saved_seq: int, state: dict[str, Any]) -> TriggerOutcome | None:
+        settings = self.settings
+        in_flight = state["processing_memory_id"] is not None
+        return summary_due(
+            last_saved_seq,
+            summarize_after_seq=settings.memory_summarize_after_seq,
+            min_new_messages=settings.memory_min_new_messages,
+            processing_age_s=state["processing_age_s"] if in_flight else None,
+            processing_timeout_s=settings.processing_timeout_s,
+            base_end_sequence=state["base_end_sequence"],
+        )
+
+    async def is_due(self, conversation_id: str, last_saved_seq: int) -> bool:
+        """What `apply` would decide now, without writing: a stale `processing` row does not count."""
+        if last_saved_seq < self.settings.memory_summarize_after_seq:
+            return False
+        nominal_start = max(0, last_saved_seq - self.settings.memory_rolling_window_size + 1)
+        async with self.backend.connection() as conn:
+            state = await self.backend.trigger_state(
+                conn, conversation_id, nominal_start, user_id=default_user_id(conversation_id)
+            )
+        return self._due(last_saved_seq, state) is None
+
+    async def apply(
+        self, conn: Any, conversation_id: str, last_saved_seq: int, round_first_seq: int | None
+    ) -> TriggerResult:
+        """The rule inside the caller's transaction on `conn`; a started result is dispatched by the caller
+        after commit."""
+        settings = self.settings
+        if last_saved_seq < settings.memory_summarize_after_seq:
+            return TriggerResult(outcome="below_threshold")
+        nominal_start = max(0, last_saved_seq - settings.memory_rolling_window_size + 1)
+        user_id = default_user_id(conversation_id)
+        state = await self.backend.trigger_state(conn, conversation_id, nominal_start, user_id=user_id)
+        outcome = self._due(last_saved_seq, state)
+        if outcome == "already_processing":
+            logger.debug("Summarization already in progress for %s", conversation_id)
+            return TriggerResult(outcome="already_processing", memory_id=state["processing_memory_id"])
+        reclaimed: list[int] = []
+        if state["processing_memory_id"] is not None:  # stale: reclaimed before anything else
+            rows = await self.backend.reclaim_stale(settings.processing_timeout_s, conversation_id, conn, user_id=user_id)
+            reclaimed = [row["memory_id"] for row in rows]
+            for memory_id in reclaimed:
+                logger.warning("Reclaimed stale memory %s of %s (processing past timeout)", memory_id, conversation_id)
+        if outcome == "no_new_messages":
+            logger.debug("No new messages to summarize for %s", conversation_id)
+            return TriggerResult(outcome="no_new_messages", reclaimed_memory_ids=reclaimed)
+        round_starts = list(state["round_starts"] or [])
+        if round_first_seq is not None:
+            round_starts.append(round_first_seq)
+        start_seq, end_seq = calculate_summary_range(
+            last_saved_seq, settings.memory_rolling_window_size, round_starts or None
+        )
+        memory_id = await self.backend.insert_processing(
+            conn, conversation_id, start_seq, end_seq, state["base_memory_id"],
+            tenant_id=DEFAULT_TENANT_ID, user_id=user_id,
+        )
+        if memory_id is None:  # another process claimed the slot between our read and insert
+            logger.debug("Summarization already in progress for %s", conversation_id)
+            return TriggerResult(outcome="already_processing", reclaimed_memory_ids=reclaimed)
+        return TriggerResult(
+            outcome="started",
+            memory_id=memory_id,
+            start_sequence=start_seq,
+            end_sequence=end_seq,
+            base_memory_id=state["base_memory_id"],
+            reclaimed_memory_ids=reclaimed,
+        )
+
+    async def dispatch(self, conversation_id: str, trigger: TriggerResult) -> None:
+        """Hand a new `processing` row to the executor. The round is already committed: never raise."""
+        if not trigger.started:
+            return
+        assert trigger.memory_id is not None
+        logger.debug(
+            "Memory %s created for %s: window %s-%s, base %s",
+            trigger.memory_id, conversation_id, trigger.start_sequence, trigger.end_sequence, trigger.base_memory_id,
+        )
+        try:
+            await self._dispatch(trigger.memory_id, default_user_id(conversation_id))
+        except Exception as exc:
+            logger.error(
+                "Memory %s of %s could not be dispatched (%s); it will be reclaimed after %ss",
+                trigger.memory_id, conversation_id, exc, self.settings.processing_timeout_s,
+            )
+
+    async def trigger(self, conversation_id: str, last_saved_seq: int) -> TriggerResult:
+        """The rule in a transaction of its own, then the dispatch."""
+        async with self.backend.transaction() as conn:
+            result = await self.apply(conn, conversation_id, last_saved_seq, None)
+        await self.dispatch(conversation_id, result)
+        return result
+
+    async def sweep(self) -> list[int]:
+        """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
+        rows = await self.backend.reclaim_stale(self.settings.processing_timeout_s)
+        for row in rows:
+            logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
+        for conversation_id in sorted({row["conversation_id"] for row in rows}):
+            last_sequence = await self.backend.last_sequence(conversation_id, user_id=default_user_id(conversation_id))
+            if last_sequence is not None:
+                await self.trigger(conversation_id, last_sequence)
+        return [row["memory_id"] for row in rows]

@@ -1,0 +1,70 @@
+"""The design's window maths and trigger rule, as pure functions of sequence numbers.
+
+Sequence numbers count a conversation's stored messages from 0; with user/assistant pairs round 1 is
+seq 0-1, round 2 is seq 2-3, and so on. The database side of the trigger rule (what is in `processing`,
+which row is stale) is in trigger.py and decides through `summary_due` below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory_agent.schemas import TriggerOutcome
+
+
+def calculate_summary_range(
+    last_saved_seq: int, window_size: int = 14, round_starts: Sequence[int] | None = None
+) -> tuple[int, int]:
+    """The sliding window (start_seq, end_seq) ending at `last_saved_seq`.
+
+    Without `round_starts` this is the design's rule for user/assistant pairs: the start is rounded up to
+    an even sequence. With `round_starts` (first sequence of each round) the start moves up to the first
+    round that begins inside the window, so a round (tool calls included) is never split; when the last
+    round alone is longer than the window, the window starts at that round.
+    """
+    if last_saved_seq < 0:
+        raise ValueError(f"last_saved_seq must be >= 0, got {last_saved_seq}")
+    if window_size < 1:
+        raise ValueError(f"window_size must be >= 1, got {window_size}")
+    end_seq = last_saved_seq
+    start_seq = max(0, end_seq - window_size + 1)
+    if round_starts is None:
+        if start_seq % 2 != 0:
+            start_seq += 1
+        return (start_seq, end_seq)
+    inside = [s for s in round_starts if start_seq <= s <= end_seq]
+    if inside:
+        return (min(inside), end_seq)
+    earlier = [s for s in round_starts if s <= end_seq]
+    if not earlier:
+        raise ValueError(f"no round starts at or before sequence {end_seq}: {list(round_starts)}")
+    return (max(earlier), end_seq)
+
+
+def should_trigger_summary(last_saved_seq: int, summarize_after_seq: int = 5, already_processing: bool = False) -> bool:
+    """The design's trigger rule as a pure function; MemoryService.should_trigger_summary asks the database."""
+    return last_saved_seq >= summarize_after_seq and not already_processing
+
+
+def summary_due(
+    last_saved_seq: int,
+    *,
+    summarize_after_seq: int,
+    min_new_messages: int,
+    processing_age_s: float | None,
+    processing_timeout_s: float,
+    base_end_sequence: int | None,
+) -> TriggerOutcome | None:
+    """The whole trigger rule on what the database holds: None when a summary is due, else why not.
+
+    `processing_age_s` is how long the conversation's `processing` row has been quiet (None: there is none).
+    A row quiet for `processing_timeout_s` or longer is stale: it is reclaimed, so it does not count as
+    "already processing". Past the design's two checks, a summary needs `min_new_messages` messages after
+    the latest completed memory (`base_end_sequence`).
+    """
+    processing = processing_age_s is not None and processing_age_s < processing_timeout_s
+    if not should_trigger_summary(last_saved_seq, summarize_after_seq, already_processing=processing):
+        return "already_processing" if processing and last_saved_seq >= summarize_after_seq else "below_threshold"
+    if base_end_sequence is not None and last_saved_seq - base_end_sequence < min_new_messages:
+        return "no_new_messages"
+    return None

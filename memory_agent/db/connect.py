@@ -1,0 +1,67 @@
+"""Opening the database: the URL and the server checked with their real cause, then the pool and the
+schema. Every failure is a ConfigurationError naming MEMORY_AGENT_DATABASE_URL."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.errors import ConfigurationError
+from memory_agent.settings import MemorySettings
+
+
+async def check_database(url: str, timeout: float) -> None:
+    """One direct connection, before the pool: a bad URL fails at once, and an unreachable server fails
+    within `timeout` with its real cause (refused, unknown host, authentication, missing database)."""
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigurationError(f"MEMORY_AGENT_DATABASE_URL is not a valid PostgreSQL URL: {detail}") from None
+    try:
+        # libpq's own connect_timeout counts per host and address and is at least 2 s: bound the whole attempt.
+        conn = await asyncio.wait_for(psycopg.AsyncConnection.connect(url, connect_timeout=max(2, int(timeout))), timeout)
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ConfigurationError(
+            f"PostgreSQL did not answer within {timeout}s (MEMORY_AGENT_CONNECT_TIMEOUT_S); check "
+            "MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
+        ) from None
+    except psycopg.Error as exc:
+        cause = " ".join(str(exc).split()) or type(exc).__name__
+        raise ConfigurationError(
+            f"cannot connect to PostgreSQL: {cause}; check MEMORY_AGENT_DATABASE_URL (unset it to use the "
+            "embedded database)"
+        ) from None
+    await conn.close()
+
+
+async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
+    """A MemoryBackend on an open pool, its schema checked as ours and migrated. The caller closes
+    `backend.pool`."""
+    await check_database(url, settings.connect_timeout_s)
+    pool = MemoryBackend.create_pool(
+        url,
+        settings.db_schema,
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
+        timeout=settings.connect_timeout_s,
+    )
+    try:
+        await pool.open(wait=True, timeout=settings.connect_timeout_s)
+    except Exception as exc:
+        await pool.close()
+        raise ConfigurationError(
+            f"cannot connect to PostgreSQL within {settings.connect_timeout_s}s: {exc}; "
+            "check MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
+        ) from exc
+    try:
+        backend = MemoryBackend(pool, settings.db_schema)
+        await backend.check_schema_is_ours()
+        await backend.setup(apply=settings.auto_migrate)
+    except BaseException:
+        await pool.close()
+        raise
+    return backend

@@ -1,0 +1,7 @@
+"""Integrations: conversation memory for LangGraph graphs (langgraph.py: with_memory, memory_load_node,
+memory_save_node) and for `langchain.agents.create_agent` (middleware.py: MemoryMiddleware).
+
+No SQL and no window maths here. Both depend on the RoundMemory protocol (base.py: prepare, finish,
+record or release a round), which MemoryService implements, not on the concrete service.
+May import: conversation/messages (validating a thread id), errors, schemas. Never db/, service.py nor cli/.
+"""

@@ -1,0 +1,87 @@
+"""What both integrations share: the RoundMemory protocol they run rounds through, the conversation id
+of a run, and the round end or interruption of a run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
+
+from memory_agent.conversation.messages import validate_conversation_id
+from memory_agent.errors import InvalidInputError
+from memory_agent.schemas import RoundInfo, new_messages
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class RoundMemory(Protocol):
+    """A memory that prepares and finishes rounds: all `with_memory`, the memory nodes and MemoryMiddleware
+    use. MemoryService implements it; so can a stand-in (the benchmarks' NoopMemory)."""
+
+    async def prepare_round(
+        self, conversation_id: str, messages: Sequence[BaseMessage], *, lease: str | None = None
+    ) -> tuple[list[BaseMessage], RoundInfo]:
+        """Round start: the model's context (memory + gap + this round's input) and the round's record."""
+        ...
+
+    async def finish_round(
+        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
+    ) -> Any:
+        """Round end: store the input and what the graph produced as one round."""
+        ...
+
+    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
+        """A round that failed or was cancelled at `stage`: recorded, its conversation freed."""
+        ...
+
+    async def release_round(self, info: RoundInfo) -> None:
+        """A round paused by an interrupt: its conversation freed until it resumes."""
+        ...
+
+    def call_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one of these coroutines from synchronous code (the sync graph and middleware paths)."""
+        ...
+
+
+def conversation_id_from_config(config: RunnableConfig | None) -> str:
+    configurable = (config or {}).get("configurable") or {}
+    if "thread_id" not in configurable:
+        raise InvalidInputError(
+            'memory_agent needs a conversation id: pass config={"configurable": {"thread_id": "<conversation id>"}}'
+        )
+    return validate_conversation_id(configurable["thread_id"])
+
+
+def produced_messages(messages: list[BaseMessage], info: RoundInfo) -> list[BaseMessage]:
+    """The messages the wrapped graph (or agent) added to the context it was given.
+
+    Compared by content fingerprint, not by id: a model or proxy that repeats an earlier message id still
+    has its reply stored.
+    """
+    return new_messages(messages, info.context_fingerprints)
+
+
+async def persist_round(memory: RoundMemory, info: RoundInfo, produced: list[BaseMessage]) -> None:
+    """Round end for the graph nodes and the agent middleware: store input + produced messages."""
+    try:
+        await memory.finish_round(info.conversation_id, [*info.input_messages, *produced], info)
+    except Exception as exc:
+        await memory.record_failed_round(info, "save", exc)
+        raise
+
+
+async def record_interrupted(memory: RoundMemory, info: RoundInfo, error: BaseException) -> None:
+    """A round that did not complete: a metrics row (cancelled or failed); an interrupt records nothing, the
+    round is stored whole when it is resumed and completes."""
+    if isinstance(error, GraphBubbleUp):
+        # Paused, not failed: the conversation is free meanwhile; the resumed run takes its lease again.
+        await asyncio.shield(memory.release_round(info))
+        return
+    stage = "cancelled" if isinstance(error, asyncio.CancelledError) else "graph"
+    # Shielded: a cancelled caller still gets its row written.
+    await asyncio.shield(memory.record_failed_round(info, stage, error))

@@ -1,0 +1,37 @@
+"""What executors are and what they run.
+
+An Executor takes a new `processing` row (`dispatch`) and gets it summarized outside the user's round.
+What summarizing and sweeping mean comes in as SummaryJobs, two coroutine functions: the executors know
+nothing else of the service, so jobs/ imports neither the service nor the conversation rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class SummaryJobs:
+    """The work an executor runs, both on the memory loop."""
+
+    # One `processing` row, by its whole key (memory_id, user_id), to its final status; never raises.
+    run_summary: Callable[[int, str], Awaitable[str]]
+    sweep: Callable[[], Awaitable[list[int]]]  # reclaim stale rows, re-run the trigger rule; the reclaimed ids
+
+
+class Executor(Protocol):
+    async def start(self) -> None: ...
+
+    async def dispatch(self, memory_id: int, user_id: str) -> None:
+        """Get memory (user_id, memory_id) summarized; called on the memory loop after the round's commit."""
+        ...
+
+    async def drain(self, timeout: float | None) -> bool:
+        """Wait until this process has no summary in flight; True when everything finished in time."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop; a summary still running in this process is cancelled (its row is reclaimed later)."""
+        ...

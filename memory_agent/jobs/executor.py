@@ -1,0 +1,20 @@
+"""The executor MEMORY_AGENT_EXECUTOR names."""
+
+from __future__ import annotations
+
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.jobs.base import Executor, SummaryJobs
+from memory_agent.settings import MemorySettings
+
+
+def make_executor(settings: MemorySettings, jobs: SummaryJobs, backend: MemoryBackend, database_url: str) -> Executor:
+    """inline, or procrastinate (imported only then: an inline app never loads procrastinate)."""
+    if settings.executor == "inline":
+        from memory_agent.jobs.inline import InlineExecutor
+
+        return InlineExecutor(jobs, settings.sweep_interval_s)
+    if settings.executor == "procrastinate":
+        from memory_agent.jobs.procrastinate_executor import ProcrastinateExecutor
+
+        return ProcrastinateExecutor(jobs, settings, backend, database_url)
+    raise ValueError(f"unknown executor {settings.executor!r}; use 'inline' or 'procrastinate'")

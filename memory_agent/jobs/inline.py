@@ -1,0 +1,67 @@
+"""InlineExecutor (the default): a summary is a task on the service's memory loop, detached from the
+round that started it, plus a periodic stale-row sweep task."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+
+from memory_agent.jobs.base import SummaryJobs
+
+logger = logging.getLogger("memory_agent.executors")
+
+
+class InlineExecutor:
+    """Summarizes in this process, as a background task that the round never waits for."""
+
+    def __init__(self, jobs: SummaryJobs, sweep_interval_s: float) -> None:
+        self.jobs = jobs
+        self.sweep_interval_s = sweep_interval_s
+        self._sweeper: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[str]] = set()
+
+    async def start(self) -> None:
+        if self.sweep_interval_s > 0:
+            self._sweeper = asyncio.get_running_loop().create_task(
+                self._sweep_forever(self.sweep_interval_s), context=contextvars.Context()
+            )
+
+    async def _sweep_forever(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.jobs.sweep()
+            except Exception as exc:  # the database may be briefly away; try again next time
+                logger.warning("Stale-row sweep failed: %s", exc)
+
+    async def dispatch(self, memory_id: int, user_id: str) -> None:
+        # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing).
+        task = asyncio.get_running_loop().create_task(
+            self.jobs.run_summary(memory_id, user_id), context=contextvars.Context()
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._tasks:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            _, pending = await asyncio.wait(set(self._tasks), timeout=remaining)
+            if pending and deadline is not None and time.monotonic() >= deadline:
+                return False
+        return True
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+        for task in list(self._tasks):
+            # Past the grace period: the row stays `processing` and is reclaimed after processing_timeout_s.
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,106 @@
+"""Deterministic extraction of structured items from plain statements, for the offline summarizer.
+
+No model, no network: the demo and the tests get real items ("I'm allergic to peanuts", "I prefer dark mode",
+"my name is Ana", "I moved to Lisbon", "remind me to call mom", "we decided to use Postgres", "my sister is
+Marta") from the user's own words. Only user messages are read: an assistant repeating a fact is not a source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memory_agent.long_term.items import StructuredItems, SummaryItem, normalize_content, normalize_key
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One message as the extractor reads it."""
+
+    sequence: int
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class _Rule:
+    field: str  # the StructuredItems list
+    pattern: re.Pattern[str]
+    key: str  # a fixed key, or "{0}" for a key made from the first captured group
+    content: str  # format string over the captured groups
+    importance: float
+    single_valued: bool
+
+
+def _rule(field: str, pattern: str, key: str, content: str, importance: float, *, one: bool = True) -> _Rule:
+    return _Rule(field, re.compile(pattern, re.IGNORECASE), key, content, importance, one)
+
+
+# What ends a captured value: sentence punctuation, or a clause joined by "and"/"but"/"so".
+_VALUE = r"([^.,;!?\n]+?)(?=\s+(?:and|but|so|because)\s|[.,;!?\n]|$)"
+# A proper name: capitalized words ("New York", "Rio de Janeiro"), whatever the rule's case-insensitivity.
+_NAME = r"((?-i:[A-Z][\w'-]*(?:\s+(?:de |da |do |of |la )?[A-Z][\w'-]*)*))"
+_THEMES = {"dark mode": "dark", "light mode": "light", "dark theme": "dark", "light theme": "light"}
+
+RULES: tuple[_Rule, ...] = (
+    _rule("facts", rf"\bmy name is {_VALUE}", "name", "The user's name is {0}", 0.8),
+    _rule("facts", rf"\b(?:i'm|i am|call me) called {_VALUE}", "name", "The user's name is {0}", 0.8),
+    _rule("facts", rf"\b(?:i'm|i am|i've been) (?:severely |very |badly )?allergic to {_VALUE}",
+          "allergies", "The user is allergic to {0}", 0.95, one=False),
+    _rule("facts", rf"\bi (?:just |recently )?(?:moved|relocated) to {_NAME}", "home_city",
+          "The user lives in {0}", 0.7),
+    _rule("facts", rf"\bi live in {_NAME}", "home_city", "The user lives in {0}", 0.7),
+    _rule("facts", rf"\bi work (?:at|for) {_NAME}", "employer", "The user works at {0}", 0.6),
+    _rule("facts", rf"\bi(?:'m| am) (?:a |an )?vegetarian\b()", "diet", "The user is vegetarian", 0.8),
+    _rule("preferences", rf"\bi (?:prefer|like|love) {_VALUE}", "likes", "The user likes {0}", 0.6, one=False),
+    _rule("decisions", rf"\b(?:we|i) (?:decided|agreed|chose) (?:to |on )?{_VALUE}", "decisions",
+          "Decided: {0}", 0.7, one=False),
+    _rule("decisions", rf"\blet's go with {_VALUE}", "decisions", "Decided: {0}", 0.7, one=False),
+    _rule("todos", rf"\bremind me to {_VALUE}", "todo_{0}", "Remind the user to {0}", 0.6, one=False),
+    _rule("entities", r"\bmy (wife|husband|partner|sister|brother|mother|father|mom|dad|boss|friend|son|daughter)"
+          r"(?:'s name)? is ([A-Z][\w'-]*)", "{0}", "The user's {0} is {1}", 0.5),
+)
+
+
+def _theme(value: str) -> str | None:
+    """'dark mode' is a value of ui_theme: a later 'light mode' must replace it, not sit beside it."""
+    lowered = value.strip().lower()
+    return next((theme for phrase, theme in _THEMES.items() if lowered.startswith(phrase)), None)
+
+
+def extract_items(statements: Iterable[Statement]) -> StructuredItems:
+    """Items stated by the user in `statements`. Within the window a later value of a single-valued key replaces
+    an earlier one; sources accumulate when the same content is said twice."""
+    found: dict[tuple[str, str, str], SummaryItem] = {}
+    for statement in statements:
+        if statement.role != "user":
+            continue
+        for rule in RULES:
+            for match in rule.pattern.finditer(statement.text):
+                groups = [g.strip() for g in match.groups()]
+                key, content, one = rule.key.format(*(normalize_key(g) for g in groups)), "", rule.single_valued
+                theme = _theme(groups[0]) if rule.field == "preferences" else None
+                if theme is not None:
+                    key, content, one = "ui_theme", f"The user prefers the {theme} theme", True
+                if not normalize_key(key):
+                    continue
+                item = SummaryItem(
+                    key=key,
+                    content=content or rule.content.format(*groups),
+                    importance=rule.importance,
+                    source_sequences=[statement.sequence],
+                    single_valued=one,
+                )
+                # One item per (list, key) when single-valued, per (list, key, content) otherwise.
+                slot = (rule.field, item.key, "" if one else normalize_content(item.content))
+                earlier = found.get(slot)
+                if earlier is not None and earlier.content == item.content:
+                    item = item.model_copy(
+                        update={"source_sequences": sorted({*earlier.source_sequences, statement.sequence})}
+                    )
+                found[slot] = item
+    lists: dict[str, list[SummaryItem]] = {}
+    for (field, _, _), item in found.items():
+        lists.setdefault(field, []).append(item)
+    return StructuredItems(**lists)

@@ -1,0 +1,6 @@
+"""The read side of observability: version chain, what the model was given at a round, memory health
+(queries.py, over the views and functions of sql/).
+
+May import: db/, conversation/ (to rebuild a round's context as the model saw it), errors, schemas.
+Never service.py, integrations/ nor cli/ (the commands in cli/ read through it).
+"""
