@@ -21,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
 from benchmarks.fakes import (
     BenchOfflineSummaryModel,
     FakeChatModel,
@@ -41,7 +42,8 @@ MIDDLEWARE_KEEP_MESSAGES = 6
 SUMMARY_LAG_SQL = """
 SELECT c.conversation_id, c.next_sequence - 1 AS last_sequence,
        (SELECT max(m.end_sequence) FROM memory AS m
-        WHERE m.conversation_id = c.conversation_id AND m.status = 'completed') AS memory_end_sequence
+        WHERE m.user_id = c.user_id AND m.conversation_id = c.conversation_id AND m.status = 'completed')
+           AS memory_end_sequence
 FROM conversations AS c
 WHERE c.conversation_id LIKE %s
 """
@@ -168,7 +170,10 @@ class MemoryAgentSystem(System):
             async with backend.transaction() as conn:
                 for messages in rounds:
                     roles, contents, payloads = serialize_round(messages)
-                    await backend.save_round(conn, thread_id, roles, contents, payloads)
+                    await backend.save_round(
+                        conn, thread_id, roles, contents, payloads,
+                        tenant_id=DEFAULT_TENANT_ID, user_id=default_user_id(thread_id),
+                    )
 
         await self.memory.loop.arun(store())
         await self.memory.trigger_summarization_if_needed(thread_id, n_messages - 3)

@@ -1,4 +1,4 @@
-"""Finds the SQL migrations, named queries and prompt files, in an installed wheel or in the source tree."""
+"""Finds the SQL migrations, definitions, named queries and prompt files, in an installed wheel or in the source tree."""
 
 from __future__ import annotations
 
@@ -68,6 +68,14 @@ def migrations() -> list[tuple[int, str, str]]:
     if len(set(versions)) != len(versions):
         raise ValueError(f"two migrations share a version number: {versions}")
     return found
+
+
+def definitions() -> list[tuple[str, str]]:
+    """[(file name, sql)] of sql/definitions/, in name order: the views and functions, re-created when changed."""
+    return [
+        (path.name, path.read_text(encoding="utf-8"))
+        for path in sorted((sql_dir() / "definitions").glob("*.sql"))
+    ]
 
 
 @functools.cache

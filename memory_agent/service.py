@@ -22,6 +22,7 @@ from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.conversation.window import calculate_summary_range
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
+from memory_agent.db.keys import default_user_id
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
 from memory_agent.runtime import MemoryLoop
@@ -134,8 +135,8 @@ class MemoryService:
             await backend.pool.close()
             raise
 
-    async def _dispatch(self, memory_id: int) -> None:
-        await self.executor.dispatch(memory_id)
+    async def _dispatch(self, memory_id: int, user_id: str) -> None:
+        await self.executor.dispatch(memory_id, user_id)
 
     def open(self) -> "MemoryService":
         """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations."""
@@ -263,9 +264,10 @@ class MemoryService:
 
     # ------------------------------------------------------------------ background summarization
 
-    async def run_summary(self, memory_id: int) -> str:
-        """Summarize one `processing` row to `completed` or `failed`. Never raises; returns the final status."""
-        return await self.loop.arun(self._parts.runner.run_summary(memory_id))
+    async def run_summary(self, memory_id: int, *, user_id: str) -> str:
+        """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
+        the final status."""
+        return await self.loop.arun(self._parts.runner.run_summary(memory_id, user_id))
 
     async def drain(self, timeout: float | None = None) -> bool:
         """Wait until this process has no summary in flight; True when everything finished in time."""
@@ -276,12 +278,15 @@ class MemoryService:
     async def get_memory_history(self, conversation_id: str) -> list[MemoryRecord]:
         """Every memory version of a conversation, oldest first."""
         validate_conversation_id(conversation_id)
-        return await self.loop.arun(self.backend.list_memory(conversation_id))
+        return await self.loop.arun(self.backend.list_memory(conversation_id, user_id=default_user_id(conversation_id)))
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         """Delete a conversation, its messages and its memory versions; False when it did not exist."""
         validate_conversation_id(conversation_id)
-        return await self.loop.arun(self.backend.delete_conversation(conversation_id))
+        return await self.loop.arun(
+            self.backend.delete_conversation(conversation_id, user_id=default_user_id(conversation_id))
+        )
 
-    async def get_memory(self, memory_id: int) -> MemoryRecord | None:
-        return await self.loop.arun(self.backend.get_memory(memory_id))
+    async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
+        """One memory version by its key (user_id, memory_id)."""
+        return await self.loop.arun(self.backend.get_memory(memory_id, user_id=user_id))

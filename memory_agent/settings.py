@@ -45,6 +45,11 @@ class MemorySettings(BaseSettings):
         default_factory=default_data_dir,
         description="Data directory of the embedded PostgreSQL (reused across runs).",
     )
+    auto_migrate: bool = Field(
+        default=True,
+        description="Apply pending migrations (and procrastinate's) when the service opens. Off: a schema behind "
+        "the code is an error at open; run `memory-agent migrate` in the deploy step instead.",
+    )
     pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open.")
     pool_max_size: int = Field(default=10, ge=1, description="Most connections the pool opens.")
     connect_timeout_s: float = Field(default=5.0, gt=0, le=MAX_SECONDS, description="Seconds to wait for a pooled connection.")

@@ -1,5 +1,5 @@
 -- Observability queries. Each block starts with `-- name --` and a one-line description.
--- Views and functions they use come from migration 0003_observability.sql.
+-- Views and functions they use are defined in sql/definitions/.
 --
 -- The first four blocks are the design's own queries, written for psql: run one with the schema on the
 -- search_path (SET search_path TO memory_agent, public;) and, for version_chain, set the conversation
@@ -11,17 +11,14 @@
 SELECT m.*,
        b.end_sequence AS base_end_seq
 FROM memory m
-LEFT JOIN memory b ON m.base_memory_id = b.memory_id
+LEFT JOIN memory b ON b.user_id = m.user_id AND b.memory_id = m.base_memory_id
 WHERE m.conversation_id = :'conversation_id'
 ORDER BY m.end_sequence DESC;
 
 -- stuck_processing_tasks --
--- 'processing' rows created more than 5 minutes ago (for another timeout: SELECT * FROM stuck_processing_after('1 minute')).
-SELECT conversation_id, memory_id, created_at,
-       NOW() - created_at AS age
-FROM memory
-WHERE status = 'processing'
-  AND created_at < NOW() - INTERVAL '5 minutes';
+-- 'processing' rows quiet for more than 5 minutes, the rule memory_is_stuck (another timeout: SELECT * FROM stuck_processing_after('1 minute')).
+SELECT conversation_id, memory_id, created_at, age
+FROM stuck_processing;
 
 -- sliding_window_progression --
 -- The 20 newest completed memory versions (all conversations) with their window size and generation time.

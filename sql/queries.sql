@@ -1,5 +1,7 @@
 -- Named queries. Each block starts with `-- name --` and a one-line description.
 -- Every statement runs with search_path set to the memory_agent schema.
+-- Every statement on conversations, messages, memory, round_metrics and round_leases names user_id (the
+-- distribution column) and joins on it; only the sweep (reclaim_stale without a conversation) reads all users.
 
 -- load_context --
 -- Round start, one statement: the latest completed memory, the messages after it (all messages when none) but at
@@ -8,72 +10,100 @@
 -- two by the bound is dropped whole by the caller).
 WITH latest AS (
     SELECT memory_id, memory_text, start_sequence, end_sequence
-    FROM memory
-    WHERE conversation_id = %(conversation_id)s AND status = 'completed'
-    ORDER BY end_sequence DESC, memory_id DESC
+    FROM latest_memory
+    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
     LIMIT 1
 ), bound AS (
     -- While summaries fail or lag the gap grows with every round: bounded here, read through the primary key.
     SELECT GREATEST(
         COALESCE((SELECT end_sequence FROM latest), -1) + 1,
-        COALESCE((SELECT next_sequence FROM conversations WHERE conversation_id = %(conversation_id)s), 0)
+        COALESCE((SELECT next_sequence FROM conversations
+                  WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s), 0)
             - %(max_gap)s
     ) AS from_sequence
 )
 SELECT latest.memory_id, latest.memory_text, latest.start_sequence, latest.end_sequence,
        m.sequence_number, m.round_number, m.message, known.stored_ids, bound.from_sequence,
        (SELECT c.round_number FROM messages AS c
-        WHERE c.conversation_id = %(conversation_id)s AND c.sequence_number = bound.from_sequence - 1) AS cut_round
+        WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s
+          AND c.sequence_number = bound.from_sequence - 1) AS cut_round
 FROM (SELECT 1) AS one
 LEFT JOIN latest ON true
 CROSS JOIN bound
 CROSS JOIN LATERAL (
     SELECT ARRAY(
         SELECT DISTINCT s.message_id FROM messages AS s
-        WHERE s.conversation_id = %(conversation_id)s AND s.message_id = ANY(%(message_ids)s::text[])
+        WHERE s.user_id = %(user_id)s AND s.conversation_id = %(conversation_id)s
+          AND s.message_id = ANY(%(message_ids)s::text[])
     ) AS stored_ids
 ) AS known
--- The gap must be read through the primary key (conversation_id, sequence_number) with the bound as an
+-- The gap must be read through the primary key (user_id, conversation_id, sequence_number) with the bound as an
 -- index condition. Joined directly, with stale statistics (a conversation that grew since ANALYZE) the
 -- planner took the (conversation_id, round_number) index and filtered: every message of the conversation
 -- read at every round start, 3-5 ms at 10,000 messages. The ordered subquery makes the primary key the
--- cheaper path, and the scalar bound keeps it an index condition in generic plans too.
+-- cheaper path, and the scalar bound keeps it an index condition in generic plans too. Every index now starts
+-- with (user_id, conversation_id): the extended statistics of 0006 (conversation_id determines user_id) keep
+-- the planner from estimating a conversation at under one row, which made all of them look alike.
 LEFT JOIN LATERAL (
     SELECT sequence_number, round_number, message
     FROM messages
-    WHERE conversation_id = %(conversation_id)s
+    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
       AND sequence_number >= (SELECT from_sequence FROM bound)
     ORDER BY sequence_number
 ) AS m ON true
 ORDER BY m.sequence_number;
 
 -- acquire_round_lease --
--- Round start: take the conversation's lease unless another round holds a live one; returns no row when refused.
-INSERT INTO round_leases AS l (conversation_id, holder, expires_at)
-VALUES (%(conversation_id)s, %(holder)s, now() + make_interval(secs => %(lease_s)s))
-ON CONFLICT (conversation_id) DO UPDATE
-    SET holder = EXCLUDED.holder, acquired_at = now(), expires_at = EXCLUDED.expires_at
-    WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
-RETURNING holder;
+-- Round start: claim the conversation for its (tenant, user) and, when they own it, take its lease unless another round holds a live one.
+-- One row: the owner (null when a concurrent first claim is not visible yet: re-read with conversation_owner)
+-- and `holder`, null when the lease was refused or the conversation belongs to someone else.
+WITH claimed AS (
+    INSERT INTO conversation_owners (conversation_id, tenant_id, user_id)
+    VALUES (%(conversation_id)s, %(tenant_id)s, %(user_id)s)
+    ON CONFLICT (conversation_id) DO NOTHING
+    RETURNING tenant_id, user_id
+), owner AS (
+    SELECT tenant_id, user_id FROM claimed
+    UNION ALL
+    SELECT tenant_id, user_id FROM conversation_owners WHERE conversation_id = %(conversation_id)s
+    LIMIT 1
+), lease AS (
+    INSERT INTO round_leases AS l (tenant_id, user_id, conversation_id, holder, expires_at)
+    SELECT owner.tenant_id, owner.user_id, %(conversation_id)s, %(holder)s, now() + make_interval(secs => %(lease_s)s)
+    FROM owner
+    WHERE owner.tenant_id = %(tenant_id)s AND owner.user_id = %(user_id)s
+    ON CONFLICT (user_id, conversation_id) DO UPDATE
+        SET holder = EXCLUDED.holder, acquired_at = now(), expires_at = EXCLUDED.expires_at
+        WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
+    RETURNING holder
+)
+SELECT owner.tenant_id AS owner_tenant_id, owner.user_id AS owner_user_id, (SELECT holder FROM lease) AS holder
+FROM (SELECT 1) AS one
+LEFT JOIN owner ON true;
+
+-- conversation_owner --
+-- The (tenant, user) a conversation id belongs to (no row for a thread no round has named yet).
+SELECT tenant_id, user_id FROM conversation_owners WHERE conversation_id = %(conversation_id)s;
 
 -- release_round_lease --
 -- Round end (in its transaction), failure, cancellation or interrupt: give the conversation's lease back.
-DELETE FROM round_leases WHERE conversation_id = %(conversation_id)s AND holder = %(holder)s;
+DELETE FROM round_leases
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND holder = %(holder)s;
 
 -- gap_cap_cause --
 -- Why a round's gap hit the bound: the newest memory row of the conversation and how many rounds no memory covers.
 SELECT newest.status AS latest_status, newest.error AS latest_error,
        c.round_count - COALESCE((SELECT e.round_number FROM messages AS e
-                                 WHERE e.conversation_id = c.conversation_id
+                                 WHERE e.user_id = c.user_id AND e.conversation_id = c.conversation_id
                                    AND e.sequence_number = %(memory_end_sequence)s), 0) AS rounds_behind
 FROM conversations AS c
 LEFT JOIN LATERAL (
     SELECT status, error FROM memory
-    WHERE memory.conversation_id = c.conversation_id
+    WHERE memory.user_id = c.user_id AND memory.conversation_id = c.conversation_id
     ORDER BY memory_id DESC
     LIMIT 1
 ) AS newest ON true
-WHERE c.conversation_id = %(conversation_id)s;
+WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s;
 
 -- save_round --
 -- Round end: store the round's messages that are not stored yet (same id and same content), with sequence numbers
@@ -84,22 +114,22 @@ WITH candidate AS (
              WITH ORDINALITY AS m (role, content, message, ord)
     WHERE m.message -> 'data' ->> 'id' IS NULL
        OR NOT EXISTS (SELECT 1 FROM messages AS s
-                      WHERE s.conversation_id = %(conversation_id)s
+                      WHERE s.user_id = %(user_id)s AND s.conversation_id = %(conversation_id)s
                         AND s.message_id = m.message -> 'data' ->> 'id' AND s.message = m.message)
 ), fresh AS (
     SELECT role, content, message, ord, row_number() OVER (ORDER BY ord)::int AS position FROM candidate
 ), conv AS (
-    INSERT INTO conversations AS c (conversation_id, next_sequence, round_count)
-    SELECT %(conversation_id)s, count(*), 1 FROM fresh HAVING count(*) > 0
-    ON CONFLICT (conversation_id) DO UPDATE
+    INSERT INTO conversations AS c (tenant_id, user_id, conversation_id, next_sequence, round_count)
+    SELECT %(tenant_id)s, %(user_id)s, %(conversation_id)s, count(*), 1 FROM fresh HAVING count(*) > 0
+    ON CONFLICT (user_id, conversation_id) DO UPDATE
         SET next_sequence = c.next_sequence + EXCLUDED.next_sequence,
             round_count = c.round_count + 1,
             updated_at = now()
     RETURNING c.next_sequence - (SELECT count(*) FROM fresh)::int AS first_sequence,
               c.next_sequence - 1 AS last_sequence, c.round_count AS round_number
 ), stored AS (
-    INSERT INTO messages (conversation_id, sequence_number, round_number, role, content, message)
-    SELECT %(conversation_id)s, conv.first_sequence + fresh.position - 1, conv.round_number,
+    INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content, message)
+    SELECT %(tenant_id)s, %(user_id)s, %(conversation_id)s, conv.first_sequence + fresh.position - 1, conv.round_number,
            fresh.role, fresh.content, fresh.message
     FROM conv, fresh
     RETURNING sequence_number
@@ -119,9 +149,9 @@ SELECT p.memory_id AS processing_memory_id,
        ARRAY(
            SELECT min(r.sequence_number)
            FROM messages AS r
-           WHERE r.conversation_id = %(conversation_id)s
+           WHERE r.user_id = %(user_id)s AND r.conversation_id = %(conversation_id)s
              AND r.round_number >= (SELECT s.round_number FROM messages AS s
-                                    WHERE s.conversation_id = %(conversation_id)s
+                                    WHERE s.user_id = %(user_id)s AND s.conversation_id = %(conversation_id)s
                                       AND s.sequence_number = %(from_sequence)s)
            GROUP BY r.round_number
            HAVING min(r.sequence_number) >= %(from_sequence)s
@@ -130,24 +160,24 @@ SELECT p.memory_id AS processing_memory_id,
 FROM (SELECT 1) AS one
 LEFT JOIN LATERAL (
     SELECT memory_id, created_at, started_at FROM memory
-    WHERE conversation_id = %(conversation_id)s AND status = 'processing'
+    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND status = 'processing'
 ) AS p ON true
 LEFT JOIN LATERAL (
-    SELECT memory_id, end_sequence FROM memory
-    WHERE conversation_id = %(conversation_id)s AND status = 'completed'
-    ORDER BY end_sequence DESC, memory_id DESC
+    SELECT memory_id, end_sequence FROM latest_memory
+    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
     LIMIT 1
 ) AS b ON true;
 
 -- insert_processing --
 -- Claim the conversation's single in-flight slot; returns no row when another process holds it.
-INSERT INTO memory (conversation_id, memory_text, start_sequence, end_sequence, base_memory_id, status)
-VALUES (%(conversation_id)s, '', %(start_sequence)s, %(end_sequence)s, %(base_memory_id)s, 'processing')
-ON CONFLICT (conversation_id) WHERE status = 'processing' DO NOTHING
+INSERT INTO memory (tenant_id, user_id, conversation_id, memory_text, start_sequence, end_sequence, base_memory_id, status)
+VALUES (%(tenant_id)s, %(user_id)s, %(conversation_id)s, '', %(start_sequence)s, %(end_sequence)s, %(base_memory_id)s,
+        'processing')
+ON CONFLICT (user_id, conversation_id) WHERE status = 'processing' DO NOTHING
 RETURNING memory_id;
 
 -- reclaim_stale --
--- Mark `processing` rows whose owner went quiet for longer than the timeout as failed (one conversation or all).
+-- Mark stuck `processing` rows (memory_is_stuck with the timeout) as failed: one conversation, or all users (the sweep).
 UPDATE memory
 SET status = 'failed',
     finished_at = now(),
@@ -155,27 +185,28 @@ SET status = 'failed',
                    round(EXTRACT(EPOCH FROM now() - COALESCE(started_at, created_at)))::int,
                    %(timeout_s)s::int)
 WHERE status = 'processing'
-  AND COALESCE(started_at, created_at) < now() - make_interval(secs => %(timeout_s)s)
-  AND (%(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s::text)
-RETURNING memory_id, conversation_id;
+  AND memory_is_stuck(status, started_at, created_at, make_interval(secs => %(timeout_s)s), now())
+  AND (%(conversation_id)s::text IS NULL
+       OR (user_id = %(user_id)s::text AND conversation_id = %(conversation_id)s::text))
+RETURNING memory_id, user_id, tenant_id, conversation_id;
 
 -- start_memory --
 -- A summarizer picks up a processing row; returns it with its base memory's text and end.
 WITH target AS (
     UPDATE memory
     SET started_at = now(), attempts = attempts + 1
-    WHERE memory_id = %(memory_id)s AND status = 'processing'
-    RETURNING memory_id, conversation_id, start_sequence, end_sequence, base_memory_id, attempts
+    WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
+    RETURNING memory_id, user_id, tenant_id, conversation_id, start_sequence, end_sequence, base_memory_id, attempts
 )
 SELECT target.*, b.memory_text AS base_memory_text, b.end_sequence AS base_end_sequence
 FROM target
-LEFT JOIN memory AS b ON b.memory_id = target.base_memory_id;
+LEFT JOIN memory AS b ON b.user_id = target.user_id AND b.memory_id = target.base_memory_id;
 
 -- get_messages --
 -- Messages of a conversation in a sequence range, oldest first.
 SELECT sequence_number, round_number, message
 FROM messages
-WHERE conversation_id = %(conversation_id)s
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
   AND sequence_number BETWEEN %(start_sequence)s AND %(end_sequence)s
 ORDER BY sequence_number;
 
@@ -186,7 +217,7 @@ SET status = 'completed', memory_text = %(memory_text)s, generation_time_ms = %(
     model_name = %(model_name)s, input_tokens = %(input_tokens)s, output_tokens = %(output_tokens)s,
     summarized_start = %(summarized_start)s, summarized_end = %(summarized_end)s,
     error = NULL, finished_at = now()
-WHERE memory_id = %(memory_id)s AND status = 'processing'
+WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
 RETURNING memory_id;
 
 -- fail_memory --
@@ -195,39 +226,42 @@ UPDATE memory
 SET status = 'failed', error = %(error)s, generation_time_ms = %(generation_time_ms)s,
     model_name = %(model_name)s, summarized_start = %(summarized_start)s,
     summarized_end = %(summarized_end)s, finished_at = now()
-WHERE memory_id = %(memory_id)s AND status = 'processing'
+WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
 RETURNING memory_id;
 
 -- get_memory --
--- One memory row by id.
-SELECT * FROM memory WHERE memory_id = %(memory_id)s;
+-- One memory row by its key (user_id, memory_id).
+SELECT * FROM memory WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s;
 
 -- list_memory --
 -- Every memory version of a conversation, oldest first.
-SELECT * FROM memory WHERE conversation_id = %(conversation_id)s ORDER BY memory_id;
+SELECT * FROM memory WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s ORDER BY memory_id;
 
 -- insert_round_metrics --
 -- Round end: the round's metrics row, written in the same transaction as its messages.
 INSERT INTO round_metrics (
-    conversation_id, round_number, first_sequence, last_sequence, memory_id, memory_end_sequence,
+    tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id, memory_end_sequence,
     gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens, truncated, truncation,
     retrieval_path, latency_load_ms, latency_round_ms, summary_triggered, trigger_outcome,
     triggered_memory_id, error_stage, error)
 VALUES (
-    %(conversation_id)s, %(round_number)s, %(first_sequence)s, %(last_sequence)s, %(memory_id)s,
+    %(tenant_id)s, %(user_id)s, %(conversation_id)s, %(round_number)s, %(first_sequence)s, %(last_sequence)s, %(memory_id)s,
     %(memory_end_sequence)s, %(gap_start_sequence)s, %(gap_end_sequence)s, %(gap_size)s,
     %(context_messages)s, %(context_tokens)s, %(truncated)s, %(truncation)s, %(retrieval_path)s,
     %(latency_load_ms)s, %(latency_round_ms)s, %(summary_triggered)s, %(trigger_outcome)s,
     %(triggered_memory_id)s, %(error_stage)s, %(error)s);
 
 -- delete_conversation --
--- Remove a conversation and everything derived from it (messages, memory versions, round metrics), in one statement.
+-- Remove a conversation and everything derived from it (messages, memory versions, round metrics, its owner row), in one statement.
 WITH metrics AS (
-    DELETE FROM round_metrics WHERE conversation_id = %(conversation_id)s
+    DELETE FROM round_metrics WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
 ), leases AS (
-    DELETE FROM round_leases WHERE conversation_id = %(conversation_id)s
+    DELETE FROM round_leases WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
+), owner AS (
+    DELETE FROM conversation_owners WHERE conversation_id = %(conversation_id)s AND user_id = %(user_id)s
 )
-DELETE FROM conversations WHERE conversation_id = %(conversation_id)s RETURNING conversation_id;
+DELETE FROM conversations WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
+RETURNING conversation_id;
 
 -- schema_clash --
 -- Tables with memory_agent's names in the schema when memory_agent's migrations table is not there.
@@ -242,4 +276,4 @@ SELECT ARRAY(
 -- last_sequence --
 -- The sequence number of a conversation's newest stored message (no row for an unknown conversation).
 SELECT next_sequence - 1 AS last_sequence FROM conversations
-WHERE conversation_id = %(conversation_id)s AND next_sequence > 0;
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND next_sequence > 0;

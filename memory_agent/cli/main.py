@@ -1,4 +1,4 @@
-"""The `memory-agent` command: demo, worker, and the observability commands."""
+"""The `memory-agent` command: demo, db, migrate, worker, and the observability commands."""
 
 from __future__ import annotations
 
@@ -58,6 +58,44 @@ def db_stop() -> None:
         typer.echo(f"stopped the embedded PostgreSQL of {data_dir}")
     else:
         typer.echo(f"no embedded PostgreSQL is running for {data_dir}")
+
+
+@app.command()
+def migrate(
+    procrastinate: bool = typer.Option(
+        None, "--procrastinate/--no-procrastinate",
+        help="Also create or upgrade procrastinate's tables (default: when MEMORY_AGENT_EXECUTOR=procrastinate).",
+    ),
+) -> None:
+    """Apply pending schema migrations (and re-create changed views and functions); print what was applied."""
+    import asyncio
+
+    from memory_agent.db.migrate import migrate_database
+    from memory_agent.errors import MemoryAgentError
+    from memory_agent.settings import MemorySettings
+
+    settings = MemorySettings()
+    url = settings.database_url
+    if not url:
+        from memory_agent.db.embedded import start_embedded_postgres
+
+        url = start_embedded_postgres(settings.data_dir)
+    with_jobs = settings.executor == "procrastinate" if procrastinate is None else procrastinate
+    try:
+        report = asyncio.run(
+            migrate_database(url, settings.db_schema, procrastinate=with_jobs, timeout=settings.connect_timeout_s)
+        )
+    except MemoryAgentError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    for name in report.applied:
+        typer.echo(f"applied {name}")
+    if report.definitions:
+        typer.echo(f"re-created views and functions: {', '.join(report.definitions)}")
+    for name in report.procrastinate:
+        typer.echo(f"procrastinate: applied {name}")
+    if not (report.applied or report.definitions or report.procrastinate):
+        typer.echo(f"schema {settings.db_schema} is up to date")
 
 
 def _register_optional_commands() -> None:

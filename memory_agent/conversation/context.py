@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import default_user_id
 from memory_agent.errors import ConfigurationError
 from memory_agent.schemas import ConversationContext
 
@@ -67,7 +68,9 @@ async def load_context(
     backend: MemoryBackend, conversation_id: str, message_ids: Sequence[str], gap_message_cap: int
 ) -> tuple[ConversationContext, set[str]]:
     """Latest completed memory + gap (one statement), and which of `message_ids` are stored already."""
-    rows = await backend.load_context(conversation_id, message_ids, gap_message_cap)
+    rows = await backend.load_context(
+        conversation_id, message_ids, gap_message_cap, user_id=default_user_id(conversation_id)
+    )
     first = rows[0]
     stored = [row for row in rows if row["sequence_number"] is not None]
     memory_end = first["end_sequence"] if first["end_sequence"] is not None else -1
@@ -96,7 +99,8 @@ async def load_context(
 
 async def gap_cap_record(backend: MemoryBackend, context: ConversationContext, cap: int) -> dict[str, Any]:
     """The truncation record of a gap cut by `max_gap_messages`, and the WARNING naming why it was long."""
-    row = await backend.gap_cap_cause(context.conversation_id, context.memory_end_sequence) or {}
+    user_id = default_user_id(context.conversation_id)
+    row = await backend.gap_cap_cause(context.conversation_id, context.memory_end_sequence, user_id=user_id) or {}
     status, rounds = row.get("latest_status"), row.get("rounds_behind")
     if status == "failed":
         cause = f"summaries failing for {rounds} rounds (last error: {(row.get('latest_error') or '')[:200]})"

@@ -9,6 +9,7 @@ import time
 import uuid
 
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
 from memory_agent.errors import RoundInProgressError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.settings import MemorySettings
@@ -32,7 +33,13 @@ class RoundLeases:
         token = token or self._unreleased.get(conversation_id) or uuid.uuid4().hex
         deadline = time.monotonic() + settings.multitask_timeout_s
         delay = 0.01
-        while not await self.backend.acquire_round_lease(conversation_id, token, settings.round_lease_s):
+        while not await self.backend.acquire_round_lease(
+            conversation_id,
+            token,
+            settings.round_lease_s,
+            tenant_id=DEFAULT_TENANT_ID,
+            user_id=default_user_id(conversation_id),
+        ):
             if settings.multitask_strategy == "reject":
                 raise RoundInProgressError(
                     f"another round of conversation {conversation_id!r} is running; wait for it to finish "
@@ -50,7 +57,10 @@ class RoundLeases:
 
     async def release(self, conversation_id: str, token: str) -> None:
         """Give the lease back; shielded, so a cancelled caller still frees the conversation."""
-        await self.loop.arun(self.backend.release_round_lease(conversation_id, token), shield=True)
+        await self.loop.arun(
+            self.backend.release_round_lease(conversation_id, token, user_id=default_user_id(conversation_id)),
+            shield=True,
+        )
 
     async def give_back(self, conversation_id: str, token: str) -> Exception | None:
         """Release, and when the database is away keep the lease for this process's next round of the

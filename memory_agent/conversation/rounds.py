@@ -29,6 +29,7 @@ from memory_agent.conversation.messages import (
 )
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, TriggerResult, fingerprint
 from memory_agent.settings import MemorySettings
@@ -176,16 +177,21 @@ class Rounds:
         payloads: list[dict[str, Any]],
         info: RoundInfo | None,
     ) -> tuple[RoundSaved | None, TriggerResult]:
+        user_id = default_user_id(conversation_id)
         async with self.backend.round_transaction() as conn:
             if info is not None and info.lease is not None:
-                await self.backend.release_round_lease(conversation_id, info.lease, conn)
-            saved = await self.backend.save_round(conn, conversation_id, roles, contents, payloads)
+                await self.backend.release_round_lease(conversation_id, info.lease, conn, user_id=user_id)
+            saved = await self.backend.save_round(
+                conn, conversation_id, roles, contents, payloads, tenant_id=DEFAULT_TENANT_ID, user_id=user_id
+            )
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
                 return None, TriggerResult(outcome="nothing_new")
             trigger = await self.trigger.apply(conn, conversation_id, saved.last_sequence, saved.first_sequence)
             if info is not None:
-                await self.backend.insert_round_metrics(conn, round_metrics_row(info, saved, trigger))
+                await self.backend.insert_round_metrics(
+                    conn, round_metrics_row(info, saved, trigger), tenant_id=DEFAULT_TENANT_ID, user_id=user_id
+                )
         await self.trigger.dispatch(conversation_id, trigger)
         return saved, trigger
 
@@ -197,7 +203,11 @@ class Rounds:
         row = round_metrics_row(info, None, None)
         row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
         try:
-            await self.loop.arun(self.backend.insert_round_metrics(None, row))
+            await self.loop.arun(
+                self.backend.insert_round_metrics(
+                    None, row, tenant_id=DEFAULT_TENANT_ID, user_id=default_user_id(info.conversation_id)
+                )
+            )
         except Exception as exc:  # the database may be the reason the round failed
             logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
         if info.lease is None:

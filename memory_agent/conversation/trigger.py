@@ -13,12 +13,13 @@ from typing import Any
 
 from memory_agent.conversation.window import calculate_summary_range, summary_due
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
 from memory_agent.schemas import TriggerOutcome, TriggerResult
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
 
-Dispatch = Callable[[int], Awaitable[None]]
+Dispatch = Callable[[int, str], Awaitable[None]]  # (memory_id, user_id)
 
 
 class SummaryTrigger:
@@ -47,7 +48,9 @@ class SummaryTrigger:
             return False
         nominal_start = max(0, last_saved_seq - self.settings.memory_rolling_window_size + 1)
         async with self.backend.connection() as conn:
-            state = await self.backend.trigger_state(conn, conversation_id, nominal_start)
+            state = await self.backend.trigger_state(
+                conn, conversation_id, nominal_start, user_id=default_user_id(conversation_id)
+            )
         return self._due(last_saved_seq, state) is None
 
     async def apply(
@@ -59,14 +62,15 @@ class SummaryTrigger:
         if last_saved_seq < settings.memory_summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
         nominal_start = max(0, last_saved_seq - settings.memory_rolling_window_size + 1)
-        state = await self.backend.trigger_state(conn, conversation_id, nominal_start)
+        user_id = default_user_id(conversation_id)
+        state = await self.backend.trigger_state(conn, conversation_id, nominal_start, user_id=user_id)
         outcome = self._due(last_saved_seq, state)
         if outcome == "already_processing":
             logger.debug("Summarization already in progress for %s", conversation_id)
             return TriggerResult(outcome="already_processing", memory_id=state["processing_memory_id"])
         reclaimed: list[int] = []
         if state["processing_memory_id"] is not None:  # stale: reclaimed before anything else
-            rows = await self.backend.reclaim_stale(settings.processing_timeout_s, conversation_id, conn)
+            rows = await self.backend.reclaim_stale(settings.processing_timeout_s, conversation_id, conn, user_id=user_id)
             reclaimed = [row["memory_id"] for row in rows]
             for memory_id in reclaimed:
                 logger.warning("Reclaimed stale memory %s of %s (processing past timeout)", memory_id, conversation_id)
@@ -80,7 +84,8 @@ class SummaryTrigger:
             last_saved_seq, settings.memory_rolling_window_size, round_starts or None
         )
         memory_id = await self.backend.insert_processing(
-            conn, conversation_id, start_seq, end_seq, state["base_memory_id"]
+            conn, conversation_id, start_seq, end_seq, state["base_memory_id"],
+            tenant_id=DEFAULT_TENANT_ID, user_id=user_id,
         )
         if memory_id is None:  # another process claimed the slot between our read and insert
             logger.debug("Summarization already in progress for %s", conversation_id)
@@ -104,7 +109,7 @@ class SummaryTrigger:
             trigger.memory_id, conversation_id, trigger.start_sequence, trigger.end_sequence, trigger.base_memory_id,
         )
         try:
-            await self._dispatch(trigger.memory_id)
+            await self._dispatch(trigger.memory_id, default_user_id(conversation_id))
         except Exception as exc:
             logger.error(
                 "Memory %s of %s could not be dispatched (%s); it will be reclaimed after %ss",
@@ -124,7 +129,7 @@ class SummaryTrigger:
         for row in rows:
             logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
         for conversation_id in sorted({row["conversation_id"] for row in rows}):
-            last_sequence = await self.backend.last_sequence(conversation_id)
+            last_sequence = await self.backend.last_sequence(conversation_id, user_id=default_user_id(conversation_id))
             if last_sequence is not None:
                 await self.trigger(conversation_id, last_sequence)
         return [row["memory_id"] for row in rows]

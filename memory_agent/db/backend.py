@@ -1,6 +1,8 @@
 """MemoryBackend: the only module that talks to PostgreSQL.
 
-Every statement is a named query from sql/queries.sql; schema migrations are the numbered files in sql/.
+Every statement is a named query from sql/queries.sql; schema migrations are applied by memory_agent.db.migrate.
+Every method on a conversation's rows takes its key as keyword arguments: `user_id` (the distribution column),
+and `tenant_id` where rows are created (memory_agent.db.keys has the per-conversation default).
 Connections come from one psycopg AsyncConnectionPool in autocommit mode, with search_path set to the
 memory_agent schema, so a read is one round trip and a write transaction is explicit (`transaction()`).
 """
@@ -20,7 +22,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from memory_agent import resources
-from memory_agent.errors import ConfigurationError, DatabaseUnavailableError, MemoryAgentError
+from memory_agent.db.migrate import MigrationReport, Migrator
+from memory_agent.errors import ConfigurationError, DatabaseUnavailableError, InvalidInputError, MemoryAgentError
 from memory_agent.schemas import MemoryRecord, RoundSaved
 
 logger = logging.getLogger("memory_agent.backend")
@@ -152,79 +155,93 @@ class MemoryBackend:
                 "MEMORY_AGENT_DB_SCHEMA to a schema of memory_agent's own (default memory_agent)"
             )
 
-    async def setup(self) -> list[int]:
-        """Apply pending migrations; safe when several processes call it at once. Returns versions applied."""
-        schema = sql.Identifier(self.schema)
-        applied_now: list[int] = []
-        async with self.transaction() as conn:
-            # Serializes concurrent setup() calls of every process on this schema until commit.
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"memory_agent.setup:{self.schema}"])
-            await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
-            await conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(schema))
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            cur = await conn.execute("SELECT version FROM schema_migrations")
-            done = {row["version"] for row in await cur.fetchall()}
-            for version, name, body in resources.migrations():
-                if version in done:
-                    continue
-                await conn.execute(body.encode())  # bytes: no parameters, several statements allowed
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", [version, name]
-                )
-                applied_now.append(version)
-        if applied_now:
-            logger.info("Applied memory_agent migrations %s to schema %s", applied_now, self.schema)
-        return applied_now
+    async def migrate(self, *, apply: bool = True, procrastinate: bool = False) -> MigrationReport:
+        """Apply pending migrations (apply=False: ConfigurationError unless the schema is up to date); safe when
+        several processes call it at once. With `procrastinate`, procrastinate's schema too."""
+        async with self.connection() as conn:
+            migrator = Migrator(conn, self.schema)
+            report = await migrator.migrate(apply=apply)
+            if procrastinate:
+                report.procrastinate = await migrator.migrate_procrastinate(apply=apply)
+        return report
 
-    async def setup_procrastinate(self, schema_sql: str) -> bool:
-        """Create procrastinate's tables in our schema unless present; True when they were created."""
-        async with self.transaction() as conn:
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtext(%s))", [f"memory_agent.setup:{self.schema}"]
-            )
-            cur = await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present")
-            row = await cur.fetchone()
-            if row and row["present"]:
-                return False
-            await conn.execute(schema_sql.encode())
-        logger.info("Created procrastinate's tables in schema %s", self.schema)
-        return True
+    async def setup(self, *, apply: bool = True) -> list[int]:
+        """Apply pending migrations; returns the versions applied."""
+        return (await self.migrate(apply=apply)).versions
+
+    async def setup_procrastinate(self, *, apply: bool = True) -> list[str]:
+        """Create or upgrade procrastinate's tables in our schema; returns what was applied."""
+        async with self.connection() as conn:
+            return await Migrator(conn, self.schema).migrate_procrastinate(apply=apply)
 
     # ------------------------------------------------------------------ round path
 
     async def load_context(
-        self, conversation_id: str, message_ids: Sequence[str] = (), max_gap: int = 2**31 - 1
+        self, conversation_id: str, message_ids: Sequence[str] = (), max_gap: int = 2**31 - 1, *, user_id: str
     ) -> list[Row]:
         """Latest completed memory + the messages after it (at most the conversation's last `max_gap`), and
         which of `message_ids` are stored, in one statement (at least one row)."""
         return await self._fetch_all(
             "load_context",
-            {"conversation_id": conversation_id, "message_ids": list(message_ids), "max_gap": max_gap},
+            {
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "message_ids": list(message_ids),
+                "max_gap": max_gap,
+            },
         )
 
-    async def acquire_round_lease(self, conversation_id: str, holder: str, lease_s: float) -> bool:
-        row = await self._fetch_one(
-            "acquire_round_lease", {"conversation_id": conversation_id, "holder": holder, "lease_s": lease_s}
-        )
-        return row is not None
+    async def acquire_round_lease(
+        self, conversation_id: str, holder: str, lease_s: float, *, tenant_id: str, user_id: str
+    ) -> bool:
+        """Claim the conversation for (tenant_id, user_id) and take its lease; False while another round holds
+        it. InvalidInputError when the conversation belongs to another tenant or user (nothing written)."""
+        params = {
+            "conversation_id": conversation_id,
+            "holder": holder,
+            "lease_s": lease_s,
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+        }
+        row = await self._fetch_one("acquire_round_lease", params)
+        assert row is not None
+        owner = (row["owner_tenant_id"], row["owner_user_id"])
+        if row["owner_user_id"] is None:
+            # Another process claimed the thread after this statement's snapshot: its row is committed now.
+            found = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+            assert found is not None
+            owner = (found["tenant_id"], found["user_id"])
+            if owner == (tenant_id, user_id):
+                row = await self._fetch_one("acquire_round_lease", params)
+                assert row is not None
+        if owner != (tenant_id, user_id):
+            raise InvalidInputError(
+                f"conversation {conversation_id!r} belongs to another user or tenant; a round for user "
+                f"{user_id!r} (tenant {tenant_id!r}) cannot continue it: use a new thread id"
+            )
+        return row["holder"] is not None
 
     async def release_round_lease(
-        self, conversation_id: str, holder: str, conn: psycopg.AsyncConnection[Row] | None = None
+        self,
+        conversation_id: str,
+        holder: str,
+        conn: psycopg.AsyncConnection[Row] | None = None,
+        *,
+        user_id: str,
     ) -> None:
-        params = {"conversation_id": conversation_id, "holder": holder}
+        params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder}
         if conn is not None:
             await conn.execute(self._queries["release_round_lease"], params)
             return
         async with self.connection() as own:
             await own.execute(self._queries["release_round_lease"], params)
 
-    async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None) -> Row | None:
+    async def gap_cap_cause(
+        self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str
+    ) -> Row | None:
         return await self._fetch_one(
-            "gap_cap_cause", {"conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence}
+            "gap_cap_cause",
+            {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence},
         )
 
     async def save_round(
@@ -234,11 +251,16 @@ class MemoryBackend:
         roles: Sequence[str],
         contents: Sequence[str],
         messages: Sequence[dict[str, Any]],
+        *,
+        tenant_id: str,
+        user_id: str,
     ) -> RoundSaved | None:
         """Store the messages not stored yet (same id and content); None when every one of them was."""
         row = await self._fetch_one(
             "save_round",
             {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
                 "conversation_id": conversation_id,
                 "roles": list(roles),
                 "contents": list(contents),
@@ -259,10 +281,12 @@ class MemoryBackend:
         )
 
     async def trigger_state(
-        self, conn: psycopg.AsyncConnection[Row], conversation_id: str, from_sequence: int
+        self, conn: psycopg.AsyncConnection[Row], conversation_id: str, from_sequence: int, *, user_id: str
     ) -> Row:
         row = await self._fetch_one(
-            "trigger_state", {"conversation_id": conversation_id, "from_sequence": from_sequence}, conn
+            "trigger_state",
+            {"user_id": user_id, "conversation_id": conversation_id, "from_sequence": from_sequence},
+            conn,
         )
         assert row is not None
         return row
@@ -274,10 +298,15 @@ class MemoryBackend:
         start_sequence: int,
         end_sequence: int,
         base_memory_id: int | None,
+        *,
+        tenant_id: str,
+        user_id: str,
     ) -> int | None:
         row = await self._fetch_one(
             "insert_processing",
             {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
                 "conversation_id": conversation_id,
                 "start_sequence": start_sequence,
                 "end_sequence": end_sequence,
@@ -292,15 +321,22 @@ class MemoryBackend:
         timeout_s: float,
         conversation_id: str | None = None,
         conn: psycopg.AsyncConnection[Row] | None = None,
+        *,
+        user_id: str | None = None,
     ) -> list[Row]:
+        """Fail stuck rows of one conversation (its user_id required), or of every user (the sweep)."""
+        if conversation_id is not None and user_id is None:
+            raise TypeError("reclaim_stale: a conversation needs its user_id")
         return await self._fetch_all(
-            "reclaim_stale", {"timeout_s": timeout_s, "conversation_id": conversation_id}, conn
+            "reclaim_stale",
+            {"timeout_s": timeout_s, "user_id": user_id, "conversation_id": conversation_id},
+            conn,
         )
 
     async def insert_round_metrics(
-        self, conn: psycopg.AsyncConnection[Row] | None, row: dict[str, Any]
+        self, conn: psycopg.AsyncConnection[Row] | None, row: dict[str, Any], *, tenant_id: str, user_id: str
     ) -> None:
-        params = dict(row)
+        params = {**row, "tenant_id": tenant_id, "user_id": user_id}
         if params.get("truncation") is not None:
             params["truncation"] = Jsonb(params["truncation"])
         if conn is not None:
@@ -311,33 +347,42 @@ class MemoryBackend:
 
     # ------------------------------------------------------------------ summarization
 
-    async def start_memory(self, memory_id: int) -> Row | None:
-        return await self._fetch_one("start_memory", {"memory_id": memory_id})
+    async def start_memory(self, memory_id: int, *, user_id: str) -> Row | None:
+        return await self._fetch_one("start_memory", {"user_id": user_id, "memory_id": memory_id})
 
-    async def get_messages(self, conversation_id: str, start_sequence: int, end_sequence: int) -> list[Row]:
+    async def get_messages(
+        self, conversation_id: str, start_sequence: int, end_sequence: int, *, user_id: str
+    ) -> list[Row]:
         return await self._fetch_all(
             "get_messages",
-            {"conversation_id": conversation_id, "start_sequence": start_sequence, "end_sequence": end_sequence},
+            {
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "start_sequence": start_sequence,
+                "end_sequence": end_sequence,
+            },
         )
 
-    async def complete_memory(self, **fields: Any) -> bool:
-        return await self._fetch_one("complete_memory", fields) is not None
+    async def complete_memory(self, *, user_id: str, **fields: Any) -> bool:
+        return await self._fetch_one("complete_memory", {**fields, "user_id": user_id}) is not None
 
-    async def fail_memory(self, **fields: Any) -> bool:
-        return await self._fetch_one("fail_memory", fields) is not None
+    async def fail_memory(self, *, user_id: str, **fields: Any) -> bool:
+        return await self._fetch_one("fail_memory", {**fields, "user_id": user_id}) is not None
 
     # ------------------------------------------------------------------ reading
 
-    async def get_memory(self, memory_id: int) -> MemoryRecord | None:
-        row = await self._fetch_one("get_memory", {"memory_id": memory_id})
+    async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
+        row = await self._fetch_one("get_memory", {"user_id": user_id, "memory_id": memory_id})
         return MemoryRecord(**row) if row else None
 
-    async def list_memory(self, conversation_id: str) -> list[MemoryRecord]:
-        return [MemoryRecord(**row) for row in await self._fetch_all("list_memory", {"conversation_id": conversation_id})]
+    async def list_memory(self, conversation_id: str, *, user_id: str) -> list[MemoryRecord]:
+        rows = await self._fetch_all("list_memory", {"user_id": user_id, "conversation_id": conversation_id})
+        return [MemoryRecord(**row) for row in rows]
 
-    async def last_sequence(self, conversation_id: str) -> int | None:
-        row = await self._fetch_one("last_sequence", {"conversation_id": conversation_id})
+    async def last_sequence(self, conversation_id: str, *, user_id: str) -> int | None:
+        row = await self._fetch_one("last_sequence", {"user_id": user_id, "conversation_id": conversation_id})
         return row["last_sequence"] if row else None
 
-    async def delete_conversation(self, conversation_id: str) -> bool:
-        return await self._fetch_one("delete_conversation", {"conversation_id": conversation_id}) is not None
+    async def delete_conversation(self, conversation_id: str, *, user_id: str) -> bool:
+        params = {"user_id": user_id, "conversation_id": conversation_id}
+        return await self._fetch_one("delete_conversation", params) is not None

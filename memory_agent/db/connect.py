@@ -60,7 +60,7 @@ async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
     try:
         backend = MemoryBackend(pool, settings.db_schema)
         await backend.check_schema_is_ours()
-        await backend.setup()
+        await backend.setup(apply=settings.auto_migrate)
     except BaseException:
         await pool.close()
         raise

@@ -16,15 +16,16 @@ from typing import Protocol
 class SummaryJobs:
     """The work an executor runs, both on the memory loop."""
 
-    run_summary: Callable[[int], Awaitable[str]]  # one `processing` row to its final status; never raises
+    # One `processing` row, by its whole key (memory_id, user_id), to its final status; never raises.
+    run_summary: Callable[[int, str], Awaitable[str]]
     sweep: Callable[[], Awaitable[list[int]]]  # reclaim stale rows, re-run the trigger rule; the reclaimed ids
 
 
 class Executor(Protocol):
     async def start(self) -> None: ...
 
-    async def dispatch(self, memory_id: int) -> None:
-        """Get `memory_id` summarized; called on the memory loop after the round's commit."""
+    async def dispatch(self, memory_id: int, user_id: str) -> None:
+        """Get memory (user_id, memory_id) summarized; called on the memory loop after the round's commit."""
         ...
 
     async def drain(self, timeout: float | None) -> bool:

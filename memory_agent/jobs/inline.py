@@ -36,9 +36,11 @@ class InlineExecutor:
             except Exception as exc:  # the database may be briefly away; try again next time
                 logger.warning("Stale-row sweep failed: %s", exc)
 
-    async def dispatch(self, memory_id: int) -> None:
+    async def dispatch(self, memory_id: int, user_id: str) -> None:
         # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing).
-        task = asyncio.get_running_loop().create_task(self.jobs.run_summary(memory_id), context=contextvars.Context())
+        task = asyncio.get_running_loop().create_task(
+            self.jobs.run_summary(memory_id, user_id), context=contextvars.Context()
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -11,7 +11,6 @@ import logging
 from typing import Any
 
 import procrastinate
-from procrastinate.schema import SchemaManager
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -44,8 +43,9 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, url: str) -> procrast
     app = procrastinate.App(connector=connector)
 
     @app.task(name=SUMMARIZE_TASK, queue=QUEUE)
-    async def summarize(memory_id: int) -> str:
-        return await jobs.run_summary(memory_id)
+    async def summarize(user_id: str, memory_id: int) -> str:
+        # The whole key: on a sharded database the job's reads go to the user's shard only.
+        return await jobs.run_summary(memory_id, user_id)
 
     @app.periodic(cron=settings.sweep_cron, periodic_id="memory_agent.sweep")
     @app.task(name=SWEEP_TASK, queue=QUEUE, queueing_lock=SWEEP_TASK)
@@ -66,13 +66,13 @@ class ProcrastinateExecutor:
         self.app: procrastinate.App | None = None
 
     async def start(self) -> None:
-        await self.backend.setup_procrastinate(SchemaManager.get_schema())
+        await self.backend.setup_procrastinate(apply=self.settings.auto_migrate)
         self.app = build_app(self.jobs, self.settings, self.url)
         await self.app.open_async()
 
-    async def dispatch(self, memory_id: int) -> None:
+    async def dispatch(self, memory_id: int, user_id: str) -> None:
         assert self.app is not None
-        await self.app.tasks[SUMMARIZE_TASK].defer_async(memory_id=memory_id)
+        await self.app.tasks[SUMMARIZE_TASK].defer_async(user_id=user_id, memory_id=memory_id)
 
     async def drain(self, timeout: float | None) -> bool:
         return True  # summaries run in worker processes: none is in flight in this one

@@ -26,11 +26,12 @@ class SummaryRunner:
         self.backend = backend
         self.agent = agent
 
-    async def run_summary(self, memory_id: int) -> str:
-        """Summarize one `processing` row to `completed` or `failed`. Never raises; returns the final status."""
+    async def run_summary(self, memory_id: int, user_id: str) -> str:
+        """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
+        the final status."""
         backend = self.backend
         try:
-            row = await backend.start_memory(memory_id)
+            row = await backend.start_memory(memory_id, user_id=user_id)
         except Exception as exc:
             logger.error("Memory %s: could not start summarization: %s", memory_id, exc)
             return "processing"
@@ -45,7 +46,7 @@ class SummaryRunner:
         started = time.perf_counter()
         error: str | None = None
         try:
-            rows = await backend.get_messages(conversation_id, new_start, end_seq)
+            rows = await backend.get_messages(conversation_id, new_start, end_seq, user_id=user_id)
             if not rows:
                 logger.debug("No new messages to summarize for %s", conversation_id)
                 raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
@@ -64,6 +65,7 @@ class SummaryRunner:
         try:
             if result is not None:
                 if not await backend.complete_memory(
+                    user_id=user_id,
                     memory_id=memory_id,
                     memory_text=storable_text(result.text),
                     generation_time_ms=elapsed_ms,
@@ -81,6 +83,7 @@ class SummaryRunner:
                 logger.debug("Memory %s status updated to completed", memory_id)
                 return "completed"
             await backend.fail_memory(
+                user_id=user_id,
                 memory_id=memory_id,
                 error=storable_text(error or "unknown error")[:4000],
                 generation_time_ms=elapsed_ms,

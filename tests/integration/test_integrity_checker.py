@@ -26,8 +26,8 @@ DAMAGE = {
     "rounds whole": "UPDATE messages SET round_number = 5 WHERE conversation_id = 'c' AND sequence_number = 2",
     "linear chain": "UPDATE memory SET base_memory_id = NULL WHERE memory_id = (SELECT max(memory_id) FROM memory)",
     "no memory past the stored messages": "UPDATE memory SET end_sequence = 40 WHERE memory_id = 1",
-    "metrics agreeing": "INSERT INTO round_metrics (conversation_id, round_number, first_sequence, last_sequence,"
-    " retrieval_path) VALUES ('c', 2, 2, 4, 'raw')",
+    "metrics agreeing": "INSERT INTO round_metrics (tenant_id, user_id, conversation_id, round_number, first_sequence,"
+    " last_sequence, retrieval_path) VALUES ('default', 'conversation:c', 'c', 2, 2, 4, 'raw')",
 }
 
 
@@ -45,7 +45,8 @@ async def test_checker_finds_two_processing_rows(open_memory, database_url):
     execute(database_url, "DROP INDEX idx_memory_one_processing")
     execute(
         database_url,
-        "INSERT INTO memory (conversation_id, start_sequence, end_sequence, status)"
-        " VALUES ('c', 0, 1, 'processing'), ('c', 0, 2, 'processing')",
+        "INSERT INTO memory (tenant_id, user_id, conversation_id, start_sequence, end_sequence, status)"
+        " VALUES ('default', 'conversation:c', 'c', 0, 1, 'processing'),"
+        " ('default', 'conversation:c', 'c', 0, 2, 'processing')",
     )
     assert "memory_agent: at most one processing" in find_violations(database_url)

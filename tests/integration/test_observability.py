@@ -145,7 +145,10 @@ async def test_seed_queries_run_in_psql_as_written(open_memory, database_url):
     assert abs(float(avg_ms) - sum(times) / len(times)) < 1e-6
 
     assert run_psql(database_url, named["stuck_processing_tasks"]) == []
+    # Stuck is memory_is_stuck's rule (quiet since the last pick-up), the one the reclaimer applies.
     execute(database_url, "UPDATE memory SET status = 'processing', created_at = now() - interval '6 minutes' WHERE memory_id = 5")
+    assert run_psql(database_url, named["stuck_processing_tasks"]) == []  # picked up a moment ago
+    execute(database_url, "UPDATE memory SET started_at = now() - interval '6 minutes' WHERE memory_id = 5")
     stuck = run_psql(database_url, named["stuck_processing_tasks"])
     assert [(r[0], int(r[1])) for r in stuck] == [("conv_123", 5)]
 

@@ -90,7 +90,8 @@ async def test_a_dead_holder_blocks_only_until_its_lease_expires(open_memory, da
     # A round whose process died mid-graph: its lease is still there, expiring in 1 s.
     execute(
         database_url,
-        "INSERT INTO round_leases (conversation_id, holder, expires_at) VALUES ('dead', 'gone', now() + interval '1 second')",
+        "INSERT INTO round_leases (tenant_id, user_id, conversation_id, holder, expires_at)"
+        " VALUES ('default', 'conversation:dead', 'dead', 'gone', now() + interval '1 second')",
     )
     app = with_memory(SlowChat(delay=0).graph, memory)
     started = time.monotonic()
@@ -104,7 +105,8 @@ async def test_enqueue_waits_at_most_the_timeout(open_memory, database_url):
     memory = await open_memory(multitask_timeout_s=0.3)
     execute(
         database_url,
-        "INSERT INTO round_leases (conversation_id, holder, expires_at) VALUES ('busy', 'other', now() + interval '1 hour')",
+        "INSERT INTO round_leases (tenant_id, user_id, conversation_id, holder, expires_at)"
+        " VALUES ('default', 'conversation:busy', 'busy', 'other', now() + interval '1 hour')",
     )
     app = with_memory(SlowChat(delay=0).graph, memory)
     with pytest.raises(RoundInProgressError, match="MEMORY_AGENT_MULTITASK_TIMEOUT_S"):

@@ -41,7 +41,7 @@ async def test_the_inline_executor_runs_summary_jobs_and_drains():
     ran: list[int] = []
     gate = asyncio.Event()
 
-    async def run_summary(memory_id: int) -> str:
+    async def run_summary(memory_id: int, user_id: str) -> str:
         await gate.wait()
         ran.append(memory_id)
         return "completed"
@@ -51,13 +51,13 @@ async def test_the_inline_executor_runs_summary_jobs_and_drains():
 
     executor = InlineExecutor(SummaryJobs(run_summary, sweep), sweep_interval_s=0)
     await executor.start()
-    await executor.dispatch(1)
-    await executor.dispatch(2)
+    await executor.dispatch(1, "u")
+    await executor.dispatch(2, "u")
     assert not await executor.drain(timeout=0.05)  # both still waiting
     gate.set()
     assert await executor.drain(timeout=5)
     assert sorted(ran) == [1, 2]
-    await executor.dispatch(3)  # never released: stop() cancels it
+    await executor.dispatch(3, "u")  # never released: stop() cancels it
     gate.clear()
     await executor.stop()
     assert await executor.drain(timeout=0)

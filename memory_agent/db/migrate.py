@@ -1,0 +1,405 @@
+"""Schema migrations: memory_agent's numbered files, the re-creatable definitions, procrastinate's schema.
+
+- Numbered files `sql/NNNN_name.sql` are applied in order, each recorded in `schema_migrations` with the sha256
+  of the file. A released file is never edited: an applied file whose checksum changed is an error, and so is a
+  database at a version this code does not know (a newer memory_agent migrated it).
+- A file whose first lines hold `-- memory_agent: no-transaction` (CREATE INDEX CONCURRENTLY on a big table) runs
+  statement by statement in autocommit; its statements must be idempotent (IF NOT EXISTS) since a crash can
+  leave it half done. Every other file runs in a transaction under `pg_advisory_xact_lock`. A run holds the
+  schema's advisory lock at session level from start to end, so concurrent processes apply each file once.
+- `sql/definitions/*.sql` (views and functions) are created once, after the migrations, and re-created in the
+  migration transaction whenever a file of them changes or a migration runs: a migration never carries a view.
+- procrastinate's schema is created from its schema.sql when absent, and upgraded through procrastinate's own
+  migration files (`procrastinate/sql/migrations/XX.YY.ZZ_NN_name.sql`) when the installed procrastinate ships
+  newer ones; `schema_procrastinate` records what was applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, LiteralString, cast
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from memory_agent import resources
+from memory_agent.errors import ConfigurationError
+
+logger = logging.getLogger("memory_agent.migrate")
+
+NO_TRANSACTION_MARKER = "-- memory_agent: no-transaction"
+_MIGRATION_NAME = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
+_PROCRASTINATE_NAME = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?P<patch>\d+)_(?P<step>\d+)_[a-z0-9_]+\.sql$")
+_STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
+
+# sha256 of 0001-0005 as released, before schema_migrations had a checksum column: the backfill of databases
+# migrated by those releases. A file that no longer hashes to this was edited after release.
+RELEASED_CHECKSUMS = {
+    1: "d2542b5fe42e05de65991b55d6c1c38fe2de990f0b5c4aa092ccf50c40b0cdfb",
+    2: "1f786c27d973618e085b38cbb1ad294d99082bc88b932e3f4b9bf29b0ac629f6",
+    3: "c11ef0f4b1cf201dd33998a20e111f168d107d9ffd94582a3542a2033d99957e",
+    4: "fb50da504f33b4fa4675056fb49fb7597221459576a6207a7d48f3ba645d40d8",
+    5: "2472a707d92992f070655240ea3bd5292977495781849cea9ed594f39d7cb0a2",
+}
+
+# A procrastinate schema created by a memory_agent release that did not record its level is dated by the newest
+# of these functions it holds (each added by the migration named; pyproject requires procrastinate >= 3.0).
+PROCRASTINATE_MARKERS = (
+    ("procrastinate_retry_job_v2", "03.04.00_50_post_add_retry_failed_job_procedure.sql"),
+    ("procrastinate_defer_jobs_v1", "03.02.00_50_post_batch_defer_jobs.sql"),
+    ("procrastinate_register_worker_v1", "03.01.00_50_post_add_heartbeat.sql"),
+    ("procrastinate_defer_job_v1", "03.00.00_50_post_cancel_notification.sql"),
+)
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    filename: str
+    text: str
+    checksum: str
+    transactional: bool
+
+    def statements(self) -> list[str]:
+        """The file's statements, for a no-transaction file (split at `;` ending a line)."""
+        parts = _STATEMENT_END.split(self.text)
+        return [part.strip() for part in parts if _strip_comments(part).strip()]
+
+
+@dataclass
+class MigrationReport:
+    """What one run applied (empty lists: the schema was up to date)."""
+
+    applied: list[str] = field(default_factory=list)
+    definitions: list[str] = field(default_factory=list)
+    procrastinate: list[str] = field(default_factory=list)
+
+    @property
+    def versions(self) -> list[int]:
+        return [int(name[:4]) for name in self.applied]
+
+
+def _strip_comments(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+
+
+def checksum(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_migrations(directory: Path | None = None) -> list[Migration]:
+    """The numbered files of sql/ (or `directory`), in version order."""
+    found = []
+    for path in sorted((directory or resources.sql_dir()).glob("[0-9][0-9][0-9][0-9]_*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if match is None:
+            raise ValueError(f"migration file name {path.name!r} must look like 0001_name.sql")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+        head = text.lstrip().splitlines()[:5]
+        found.append(
+            Migration(
+                version=int(match["version"]),
+                name=match["name"],
+                filename=path.name,
+                text=text,
+                checksum=checksum(data),
+                transactional=not any(line.strip() == NO_TRANSACTION_MARKER for line in head),
+            )
+        )
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise ValueError(f"two migrations share a version number: {versions}")
+    return found
+
+
+def _definitions() -> list[tuple[str, str, str]]:
+    return [(name, text, checksum(text.encode("utf-8"))) for name, text in resources.definitions()]
+
+
+def _procrastinate_key(filename: str) -> tuple[int, int, int, int]:
+    match = _PROCRASTINATE_NAME.match(filename)
+    if match is None:
+        raise ValueError(f"unexpected procrastinate migration file name {filename!r}")
+    return (int(match["major"]), int(match["minor"]), int(match["patch"]), int(match["step"]))
+
+
+def procrastinate_migrations() -> list[Path]:
+    """procrastinate's own migration files, oldest first."""
+    from procrastinate.schema import SchemaManager
+
+    paths = [p for p in Path(SchemaManager.get_migrations_path()).glob("*.sql") if _PROCRASTINATE_NAME.match(p.name)]
+    return sorted(paths, key=lambda p: _procrastinate_key(p.name))
+
+
+class Migrator:
+    """Applies (or, with apply=False, only checks) the schema on one autocommit connection."""
+
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        schema: str,
+        *,
+        migrations: list[Migration] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.schema = schema
+        self.queries = resources.queries()
+        self.migrations = load_migrations() if migrations is None else migrations
+        self._lock_key = f"memory_agent.setup:{schema}"
+
+    async def _run(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        async with self.conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(self.queries[name], params)
+            return await cur.fetchall() if cur.description is not None else []
+
+    @asynccontextmanager
+    async def _session_lock(self) -> AsyncIterator[None]:
+        """The schema's migration lock for the whole run, taken outside any transaction.
+
+        Waiting processes poll instead of blocking: a transaction blocked on the lock would hold a snapshot that
+        CREATE INDEX CONCURRENTLY (run by the holder) waits for, a deadlock.
+        """
+        delay = 0.02
+        while not (await self._run("try_migration_lock", {"key": self._lock_key}))[0]["locked"]:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+        try:
+            yield
+        finally:
+            await self._run("release_migration_lock", {"key": self._lock_key})
+
+    async def _enter_schema(self, create: bool) -> None:
+        await self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [self._lock_key])
+        ident = sql.Identifier(self.schema)
+        if create:
+            await self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+        await self.conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(ident))
+
+    # ------------------------------------------------------------------ memory_agent's files
+
+    async def migrate(self, *, apply: bool = True) -> MigrationReport:
+        """Bring the schema to this code's version (apply=False: raise ConfigurationError if it is not)."""
+        report = MigrationReport()
+        async with self._session_lock():
+            return await self._migrate(apply, report)
+
+    async def _migrate(self, apply: bool, report: MigrationReport) -> MigrationReport:
+        while True:
+            async with self.conn.transaction():
+                await self._enter_schema(create=apply)
+                pending = await self._pending(apply)
+                if not apply:
+                    await self._check_up_to_date(pending)
+                    return report
+                segment = []
+                for migration in pending:
+                    if not migration.transactional:
+                        break
+                    segment.append(migration)
+                await self._apply_segment(segment, report)
+            if len(segment) == len(pending):
+                return report
+            await self._apply_without_transaction(pending[len(segment)], report)
+
+    async def _pending(self, apply: bool) -> list[Migration]:
+        """The files not applied yet; raises when an applied one changed or the database is ahead of the code."""
+        state = (await self._run("migrations_table_present"))[0]
+        if not state["present"]:
+            if apply:
+                await self._run("create_schema_migrations")
+            return list(self.migrations)
+        if apply and not (state["has_checksum"] and state["has_definitions"]):
+            await self._run("create_schema_migrations")
+            state["has_checksum"] = True
+        applied = await self._run("applied_migrations" if state["has_checksum"] else "applied_versions")
+        known = {m.version: m for m in self.migrations}
+        newest_known = max(known, default=0)
+        newest_applied = max((row["version"] for row in applied), default=0)
+        if newest_applied > newest_known:
+            raise ConfigurationError(
+                f"schema {self.schema!r} is at version {newest_applied}, this memory_agent knows up to "
+                f"{newest_known}: upgrade memory_agent (the database was migrated by a newer release)"
+            )
+        for row in applied:
+            migration = known.get(row["version"])
+            if migration is None:
+                raise ConfigurationError(
+                    f"schema {self.schema!r} has migration {row['version']} ({row['name']}) applied, which this "
+                    "memory_agent does not ship: it was migrated by another build of memory_agent"
+                )
+            recorded = row["checksum"]
+            if recorded is None:
+                # Applied by a release before checksums: it ran the file as released.
+                recorded = RELEASED_CHECKSUMS.get(row["version"])
+                if recorded is None:
+                    raise ConfigurationError(
+                        f"migration {migration.filename} is recorded without a checksum in schema {self.schema!r}"
+                    )
+                if apply and state["has_checksum"]:
+                    await self._run("backfill_checksum", {"version": row["version"], "checksum": recorded})
+            if recorded != migration.checksum:
+                raise ConfigurationError(
+                    f"migration file {migration.filename} was changed after it was applied to schema "
+                    f"{self.schema!r} (checksum {migration.checksum[:12]}…, applied {recorded[:12]}…): released "
+                    "migrations are never edited; restore the file and put the change in a new numbered file"
+                )
+        done = {row["version"] for row in applied}
+        return [m for m in self.migrations if m.version not in done]
+
+    async def _check_up_to_date(self, pending: list[Migration]) -> None:
+        stale = await self._stale_definitions()
+        if pending or stale:
+            what = ", ".join(m.filename for m in pending) or "the views and functions of sql/definitions"
+            raise ConfigurationError(
+                f"schema {self.schema!r} is behind this memory_agent ({what} not applied) and "
+                "MEMORY_AGENT_AUTO_MIGRATE is off: run `memory-agent migrate`"
+            )
+
+    async def _stale_definitions(self) -> list[str]:
+        state = (await self._run("migrations_table_present"))[0]
+        recorded = (
+            {row["name"]: row["checksum"] for row in await self._run("applied_definitions")}
+            if state["has_definitions"]
+            else {}
+        )
+        current = {name: digest for name, _, digest in _definitions()}
+        return sorted(current) if recorded != current else []
+
+    async def _apply_segment(self, segment: list[Migration], report: MigrationReport) -> None:
+        """Transactional files, then the definitions when anything changed; all in the current transaction."""
+        stale = await self._stale_definitions()
+        if not segment and not stale:
+            return
+        # Views and functions may read columns a migration changes: dropped first, created after.
+        await self._run("drop_definitions")
+        for migration in segment:
+            await self.conn.execute(migration.text.encode())  # bytes: no parameters, several statements
+            await self._run(
+                "record_migration",
+                {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
+            )
+            report.applied.append(migration.filename)
+        # Again: a released migration (0003) created views of its own, which the definitions replace.
+        await self._run("drop_definitions")
+        await self._run("forget_definitions")
+        for name, text, digest in _definitions():
+            await self.conn.execute(text.encode())
+            await self._run("record_definition", {"name": name, "checksum": digest})
+            report.definitions.append(name)
+        if report.applied:
+            logger.info("Applied memory_agent migrations %s to schema %s", report.applied, self.schema)
+
+    async def _apply_without_transaction(self, migration: Migration, report: MigrationReport) -> None:
+        """One no-transaction file, statement by statement (the session lock is held)."""
+        saved = (await self._run("current_search_path"))[0]["search_path"]
+        try:
+            ident = sql.Identifier(self.schema)
+            await self.conn.execute(sql.SQL("SET search_path TO {}, public").format(ident))
+            for statement in migration.statements():
+                await self.conn.execute(statement.encode())
+            await self._run(
+                "record_migration",
+                {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
+            )
+            report.applied.append(migration.filename)
+            logger.info("Applied memory_agent migration %s (no transaction) to schema %s", migration.filename, self.schema)
+        finally:
+            await self.conn.execute("SELECT set_config('search_path', %s, false)", [saved])
+
+    # ------------------------------------------------------------------ procrastinate
+
+    async def migrate_procrastinate(self, *, apply: bool = True) -> list[str]:
+        """Create or upgrade procrastinate's schema; returns what was applied ('schema.sql' or migration files)."""
+        from procrastinate import __version__ as procrastinate_version
+        from procrastinate.schema import SchemaManager
+
+        files = procrastinate_migrations()
+        newest = files[-1].name
+        applied: list[str] = []
+        async with self._session_lock(), self.conn.transaction():
+            await self._enter_schema(create=apply)
+            if apply:
+                await self._run("create_schema_migrations")
+            elif not (await self._run("migrations_table_present"))[0]["present"]:
+                raise ConfigurationError(
+                    f"schema {self.schema!r} has no memory_agent tables and MEMORY_AGENT_AUTO_MIGRATE is off: "
+                    "run `memory-agent migrate`"
+                )
+            state = (await self._run("procrastinate_state"))[0]
+            recorded = sorted(state["recorded"] or [], key=_procrastinate_key)
+            if not state["present"]:
+                pending_files: list[Path] = []
+                if apply:
+                    await self.conn.execute(cast(LiteralString, SchemaManager.get_schema()).encode())
+                    # schema.sql is every migration applied: recorded as the newest file it ships.
+                    await self._run("record_procrastinate", {"migration": newest, "version": procrastinate_version})
+                    applied.append("schema.sql")
+                else:
+                    raise ConfigurationError(
+                        f"procrastinate's tables are missing from schema {self.schema!r} and "
+                        "MEMORY_AGENT_AUTO_MIGRATE is off: run `memory-agent migrate --procrastinate`"
+                    )
+            else:
+                level = recorded[-1] if recorded else await self._date_procrastinate_schema()
+                if _procrastinate_key(level) > _procrastinate_key(newest):
+                    raise ConfigurationError(
+                        f"procrastinate's schema in {self.schema!r} is at {level}, newer than the installed "
+                        f"procrastinate {procrastinate_version} knows ({newest}): upgrade procrastinate"
+                    )
+                pending_files = [p for p in files if _procrastinate_key(p.name) > _procrastinate_key(level)]
+                if pending_files and not apply:
+                    raise ConfigurationError(
+                        f"procrastinate's schema in {self.schema!r} is at {level}, behind the installed "
+                        f"procrastinate {procrastinate_version}, and MEMORY_AGENT_AUTO_MIGRATE is off: run "
+                        "`memory-agent migrate --procrastinate`"
+                    )
+                if apply and not recorded:
+                    await self._run("record_procrastinate", {"migration": level, "version": "unrecorded"})
+            for path in pending_files:
+                await self.conn.execute(path.read_bytes())
+                await self._run("record_procrastinate", {"migration": path.name, "version": procrastinate_version})
+                applied.append(path.name)
+        if applied:
+            logger.info("procrastinate schema in %s: applied %s", self.schema, applied)
+        return applied
+
+    async def _date_procrastinate_schema(self) -> str:
+        """The migration level of a procrastinate schema created before levels were recorded."""
+        present = set((await self._run("procrastinate_markers"))[0]["functions"] or [])
+        for function, level in PROCRASTINATE_MARKERS:
+            if function in present:
+                return level
+        raise ConfigurationError(
+            f"procrastinate's schema in {self.schema!r} predates procrastinate 3.0 and cannot be upgraded by "
+            "memory_agent: upgrade it with procrastinate's own migrations (procrastinate schema --migrations-path)"
+        )
+
+
+async def migrate_database(url: str, schema: str, *, procrastinate: bool, timeout: float = 5.0) -> MigrationReport:
+    """Apply everything pending to the database at `url` (what `memory-agent migrate` runs), on one connection."""
+    from memory_agent.db.backend import MemoryBackend
+
+    pool = MemoryBackend.create_pool(url, schema, min_size=1, max_size=1, timeout=timeout, name="memory_agent.migrate")
+    try:
+        await pool.open(wait=True, timeout=timeout)
+    except Exception as exc:
+        await pool.close()
+        raise ConfigurationError(
+            f"cannot connect to PostgreSQL within {timeout}s: {exc}; check MEMORY_AGENT_DATABASE_URL"
+        ) from exc
+    try:
+        backend = MemoryBackend(pool, schema)
+        await backend.check_schema_is_ours()
+        return await backend.migrate(apply=True, procrastinate=procrastinate)
+    finally:
+        await pool.close()

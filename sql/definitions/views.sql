@@ -1,0 +1,380 @@
+-- Views and functions that answer the questions users ask of their memory in SQL, defined once here and
+-- re-created when this file changes (memory_agent/db/migrate.py drops every view and function of the schema
+-- except procrastinate's, then runs the definitions files in name order).
+-- Run with search_path set to the memory_agent schema (setting `db_schema`); objects are unqualified.
+-- Functions carry `SET search_path FROM CURRENT` so they find the tables whatever the caller's search_path.
+-- Intervals are left as intervals (readable in psql); shares and ratios are numeric, rounded to 4 places.
+-- Every join between tables includes user_id (the distribution column): nothing here joins across users.
+
+-- The seed's "memory history with version chain", plus the rounds each version covers and what it dropped.
+-- Filter on conversation_id; the seed orders by end_sequence DESC, `inspect` by memory_id.
+CREATE VIEW memory_version_chain AS
+SELECT m.*,
+       b.end_sequence AS base_end_seq,
+       first_message.round_number AS first_round,
+       last_message.round_number AS last_round,
+       CASE
+           WHEN first_message.round_number IS NULL OR last_message.round_number IS NULL THEN NULL
+           ELSE CASE WHEN first_message.round_number = last_message.round_number
+                     THEN format('Round %s', first_message.round_number)
+                     ELSE format('Round %s-%s', first_message.round_number, last_message.round_number)
+                END
+                || CASE WHEN first_message.round_number = 2 THEN ' (R1 dropped)'
+                        WHEN first_message.round_number > 2 THEN format(' (R1-%s dropped)', first_message.round_number - 1)
+                        ELSE ''
+                   END
+       END AS covers
+FROM memory AS m
+LEFT JOIN memory AS b ON b.user_id = m.user_id AND b.memory_id = m.base_memory_id
+LEFT JOIN messages AS first_message
+       ON first_message.user_id = m.user_id AND first_message.conversation_id = m.conversation_id
+      AND first_message.sequence_number = m.start_sequence
+LEFT JOIN messages AS last_message
+       ON last_message.user_id = m.user_id AND last_message.conversation_id = m.conversation_id
+      AND last_message.sequence_number = m.end_sequence;
+
+-- The seed's "stuck 'processing' tasks" with the timeout as a parameter: the rows memory_is_stuck() holds
+-- stuck after `older_than` (the reclaimer applies it with processing_timeout_s, so these are exactly the rows
+-- the next sweep will mark failed).
+CREATE FUNCTION stuck_processing_after(older_than interval DEFAULT interval '5 minutes')
+RETURNS TABLE (
+    conversation_id text,
+    memory_id integer,
+    start_sequence integer,
+    end_sequence integer,
+    created_at timestamptz,
+    started_at timestamptz,
+    attempts integer,
+    age interval,
+    quiet_for interval,
+    user_id text,
+    tenant_id text
+)
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $$
+    SELECT m.conversation_id, m.memory_id, m.start_sequence, m.end_sequence, m.created_at, m.started_at,
+           m.attempts, now() - m.created_at, now() - COALESCE(m.started_at, m.created_at), m.user_id, m.tenant_id
+    FROM memory AS m
+    WHERE m.status = 'processing'
+      AND memory_is_stuck(m.status, m.started_at, m.created_at, older_than, now())
+    ORDER BY m.created_at
+$$;
+
+-- The seed's query as a view: its 5 minutes, the default processing_timeout_s (300 s).
+CREATE VIEW stuck_processing AS
+SELECT * FROM stuck_processing_after(interval '5 minutes');
+
+-- The seed's "sliding window progression" (without its LIMIT 20; add ORDER BY created_at DESC LIMIT 20).
+-- dropped_messages: sequences 0..start_sequence-1 are outside the window.
+CREATE VIEW sliding_window_progression AS
+SELECT m.conversation_id,
+       m.memory_id,
+       m.start_sequence,
+       m.end_sequence,
+       m.end_sequence - m.start_sequence + 1 AS window_size,
+       m.start_sequence AS dropped_messages,
+       m.generation_time_ms,
+       m.created_at,
+       m.user_id,
+       m.tenant_id
+FROM memory AS m
+WHERE m.status = 'completed';
+
+-- The seed's "average summarization time", with the median and 95th percentile.
+CREATE VIEW summary_generation_time AS
+SELECT avg(m.generation_time_ms)::numeric(12, 1) AS avg_ms,
+       max(m.generation_time_ms) AS max_ms,
+       count(*) AS total_summaries,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY m.generation_time_ms) AS p50_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY m.generation_time_ms) AS p95_ms
+FROM memory AS m
+WHERE m.status = 'completed'
+  AND m.generation_time_ms IS NOT NULL;
+
+-- Per summarizer model: outcome counts, failure rate, latency and cost. Rows still processing are left out;
+-- failed rows reclaimed before any model answered have no model_name (the NULL group).
+CREATE VIEW summary_model_stats AS
+SELECT m.model_name,
+       count(*) AS summaries,
+       count(*) FILTER (WHERE m.status = 'completed') AS completed,
+       count(*) FILTER (WHERE m.status = 'failed') AS failed,
+       round(count(*) FILTER (WHERE m.status = 'failed')::numeric / count(*), 4) AS failure_rate,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY m.generation_time_ms)
+           FILTER (WHERE m.status = 'completed') AS generation_p50_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY m.generation_time_ms)
+           FILTER (WHERE m.status = 'completed') AS generation_p95_ms,
+       round(avg(m.attempts), 2) AS avg_attempts,
+       COALESCE(sum(m.input_tokens) FILTER (WHERE m.status = 'completed'), 0) AS input_tokens,
+       COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS output_tokens,
+       round(sum(m.input_tokens) FILTER (WHERE m.status = 'completed')::numeric
+             / NULLIF(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0), 4) AS compression_ratio
+FROM memory AS m
+WHERE m.status <> 'processing'
+GROUP BY m.model_name;
+
+-- One row per stored round: what the model was given, as sequence ranges. The round's input is the leading
+-- run of its messages before the first assistant or tool message (the rest the wrapped graph produced).
+-- summary_lag: stored messages before the round that no served memory covered (the gap before any cut).
+CREATE VIEW round_context AS
+SELECT r.conversation_id,
+       r.round_number,
+       r.created_at,
+       r.retrieval_path,
+       r.memory_id,
+       mem.start_sequence AS memory_start_sequence,
+       r.memory_end_sequence,
+       r.gap_start_sequence,
+       r.gap_end_sequence,
+       r.gap_size,
+       r.first_sequence AS input_first_sequence,
+       produced.input_last_sequence,
+       r.first_sequence,
+       r.last_sequence,
+       r.first_sequence - 1 - COALESCE(r.memory_end_sequence, -1) AS summary_lag,
+       r.context_messages,
+       r.context_tokens,
+       r.truncated,
+       r.truncation,
+       r.latency_load_ms,
+       r.latency_round_ms,
+       r.summary_triggered,
+       r.trigger_outcome,
+       r.triggered_memory_id,
+       r.error_stage,
+       r.id AS round_metrics_id,
+       r.user_id,
+       r.tenant_id
+FROM round_metrics AS r
+LEFT JOIN memory AS mem ON mem.user_id = r.user_id AND mem.memory_id = r.memory_id
+LEFT JOIN LATERAL (
+    SELECT COALESCE(min(o.sequence_number) - 1, r.last_sequence) AS input_last_sequence
+    FROM messages AS o
+    WHERE o.user_id = r.user_id AND o.conversation_id = r.conversation_id
+      AND o.sequence_number BETWEEN r.first_sequence AND r.last_sequence
+      AND o.role IN ('assistant', 'tool')
+) AS produced ON true
+WHERE r.round_number IS NOT NULL;
+
+-- Point in time: what the model was given at a round, rebuilt from stored rows. First the memory version
+-- served (part 'memory', its text in `content`; absent on the raw path), then the gap messages, then the
+-- round's input. The memory text is injected per injection_mode (prefix or system), as at run time.
+CREATE FUNCTION context_at_round(p_conversation_id text, p_round_number integer)
+RETURNS TABLE (
+    "position" integer,
+    part text,
+    memory_id integer,
+    sequence_number integer,
+    round_number integer,
+    role text,
+    content text,
+    message jsonb
+)
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $$
+    WITH r AS (
+        SELECT rc.* FROM round_context AS rc
+        WHERE rc.conversation_id = p_conversation_id AND rc.round_number = p_round_number
+        ORDER BY rc.round_metrics_id DESC
+        LIMIT 1
+    ), parts AS (
+        SELECT 0 AS part_order, 'memory' AS part, m.memory_id, NULL::integer AS sequence_number,
+               NULL::integer AS round_number, NULL::text AS role, m.memory_text AS content, NULL::jsonb AS message
+        FROM r JOIN memory AS m ON m.user_id = r.user_id AND m.memory_id = r.memory_id
+        UNION ALL
+        SELECT 1, 'gap', r.memory_id, g.sequence_number, g.round_number, g.role, g.content, g.message
+        FROM r JOIN messages AS g
+          ON g.user_id = r.user_id AND g.conversation_id = r.conversation_id
+         AND g.sequence_number BETWEEN r.gap_start_sequence AND r.gap_end_sequence
+        UNION ALL
+        SELECT 2, 'input', r.memory_id, i.sequence_number, i.round_number, i.role, i.content, i.message
+        FROM r JOIN messages AS i
+          ON i.user_id = r.user_id AND i.conversation_id = r.conversation_id
+         AND i.sequence_number BETWEEN r.input_first_sequence AND r.input_last_sequence
+    )
+    SELECT (row_number() OVER (ORDER BY part_order, sequence_number NULLS FIRST))::integer,
+           part, memory_id, sequence_number, round_number, role, content, message
+    FROM parts
+    ORDER BY 1
+$$;
+
+-- "Why did the model forget X at round N": for each round from the message's own onwards, how the model
+-- saw message `p_sequence_number`: input | produced (this round's own) | gap (verbatim) | summarized
+-- (inside the served memory's window) | dropped (slid out of the window) | missing (not given: a token
+-- budget cut it, or it was not stored yet when a failed round loaded). With `p_text`, memory_mentions
+-- tells whether the served memory text still contains it (case-insensitive).
+CREATE FUNCTION message_visibility(
+    p_conversation_id text, p_sequence_number integer, p_text text DEFAULT NULL
+)
+RETURNS TABLE (
+    round_number integer,
+    retrieval_path text,
+    memory_id integer,
+    memory_start_sequence integer,
+    memory_end_sequence integer,
+    visibility text,
+    memory_mentions boolean
+)
+LANGUAGE sql STABLE
+SET search_path FROM CURRENT
+AS $$
+    SELECT rc.round_number, rc.retrieval_path, rc.memory_id, rc.memory_start_sequence, rc.memory_end_sequence,
+           CASE
+               WHEN p_sequence_number BETWEEN rc.input_first_sequence AND rc.input_last_sequence THEN 'input'
+               WHEN p_sequence_number BETWEEN rc.first_sequence AND rc.last_sequence THEN 'produced'
+               WHEN p_sequence_number BETWEEN rc.gap_start_sequence AND rc.gap_end_sequence THEN 'gap'
+               WHEN p_sequence_number BETWEEN rc.memory_start_sequence AND rc.memory_end_sequence THEN 'summarized'
+               WHEN p_sequence_number < rc.memory_start_sequence THEN 'dropped'
+               ELSE 'missing'
+           END,
+           CASE WHEN p_text IS NULL OR m.memory_text IS NULL THEN NULL
+                ELSE strpos(lower(m.memory_text), lower(p_text)) > 0
+           END
+    FROM round_context AS rc
+    LEFT JOIN memory AS m ON m.user_id = rc.user_id AND m.memory_id = rc.memory_id
+    WHERE rc.conversation_id = p_conversation_id
+      AND rc.last_sequence >= p_sequence_number
+    ORDER BY rc.round_number
+$$;
+
+-- Memory health per conversation. summary_lag = newest message sequence - newest completed end_sequence
+-- (every message counts when nothing is summarized yet); rounds_behind is the same in rounds.
+-- served_memory_age: time since the memory a round would be given now was finished.
+-- compression_ratio: summarizer input tokens / summary output tokens, completed rows. stuck: as stuck_processing
+-- (memory_is_stuck with the seed's 5 minutes).
+CREATE VIEW memory_health AS
+SELECT c.conversation_id,
+       c.round_count AS rounds,
+       c.next_sequence - 1 AS newest_sequence,
+       served.memory_id AS served_memory_id,
+       served.end_sequence AS served_end_sequence,
+       (c.next_sequence - 1) - COALESCE(served.end_sequence, -1) AS summary_lag,
+       c.round_count - COALESCE(served_round.round_number, 0) AS rounds_behind,
+       now() - COALESCE(served.finished_at, served.created_at) AS served_memory_age,
+       versions.completed,
+       versions.failed,
+       versions.processing,
+       round(versions.failed::numeric / NULLIF(versions.completed + versions.failed, 0), 4) AS failure_rate,
+       versions.input_tokens,
+       versions.output_tokens,
+       round(versions.input_tokens::numeric / NULLIF(versions.output_tokens, 0), 4) AS compression_ratio,
+       versions.stuck,
+       c.updated_at AS last_round_at,
+       c.user_id,
+       c.tenant_id
+FROM conversations AS c
+LEFT JOIN latest_memory AS served ON served.user_id = c.user_id AND served.conversation_id = c.conversation_id
+LEFT JOIN messages AS served_round
+       ON served_round.user_id = c.user_id AND served_round.conversation_id = c.conversation_id
+      AND served_round.sequence_number = served.end_sequence
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE m.status = 'completed') AS completed,
+           count(*) FILTER (WHERE m.status = 'failed') AS failed,
+           count(*) FILTER (WHERE m.status = 'processing') AS processing,
+           COALESCE(sum(m.input_tokens) FILTER (WHERE m.status = 'completed'), 0) AS input_tokens,
+           COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS output_tokens,
+           count(*) FILTER (WHERE memory_is_stuck(m.status, m.started_at, m.created_at,
+                                                  interval '5 minutes', now())) AS stuck
+    FROM memory AS m
+    WHERE m.user_id = c.user_id AND m.conversation_id = c.conversation_id
+) AS versions ON true;
+
+-- The whole database in one row: the numbers `memory-agent stats` opens with.
+-- summary_token_share: summarizer tokens / (summarizer tokens + chat-model context tokens of every round).
+CREATE VIEW memory_health_totals AS
+WITH summaries AS (
+    SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
+           count(*) FILTER (WHERE status = 'failed') AS failed,
+           count(*) FILTER (WHERE status = 'processing') AS processing,
+           COALESCE(sum(input_tokens) FILTER (WHERE status = 'completed'), 0) AS input_tokens,
+           COALESCE(sum(output_tokens) FILTER (WHERE status = 'completed'), 0) AS output_tokens,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY generation_time_ms)
+               FILTER (WHERE status = 'completed') AS generation_p50_ms,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY generation_time_ms)
+               FILTER (WHERE status = 'completed') AS generation_p95_ms
+    FROM memory
+), rounds AS (
+    SELECT count(*) AS rounds,
+           round(avg((retrieval_path = 'raw')::int), 4) AS fallback_share,
+           round(avg(truncated::int), 4) AS truncation_share,
+           COALESCE(sum(context_tokens), 0) AS context_tokens
+    FROM round_metrics
+), lag AS (
+    SELECT count(*) AS conversations,
+           max(summary_lag) AS max_summary_lag,
+           round(avg(summary_lag), 2) AS avg_summary_lag,
+           COALESCE(sum(stuck), 0)::bigint AS stuck
+    FROM memory_health
+)
+SELECT lag.conversations,
+       rounds.rounds,
+       summaries.completed,
+       summaries.failed,
+       summaries.processing,
+       round(summaries.failed::numeric / NULLIF(summaries.completed + summaries.failed, 0), 4) AS failure_rate,
+       lag.max_summary_lag,
+       lag.avg_summary_lag,
+       rounds.fallback_share,
+       rounds.truncation_share,
+       summaries.generation_p50_ms,
+       summaries.generation_p95_ms,
+       summaries.input_tokens,
+       summaries.output_tokens,
+       round(summaries.input_tokens::numeric / NULLIF(summaries.output_tokens, 0), 4) AS compression_ratio,
+       rounds.context_tokens,
+       round((summaries.input_tokens + summaries.output_tokens)::numeric
+             / NULLIF(summaries.input_tokens + summaries.output_tokens + rounds.context_tokens, 0), 4)
+           AS summary_token_share,
+       lag.stuck
+FROM summaries, rounds, lag;
+
+-- The evolution plan's weekly report, adapted to rounds: fallback share (raw path), truncation share,
+-- p95 latency, summary lag at round start (see round_context), and what summaries cost that week.
+-- Weeks follow the session's TimeZone.
+CREATE VIEW round_report_weekly AS
+WITH rounds AS (
+    SELECT date_trunc('week', r.created_at) AS week,
+           count(*) AS rounds,
+           count(*) FILTER (WHERE r.error_stage IS NOT NULL) AS failed_rounds,
+           round(avg((r.retrieval_path = 'raw')::int), 4) AS fallback_share,
+           round(avg(r.truncated::int), 4) AS truncation_share,
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_round_ms)::numeric, 1) AS p50_latency_ms,
+           round(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_round_ms)::numeric, 1) AS p95_latency_ms,
+           round(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_load_ms)::numeric, 1) AS p95_load_ms,
+           round(avg(r.first_sequence - 1 - COALESCE(r.memory_end_sequence, -1)), 2) AS avg_summary_lag,
+           max(r.first_sequence - 1 - COALESCE(r.memory_end_sequence, -1)) AS max_summary_lag,
+           count(*) FILTER (WHERE r.summary_triggered) AS summaries_triggered,
+           COALESCE(sum(r.context_tokens), 0) AS context_tokens
+    FROM round_metrics AS r
+    GROUP BY 1
+), summaries AS (
+    SELECT date_trunc('week', m.created_at) AS week,
+           count(*) FILTER (WHERE m.status = 'completed') AS summaries_completed,
+           count(*) FILTER (WHERE m.status = 'failed') AS summaries_failed,
+           COALESCE(sum(m.input_tokens) FILTER (WHERE m.status = 'completed'), 0) AS summary_input_tokens,
+           COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS summary_output_tokens
+    FROM memory AS m
+    GROUP BY 1
+)
+SELECT week,
+       COALESCE(rounds.rounds, 0) AS rounds,
+       COALESCE(rounds.failed_rounds, 0) AS failed_rounds,
+       rounds.fallback_share,
+       rounds.truncation_share,
+       rounds.p50_latency_ms,
+       rounds.p95_latency_ms,
+       rounds.p95_load_ms,
+       rounds.avg_summary_lag,
+       rounds.max_summary_lag,
+       COALESCE(rounds.summaries_triggered, 0) AS summaries_triggered,
+       COALESCE(summaries.summaries_completed, 0) AS summaries_completed,
+       COALESCE(summaries.summaries_failed, 0) AS summaries_failed,
+       COALESCE(summaries.summary_input_tokens, 0) AS summary_input_tokens,
+       COALESCE(summaries.summary_output_tokens, 0) AS summary_output_tokens,
+       COALESCE(rounds.context_tokens, 0) AS context_tokens,
+       round((COALESCE(summaries.summary_input_tokens, 0) + COALESCE(summaries.summary_output_tokens, 0))::numeric
+             / NULLIF(COALESCE(summaries.summary_input_tokens, 0) + COALESCE(summaries.summary_output_tokens, 0)
+                      + COALESCE(rounds.context_tokens, 0), 0), 4) AS summary_token_share
+FROM rounds
+FULL JOIN summaries USING (week);

@@ -1,0 +1,111 @@
+-- Named queries of the migration runner (memory_agent/db/migrate.py). Each block starts with `-- name --` and a
+-- one-line description. They run with search_path set to the memory_agent schema.
+
+-- create_schema_migrations --
+-- The record of applied numbered files (created by the first release without checksum: added here).
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum TEXT;
+CREATE TABLE IF NOT EXISTS schema_definitions (
+    name       TEXT PRIMARY KEY,
+    checksum   TEXT NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS schema_procrastinate (
+    migration             TEXT PRIMARY KEY,
+    procrastinate_version TEXT NOT NULL,
+    applied_at            TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- migrations_table_present --
+-- Whether the schema holds the migration record and its checksum column (absent: nothing applied yet, or a release before checksums).
+SELECT to_regclass('schema_migrations') IS NOT NULL AS present,
+       EXISTS (SELECT 1 FROM pg_attribute
+               WHERE attrelid = to_regclass('schema_migrations') AND attname = 'checksum' AND NOT attisdropped)
+           AS has_checksum,
+       to_regclass('schema_definitions') IS NOT NULL AS has_definitions;
+
+-- applied_migrations --
+-- Every applied numbered file with its checksum (null: applied by a release before checksums).
+SELECT version, name, checksum FROM schema_migrations ORDER BY version;
+
+-- applied_versions --
+-- Every applied numbered file (a release before checksums has no checksum column).
+SELECT version, name, NULL::text AS checksum FROM schema_migrations ORDER BY version;
+
+-- backfill_checksum --
+-- Record the checksum of a file applied by a release before checksums.
+UPDATE schema_migrations SET checksum = %(checksum)s WHERE version = %(version)s AND checksum IS NULL;
+
+-- record_migration --
+-- A numbered file applied.
+INSERT INTO schema_migrations (version, name, checksum) VALUES (%(version)s, %(name)s, %(checksum)s);
+
+-- try_migration_lock --
+-- Take the schema's migration lock for this session if free (waiters poll: see Migrator._session_lock).
+SELECT pg_try_advisory_lock(hashtext(%(key)s)) AS locked;
+
+-- release_migration_lock --
+-- Give the schema's migration lock back.
+SELECT pg_advisory_unlock(hashtext(%(key)s)) AS released;
+
+-- current_search_path --
+-- The session's search_path, restored after a no-transaction file (run with the schema's).
+SELECT current_setting('search_path') AS search_path;
+
+-- applied_definitions --
+-- The definitions files as last created, with their checksums.
+SELECT name, checksum FROM schema_definitions ORDER BY name;
+
+-- drop_definitions --
+-- Drop every view and function of the schema except procrastinate's and extensions': the definitions files own them.
+DO $$
+DECLARE
+    object record;
+BEGIN
+    FOR object IN
+        SELECT c.relname FROM pg_class AS c
+        WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relkind IN ('v', 'm')
+          AND c.relname NOT LIKE 'procrastinate%'
+          AND NOT EXISTS (SELECT 1 FROM pg_depend AS d WHERE d.objid = c.oid AND d.deptype = 'e')
+    LOOP
+        EXECUTE format('DROP VIEW IF EXISTS %I CASCADE', object.relname);
+    END LOOP;
+    FOR object IN
+        SELECT p.oid::regprocedure AS signature FROM pg_proc AS p
+        WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+          AND p.proname NOT LIKE 'procrastinate%'
+          AND NOT EXISTS (SELECT 1 FROM pg_depend AS d WHERE d.objid = p.oid AND d.deptype = 'e')
+    LOOP
+        EXECUTE format('DROP FUNCTION IF EXISTS %s CASCADE', object.signature);
+    END LOOP;
+END
+$$;
+
+-- forget_definitions --
+-- Before recording the definitions files just created.
+DELETE FROM schema_definitions;
+
+-- record_definition --
+-- A definitions file created.
+INSERT INTO schema_definitions (name, checksum) VALUES (%(name)s, %(checksum)s);
+
+-- procrastinate_state --
+-- Whether procrastinate's tables exist, and the newest procrastinate migration recorded (by file name order).
+SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present,
+       ARRAY(SELECT migration FROM schema_procrastinate) AS recorded;
+
+-- procrastinate_markers --
+-- Objects that date a procrastinate schema created before its version was recorded (each added by one 3.x migration).
+SELECT ARRAY(SELECT DISTINCT p.proname::text FROM pg_proc AS p
+             WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+               AND p.proname IN ('procrastinate_retry_job_v2', 'procrastinate_defer_jobs_v1',
+                                 'procrastinate_register_worker_v1', 'procrastinate_defer_job_v1')) AS functions;
+
+-- record_procrastinate --
+-- A procrastinate migration applied (or the level of a schema created whole), with the installed procrastinate version.
+INSERT INTO schema_procrastinate (migration, procrastinate_version) VALUES (%(migration)s, %(version)s)
+ON CONFLICT (migration) DO NOTHING;
