@@ -1,5 +1,6 @@
 -- Data for the observability stage: many conversations written straight into memory_agent's tables with
--- generate_series, shaped like rounds run through with_memory (the integrity checker's rules hold).
+-- generate_series, shaped like rounds run through with_memory (the integrity checker's rules hold); five
+-- conversations per user (user-<i / 5>), tenant 'default'.
 -- Each block is a named statement (`-- name --`, a one-line description); the `scale_*` blocks run in this
 -- order on a migrated, empty schema with the parameters conversations and rounds (per conversation), the
 -- `before_*` blocks at the end are timed as the "before" figure. Conversation i (1-based):
@@ -14,16 +15,22 @@
 
 -- scale_conversations --
 -- One conversations row per conversation, created over the last 60 days.
-INSERT INTO conversations (conversation_id, next_sequence, round_count, created_at, updated_at)
-SELECT format('conv-%%s', lpad(i::text, 7, '0')), 2 * %(rounds)s, %(rounds)s,
+INSERT INTO conversations (tenant_id, user_id, conversation_id, next_sequence, round_count, created_at, updated_at)
+SELECT 'default', format('user-%%s', i / 5), format('conv-%%s', lpad(i::text, 7, '0')), 2 * %(rounds)s, %(rounds)s,
        now() - make_interval(days => i %% 60, mins => i %% 1440),
        now() - make_interval(days => i %% 60, mins => i %% 1440) + make_interval(mins => %(rounds)s)
 FROM generate_series(1, %(conversations)s) AS i;
 
+-- scale_owners --
+-- Who owns each conversation id (five conversations per user).
+INSERT INTO conversation_owners (conversation_id, tenant_id, user_id)
+SELECT conversation_id, tenant_id, user_id FROM conversations;
+
 -- scale_messages --
 -- The user message and the assistant reply of every round, as message_to_dict stores them.
-INSERT INTO messages (conversation_id, sequence_number, round_number, role, content, message, created_at)
-SELECT format('conv-%%s', lpad(i::text, 7, '0')), 2 * (r - 1) + a, r,
+INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content, message,
+                      created_at)
+SELECT 'default', format('user-%%s', i / 5), format('conv-%%s', lpad(i::text, 7, '0')), 2 * (r - 1) + a, r,
        CASE a WHEN 0 THEN 'user' ELSE 'assistant' END,
        text,
        jsonb_build_object('type', kind, 'data',
@@ -40,12 +47,12 @@ CROSS JOIN LATERAL (
 -- scale_memory --
 -- Completed versions, then a failed one and a processing one where the plan above puts them.
 WITH plan AS (
-    SELECT i, format('conv-%%s', lpad(i::text, 7, '0')) AS conversation_id,
+    SELECT i, format('user-%%s', i / 5) AS user_id, format('conv-%%s', lpad(i::text, 7, '0')) AS conversation_id,
            CASE WHEN i %% 10 = 0 THEN 0 ELSE LEAST(1 + i %% 4, (%(rounds)s - 1) / 2) END AS k,
            now() - make_interval(days => i %% 60, mins => i %% 1440) AS started
     FROM generate_series(1, %(conversations)s) AS i
 ), versions AS (
-    SELECT p.conversation_id, (p.i - 1) * 8 + j AS memory_id, 'completed' AS status,
+    SELECT p.user_id, p.conversation_id, (p.i - 1) * 8 + j AS memory_id, 'completed' AS status,
            GREATEST(0, 4 * j - 14) AS start_sequence, 4 * j - 1 AS end_sequence,
            CASE WHEN j > 1 THEN (p.i - 1) * 8 + j - 1 END AS base_memory_id,
            p.started + make_interval(mins => 2 * j) AS created_at,
@@ -56,7 +63,7 @@ WITH plan AS (
     FROM plan AS p
     CROSS JOIN LATERAL generate_series(1, p.k) AS j
     UNION ALL
-    SELECT p.conversation_id, (p.i - 1) * 8 + 6, 'failed',
+    SELECT p.user_id, p.conversation_id, (p.i - 1) * 8 + 6, 'failed',
            GREATEST(0, 4 * p.k + 3 - 13), 4 * p.k + 3,
            CASE WHEN p.k > 0 THEN (p.i - 1) * 8 + p.k END,
            p.started + make_interval(mins => 2 * p.k + 1), NULL,
@@ -65,7 +72,7 @@ WITH plan AS (
     FROM plan AS p
     WHERE p.i %% 20 IN (3, 10) AND 4 * p.k + 3 <= 2 * %(rounds)s - 1
     UNION ALL
-    SELECT p.conversation_id, (p.i - 1) * 8 + 7, 'processing',
+    SELECT p.user_id, p.conversation_id, (p.i - 1) * 8 + 7, 'processing',
            GREATEST(0, 2 * %(rounds)s - 14), 2 * %(rounds)s - 1,
            CASE WHEN p.k > 0 THEN (p.i - 1) * 8 + p.k END,
            now() - CASE WHEN p.i %% 1000 = 7 THEN interval '2 hours' ELSE interval '3 seconds' END,
@@ -74,10 +81,10 @@ WITH plan AS (
     FROM plan AS p
     WHERE p.i %% 50 = 7
 )
-INSERT INTO memory (conversation_id, memory_id, memory_text, start_sequence, end_sequence, base_memory_id, status,
+INSERT INTO memory (tenant_id, user_id, conversation_id, memory_id, memory_text, start_sequence, end_sequence, base_memory_id, status,
                     created_at, generation_time_ms, error, model_name, input_tokens, output_tokens,
                     summarized_start, summarized_end, attempts, started_at, finished_at)
-SELECT conversation_id, memory_id,
+SELECT 'default', user_id, conversation_id, memory_id,
        CASE status WHEN 'completed' THEN format('- [seq %%s] user: message %%s', end_sequence - 1, end_sequence / 2 + 1)
                    ELSE '' END,
        start_sequence, end_sequence, base_memory_id, status, created_at, generation_time_ms, error, model_name,
@@ -95,12 +102,12 @@ SELECT setval(pg_get_serial_sequence('memory', 'memory_id'), (SELECT max(memory_
 -- scale_round_metrics --
 -- One metrics row per round: version j served from round 2j+1 on, the raw path before the first one.
 WITH plan AS (
-    SELECT i, format('conv-%%s', lpad(i::text, 7, '0')) AS conversation_id,
+    SELECT i, format('user-%%s', i / 5) AS user_id, format('conv-%%s', lpad(i::text, 7, '0')) AS conversation_id,
            CASE WHEN i %% 10 = 0 THEN 0 ELSE LEAST(1 + i %% 4, (%(rounds)s - 1) / 2) END AS k,
            now() - make_interval(days => i %% 60, mins => i %% 1440) AS started
     FROM generate_series(1, %(conversations)s) AS i
 ), rounds AS (
-    SELECT p.i, p.conversation_id, p.started, r, LEAST(p.k, (r - 1) / 2) AS j
+    SELECT p.i, p.user_id, p.conversation_id, p.started, r, LEAST(p.k, (r - 1) / 2) AS j
     FROM plan AS p
     CROSS JOIN generate_series(1, %(rounds)s) AS r
 ), ranges AS (
@@ -109,11 +116,11 @@ WITH plan AS (
            2 * (r - 1) - 1 AS gap_end
     FROM rounds
 )
-INSERT INTO round_metrics (conversation_id, round_number, created_at, first_sequence, last_sequence, memory_id,
+INSERT INTO round_metrics (tenant_id, user_id, conversation_id, round_number, created_at, first_sequence, last_sequence, memory_id,
                            memory_end_sequence, gap_start_sequence, gap_end_sequence, gap_size, context_messages,
                            context_tokens, truncated, retrieval_path, latency_load_ms, latency_round_ms,
                            summary_triggered, trigger_outcome)
-SELECT conversation_id, r, started + make_interval(mins => r), 2 * (r - 1), 2 * r - 1,
+SELECT 'default', user_id, conversation_id, r, started + make_interval(mins => r), 2 * (r - 1), 2 * r - 1,
        CASE WHEN j > 0 THEN (i - 1) * 8 + j END,
        CASE WHEN j > 0 THEN 4 * j - 1 END,
        CASE WHEN gap_end >= COALESCE(gap_start, 0) THEN COALESCE(gap_start, 0) END,

@@ -46,11 +46,11 @@ FROM (
 -- health_lag_totals --
 -- Every conversation in one pass: count, max and average summary lag, and the `limit` most lagging ids.
 WITH conversation_lag AS MATERIALIZED (
-    SELECT c.conversation_id, c.next_sequence - 1 - COALESCE(served.end_sequence, -1) AS summary_lag
+    SELECT c.user_id, c.conversation_id, c.next_sequence - 1 - COALESCE(served.end_sequence, -1) AS summary_lag
     FROM conversations AS c
     LEFT JOIN LATERAL (
         SELECT m.end_sequence FROM memory AS m
-        WHERE m.conversation_id = c.conversation_id AND m.status = 'completed'
+        WHERE m.user_id = c.user_id AND m.conversation_id = c.conversation_id AND m.status = 'completed'
         ORDER BY m.end_sequence DESC
         LIMIT 1
     ) AS served ON true
@@ -58,22 +58,27 @@ WITH conversation_lag AS MATERIALIZED (
 SELECT count(*) AS conversations,
        max(summary_lag) AS max_summary_lag,
        round(avg(summary_lag), 2) AS avg_summary_lag,
-       (SELECT COALESCE(array_agg(conversation_id ORDER BY summary_lag DESC, conversation_id), '{}')
-        FROM (SELECT conversation_id, summary_lag FROM conversation_lag
-              ORDER BY summary_lag DESC, conversation_id
-              LIMIT %(limit)s) AS top) AS most_lagging
+       (SELECT COALESCE(array_agg(conversation_id ORDER BY summary_lag DESC, conversation_id, user_id), '{}')
+        FROM (SELECT user_id, conversation_id, summary_lag FROM conversation_lag
+              ORDER BY summary_lag DESC, conversation_id, user_id
+              LIMIT %(limit)s) AS top) AS most_lagging,
+       (SELECT COALESCE(array_agg(user_id ORDER BY summary_lag DESC, conversation_id, user_id), '{}')
+        FROM (SELECT user_id, conversation_id, summary_lag FROM conversation_lag
+              ORDER BY summary_lag DESC, conversation_id, user_id
+              LIMIT %(limit)s) AS top) AS most_lagging_users
 FROM conversation_lag;
 
 -- health_conversations --
 -- memory_health's columns for the conversations named, in the order given (stuck after a timeout in seconds).
 WITH named AS (
-    SELECT c.conversation_id, c.round_count, c.next_sequence, c.updated_at, named.position
-    FROM unnest(%(conversation_ids)s::text[]) WITH ORDINALITY AS named (conversation_id, position)
-    JOIN conversations AS c ON c.conversation_id = named.conversation_id
+    SELECT c.user_id, c.tenant_id, c.conversation_id, c.round_count, c.next_sequence, c.updated_at, named.position
+    FROM unnest(%(user_ids)s::text[], %(conversation_ids)s::text[]) WITH ORDINALITY
+         AS named (user_id, conversation_id, position)
+    JOIN conversations AS c ON c.user_id = named.user_id AND c.conversation_id = named.conversation_id
 ), stuck AS (
-    SELECT s.conversation_id, count(*) AS stuck
+    SELECT s.user_id, s.conversation_id, count(*) AS stuck
     FROM stuck_processing_after(make_interval(secs => %(stuck_after_s)s)) AS s
-    GROUP BY s.conversation_id
+    GROUP BY s.user_id, s.conversation_id
 )
 SELECT n.conversation_id,
        n.round_count AS rounds,
@@ -91,17 +96,20 @@ SELECT n.conversation_id,
        versions.output_tokens,
        round(versions.input_tokens::numeric / NULLIF(versions.output_tokens, 0), 4) AS compression_ratio,
        COALESCE(stuck.stuck, 0) AS stuck,
-       n.updated_at AS last_round_at
+       n.updated_at AS last_round_at,
+       n.user_id,
+       n.tenant_id
 FROM named AS n
 LEFT JOIN LATERAL (
     SELECT m.memory_id, m.end_sequence, m.finished_at, m.created_at
     FROM memory AS m
-    WHERE m.conversation_id = n.conversation_id AND m.status = 'completed'
+    WHERE m.user_id = n.user_id AND m.conversation_id = n.conversation_id AND m.status = 'completed'
     ORDER BY m.end_sequence DESC, m.memory_id DESC
     LIMIT 1
 ) AS served ON true
 LEFT JOIN messages AS served_round
-       ON served_round.conversation_id = n.conversation_id AND served_round.sequence_number = served.end_sequence
+       ON served_round.user_id = n.user_id AND served_round.conversation_id = n.conversation_id
+      AND served_round.sequence_number = served.end_sequence
 LEFT JOIN LATERAL (
     SELECT count(*) FILTER (WHERE m.status = 'completed') AS completed,
            count(*) FILTER (WHERE m.status = 'failed') AS failed,
@@ -109,9 +117,9 @@ LEFT JOIN LATERAL (
            COALESCE(sum(m.input_tokens) FILTER (WHERE m.status = 'completed'), 0) AS input_tokens,
            COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS output_tokens
     FROM memory AS m
-    WHERE m.conversation_id = n.conversation_id
+    WHERE m.user_id = n.user_id AND m.conversation_id = n.conversation_id
 ) AS versions ON true
-LEFT JOIN stuck ON stuck.conversation_id = n.conversation_id
+LEFT JOIN stuck ON stuck.user_id = n.user_id AND stuck.conversation_id = n.conversation_id
 ORDER BY n.position;
 
 -- health_model_stats --

@@ -167,7 +167,12 @@ async def health(
     assert rounds is not None and lag is not None  # aggregates: always one row
     summaries = summary_rows[0]
     conversations = await backend._fetch_all(
-        "health_conversations", {"conversation_ids": lag.pop("most_lagging"), "stuck_after_s": stuck_after_s}
+        "health_conversations",
+        {
+            "conversation_ids": lag.pop("most_lagging"),
+            "user_ids": lag.pop("most_lagging_users"),
+            "stuck_after_s": stuck_after_s,
+        },
     )
     parts = {**rounds, **summaries, **lag}
     spent = summaries["input_tokens"] + summaries["output_tokens"]

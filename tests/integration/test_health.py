@@ -53,15 +53,17 @@ def stage(url: str) -> None:
     # = 4 versions capped at (6 - 1) / 2 = 2, ending at sequence 7; this one covers up to 11.
     execute(
         url,
-        "INSERT INTO memory (conversation_id, memory_text, start_sequence, end_sequence, base_memory_id, status,"
-        " error, attempts, created_at) VALUES ('conv-0000011', '', 0, 11, 82, 'failed', 'reclaimed', 2,"
+        "INSERT INTO memory (tenant_id, user_id, conversation_id, memory_text, start_sequence, end_sequence,"
+        " base_memory_id, status, error, attempts, created_at) VALUES ('default', 'user-2', 'conv-0000011', '', 0,"
+        " 11, 82, 'failed', 'reclaimed', 2,"
         " now() - interval '1 day')",
     )
     # A round that failed before it was stored: a metrics row without a round number, raw path.
     execute(
         url,
-        "INSERT INTO round_metrics (conversation_id, round_number, retrieval_path, context_tokens, truncated,"
-        " error_stage, error) VALUES ('conv-0000005', NULL, 'raw', 300, true, 'graph', 'boom')",
+        "INSERT INTO round_metrics (tenant_id, user_id, conversation_id, round_number, retrieval_path,"
+        " context_tokens, truncated, error_stage, error)"
+        " VALUES ('default', 'user-1', 'conv-0000005', NULL, 'raw', 300, true, 'graph', 'boom')",
     )
     # The generator's stuck row (conversation 7) is quiet for an hour; conversation 57's was picked up
     # 2 seconds ago. Make 57's quiet for 10 minutes: stuck after 300 s, not after 900 s.
@@ -74,7 +76,7 @@ def stage(url: str) -> None:
 
 def expected_health(url: str, stuck_after_s: float) -> tuple[dict[str, Any], list[dict[str, Any]], dict[Any, dict[str, Any]]]:
     """(totals, every conversation most lagging first, per-model stats) computed from the rows."""
-    conversations = rows(url, "SELECT conversation_id, next_sequence, round_count, updated_at FROM conversations")
+    conversations = rows(url, "SELECT conversation_id, next_sequence, round_count, updated_at, user_id, tenant_id FROM conversations")
     messages = {
         (r["conversation_id"], r["sequence_number"]): r["round_number"]
         for r in rows(url, "SELECT conversation_id, sequence_number, round_number FROM messages")
@@ -119,6 +121,8 @@ def expected_health(url: str, stuck_after_s: float) -> tuple[dict[str, Any], lis
             "compression_ratio": ratio(input_tokens, output_tokens),
             "stuck": sum(is_stuck(m) for m in mine),
             "last_round_at": c["updated_at"],
+            "user_id": c["user_id"],
+            "tenant_id": c["tenant_id"],
         })
     health.sort(key=lambda h: (-h["summary_lag"], h["conversation_id"]))
 
