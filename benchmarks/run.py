@@ -301,7 +301,13 @@ class NoopMemory(RoundMemory):
     wrapper graph's own cost in LangGraph."""
 
     async def prepare_round(
-        self, conversation_id: str, messages: Sequence[BaseMessage], *, lease: str | None = None
+        self,
+        conversation_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        lease: str | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
     ) -> tuple[list[BaseMessage], RoundInfo]:
         incoming = list(messages)
         return incoming, RoundInfo(conversation_id=conversation_id, input_messages=incoming, started=time.perf_counter())
@@ -316,6 +322,10 @@ class NoopMemory(RoundMemory):
 
     async def release_round(self, info: RoundInfo) -> None:
         return None
+
+    def round_identity(self, config: Any) -> tuple[str, str | None, str | None]:
+        configurable = (config or {}).get("configurable") or {}
+        return configurable["thread_id"], None, None
 
     def call_sync(self, coro: Coroutine[Any, Any, T]) -> T:  # pragma: no cover - the benchmark is asynchronous
         coro.close()

@@ -2,8 +2,10 @@
 
 from memory_agent.conversation.window import calculate_summary_range, should_trigger_summary
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import (
     ConfigurationError,
+    ConversationOwnerError,
     DatabaseUnavailableError,
     InvalidInputError,
     MemoryAgentError,
@@ -29,7 +31,9 @@ from memory_agent.summarize.offline import OfflineSummaryModel
 
 __all__ = [
     "ConfigurationError",
+    "ConversationOwnerError",
     "ConversationContext",
+    "ConversationKey",
     "DatabaseUnavailableError",
     "InvalidInputError",
     "MemoryAgent",

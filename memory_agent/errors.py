@@ -11,6 +11,10 @@ class InvalidInputError(MemoryAgentError, ValueError):
     """A round, message or thread id that cannot be stored as given. Nothing was written."""
 
 
+class ConversationOwnerError(InvalidInputError):
+    """A round named a user (or tenant) other than the one its thread id belongs to: nothing was read or written."""
+
+
 class ConfigurationError(MemoryAgentError):
     """A setting or argument that cannot work (bad URL, unknown mode, missing model)."""
 

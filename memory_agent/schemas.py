@@ -11,6 +11,8 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_agent.db.keys import ConversationKey
+
 MemoryStatus = Literal["processing", "completed", "failed"]
 
 
@@ -106,6 +108,8 @@ class RoundInfo(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     conversation_id: str
+    user_id: str | None = Field(default=None, description="None: the conversation's own scope.")
+    tenant_id: str | None = Field(default=None, description="None: the default tenant.")
     input_messages: list[BaseMessage]
     lease: str | None = Field(default=None, description="The token of the round's hold on its conversation.")
     memory_id: int | None = None
@@ -127,6 +131,10 @@ class RoundInfo(BaseModel):
     @property
     def retrieval_path(self) -> Literal["memory+gap", "raw"]:
         return "memory+gap" if self.memory_id is not None else "raw"
+
+    @property
+    def key(self) -> ConversationKey:
+        return ConversationKey.of(self.conversation_id, self.user_id, self.tenant_id)
 
     def to_state(self) -> dict[str, Any]:
         """Plain JSON data for graph state: checkpointers serialize it without registered types."""

@@ -16,13 +16,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from memory_agent.conversation.messages import validate_conversation_id
+from memory_agent.conversation.messages import round_identity, validate_conversation_id, validate_identity
 from memory_agent.conversation.rounds import Rounds
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.conversation.window import calculate_summary_range
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
-from memory_agent.db.keys import default_user_id
+from memory_agent.db.keys import ConversationKey
+from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
 from memory_agent.runtime import MemoryLoop
@@ -126,8 +127,8 @@ class MemoryService:
                 max_tokens=settings.memory_max_tokens_cap,
             )
             runner = SummaryRunner(settings, backend, agent)
-            trigger = SummaryTrigger(settings, backend, dispatch=self._dispatch)
-            executor = make_executor(settings, SummaryJobs(runner.run_summary, trigger.sweep), backend, url)
+            trigger = SummaryTrigger(settings, backend, dispatch=self._dispatch, enqueue=self._enqueue)
+            executor = make_executor(settings, SummaryJobs(runner.run_summary, trigger.sweep), backend)
             self._opened = _Opened(backend, agent, runner, trigger, Rounds(settings, backend, loop, trigger), executor)
             await executor.start()
         except BaseException:
@@ -137,6 +138,9 @@ class MemoryService:
 
     async def _dispatch(self, memory_id: int, user_id: str) -> None:
         await self.executor.dispatch(memory_id, user_id)
+
+    async def _enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
+        await self.executor.enqueue(conn, memory_id, user_id)
 
     def open(self) -> "MemoryService":
         """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations."""
@@ -189,14 +193,42 @@ class MemoryService:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def round_identity(self, config: Any) -> tuple[str, str | None, str | None]:
+        """(thread id, user id, tenant id) of a run's config: `thread_id`, and the keys MEMORY_AGENT_USER_ID_KEY
+        and MEMORY_AGENT_TENANT_ID_KEY name (default `user_id`, `tenant_id`); None where absent."""
+        configurable = (config or {}).get("configurable") or {}
+        return round_identity(configurable, self.settings.user_id_key, self.settings.tenant_id_key)
+
     def call_sync(self, coro: Any) -> Any:
         """Run one of this service's coroutines from synchronous code (used by the sync graph nodes)."""
         return self.loop.run(coro)
 
     # ------------------------------------------------------------------ round start
 
+    async def _key(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
+        """A round's key as given (no user → the conversation's own scope), checked like any round input."""
+        validate_conversation_id(conversation_id)
+        if user_id is not None:
+            validate_identity(user_id, "user_id")
+        if tenant_id is not None:
+            validate_identity(tenant_id, "tenant_id")
+        return ConversationKey.of(conversation_id, user_id, tenant_id)
+
+    async def _owned(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
+        """For reads and deletes by thread id: the given user, else the conversation's owner as recorded."""
+        if user_id is not None or tenant_id is not None:
+            return await self._key(conversation_id, user_id, tenant_id)
+        validate_conversation_id(conversation_id)
+        owner = await self.loop.arun(self.backend.conversation_owner(conversation_id))
+        return ConversationKey(conversation_id, owner[1], owner[0]) if owner else ConversationKey.of(conversation_id)
+
     async def get_context_for_workflow(
-        self, conversation_id: str, current_messages: Sequence[BaseMessage] | None = None
+        self,
+        conversation_id: str,
+        current_messages: Sequence[BaseMessage] | None = None,
+        *,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
     ) -> ConversationContext:
         """Latest completed memory + gap messages (stored after it); all stored messages when none.
 
@@ -205,20 +237,29 @@ class MemoryService:
         gives the round's input: `context.current_messages` are those not stored yet, detected by message id
         as `prepare_round` does. Read only: no lease is taken, nothing is stored, no budget is applied.
         """
-        validate_conversation_id(conversation_id)
-        return await self._parts.rounds.context(conversation_id, current_messages or [])
+        key = await self._owned(conversation_id, user_id, tenant_id)
+        return await self._parts.rounds.context(key, current_messages or [])
 
     async def prepare_round(
-        self, conversation_id: str, messages: Sequence[BaseMessage], *, lease: str | None = None
+        self,
+        conversation_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        lease: str | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
     ) -> tuple[list[BaseMessage], RoundInfo]:
         """Round start for any integration: take the conversation's lease, load memory + gap, and build the
         model's context (memory injected, token budget applied).
 
         `messages` is what the graph state holds: with a checkpointer the earlier rounds too. The round's input
         is every message of it not stored yet (by id), so a message is stored once whatever the state carries;
-        it needs a user message. A resumed round passes the `lease` it holds.
+        it needs a user message. A resumed round passes the `lease` it holds. The round belongs to `user_id` in
+        `tenant_id` (none: the conversation's own scope, tenant 'default'); a thread id belongs to one user and
+        tenant: naming another raises ConversationOwnerError before anything is read or written.
         """
-        return await self._parts.rounds.prepare(conversation_id, messages, lease)
+        key = await self._key(conversation_id, user_id, tenant_id)
+        return await self._parts.rounds.prepare(key, messages, lease)
 
     async def release_round(self, info: RoundInfo) -> None:
         """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
@@ -232,31 +273,47 @@ class MemoryService:
         return calculate_summary_range(last_saved_seq, self.settings.memory_rolling_window_size, round_starts)
 
     async def finish_round(
-        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
+        self,
+        conversation_id: str,
+        messages: Sequence[BaseMessage],
+        info: RoundInfo | None = None,
+        *,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
     ) -> tuple[RoundSaved | None, TriggerResult]:
         """Persist a whole round, apply the trigger rule and record the round's metrics, in one transaction.
 
         Messages stored already (same id, same content) are not stored again; when none is new, nothing is
         written and the result is (None, outcome "nothing_new"). The summary (if one is due) starts after
-        commit; this call never waits for it.
+        commit; this call never waits for it. The round's user is the one it started with (`info`), else
+        `user_id` / `tenant_id` as for prepare_round.
         """
-        return await self._parts.rounds.finish(conversation_id, messages, info)
+        if info is not None and info.conversation_id != conversation_id:
+            raise InvalidInputError(
+                f"finish_round for {conversation_id!r} was given the round of {info.conversation_id!r}"
+            )
+        key = info.key if info is not None else await self._key(conversation_id, user_id, tenant_id)
+        return await self._parts.rounds.finish(key, messages, info)
 
     async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
         await self._parts.rounds.record_failed(info, stage, error)
 
-    async def should_trigger_summary(self, conversation_id: str, last_saved_seq: int) -> bool:
+    async def should_trigger_summary(
+        self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
+    ) -> bool:
         """The design's rule, as the round end applies it: enough messages, new ones since the latest memory,
         and no summary in progress (a `processing` row quiet past processing_timeout_s is stale: it is
         reclaimed, so it does not count)."""
-        validate_conversation_id(conversation_id)
-        return await self.loop.arun(self._parts.trigger.is_due(conversation_id, last_saved_seq))
+        key = await self._owned(conversation_id, user_id, tenant_id)
+        return await self.loop.arun(self._parts.trigger.is_due(key, last_saved_seq))
 
-    async def trigger_summarization_if_needed(self, conversation_id: str, last_saved_seq: int) -> TriggerResult:
+    async def trigger_summarization_if_needed(
+        self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
+    ) -> TriggerResult:
         """Apply the trigger rule after a round whose last stored message is `last_saved_seq`."""
-        validate_conversation_id(conversation_id)
-        return await self.loop.arun(self._parts.trigger.trigger(conversation_id, last_saved_seq))
+        key = await self._owned(conversation_id, user_id, tenant_id)
+        return await self.loop.arun(self._parts.trigger.trigger(key, last_saved_seq))
 
     async def sweep(self) -> list[int]:
         """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
@@ -275,17 +332,19 @@ class MemoryService:
 
     # ------------------------------------------------------------------ reading
 
-    async def get_memory_history(self, conversation_id: str) -> list[MemoryRecord]:
-        """Every memory version of a conversation, oldest first."""
-        validate_conversation_id(conversation_id)
-        return await self.loop.arun(self.backend.list_memory(conversation_id, user_id=default_user_id(conversation_id)))
+    async def get_memory_history(
+        self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
+    ) -> list[MemoryRecord]:
+        """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""
+        key = await self._owned(conversation_id, user_id, tenant_id)
+        return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
 
-    async def delete_conversation(self, conversation_id: str) -> bool:
+    async def delete_conversation(
+        self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
+    ) -> bool:
         """Delete a conversation, its messages and its memory versions; False when it did not exist."""
-        validate_conversation_id(conversation_id)
-        return await self.loop.arun(
-            self.backend.delete_conversation(conversation_id, user_id=default_user_id(conversation_id))
-        )
+        key = await self._owned(conversation_id, user_id, tenant_id)
+        return await self.loop.arun(self.backend.delete_conversation(key.conversation_id, user_id=key.user_id))
 
     async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
         """One memory version by its key (user_id, memory_id)."""

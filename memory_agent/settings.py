@@ -100,6 +100,19 @@ class MemorySettings(BaseSettings):
         "'… [truncated by memory_agent: N tokens over the cap]'. Stored messages stay whole. None: no cap.",
     )
 
+    # --- identity ---
+    user_id_key: str = Field(
+        default="user_id",
+        min_length=1,
+        description="The key of config['configurable'] naming a round's user. Absent from a run's config: the "
+        "conversation is its own user scope ('conversation:<thread id>').",
+    )
+    tenant_id_key: str = Field(
+        default="tenant_id",
+        min_length=1,
+        description="The key of config['configurable'] naming a round's tenant. Absent: tenant 'default'.",
+    )
+
     # --- double texting ---
     multitask_strategy: Literal["enqueue", "reject"] = Field(
         default="enqueue",

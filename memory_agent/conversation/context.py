@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import default_user_id
+from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import ConfigurationError
 from memory_agent.schemas import ConversationContext
 
@@ -65,12 +65,11 @@ def inject_memory(
 
 
 async def load_context(
-    backend: MemoryBackend, conversation_id: str, message_ids: Sequence[str], gap_message_cap: int
+    backend: MemoryBackend, key: ConversationKey, message_ids: Sequence[str], gap_message_cap: int
 ) -> tuple[ConversationContext, set[str]]:
     """Latest completed memory + gap (one statement), and which of `message_ids` are stored already."""
-    rows = await backend.load_context(
-        conversation_id, message_ids, gap_message_cap, user_id=default_user_id(conversation_id)
-    )
+    conversation_id = key.conversation_id
+    rows = await backend.load_context(conversation_id, message_ids, gap_message_cap, user_id=key.user_id)
     first = rows[0]
     stored = [row for row in rows if row["sequence_number"] is not None]
     memory_end = first["end_sequence"] if first["end_sequence"] is not None else -1
@@ -97,10 +96,11 @@ async def load_context(
     return context, set(first["stored_ids"] or ())
 
 
-async def gap_cap_record(backend: MemoryBackend, context: ConversationContext, cap: int) -> dict[str, Any]:
+async def gap_cap_record(
+    backend: MemoryBackend, key: ConversationKey, context: ConversationContext, cap: int
+) -> dict[str, Any]:
     """The truncation record of a gap cut by `max_gap_messages`, and the WARNING naming why it was long."""
-    user_id = default_user_id(context.conversation_id)
-    row = await backend.gap_cap_cause(context.conversation_id, context.memory_end_sequence, user_id=user_id) or {}
+    row = await backend.gap_cap_cause(key.conversation_id, context.memory_end_sequence, user_id=key.user_id) or {}
     status, rounds = row.get("latest_status"), row.get("rounds_behind")
     if status == "failed":
         cause = f"summaries failing for {rounds} rounds (last error: {(row.get('latest_error') or '')[:200]})"

@@ -9,7 +9,7 @@ import time
 import uuid
 
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import RoundInProgressError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.settings import MemorySettings
@@ -26,10 +26,11 @@ class RoundLeases:
         # take over at once; other processes wait for their expiry.
         self._unreleased: dict[str, str] = {}
 
-    async def acquire(self, conversation_id: str, token: str | None = None) -> str:
+    async def acquire(self, key: ConversationKey, token: str | None = None) -> str:
         """The conversation's lease for a new round. A resumed round passes the token it holds and gets it
         renewed. Runs on the memory loop."""
         settings = self.settings
+        conversation_id = key.conversation_id
         token = token or self._unreleased.get(conversation_id) or uuid.uuid4().hex
         deadline = time.monotonic() + settings.multitask_timeout_s
         delay = 0.01
@@ -37,8 +38,8 @@ class RoundLeases:
             conversation_id,
             token,
             settings.round_lease_s,
-            tenant_id=DEFAULT_TENANT_ID,
-            user_id=default_user_id(conversation_id),
+            tenant_id=key.tenant_id,
+            user_id=key.user_id,
         ):
             if settings.multitask_strategy == "reject":
                 raise RoundInProgressError(
@@ -55,19 +56,18 @@ class RoundLeases:
         self._unreleased.pop(conversation_id, None)
         return token
 
-    async def release(self, conversation_id: str, token: str) -> None:
+    async def release(self, key: ConversationKey, token: str) -> None:
         """Give the lease back; shielded, so a cancelled caller still frees the conversation."""
         await self.loop.arun(
-            self.backend.release_round_lease(conversation_id, token, user_id=default_user_id(conversation_id)),
-            shield=True,
+            self.backend.release_round_lease(key.conversation_id, token, user_id=key.user_id), shield=True
         )
 
-    async def give_back(self, conversation_id: str, token: str) -> Exception | None:
+    async def give_back(self, key: ConversationKey, token: str) -> Exception | None:
         """Release, and when the database is away keep the lease for this process's next round of the
         conversation; returns what prevented the release."""
         try:
-            await self.release(conversation_id, token)
+            await self.release(key, token)
         except Exception as exc:
-            self._unreleased[conversation_id] = token
+            self._unreleased[key.conversation_id] = token
             return exc
         return None

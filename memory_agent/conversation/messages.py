@@ -7,7 +7,7 @@ turns LangChain messages into the (role, content, message dict) rows of the `mes
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict
@@ -15,6 +15,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from memory_agent.errors import InvalidInputError
 
 MAX_CONVERSATION_ID_BYTES = 1024
+# A user or tenant id sits beside the thread id in every key: half its room.
+MAX_IDENTITY_BYTES = 512
 MAX_MESSAGE_ID_BYTES = 512  # message ids are in an index key too
 
 
@@ -47,24 +49,48 @@ def _utf8_size(text: str, what: str) -> int:
         ) from None
 
 
-def validate_conversation_id(conversation_id: Any) -> str:
-    if not isinstance(conversation_id, str):
+def _validate_key_part(value: Any, what: str, max_bytes: int) -> str:
+    if not isinstance(value, str):
         raise InvalidInputError(
-            f"thread_id must be a non-empty string, got {type(conversation_id).__name__}; "
-            'pass config={"configurable": {"thread_id": "..."}}'
+            f"{what} must be a non-empty string, got {type(value).__name__}; "
+            f'pass config={{"configurable": {{"{what}": "..."}}}}'
         )
-    if not conversation_id.strip():
-        raise InvalidInputError("thread_id must be a non-empty string, got an empty or blank one")
-    if "\x00" in conversation_id:
-        raise InvalidInputError("thread_id contains a NUL character, which PostgreSQL text cannot store")
-    size = _utf8_size(conversation_id, "thread_id")
-    if size > MAX_CONVERSATION_ID_BYTES:
+    if not value.strip():
+        raise InvalidInputError(f"{what} must be a non-empty string, got an empty or blank one")
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} contains a NUL character, which PostgreSQL text cannot store")
+    size = _utf8_size(value, what)
+    if size > max_bytes:
         # Bytes, not characters: the id is in every index key, whose size PostgreSQL limits.
         raise InvalidInputError(
-            f"thread_id is {size} bytes long in UTF-8 ({len(conversation_id)} characters); at most "
-            f"{MAX_CONVERSATION_ID_BYTES} bytes are allowed"
+            f"{what} is {size} bytes long in UTF-8 ({len(value)} characters); at most {max_bytes} bytes are allowed"
         )
-    return conversation_id
+    return value
+
+
+def validate_conversation_id(conversation_id: Any) -> str:
+    return _validate_key_part(conversation_id, "thread_id", MAX_CONVERSATION_ID_BYTES)
+
+
+def round_identity(
+    configurable: Mapping[str, Any], user_key: str = "user_id", tenant_key: str = "tenant_id"
+) -> tuple[str, str | None, str | None]:
+    """(thread id, user id, tenant id) of a run's `config["configurable"]`; None where the config names none."""
+    if "thread_id" not in configurable:
+        raise InvalidInputError(
+            'memory_agent needs a conversation id: pass config={"configurable": {"thread_id": "<conversation id>"}}'
+        )
+    user_id, tenant_id = configurable.get(user_key), configurable.get(tenant_key)
+    return (
+        validate_conversation_id(configurable["thread_id"]),
+        None if user_id is None else validate_identity(user_id, user_key),
+        None if tenant_id is None else validate_identity(tenant_id, tenant_key),
+    )
+
+
+def validate_identity(value: Any, what: str) -> str:
+    """A user or tenant id (`what` names its config key): a non-empty string of at most MAX_IDENTITY_BYTES."""
+    return _validate_key_part(value, what, MAX_IDENTITY_BYTES)
 
 
 def _check_message(message: Any, position: int) -> BaseMessage:

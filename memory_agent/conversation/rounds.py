@@ -29,7 +29,7 @@ from memory_agent.conversation.messages import (
 )
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.db.keys import ConversationKey
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, TriggerResult, fingerprint
 from memory_agent.settings import MemorySettings
@@ -82,33 +82,34 @@ class Rounds:
         self.trigger = trigger
         self.leases = RoundLeases(settings, backend, loop)
 
-    async def context(self, conversation_id: str, current_messages: Sequence[BaseMessage]) -> ConversationContext:
+    async def context(self, key: ConversationKey, current_messages: Sequence[BaseMessage]) -> ConversationContext:
         """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
         messages = validate_round_input(list(current_messages), need_user=False)
         context, stored_ids = await self.loop.arun(
-            load_context(self.backend, conversation_id, [m.id for m in messages if m.id], self.settings.gap_message_cap)
+            load_context(self.backend, key, [m.id for m in messages if m.id], self.settings.gap_message_cap)
         )
         return context.model_copy(update={"current_messages": not_stored(messages, stored_ids)})
 
     async def prepare(
-        self, conversation_id: str, messages: Sequence[BaseMessage], lease: str | None = None
+        self, key: ConversationKey, messages: Sequence[BaseMessage], lease: str | None = None
     ) -> tuple[list[BaseMessage], RoundInfo]:
         started = time.perf_counter()
-        validate_conversation_id(conversation_id)
+        validate_conversation_id(key.conversation_id)
         checked = validate_round_input(messages, need_user=False)
-        token = await self.loop.arun(self.leases.acquire(conversation_id, lease))
+        token = await self.loop.arun(self.leases.acquire(key, lease))
         try:
-            return await self._prepare(conversation_id, checked, token, started)
+            return await self._prepare(key, checked, token, started)
         except BaseException:
-            await self.leases.give_back(conversation_id, token)
+            await self.leases.give_back(key, token)
             raise
 
     async def _prepare(
-        self, conversation_id: str, messages: list[BaseMessage], lease: str, started: float
+        self, key: ConversationKey, messages: list[BaseMessage], lease: str, started: float
     ) -> tuple[list[BaseMessage], RoundInfo]:
         settings = self.settings
+        conversation_id = key.conversation_id
         context, stored_ids = await self.loop.arun(
-            load_context(self.backend, conversation_id, [m.id for m in messages if m.id], settings.gap_message_cap)
+            load_context(self.backend, key, [m.id for m in messages if m.id], settings.gap_message_cap)
         )
         incoming = not_stored(messages, stored_ids)
         check_user_messages(incoming)
@@ -135,12 +136,14 @@ class Rounds:
         if closed:
             truncation = {**(truncation or {}), "closed_tool_calls": closed}
         if context.gap_capped_messages:
-            cap = await self.loop.arun(gap_cap_record(self.backend, context, settings.gap_message_cap))
+            cap = await self.loop.arun(gap_cap_record(self.backend, key, context, settings.gap_message_cap))
             truncation = {**(truncation or {}), "gap_cap": cap}
         kept_gap = [m for m in budget.gap if not (m.id or "").startswith("memory_agent:closed:")]
         gap_end = context.gap_end_sequence
         info = RoundInfo(
             conversation_id=conversation_id,
+            user_id=key.user_id,
+            tenant_id=key.tenant_id,
             input_messages=incoming,
             lease=lease,
             context_fingerprints=[fingerprint(m) for m in workflow],
@@ -160,59 +163,57 @@ class Rounds:
         return workflow, info
 
     async def finish(
-        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
+        self, key: ConversationKey, messages: Sequence[BaseMessage], info: RoundInfo | None = None
     ) -> tuple[RoundSaved | None, TriggerResult]:
-        validate_conversation_id(conversation_id)
+        validate_conversation_id(key.conversation_id)
         roles, contents, payloads = serialize_round(messages)
         check_user_messages(messages)
         # Shielded: a caller cancelled mid-way (client disconnect, timeout) neither half-commits the round
         # (one transaction) nor leaves its new `processing` row without a summary until it is reclaimed.
-        return await self.loop.arun(self._finish(conversation_id, roles, contents, payloads, info), shield=True)
+        return await self.loop.arun(self._finish(key, roles, contents, payloads, info), shield=True)
 
     async def _finish(
         self,
-        conversation_id: str,
+        key: ConversationKey,
         roles: list[str],
         contents: list[str],
         payloads: list[dict[str, Any]],
         info: RoundInfo | None,
     ) -> tuple[RoundSaved | None, TriggerResult]:
-        user_id = default_user_id(conversation_id)
+        conversation_id, user_id = key.conversation_id, key.user_id
         async with self.backend.round_transaction() as conn:
             if info is not None and info.lease is not None:
                 await self.backend.release_round_lease(conversation_id, info.lease, conn, user_id=user_id)
             saved = await self.backend.save_round(
-                conn, conversation_id, roles, contents, payloads, tenant_id=DEFAULT_TENANT_ID, user_id=user_id
+                conn, conversation_id, roles, contents, payloads, tenant_id=key.tenant_id, user_id=user_id
             )
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
                 return None, TriggerResult(outcome="nothing_new")
-            trigger = await self.trigger.apply(conn, conversation_id, saved.last_sequence, saved.first_sequence)
+            trigger = await self.trigger.apply(conn, key, saved.last_sequence, saved.first_sequence)
             if info is not None:
                 await self.backend.insert_round_metrics(
-                    conn, round_metrics_row(info, saved, trigger), tenant_id=DEFAULT_TENANT_ID, user_id=user_id
+                    conn, round_metrics_row(info, saved, trigger), tenant_id=key.tenant_id, user_id=user_id
                 )
-        await self.trigger.dispatch(conversation_id, trigger)
+            await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
+        await self.trigger.dispatch(key, trigger)
         return saved, trigger
 
     async def release(self, info: RoundInfo) -> None:
         if info.lease is not None:
-            await self.leases.release(info.conversation_id, info.lease)
+            await self.leases.release(info.key, info.lease)
 
     async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         row = round_metrics_row(info, None, None)
         row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
         try:
-            await self.loop.arun(
-                self.backend.insert_round_metrics(
-                    None, row, tenant_id=DEFAULT_TENANT_ID, user_id=default_user_id(info.conversation_id)
-                )
-            )
+            key = info.key
+            await self.loop.arun(self.backend.insert_round_metrics(None, row, tenant_id=key.tenant_id, user_id=key.user_id))
         except Exception as exc:  # the database may be the reason the round failed
             logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
         if info.lease is None:
             return
         # It expires after round_lease_s; when kept, this process takes it over at once.
-        failure = await self.leases.give_back(info.conversation_id, info.lease)
+        failure = await self.leases.give_back(info.key, info.lease)
         if failure is not None:
             logger.warning("Could not release the round lease of %s: %s", info.conversation_id, failure)

@@ -1,8 +1,9 @@
 """The trigger rule at a round end, and the sweep that reclaims stale `processing` rows.
 
 The rule itself is `window.summary_due`: here it is applied to what the database holds, a stale row is
-reclaimed (marked `failed`) before a new one is claimed, and a new `processing` row is handed to the
-`dispatch` callable (the executor) once its transaction has committed.
+reclaimed (marked `failed`) before a new one is claimed, and a new `processing` row is handed on twice: to
+`enqueue` inside the transaction that claimed it (a job queue in PostgreSQL defers its job there, so the row
+and its job commit together) and to `dispatch` after commit (an in-process executor starts it then).
 """
 
 from __future__ import annotations
@@ -13,22 +14,26 @@ from typing import Any
 
 from memory_agent.conversation.window import calculate_summary_range, summary_due
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.db.keys import ConversationKey
 from memory_agent.schemas import TriggerOutcome, TriggerResult
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
 
-Dispatch = Callable[[int, str], Awaitable[None]]  # (memory_id, user_id)
+Dispatch = Callable[[int, str], Awaitable[None]]  # (memory_id, user_id), after commit
+Enqueue = Callable[[Any, int, str], Awaitable[None]]  # (conn, memory_id, user_id), in the claiming transaction
 
 
 class SummaryTrigger:
     """Decides, claims and hands on summaries. Every coroutine here runs on the memory loop."""
 
-    def __init__(self, settings: MemorySettings, backend: MemoryBackend, dispatch: Dispatch) -> None:
+    def __init__(
+        self, settings: MemorySettings, backend: MemoryBackend, dispatch: Dispatch, enqueue: Enqueue | None = None
+    ) -> None:
         self.settings = settings
         self.backend = backend
         self._dispatch = dispatch
+        self._enqueue = enqueue
 
     def _due(self, last_saved_seq: int, state: dict[str, Any]) -> TriggerOutcome | None:
         settings = self.settings
@@ -42,19 +47,17 @@ class SummaryTrigger:
             base_end_sequence=state["base_end_sequence"],
         )
 
-    async def is_due(self, conversation_id: str, last_saved_seq: int) -> bool:
+    async def is_due(self, key: ConversationKey, last_saved_seq: int) -> bool:
         """What `apply` would decide now, without writing: a stale `processing` row does not count."""
         if last_saved_seq < self.settings.memory_summarize_after_seq:
             return False
         nominal_start = max(0, last_saved_seq - self.settings.memory_rolling_window_size + 1)
         async with self.backend.connection() as conn:
-            state = await self.backend.trigger_state(
-                conn, conversation_id, nominal_start, user_id=default_user_id(conversation_id)
-            )
+            state = await self.backend.trigger_state(conn, key.conversation_id, nominal_start, user_id=key.user_id)
         return self._due(last_saved_seq, state) is None
 
     async def apply(
-        self, conn: Any, conversation_id: str, last_saved_seq: int, round_first_seq: int | None
+        self, conn: Any, key: ConversationKey, last_saved_seq: int, round_first_seq: int | None
     ) -> TriggerResult:
         """The rule inside the caller's transaction on `conn`; a started result is dispatched by the caller
         after commit."""
@@ -62,7 +65,7 @@ class SummaryTrigger:
         if last_saved_seq < settings.memory_summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
         nominal_start = max(0, last_saved_seq - settings.memory_rolling_window_size + 1)
-        user_id = default_user_id(conversation_id)
+        conversation_id, user_id = key.conversation_id, key.user_id
         state = await self.backend.trigger_state(conn, conversation_id, nominal_start, user_id=user_id)
         outcome = self._due(last_saved_seq, state)
         if outcome == "already_processing":
@@ -85,7 +88,7 @@ class SummaryTrigger:
         )
         memory_id = await self.backend.insert_processing(
             conn, conversation_id, start_seq, end_seq, state["base_memory_id"],
-            tenant_id=DEFAULT_TENANT_ID, user_id=user_id,
+            tenant_id=key.tenant_id, user_id=user_id,
         )
         if memory_id is None:  # another process claimed the slot between our read and insert
             logger.debug("Summarization already in progress for %s", conversation_id)
@@ -99,28 +102,36 @@ class SummaryTrigger:
             reclaimed_memory_ids=reclaimed,
         )
 
-    async def dispatch(self, conversation_id: str, trigger: TriggerResult) -> None:
+    async def enqueue(self, conn: Any, key: ConversationKey, trigger: TriggerResult) -> None:
+        """Inside the transaction that claimed a new `processing` row: its job commits with it or not at all."""
+        if trigger.started and self._enqueue is not None:
+            assert trigger.memory_id is not None
+            await self._enqueue(conn, trigger.memory_id, key.user_id)
+
+    async def dispatch(self, key: ConversationKey, trigger: TriggerResult) -> None:
         """Hand a new `processing` row to the executor. The round is already committed: never raise."""
         if not trigger.started:
             return
         assert trigger.memory_id is not None
         logger.debug(
             "Memory %s created for %s: window %s-%s, base %s",
-            trigger.memory_id, conversation_id, trigger.start_sequence, trigger.end_sequence, trigger.base_memory_id,
+            trigger.memory_id, key.conversation_id, trigger.start_sequence, trigger.end_sequence,
+            trigger.base_memory_id,
         )
         try:
-            await self._dispatch(trigger.memory_id, default_user_id(conversation_id))
+            await self._dispatch(trigger.memory_id, key.user_id)
         except Exception as exc:
             logger.error(
                 "Memory %s of %s could not be dispatched (%s); it will be reclaimed after %ss",
-                trigger.memory_id, conversation_id, exc, self.settings.processing_timeout_s,
+                trigger.memory_id, key.conversation_id, exc, self.settings.processing_timeout_s,
             )
 
-    async def trigger(self, conversation_id: str, last_saved_seq: int) -> TriggerResult:
+    async def trigger(self, key: ConversationKey, last_saved_seq: int) -> TriggerResult:
         """The rule in a transaction of its own, then the dispatch."""
         async with self.backend.transaction() as conn:
-            result = await self.apply(conn, conversation_id, last_saved_seq, None)
-        await self.dispatch(conversation_id, result)
+            result = await self.apply(conn, key, last_saved_seq, None)
+            await self.enqueue(conn, key, result)
+        await self.dispatch(key, result)
         return result
 
     async def sweep(self) -> list[int]:
@@ -128,8 +139,9 @@ class SummaryTrigger:
         rows = await self.backend.reclaim_stale(self.settings.processing_timeout_s)
         for row in rows:
             logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
-        for conversation_id in sorted({row["conversation_id"] for row in rows}):
-            last_sequence = await self.backend.last_sequence(conversation_id, user_id=default_user_id(conversation_id))
+        keys = {ConversationKey(row["conversation_id"], row["user_id"], row["tenant_id"]) for row in rows}
+        for key in sorted(keys, key=lambda k: (k.user_id, k.conversation_id)):
+            last_sequence = await self.backend.last_sequence(key.conversation_id, user_id=key.user_id)
             if last_sequence is not None:
-                await self.trigger(conversation_id, last_sequence)
+                await self.trigger(key, last_sequence)
         return [row["memory_id"] for row in rows]

@@ -23,7 +23,13 @@ from psycopg_pool import AsyncConnectionPool
 
 from memory_agent import resources
 from memory_agent.db.migrate import MigrationReport, Migrator
-from memory_agent.errors import ConfigurationError, DatabaseUnavailableError, InvalidInputError, MemoryAgentError
+from memory_agent.errors import (
+    ConfigurationError,
+    ConversationOwnerError,
+    DatabaseUnavailableError,
+    InvalidInputError,
+    MemoryAgentError,
+)
 from memory_agent.schemas import MemoryRecord, RoundSaved
 
 logger = logging.getLogger("memory_agent.backend")
@@ -215,11 +221,16 @@ class MemoryBackend:
                 row = await self._fetch_one("acquire_round_lease", params)
                 assert row is not None
         if owner != (tenant_id, user_id):
-            raise InvalidInputError(
+            raise ConversationOwnerError(
                 f"conversation {conversation_id!r} belongs to another user or tenant; a round for user "
                 f"{user_id!r} (tenant {tenant_id!r}) cannot continue it: use a new thread id"
             )
         return row["holder"] is not None
+
+    async def conversation_owner(self, conversation_id: str) -> tuple[str, str] | None:
+        """(tenant_id, user_id) of the conversation, None when no round of it has started."""
+        row = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+        return (row["tenant_id"], row["user_id"]) if row else None
 
     async def release_round_lease(
         self,

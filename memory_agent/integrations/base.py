@@ -11,7 +11,6 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 
-from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.errors import InvalidInputError
 from memory_agent.schemas import RoundInfo, new_messages
 
@@ -24,7 +23,13 @@ class RoundMemory(Protocol):
     use. MemoryService implements it; so can a stand-in (the benchmarks' NoopMemory)."""
 
     async def prepare_round(
-        self, conversation_id: str, messages: Sequence[BaseMessage], *, lease: str | None = None
+        self,
+        conversation_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        lease: str | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
     ) -> tuple[list[BaseMessage], RoundInfo]:
         """Round start: the model's context (memory + gap + this round's input) and the round's record."""
         ...
@@ -47,14 +52,10 @@ class RoundMemory(Protocol):
         """Run one of these coroutines from synchronous code (the sync graph and middleware paths)."""
         ...
 
+    def round_identity(self, config: RunnableConfig | None) -> tuple[str, str | None, str | None]:
+        """(thread id, user id, tenant id) a run's config names; None where it names none."""
+        ...
 
-def conversation_id_from_config(config: RunnableConfig | None) -> str:
-    configurable = (config or {}).get("configurable") or {}
-    if "thread_id" not in configurable:
-        raise InvalidInputError(
-            'memory_agent needs a conversation id: pass config={"configurable": {"thread_id": "<conversation id>"}}'
-        )
-    return validate_conversation_id(configurable["thread_id"])
 
 
 def produced_messages(messages: list[BaseMessage], info: RoundInfo) -> list[BaseMessage]:

@@ -16,7 +16,6 @@ from typing_extensions import TypedDict
 from memory_agent.errors import InvalidInputError
 from memory_agent.integrations.base import (
     RoundMemory,
-    conversation_id_from_config,
     persist_round,
     produced_messages,
     record_interrupted,
@@ -36,8 +35,10 @@ class MemoryRoundState(TypedDict, total=False):
 
 
 async def _load(memory: RoundMemory, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-    conversation_id = conversation_id_from_config(config)
-    workflow, info = await memory.prepare_round(conversation_id, list(state.get("messages") or []))
+    conversation_id, user_id, tenant_id = memory.round_identity(config)
+    workflow, info = await memory.prepare_round(
+        conversation_id, list(state.get("messages") or []), user_id=user_id, tenant_id=tenant_id
+    )
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info.to_state()}
 
 
@@ -90,7 +91,8 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> RunnableLam
     """
 
     def begin(state: Any, config: RunnableConfig) -> Any:
-        return memory.prepare_round(conversation_id_from_config(config), _messages_of(state))
+        conversation_id, user_id, tenant_id = memory.round_identity(config)
+        return memory.prepare_round(conversation_id, _messages_of(state), user_id=user_id, tenant_id=tenant_id)
 
     def produced(output: Any, info: RoundInfo) -> list[BaseMessage]:
         return produced_messages(_messages_of(output), info) if isinstance(output, dict) else []

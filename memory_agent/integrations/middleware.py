@@ -32,7 +32,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.integrations.base import RoundMemory, conversation_id_from_config, persist_round, record_interrupted
+from memory_agent.integrations.base import RoundMemory, persist_round, record_interrupted
 from memory_agent.schemas import RoundInfo, fingerprint, new_messages
 
 # Contexts of the rounds in flight in this process, by round token. The loaded context (memory and gap) is
@@ -77,8 +77,9 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         self._contexts[token] = context
         return context
 
-    async def _start(self, conversation_id: str, messages: list[BaseMessage]) -> dict[str, Any]:
-        context, info = await self.memory.prepare_round(conversation_id, messages)
+    async def _start(self, config: Any, messages: list[BaseMessage]) -> dict[str, Any]:
+        conversation_id, user_id, tenant_id = self.memory.round_identity(config)
+        context, info = await self.memory.prepare_round(conversation_id, messages, user_id=user_id, tenant_id=tenant_id)
         token = uuid.uuid4().hex
         self._remember(token, context)
         return {
@@ -91,16 +92,21 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         start = set(round_["start"])
         info = round_["info"]
         context, _ = await self.memory.prepare_round(
-            info["conversation_id"], [m for m in messages if fingerprint(m) in start], lease=info.get("lease")
+            info["conversation_id"],
+            [m for m in messages if fingerprint(m) in start],
+            lease=info.get("lease"),
+            user_id=info.get("user_id"),
+            tenant_id=info.get("tenant_id"),
         )
         return self._remember(round_["token"], context)
 
     async def abefore_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return await self._start(conversation_id_from_config(get_config()), list(state["messages"]))
+        return await self._start(get_config(), list(state["messages"]))
 
     def before_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        conversation_id = conversation_id_from_config(get_config())
-        return self.memory.call_sync(self._start(conversation_id, list(state["messages"])))
+        config = get_config()
+        self.memory.round_identity(config)  # a bad config fails here, before the memory loop is involved
+        return self.memory.call_sync(self._start(config, list(state["messages"])))
 
     # ------------------------------------------------------------------ every model call
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,11 @@ class SummaryJobs:
 
 class Executor(Protocol):
     async def start(self) -> None: ...
+
+    async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
+        """Inside the transaction that claimed `memory_id` (on its connection `conn`): a queue kept in
+        PostgreSQL records the job here, so the row and its job commit together."""
+        ...
 
     async def dispatch(self, memory_id: int, user_id: str) -> None:
         """Get memory (user_id, memory_id) summarized; called on the memory loop after the round's commit."""

@@ -7,7 +7,7 @@ from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.settings import MemorySettings
 
 
-def make_executor(settings: MemorySettings, jobs: SummaryJobs, backend: MemoryBackend, database_url: str) -> Executor:
+def make_executor(settings: MemorySettings, jobs: SummaryJobs, backend: MemoryBackend) -> Executor:
     """inline, or procrastinate (imported only then: an inline app never loads procrastinate)."""
     if settings.executor == "inline":
         from memory_agent.jobs.inline import InlineExecutor
@@ -16,5 +16,5 @@ def make_executor(settings: MemorySettings, jobs: SummaryJobs, backend: MemoryBa
     if settings.executor == "procrastinate":
         from memory_agent.jobs.procrastinate_executor import ProcrastinateExecutor
 
-        return ProcrastinateExecutor(jobs, settings, backend, database_url)
+        return ProcrastinateExecutor(jobs, settings, backend)
     raise ValueError(f"unknown executor {settings.executor!r}; use 'inline' or 'procrastinate'")

@@ -7,6 +7,7 @@ import asyncio
 import contextvars
 import logging
 import time
+from typing import Any
 
 from memory_agent.jobs.base import SummaryJobs
 
@@ -35,6 +36,9 @@ class InlineExecutor:
                 await self.jobs.sweep()
             except Exception as exc:  # the database may be briefly away; try again next time
                 logger.warning("Stale-row sweep failed: %s", exc)
+
+    async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
+        """Nothing to record: the task starts after commit (a crash in between is reclaimed by the sweep)."""
 
     async def dispatch(self, memory_id: int, user_id: str) -> None:
         # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing).

@@ -11,8 +11,8 @@ import logging
 from typing import Any
 
 import procrastinate
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+import procrastinate.exceptions
+import psycopg
 
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.jobs.base import SummaryJobs
@@ -25,22 +25,10 @@ SUMMARIZE_TASK = "memory_agent.summarize"
 SWEEP_TASK = "memory_agent.sweep"
 
 
-def procrastinate_conninfo(url: str, schema: str) -> str:
-    """The service's database URL with search_path pointing at the memory_agent schema (quoted: a schema
-    with capitals is not folded to lower case)."""
-    params = conninfo_to_dict(url)
-    options = params.get("options") or ""
-    search_path = sql.SQL("{}, public").format(sql.Identifier(schema)).as_string(None).replace(" ", "")
-    params["options"] = f"{options} -c search_path={search_path}".strip()
-    return make_conninfo(**params)
-
-
-def build_app(jobs: SummaryJobs, settings: MemorySettings, url: str) -> procrastinate.App:
-    """A procrastinate App whose tasks run `jobs` (in a worker process)."""
-    connector = procrastinate.PsycopgConnector(
-        conninfo=procrastinate_conninfo(url, settings.db_schema), min_size=1, max_size=4
-    )
-    app = procrastinate.App(connector=connector)
+def build_app(jobs: SummaryJobs, settings: MemorySettings) -> procrastinate.App:
+    """A procrastinate App whose tasks run `jobs`. Its connector is opened on the service's own pool (autocommit
+    connections whose search_path is the memory_agent schema): no second pool."""
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector())
 
     @app.task(name=SUMMARIZE_TASK, queue=QUEUE)
     async def summarize(user_id: str, memory_id: int) -> str:
@@ -58,21 +46,33 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, url: str) -> procrast
 class ProcrastinateExecutor:
     """Defers a job per new `processing` row; `memory-agent worker` runs them."""
 
-    def __init__(self, jobs: SummaryJobs, settings: MemorySettings, backend: MemoryBackend, url: str) -> None:
+    def __init__(self, jobs: SummaryJobs, settings: MemorySettings, backend: MemoryBackend) -> None:
         self.jobs = jobs
         self.settings = settings
         self.backend = backend
-        self.url = url
         self.app: procrastinate.App | None = None
 
     async def start(self) -> None:
         await self.backend.setup_procrastinate(apply=self.settings.auto_migrate)
-        self.app = build_app(self.jobs, self.settings, self.url)
-        await self.app.open_async()
+        self.app = build_app(self.jobs, self.settings)
+        await self.app.open_async(pool=self.backend.pool)
+
+    async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
+        """The job is deferred on the round's own connection, inside its transaction: the `processing` row and
+        its job commit together, and a crash can never leave one without the other."""
+        assert self.app is not None
+        deferrer = self.app.tasks[SUMMARIZE_TASK].configure(connection=conn)
+        try:
+            await deferrer.defer_async(user_id=user_id, memory_id=memory_id)
+        except procrastinate.exceptions.ConnectorException as exc:
+            # The round's pipelined statements report their errors here: give the round the driver's error
+            # (mapped like any other), not procrastinate's "Database error".
+            if isinstance(exc.__cause__, psycopg.Error):
+                raise exc.__cause__ from None
+            raise
 
     async def dispatch(self, memory_id: int, user_id: str) -> None:
-        assert self.app is not None
-        await self.app.tasks[SUMMARIZE_TASK].defer_async(user_id=user_id, memory_id=memory_id)
+        """Nothing after commit: the job was deferred with the row (`enqueue`)."""
 
     async def drain(self, timeout: float | None) -> bool:
         return True  # summaries run in worker processes: none is in flight in this one

@@ -70,7 +70,9 @@ def _parameters(function: object) -> list[tuple[str, object]]:
 @pytest.mark.parametrize("implementation", [MemoryService, NoopMemory])
 def test_round_memories_take_what_the_protocol_passes(implementation):
     members = [name for name in vars(RoundMemory) if not name.startswith("_") and callable(getattr(RoundMemory, name))]
-    assert sorted(members) == ["call_sync", "finish_round", "prepare_round", "record_failed_round", "release_round"]
+    assert sorted(members) == [
+        "call_sync", "finish_round", "prepare_round", "record_failed_round", "release_round", "round_identity"
+    ]
     for name in members:
         expected, actual = getattr(RoundMemory, name), getattr(implementation, name)
         assert _parameters(actual)[: len(_parameters(expected))] == _parameters(expected), name
