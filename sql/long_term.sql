@@ -1,6 +1,13 @@
 -- Named queries of the long-term tier (memory_agent/long_term). Each block starts with `-- name --` and a
 -- one-line description. Every statement names its tenant and user; none reads across users.
 
+-- lock_item_slot --
+-- Writers of one slot take turns (until their transaction ends). Without it, two writers whose uncommitted rows
+-- conflict in the exclusion index wait for each other until the deadlock detector (deadlock_timeout, 1 s) kills one.
+SELECT pg_advisory_xact_lock(hashtextextended(
+    concat_ws(chr(31), 'memory_agent.item', %(user_id)s::text, %(tenant_id)s::text, %(project)s::text,
+              %(environment)s::text, %(item_type)s::text, %(key)s::text, %(value_slot)s::text), 0));
+
 -- lock_current_item --
 -- The current version of an item's slot, locked, and when the slot's history last ended (the next version starts no earlier).
 SELECT current.item_id, current.content_norm, current.valid_from, settled.until

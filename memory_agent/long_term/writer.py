@@ -134,6 +134,7 @@ async def _write(
     content_norm = normalize_content(item.content)
     slot = {**base, "item_type": item_type, "key": item.key, "value_slot": value_slot(item_type, item, content_norm)}
     cluster = _cluster(base, item_type, item.key)
+    await fetch(conn, "lock_item_slot", slot)
     current = await fetch_one(conn, "lock_current_item", slot)
     closed: tuple[int, ...] = ()
     if current and current["item_id"] is not None and current["content_norm"] == content_norm:

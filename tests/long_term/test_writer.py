@@ -167,3 +167,30 @@ async def test_concurrent_writers_of_different_values_leave_one_current_version(
     # One history, each version ending where the next begins: no overlap, no hole.
     assert all(earlier[2] == later[1] for earlier, later in zip(rows, rows[1:]))
     assert {r[0] for r in rows} == {f"The user lives in City{n}" for n in range(WRITERS)}
+
+
+async def test_the_constraint_decides_when_a_writer_bypasses_the_slot_lock(connect, database_url):
+    """A row opened by another path (no slot lock) while remember() runs: the insert blocks on it, fails with
+    23P01 when it commits, and the retry supersedes it instead of adding a second current row."""
+    other, mine = await connect(), await connect()
+    async with other.transaction():
+        await other.execute(
+            "INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, valid_during)"
+            " VALUES ('alice', 'acme', 'fact', 'home_city', '', 'The user lives in Rome', 'the user lives in rome',"
+            " tstzrange(%s, NULL))",
+            [at(0)],
+        )
+        writer = asyncio.create_task(say(mine, items(facts=[("home_city", "The user lives in Oslo")]), now=at(1)))
+        await asyncio.sleep(0.3)
+        assert not writer.done()  # blocked on the uncommitted row in the exclusion index
+    (outcome,) = await writer
+    assert outcome.outcome == "superseded"
+    assert query(database_url, "SELECT content, upper(valid_during) IS NULL FROM items ORDER BY item_id") == [
+        ("The user lives in Rome", False), ("The user lives in Oslo", True),
+    ]
+    with pytest.raises(Exception, match="items_one_version_at_a_time"):
+        await other.execute(
+            "INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, valid_during)"
+            " VALUES ('alice', 'acme', 'fact', 'home_city', '', 'x', 'x', tstzrange(%s, NULL))",
+            [at(5)],
+        )
