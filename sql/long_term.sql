@@ -26,11 +26,18 @@ LEFT JOIN LATERAL (
 ) AS current ON true;
 
 -- restate_item --
--- The same content stated again: importance and confidence keep their highest value.
-UPDATE items
-SET importance = GREATEST(importance, %(importance)s), confidence = GREATEST(confidence, %(confidence)s),
-    updated_at = GREATEST(updated_at, %(now)s)
-WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s;
+-- The same content stated again: importance and confidence keep their highest value; the new lineage is added.
+WITH restated AS (
+    UPDATE items
+    SET importance = GREATEST(importance, %(importance)s), confidence = GREATEST(confidence, %(confidence)s),
+        updated_at = GREATEST(updated_at, %(now)s)
+    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s
+    RETURNING item_id
+)
+INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
+SELECT %(user_id)s, %(tenant_id)s, restated.item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
+FROM restated CROSS JOIN unnest(%(sequences)s::integer[]) AS sequence_number
+ON CONFLICT DO NOTHING;
 
 -- close_item --
 -- End a current version's validity at `until` (it is never deleted: as_of reads still find it).
@@ -48,16 +55,23 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND project = %(projec
 RETURNING item_id;
 
 -- insert_item --
--- A new current version from `valid_from`; fails with 23P01 when a concurrent writer opened one first.
-INSERT INTO items (user_id, tenant_id, project, environment, item_type, key, value_slot, content, content_norm,
-                   importance, confidence, valid_during, created_at, updated_at)
-VALUES (%(user_id)s, %(tenant_id)s, %(project)s, %(environment)s, %(item_type)s, %(key)s, %(value_slot)s,
-        %(content)s, %(content_norm)s, %(importance)s, %(confidence)s, tstzrange(%(valid_from)s, NULL),
-        %(now)s, %(now)s)
-RETURNING item_id;
+-- A new current version from `valid_from`, with its lineage; fails with 23P01 when a concurrent writer opened one first.
+WITH inserted AS (
+    INSERT INTO items (user_id, tenant_id, project, environment, item_type, key, value_slot, content, content_norm,
+                       importance, confidence, valid_during, created_at, updated_at)
+    VALUES (%(user_id)s, %(tenant_id)s, %(project)s, %(environment)s, %(item_type)s, %(key)s, %(value_slot)s,
+            %(content)s, %(content_norm)s, %(importance)s, %(confidence)s, tstzrange(%(valid_from)s, NULL),
+            %(now)s, %(now)s)
+    RETURNING item_id
+), lineage AS (
+    INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
+    SELECT %(user_id)s, %(tenant_id)s, inserted.item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
+    FROM inserted CROSS JOIN unnest(%(sequences)s::integer[]) AS sequence_number
+)
+SELECT item_id FROM inserted;
 
 -- add_item_sources --
--- Lineage of an item: one row per cited message (a null sequence when it cites none); known rows are kept.
+-- Lineage of closed todos: one row per cited message (a null sequence when it cites none); known rows are kept.
 INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
 SELECT %(user_id)s, %(tenant_id)s, item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
 FROM unnest(%(item_ids)s::bigint[]) AS item_id

@@ -76,7 +76,7 @@ async def refresh_cluster(
         try:
             async with conn.transaction():
                 return await _refresh(conn, cluster, summarize, now, min_items, drop_when_unusable)
-        except errors.ExclusionViolation:
+        except (errors.ExclusionViolation, errors.DeadlockDetected):
             continue  # a concurrent refresher created the summary first: refresh that one
     raise LongTermWriteError(f"cluster summary {cluster} stayed contended after {MAX_ATTEMPTS} attempts")
 
@@ -101,7 +101,9 @@ async def _refresh(
     drop_when_unusable: bool,
 ) -> ClusterOutcome:
     params = cluster.params()
-    # The summary row first: a second refresher waits here, then reads the members the first one left.
+    # Refreshers of one cluster take turns, the model call included: the second one then finds the summary
+    # made and, the members unchanged, calls no model. The lock is the one writers of the summary's slot take.
+    await fetch(conn, "lock_item_slot", {**params, "value_slot": "summary"})
     summary = await fetch_one(conn, "lock_cluster_summary", params)
     members = await fetch(conn, "cluster_members", params)
     if len(members) < min_items:

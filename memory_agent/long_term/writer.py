@@ -132,14 +132,14 @@ async def _write(
     conn: psycopg.AsyncConnection[Any], base: dict[str, Any], item_type: ItemType, item: SummaryItem
 ) -> RememberOutcome:
     content_norm = normalize_content(item.content)
-    slot = {**base, "item_type": item_type, "key": item.key, "value_slot": value_slot(item_type, item, content_norm)}
+    slot = {**base, "item_type": item_type, "key": item.key, "value_slot": value_slot(item_type, item, content_norm),
+            "sequences": _sequences(item)}
     cluster = _cluster(base, item_type, item.key)
     await fetch(conn, "lock_item_slot", slot)
     current = await fetch_one(conn, "lock_current_item", slot)
     closed: tuple[int, ...] = ()
     if current and current["item_id"] is not None and current["content_norm"] == content_norm:
         await fetch(conn, "restate_item", {**slot, "item_id": current["item_id"], "importance": item.importance})
-        await _add_sources(conn, base, [current["item_id"]], item)
         return RememberOutcome("unchanged", cluster, current["item_id"], item.content)
     valid_from = base["now"]
     if current and current["until"] is not None:
@@ -155,7 +155,6 @@ async def _write(
          "valid_from": valid_from},
     )
     assert row is not None
-    await _add_sources(conn, base, [row["item_id"]], item)
     return RememberOutcome("superseded" if closed else "inserted", cluster, row["item_id"], item.content, closed)
 
 
@@ -167,12 +166,10 @@ async def _close_todo(
     closed = tuple(row["item_id"] for row in rows)
     if closed:
         # Why the todo closed stays on record with it.
-        await _add_sources(conn, base, list(closed), item)
+        await fetch(conn, "add_item_sources", {**base, "item_ids": list(closed), "sequences": _sequences(item)})
     return RememberOutcome("closed" if closed else "nothing_to_close", cluster, None, item.content, closed)
 
 
-async def _add_sources(
-    conn: psycopg.AsyncConnection[Any], base: dict[str, Any], item_ids: list[int], item: SummaryItem
-) -> None:
-    sequences: list[int | None] = list(item.source_sequences) or [None]
-    await fetch(conn, "add_item_sources", {**base, "item_ids": item_ids, "sequences": sequences})
+def _sequences(item: SummaryItem) -> list[int | None]:
+    # An item that cites no message still records its conversation and memory version: one null sequence.
+    return list(item.source_sequences) or [None]

@@ -147,13 +147,17 @@ async def test_concurrent_refreshers_make_one_summary(connect, database_url):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
         await allergy(first, what, n)
 
+    calls = []
+
     async def slow(members: list[str]) -> str:
-        await asyncio.sleep(0.2)  # both refreshers are inside the model call at once
+        calls.append(members)
+        await asyncio.sleep(0.2)  # a slow model: the other refreshers arrive while it runs
         return await offline_cluster_summarizer(members)
 
     conns = [await connect() for _ in range(6)]
     outcomes = await asyncio.gather(*(refresh_cluster(c, ALLERGIES, slow, now=at(3)) for c in conns))
     assert sorted(o.outcome for o in outcomes) == ["created"] + ["unchanged"] * 5
+    assert len(calls) == 1  # they waited for the first and found its summary: one model call
     assert query(database_url, "SELECT count(*) FROM items WHERE is_summary") == [(1,)]
 
 
