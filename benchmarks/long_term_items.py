@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--items-per-user", type=int, default=1000)
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     server_url = args.database_url
     if server_url is None:
@@ -159,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(measure(url, args.calls, args.users, args.items_per_user))
     finally:
         drop_database(server_url, name)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(render(results))
     return 0
 

@@ -12,6 +12,7 @@ from memory_agent.long_term.clusters import (
     pending_clusters,
     refresh_cluster,
     refresh_clusters,
+    refresh_pending_clusters,
     touched_clusters,
 )
 from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
@@ -39,6 +40,7 @@ __all__ = [
     "pending_clusters",
     "refresh_cluster",
     "refresh_clusters",
+    "refresh_pending_clusters",
     "remember",
     "set_tenant",
     "summary_rejection",

@@ -169,3 +169,19 @@ async def pending_clusters(
         {"tenant_id": tenant_id, "user_id": user_id, "min_items": min_items, "limit": limit},
     )
     return [Cluster(**row) for row in rows]
+
+
+async def refresh_pending_clusters(
+    conn: psycopg.AsyncConnection[Any],
+    summarize: ClusterSummarizer,
+    *,
+    now: datetime,
+    tenant_id: str | None = None,
+    user_id: str | None = None,
+    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+    limit: int = 100,
+) -> list[ClusterOutcome]:
+    """The periodic safety net's body: refresh up to `limit` pending clusters. On an autocommit connection each
+    cluster commits on its own, so one failing cluster does not undo the others."""
+    pending = await pending_clusters(conn, tenant_id=tenant_id, user_id=user_id, min_items=min_items, limit=limit)
+    return [await refresh_cluster(conn, cluster, summarize, now=now, min_items=min_items) for cluster in pending]

@@ -43,13 +43,17 @@ class Cluster:
         }
 
 
+def check_id(name: str, value: Any) -> None:
+    """InvalidInputError unless `value` is a non-empty string: an empty id would silently pool callers' rows."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
+    if len(value) > MAX_SCOPE_CHARS or "\x00" in value:
+        raise InvalidInputError(f"{name} must be at most {MAX_SCOPE_CHARS} characters without NUL")
+
+
 def check_identity(tenant_id: Any, user_id: Any) -> None:
-    """InvalidInputError unless both are non-empty strings: an empty id would silently pool every caller's rows."""
-    for name, value in (("tenant_id", tenant_id), ("user_id", user_id)):
-        if not isinstance(value, str) or not value.strip():
-            raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
-        if len(value) > MAX_SCOPE_CHARS or "\x00" in value:
-            raise InvalidInputError(f"{name} must be at most {MAX_SCOPE_CHARS} characters without NUL")
+    check_id("tenant_id", tenant_id)
+    check_id("user_id", user_id)
 
 
 def check_partition(project: Any, environment: Any) -> None:

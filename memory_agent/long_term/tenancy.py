@@ -16,12 +16,12 @@ import psycopg
 from psycopg import pq
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import check_identity, fetch
+from memory_agent.long_term.scope import check_id, fetch
 
 
 async def set_tenant(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> None:
     """SET LOCAL memory_agent.tenant_id for the rest of the open transaction."""
-    check_identity(tenant_id, "-")
+    check_id("tenant_id", tenant_id)
     if conn.info.transaction_status != pq.TransactionStatus.INTRANS:
         # Outside a transaction SET LOCAL lasts one statement: the next one would run with no tenant.
         raise InvalidInputError("set_tenant needs an open transaction (use tenant_transaction)")

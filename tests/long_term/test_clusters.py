@@ -14,6 +14,7 @@ from memory_agent.long_term import (
     pending_clusters,
     refresh_cluster,
     refresh_clusters,
+    refresh_pending_clusters,
     remember,
     summary_rejection,
     touched_clusters,
@@ -131,8 +132,8 @@ async def test_pending_clusters_finds_what_the_inline_path_missed(conn, database
     assert await pending_clusters(conn) == [ALLERGIES, bob]
     assert await pending_clusters(conn, tenant_id="acme", user_id="bob") == [bob]
     assert await pending_clusters(conn, tenant_id="other") == []
-    for cluster in await pending_clusters(conn):
-        assert (await refresh_cluster(conn, cluster, offline_cluster_summarizer, now=at(1))).outcome == "created"
+    made = await refresh_pending_clusters(conn, offline_cluster_summarizer, now=at(1))
+    assert [(o.cluster, o.outcome) for o in made] == [(ALLERGIES, "created"), (bob, "created")]
     assert await pending_clusters(conn) == []
     # A member closed behind the summary's back (no refresh ran): the cluster is pending again, then removed.
     execute(database_url, "UPDATE items SET valid_during = tstzrange(lower(valid_during), %s)"
