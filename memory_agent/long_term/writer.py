@@ -98,8 +98,11 @@ async def remember(
         "tenant_id": tenant_id, "user_id": user_id, "project": project, "environment": environment,
         "conversation_id": conversation_id, "memory_id": memory_id, "now": now, "confidence": confidence,
     }
-    # Slots in one order for every writer, so two jobs writing overlapping items lock them in the same order.
-    typed = sorted(items.typed(), key=lambda pair: (pair[0], pair[1].key, normalize_content(pair[1].content)))
+    # Slots in one order for every writer, so two jobs writing overlapping items lock them in the same order;
+    # "done" todos last, so a todo opened and done within one summary ends closed.
+    typed = sorted(items.typed(), key=lambda pair: (
+        is_done(*pair), pair[0], pair[1].key, normalize_content(pair[1].content)
+    ))
     outcomes = []
     async with conn.transaction():
         for item_type, item in typed:

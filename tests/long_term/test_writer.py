@@ -194,3 +194,20 @@ async def test_the_constraint_decides_when_a_writer_bypasses_the_slot_lock(conne
             " VALUES ('alice', 'acme', 'fact', 'home_city', '', 'x', 'x', tstzrange(%s, NULL))",
             [at(5)],
         )
+
+
+async def test_a_todo_said_done_in_the_users_words_closes(conn):
+    from memory_agent.long_term.extract import Statement, extract_items
+
+    opened = extract_items([Statement(0, "user", "Remind me to call the dentist."),
+                            Statement(2, "user", "Remind me to buy milk.")])
+    await say(conn, opened, now=at(0))
+    done = extract_items([Statement(4, "user", "Mark call the dentist as done, thanks.")])
+    assert [(i.key, i.content) for _, i in done.typed()] == [("todo_call_the_dentist", "Done: call the dentist")]
+    assert [o.outcome for o in await say(conn, done, now=at(1))] == ["closed"]
+    # Opened and done within one summary: recorded, and closed.
+    both = extract_items([Statement(6, "user", "Remind me to water the plants."),
+                          Statement(8, "user", "done: water the plants")])
+    assert sorted(o.outcome for o in await say(conn, both, now=at(2))) == ["closed", "inserted"]
+    assert [i.content for i in await list_items(conn, "acme", "alice")] == ["Remind the user to buy milk"]
+    assert len(await item_history(conn, "acme", "alice", "todo", "todo_water_the_plants")) == 1
