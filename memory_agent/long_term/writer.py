@@ -1,6 +1,6 @@
 """remember(): a summary's structured items into the long-term tier — one current row per fact, history kept.
 
-Per item, in a savepoint of the caller's transaction:
+Per item, in the caller's transaction (one savepoint for the whole call):
 - the same content as the current version → `unchanged` (lineage added, importance and confidence keep their
   highest value);
 - a new value of a single-valued key → `superseded`: the current version is closed (valid_to) and a new one
@@ -11,8 +11,10 @@ Per item, in a savepoint of the caller's transaction:
 
 The database decides every race: the items_one_version_at_a_time constraint (PostgreSQL 18 WITHOUT OVERLAPS)
 makes a concurrent writer of the same slot block, fail with 23P01 once the first commits, and retry from the
-savepoint — it then sees the committed row and restates or supersedes it. Validity is ordered by commit: a
-version never starts before the one it replaces (a stale clock is moved 1 µs past it), so history never overlaps.
+savepoint — it then sees the committed row and restates or supersedes it. Writers of one slot also take turns
+on an advisory lock first, so in practice they queue instead of failing (the constraint stays the arbiter).
+Validity is ordered by commit: a version never starts before the one it replaces (a stale clock is moved 1 µs
+past it), so history never overlaps.
 """
 
 from __future__ import annotations
@@ -103,28 +105,26 @@ async def remember(
     typed = sorted(items.typed(), key=lambda pair: (
         is_done(*pair), pair[0], pair[1].key, normalize_content(pair[1].content)
     ))
-    outcomes = []
-    async with conn.transaction():
-        for item_type, item in typed:
-            outcomes.append(await _remember_one(conn, base, item_type, item))
-    return outcomes
+    # One savepoint for the batch: a conflict (a writer that bypassed the slot lock, or a deadlock) undoes the
+    # batch, which is then written again over what the winner committed.
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            async with conn.transaction():
+                return [await _remember_one(conn, base, item_type, item) for item_type, item in typed]
+        except (errors.ExclusionViolation, errors.DeadlockDetected) as exc:
+            logger.debug("long-term write retried after %s: %s", exc.sqlstate, exc)
+    raise LongTermWriteError(
+        f"items stayed contended after {MAX_ATTEMPTS} attempts; long-term writes need READ COMMITTED isolation "
+        "(a stricter level never sees the concurrent writer's row)"
+    )
 
 
 async def _remember_one(
     conn: psycopg.AsyncConnection[Any], base: dict[str, Any], item_type: ItemType, item: SummaryItem
 ) -> RememberOutcome:
-    for _ in range(MAX_ATTEMPTS):
-        try:
-            async with conn.transaction():
-                if is_done(item_type, item):
-                    return await _close_todo(conn, base, item_type, item)
-                return await _write(conn, base, item_type, item)
-        except (errors.ExclusionViolation, errors.DeadlockDetected) as exc:
-            logger.debug("long-term write of %s/%s retried after %s", item_type, item.key, exc.sqlstate)
-    raise LongTermWriteError(
-        f"item {item_type}/{item.key} stayed contended after {MAX_ATTEMPTS} attempts; long-term writes need "
-        "READ COMMITTED isolation (a stricter level never sees the concurrent writer's row)"
-    )
+    if is_done(item_type, item):
+        return await _close_todo(conn, base, item_type, item)
+    return await _write(conn, base, item_type, item)
 
 
 def _cluster(base: dict[str, Any], item_type: str, key: str) -> Cluster:
