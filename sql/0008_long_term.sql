@@ -3,17 +3,37 @@
 -- Times come from the writer's clock parameter, never now(): the column defaults below are for hand-written rows.
 
 -- btree_gist: text equality inside a GiST index (the WITHOUT OVERLAPS key). pg_trgm: trigram recall.
-CREATE EXTENSION IF NOT EXISTS btree_gist;
-CREATE EXTENSION IF NOT EXISTS pg_trgm;
+-- Installed in `public` when the role may, which every memory_agent connection has on its search_path: in the
+-- migrated schema, a second memory_agent schema of the database would not find pg_trgm's functions, and
+-- dropping the first schema would drop the extension under the second one's indexes.
+DO $$
+DECLARE
+    wanted text;
+BEGIN
+    FOREACH wanted IN ARRAY ARRAY['btree_gist', 'pg_trgm'] LOOP
+        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_extension WHERE extname = wanted);
+        BEGIN
+            EXECUTE format('CREATE EXTENSION %I SCHEMA public', wanted);
+        EXCEPTION WHEN insufficient_privilege OR invalid_schema_name THEN
+            EXECUTE format('CREATE EXTENSION %I', wanted);
+        END;
+    END LOOP;
+END
+$$;
 
 -- pgvector stays optional: created when the server ships it and the role may create it, skipped otherwise.
 -- Embeddings live in a table of the recall migration (0009), keyed (user_id, item_id) and referencing items
 -- ON DELETE CASCADE, so forgetting an item forgets its vector in the same statement.
 DO $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+    IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')
+       AND NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
         BEGIN
-            CREATE EXTENSION IF NOT EXISTS vector;
+            BEGIN
+                CREATE EXTENSION vector SCHEMA public;
+            EXCEPTION WHEN invalid_schema_name THEN
+                CREATE EXTENSION vector;
+            END;
         EXCEPTION WHEN insufficient_privilege OR feature_not_supported THEN
             RAISE NOTICE 'memory_agent: extension vector not created (%); vector recall stays off', SQLERRM;
         END;
