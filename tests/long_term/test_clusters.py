@@ -173,3 +173,14 @@ def test_the_quality_check_and_the_offline_summarizer():
     cjk = ["用户对花生过敏", "用户对贝类过敏", "用户对青霉素过敏"]
     assert summary_rejection("用户对花生、贝类和青霉素过敏", cjk) is None
     assert "leaves out 1 of 3" in summary_rejection("用户对花生和贝类过敏", cjk)
+
+
+async def test_summaries_are_a_view_of_the_present(conn):
+    for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
+        await allergy(conn, what, n)
+    await refresh_cluster(conn, ALLERGIES, offline_cluster_summarizer, now=at(3))
+    assert len(await list_items(conn, "acme", "alice")) == 4
+    assert len(await list_items(conn, "acme", "alice", include_summaries=False)) == 3
+    # As of a date the members were held, the summary (refreshed in place, so of no fixed date) is not read.
+    assert all(not i.is_summary for i in await list_items(conn, "acme", "alice", as_of=at(10)))
+    assert len(await list_items(conn, "acme", "alice", as_of=at(10))) == 3

@@ -158,3 +158,25 @@ async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database
     assert [i.content for i in await list_items(conn, "t", "bob")] == ["The user lives in Porto"]
     assert [i.content for i in await list_items(conn, "t2", "ana")] == ["The user lives in Faro"]
     assert query(database_url, "SELECT conversation_id FROM conversations") == [("bob-1",)]
+
+
+async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
+    for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
+        outcomes = await remember(conn, tenant_id="t", user_id="ana", conversation_id="c1", memory_id=1, now=at(n),
+                                  items=items(facts=[("allergies", f"The user is allergic to {what}",
+                                                      {"single_valued": False})]))
+        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
+    before = query(database_url, "SELECT item_id, content FROM items ORDER BY item_id")
+
+    class Crash(Exception):
+        pass
+
+    try:
+        async with conn.transaction():  # the caller's transaction, which dies before it commits
+            report = await forget_conversation(conn, "t", "ana", "c1", summarize=offline_cluster_summarizer)
+            assert len(report.items_deleted) == 3 and len(report.summaries_deleted) == 1
+            raise Crash
+    except Crash:
+        pass
+    assert query(database_url, "SELECT item_id, content FROM items ORDER BY item_id") == before
+    assert query(database_url, "SELECT count(*) FROM item_sources") == [(3,)]
