@@ -22,6 +22,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.long_term_items
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,4 +1,49 @@
-"""Per-user long-term memory (next issue): items with validity over time, recall across conversations.
+"""Per-user long-term memory: items with validity over time, their lineage, cluster summaries, forgetting.
 
-Empty for now; its code goes here, beside the short-term tier in conversation/.
+Owns the tables of sql/0008_long_term.sql and the queries of sql/long_term.sql. Every function takes the
+caller's psycopg AsyncConnection (search_path on the memory_agent schema) and runs in its transaction, so the
+summary job can write a memory version and its items together. May import: errors, resources, this package.
 """
+
+from memory_agent.long_term.cluster_text import offline_cluster_summarizer, summary_rejection
+from memory_agent.long_term.clusters import (
+    SUMMARY_MIN_CLUSTER_ITEMS,
+    ClusterOutcome,
+    pending_clusters,
+    refresh_cluster,
+    refresh_clusters,
+    refresh_pending_clusters,
+    touched_clusters,
+)
+from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
+from memory_agent.long_term.reads import ItemSource, LongTermItem, item_history, list_items
+from memory_agent.long_term.scope import Cluster
+from memory_agent.long_term.tenancy import set_tenant, tenant_transaction
+from memory_agent.long_term.writer import DONE_PREFIX, LongTermWriteError, RememberOutcome, remember
+
+__all__ = [
+    "DONE_PREFIX",
+    "SUMMARY_MIN_CLUSTER_ITEMS",
+    "Cluster",
+    "ClusterOutcome",
+    "ForgetReport",
+    "ItemSource",
+    "LongTermItem",
+    "LongTermWriteError",
+    "RememberOutcome",
+    "forget_conversation",
+    "forget_item",
+    "forget_user",
+    "item_history",
+    "list_items",
+    "offline_cluster_summarizer",
+    "pending_clusters",
+    "refresh_cluster",
+    "refresh_clusters",
+    "refresh_pending_clusters",
+    "remember",
+    "set_tenant",
+    "summary_rejection",
+    "tenant_transaction",
+    "touched_clusters",
+]

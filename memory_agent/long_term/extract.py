@@ -58,6 +58,9 @@ RULES: tuple[_Rule, ...] = (
           "Decided: {0}", 0.7, one=False),
     _rule("decisions", rf"\blet's go with {_VALUE}", "decisions", "Decided: {0}", 0.7, one=False),
     _rule("todos", rf"\bremind me to {_VALUE}", "todo_{0}", "Remind the user to {0}", 0.6, one=False),
+    # A todo is done when the user says so in the todo's own words: the same key closes it (long_term.writer).
+    _rule("todos", rf"\bdone:\s*{_VALUE}", "todo_{0}", "Done: {0}", 0.6, one=False),
+    _rule("todos", r"\bmark ([^.,;!?\n]+?) as done\b", "todo_{0}", "Done: {0}", 0.6, one=False),
     _rule("entities", r"\bmy (wife|husband|partner|sister|brother|mother|father|mom|dad|boss|friend|son|daughter)"
           r"(?:'s name)? is ([A-Z][\w'-]*)", "{0}", "The user's {0} is {1}", 0.5),
 )

@@ -1,0 +1,170 @@
+"""`make bench` stage for long-term items: write cost, race outcomes, reads at scale, forgetting.
+
+Runs on its own embedded PostgreSQL (or --database-url), one fresh database. Prints a table of figures and
+writes benchmarks/results/long_term_items.json. No target is asserted here: the figures are for reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from benchmarks.systems import create_database, drop_database
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.long_term import (
+    Cluster,
+    forget_conversation,
+    list_items,
+    offline_cluster_summarizer,
+    refresh_cluster,
+    remember,
+)
+from memory_agent.long_term.items import StructuredItems, SummaryItem
+
+RESULTS = Path(__file__).parent / "results" / "long_term_items.json"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+WRITERS = 24
+
+
+def ten_items(tag: str) -> StructuredItems:
+    return StructuredItems(
+        facts=[SummaryItem(key=f"fact_{n}", content=f"Fact {n} is {tag}") for n in range(5)]
+        + [SummaryItem(key="allergies", content=f"The user is allergic to {tag}{n}", single_valued=False)
+           for n in range(3)],
+        decisions=[SummaryItem(key="decisions", content=f"Decided: {tag} {n}") for n in range(2)],
+    )
+
+
+def ms(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"p50_ms": round(statistics.median(ordered), 2),
+            "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 2)}
+
+
+async def connect(url: str) -> psycopg.AsyncConnection[Any]:
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    await conn.execute("SET search_path TO memory_agent, public")
+    return conn
+
+
+async def timed(calls: int, make) -> list[float]:
+    spent = []
+    for n in range(calls):
+        started = time.perf_counter()
+        await make(n)
+        spent.append((time.perf_counter() - started) * 1000)
+    return spent
+
+
+async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict[str, Any]:
+    pool = MemoryBackend.create_pool(url)
+    await pool.open(wait=True)
+    await MemoryBackend(pool).setup()
+    await pool.close()
+    conn = await connect(url)
+    out: dict[str, Any] = {}
+
+    def write(user: str, tag: str, day: float, conversation: str = "c"):
+        return remember(conn, tenant_id="t", user_id=user, items=ten_items(tag), conversation_id=conversation,
+                        memory_id=1, now=T0 + timedelta(days=day))
+
+    out["remember_10_new"] = ms(await timed(calls, lambda n: write(f"u{n}", "a", 0)))
+    out["remember_10_restated"] = ms(await timed(calls, lambda n: write(f"u{n}", "a", 1)))
+    out["remember_10_superseding_5"] = ms(await timed(calls, lambda n: write(f"u{n}", "b", 2)))
+    for _ in range(100):
+        await write("restater", "same", 0)
+    rows = await (await conn.execute("SELECT count(*) FROM items WHERE user_id = 'restater'")).fetchone()
+    out["same_10_items_stated_100_times_rows"] = rows[0]
+
+    conns = [await connect(url) for _ in range(WRITERS)]
+    for label, content in (("same_fact", lambda n: "The user lives in Lyon"),
+                           ("different_values", lambda n: f"The user lives in City{n}")):
+        started = time.perf_counter()
+        await asyncio.gather(*(
+            remember(c, tenant_id="t", user_id=f"race_{label}", conversation_id=f"c{n}", memory_id=n, now=T0,
+                     items=StructuredItems(facts=[SummaryItem(key="home_city", content=content(n))]))
+            for n, c in enumerate(conns)
+        ))
+        wall = (time.perf_counter() - started) * 1000
+        current, versions = await (await conn.execute(
+            "SELECT count(*) FILTER (WHERE upper_inf(valid_during)), count(*) FROM items WHERE user_id = %s",
+            [f"race_{label}"])).fetchone()
+        out[f"race_{WRITERS}_writers_{label}"] = {"wall_ms": round(wall, 1), "current_rows": current,
+                                                  "versions": versions}
+    for c in conns:
+        await c.close()
+
+    # A big user among many: list_items reads through the user's rows only.
+    await conn.execute(
+        "INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, valid_during)"
+        " SELECT 'bulk' || u, 't', 'fact', 'k' || i, '', 'Fact ' || i, 'fact ' || i, tstzrange(%s, NULL)"
+        " FROM generate_series(1, %s) AS u, generate_series(1, %s) AS i",
+        [T0, users, items_per_user],
+    )
+    await conn.execute("ANALYZE items")
+    out[f"list_items_current_{items_per_user}_items_{users}_users"] = ms(
+        await timed(50, lambda n: list_items(conn, "t", "bulk1")))
+    out[f"list_items_as_of_{items_per_user}_items"] = ms(
+        await timed(50, lambda n: list_items(conn, "t", "bulk1", as_of=T0 + timedelta(hours=1))))
+
+    allergies = Cluster("t", "u0", "", "", "fact", "allergies")
+    out["refresh_cluster_create"] = ms(await timed(1, lambda n: refresh_cluster(
+        conn, allergies, offline_cluster_summarizer, now=T0)))
+    out["refresh_cluster_unchanged"] = ms(await timed(calls, lambda n: refresh_cluster(
+        conn, allergies, offline_cluster_summarizer, now=T0)))
+
+    for day in range(10):
+        await write("forgetful", f"x{day}", day, conversation="erase-me")
+    started = time.perf_counter()
+    report = await forget_conversation(conn, "t", "forgetful", "erase-me", summarize=offline_cluster_summarizer,
+                                       now=T0 + timedelta(days=20))
+    out["forget_conversation"] = {"ms": round((time.perf_counter() - started) * 1000, 1),
+                                  "items_deleted": len(report.items_deleted)}
+    await conn.close()
+    return out
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = ["| long-term items | figure |", "|---|---|"]
+    for name, value in results.items():
+        shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+        lines.append(f"| {name} | {shown} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.long_term_items", description=__doc__)
+    parser.add_argument("--database-url", default=None, help="a PostgreSQL server URL; default: embedded, temporary")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--items-per-user", type=int, default=1000)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    server_url = args.database_url
+    if server_url is None:
+        from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
+
+        print("[bench] starting the embedded PostgreSQL (fresh data directory)", file=sys.stderr, flush=True)
+        server_url = start_embedded_postgres(scratch_data_dir("memory_agent_bench_"), cleanup_mode="delete")
+    name, url = create_database(server_url, "ltm")
+    try:
+        results = asyncio.run(measure(url, args.calls, args.users, args.items_per_user))
+    finally:
+        drop_database(server_url, name)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

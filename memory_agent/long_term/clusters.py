@@ -1,0 +1,187 @@
+"""Cluster summaries: one row standing for the current items of a (tenant, user, project, environment, type, key)
+once they are `min_items` (summary_min_cluster_items, 3) or more.
+
+A summary is an `items` row (is_summary, value_slot 'summary', source_item_ids = its members, ascending): the
+WITHOUT OVERLAPS key allows one per cluster, so two refreshers racing to create it are decided by the database.
+refresh_cluster() is the whole life cycle:
+- fewer than min_items current members → the summary row is deleted (recall reads the raw items again);
+- the same members as the summary's → no model call; only importance/confidence follow the members;
+- otherwise the summarizer writes a new text over the members, checked by cluster_text.summary_rejection:
+  accepted → the row is created or refreshed in place (same item_id); rejected or failed → nothing changes.
+Importance is the members' highest (a cluster matters as much as its most important member, the allergy among
+preferences); confidence their lowest (a summary is no surer than its least sure member). Members are the
+current versions only: a closed version is history (item_history), not something held.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import psycopg
+from psycopg import errors
+
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.cluster_text import ClusterSummarizer, summary_rejection
+from memory_agent.long_term.items import normalize_content
+from memory_agent.long_term.scope import Cluster, check_now, fetch, fetch_one
+from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError, RememberOutcome
+
+logger = logging.getLogger("memory_agent.long_term")
+
+SUMMARY_MIN_CLUSTER_ITEMS = 3
+ClusterOutcomeName = Literal["created", "refreshed", "unchanged", "deleted", "too_small", "rejected", "failed"]
+
+
+@dataclass(frozen=True)
+class ClusterOutcome:
+    """What refresh_cluster() did; `reason` says why a summary was rejected or failed."""
+
+    outcome: ClusterOutcomeName
+    cluster: Cluster
+    summary_item_id: int | None = None
+    reason: str | None = None
+
+
+def touched_clusters(outcomes: Iterable[RememberOutcome]) -> list[Cluster]:
+    """The clusters whose members changed in a remember() call, once each, in order."""
+    return list(dict.fromkeys(outcome.cluster for outcome in outcomes if outcome.changes_cluster))
+
+
+def _check_min(min_items: int) -> None:
+    if not isinstance(min_items, int) or min_items < 2:
+        raise InvalidInputError(
+            f"summary_min_cluster_items must be an integer >= 2 (MEMORY_AGENT_SUMMARY_MIN_CLUSTER_ITEMS), got {min_items!r}"
+        )
+
+
+async def refresh_cluster(
+    conn: psycopg.AsyncConnection[Any],
+    cluster: Cluster,
+    summarize: ClusterSummarizer,
+    *,
+    now: datetime,
+    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+    drop_when_unusable: bool = False,
+) -> ClusterOutcome:
+    """Bring the cluster's summary in line with its current members (see the module docstring), in a savepoint
+    of the caller's transaction. `drop_when_unusable`: a rejected or failed summary also deletes the old one
+    (forgetting must not leave text built from an erased member)."""
+    check_now(now)
+    _check_min(min_items)
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            async with conn.transaction():
+                return await _refresh(conn, cluster, summarize, now, min_items, drop_when_unusable)
+        except (errors.ExclusionViolation, errors.DeadlockDetected):
+            continue  # a concurrent refresher created the summary first: refresh that one
+    raise LongTermWriteError(f"cluster summary {cluster} stayed contended after {MAX_ATTEMPTS} attempts")
+
+
+async def refresh_clusters(
+    conn: psycopg.AsyncConnection[Any],
+    clusters: Iterable[Cluster],
+    summarize: ClusterSummarizer,
+    *,
+    now: datetime,
+    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+) -> list[ClusterOutcome]:
+    return [await refresh_cluster(conn, c, summarize, now=now, min_items=min_items) for c in clusters]
+
+
+async def _refresh(
+    conn: psycopg.AsyncConnection[Any],
+    cluster: Cluster,
+    summarize: ClusterSummarizer,
+    now: datetime,
+    min_items: int,
+    drop_when_unusable: bool,
+) -> ClusterOutcome:
+    params = cluster.params()
+    # Refreshers of one cluster take turns, the model call included: the second one then finds the summary
+    # made and, the members unchanged, calls no model. The lock is the one writers of the summary's slot take.
+    await fetch(conn, "lock_item_slot", {**params, "value_slot": "summary"})
+    summary = await fetch_one(conn, "lock_cluster_summary", params)
+    members = await fetch(conn, "cluster_members", params)
+    if len(members) < min_items:
+        if summary is None:
+            return ClusterOutcome("too_small", cluster)
+        await fetch(conn, "delete_items", {**params, "item_ids": [summary["item_id"]]})
+        return ClusterOutcome("deleted", cluster, summary["item_id"])
+    member_ids = [m["item_id"] for m in members]
+    weight = {
+        "importance": max(m["importance"] for m in members),
+        "confidence": min(m["confidence"] for m in members),
+    }
+    if summary is not None and list(summary["source_item_ids"]) == member_ids:
+        await fetch(conn, "set_cluster_weight", {**params, **weight, "item_id": summary["item_id"]})
+        return ClusterOutcome("unchanged", cluster, summary["item_id"])
+    texts = [m["content"] for m in members]
+    try:
+        text = " ".join((await summarize(texts)).replace("\x00", "").split())
+    except Exception as exc:  # a model failure leaves the cluster as it was; the periodic task retries it
+        logger.warning("cluster summary of %s failed: %r", cluster, exc)
+        return await _unusable(conn, cluster, summary, "failed", repr(exc), drop_when_unusable)
+    reason = summary_rejection(text, texts)
+    if reason is not None:
+        logger.warning("cluster summary of %s rejected: %s", cluster, reason)
+        return await _unusable(conn, cluster, summary, "rejected", reason, drop_when_unusable)
+    values = {**params, **weight, "content": text, "content_norm": normalize_content(text),
+              "source_item_ids": member_ids, "now": now}
+    if summary is None:
+        row = await fetch_one(conn, "insert_cluster_summary", values)
+        assert row is not None
+        return ClusterOutcome("created", cluster, row["item_id"])
+    await fetch(conn, "update_cluster_summary", {**values, "item_id": summary["item_id"]})
+    return ClusterOutcome("refreshed", cluster, summary["item_id"])
+
+
+async def _unusable(
+    conn: psycopg.AsyncConnection[Any],
+    cluster: Cluster,
+    summary: dict[str, Any] | None,
+    outcome: ClusterOutcomeName,
+    reason: str,
+    drop: bool,
+) -> ClusterOutcome:
+    if drop and summary is not None:
+        await fetch(conn, "delete_items", {**cluster.params(), "item_ids": [summary["item_id"]]})
+    return ClusterOutcome(outcome, cluster, summary["item_id"] if summary else None, reason)
+
+
+async def pending_clusters(
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    tenant_id: str | None = None,
+    user_id: str | None = None,
+    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+    limit: int = 100,
+) -> list[Cluster]:
+    """Clusters whose summary is missing, stale (other members) or due for deletion: what the periodic safety
+    net hands to refresh_cluster(). tenant_id/user_id None: every tenant / user this connection may read."""
+    _check_min(min_items)
+    rows = await fetch(
+        conn,
+        "pending_clusters",
+        {"tenant_id": tenant_id, "user_id": user_id, "min_items": min_items, "limit": limit},
+    )
+    return [Cluster(**row) for row in rows]
+
+
+async def refresh_pending_clusters(
+    conn: psycopg.AsyncConnection[Any],
+    summarize: ClusterSummarizer,
+    *,
+    now: datetime,
+    tenant_id: str | None = None,
+    user_id: str | None = None,
+    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+    limit: int = 100,
+) -> list[ClusterOutcome]:
+    """The periodic safety net's body: refresh up to `limit` pending clusters. On an autocommit connection each
+    cluster commits on its own, so one failing cluster does not undo the others."""
+    pending = await pending_clusters(conn, tenant_id=tenant_id, user_id=user_id, min_items=min_items, limit=limit)
+    return [await refresh_cluster(conn, cluster, summarize, now=now, min_items=min_items) for cluster in pending]

@@ -1,0 +1,136 @@
+"""Forgetting with lineage: erase what was asked and every row derived from it, in the caller's transaction.
+
+- forget_conversation: the conversation's lineage rows; the items no other source is left for (an item the user
+  also stated elsewhere stays, minus this lineage); the conversation tier (messages, memory versions, round
+  metrics, lease, the conversation).
+- forget_item: that item version (its lineage goes with it). Forgetting a cluster summary forgets the members
+  it stands for too — otherwise the next refresh would write the same text back.
+- forget_user: every long-term row of the user and every conversation of theirs.
+Each then regenerates the cluster summaries built from an erased item without it (or deletes them below
+min_items). A summary that cannot be regenerated — no summarizer given, or its new text rejected — is deleted
+rather than kept: it would still carry the erased text. The periodic safety net rebuilds it from what is left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.long_term.clusters import SUMMARY_MIN_CLUSTER_ITEMS, refresh_cluster
+from memory_agent.long_term.scope import Cluster, check_identity, check_now, fetch
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What a forget_* call erased or rewrote."""
+
+    items_deleted: tuple[int, ...] = ()
+    summaries_refreshed: tuple[int, ...] = ()
+    summaries_deleted: tuple[int, ...] = ()
+    conversations_deleted: tuple[str, ...] = ()
+
+
+async def forget_conversation(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    user_id: str,
+    conversation_id: str,
+    *,
+    summarize: ClusterSummarizer | None = None,
+    now: datetime | None = None,
+    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+) -> ForgetReport:
+    """Erase a conversation of the user and everything derived from it."""
+    check_identity(tenant_id, user_id)
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise InvalidInputError(f"conversation_id must be a non-empty string, got {conversation_id!r}")
+    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    async with conn.transaction():
+        deleted = await _erase_conversation_lineage(conn, scope, conversation_id)
+        summaries = await _rederive(conn, scope, deleted, summarize, now, min_items)
+        rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
+    return ForgetReport(tuple(deleted), *summaries, tuple(row["conversation_id"] for row in rows))
+
+
+async def forget_item(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    user_id: str,
+    item_id: int,
+    *,
+    summarize: ClusterSummarizer | None = None,
+    now: datetime | None = None,
+    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+) -> ForgetReport:
+    """Erase one item version of the user (a summary: with its members). Unknown ids erase nothing."""
+    check_identity(tenant_id, user_id)
+    if not isinstance(item_id, int) or isinstance(item_id, bool):
+        raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")
+    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    async with conn.transaction():
+        rows = await fetch(conn, "delete_items", {**scope, "item_ids": [item_id]})
+        members = [m for row in rows if row["is_summary"] for m in row["source_item_ids"]]
+        if members:
+            rows += await fetch(conn, "delete_items", {**scope, "item_ids": members})
+        deleted = [row["item_id"] for row in rows]
+        refreshed, summaries_deleted = await _rederive(conn, scope, deleted, summarize, now, min_items)
+    summaries_deleted += tuple(row["item_id"] for row in rows if row["is_summary"])
+    return ForgetReport(tuple(i for i in deleted if i not in summaries_deleted), refreshed, summaries_deleted)
+
+
+async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str) -> ForgetReport:
+    """Erase every long-term row of the user and every conversation of theirs."""
+    check_identity(tenant_id, user_id)
+    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    async with conn.transaction():
+        conversations = [row["conversation_id"] for row in await fetch(conn, "user_conversations", scope)]
+        items = await fetch(conn, "delete_user_items", scope)
+        erased = []
+        for conversation_id in sorted(conversations):
+            rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
+            erased.extend(row["conversation_id"] for row in rows)
+    return ForgetReport(items_deleted=tuple(row["item_id"] for row in items), conversations_deleted=tuple(erased))
+
+
+async def _erase_conversation_lineage(
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], conversation_id: str
+) -> list[int]:
+    touched = sorted({row["item_id"] for row in await fetch(
+        conn, "erase_conversation_sources", {**scope, "conversation_id": conversation_id}
+    )})
+    if not touched:
+        return []
+    return [row["item_id"] for row in await fetch(conn, "delete_unsourced_items", {**scope, "item_ids": touched})]
+
+
+async def _rederive(
+    conn: psycopg.AsyncConnection[Any],
+    scope: dict[str, Any],
+    deleted: list[int],
+    summarize: ClusterSummarizer | None,
+    now: datetime | None,
+    min_items: int,
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Regenerate (or delete) the summaries built from any deleted item: (refreshed ids, deleted ids)."""
+    if not deleted:
+        return (), ()
+    now = check_now(now) if now is not None else datetime.now(UTC)
+    refreshed: list[int] = []
+    dropped: list[int] = []
+    for row in await fetch(conn, "summaries_over", {**scope, "item_ids": deleted}):
+        if summarize is None:
+            await fetch(conn, "delete_items", {**scope, "item_ids": [row["item_id"]]})
+            dropped.append(row["item_id"])
+            continue
+        cluster = Cluster(scope["tenant_id"], scope["user_id"], row["project"], row["environment"],
+                          row["item_type"], row["key"])
+        outcome = await refresh_cluster(
+            conn, cluster, summarize, now=now, min_items=min_items, drop_when_unusable=True
+        )
+        (refreshed if outcome.outcome == "refreshed" else dropped).append(row["item_id"])
+    return tuple(refreshed), tuple(dropped)

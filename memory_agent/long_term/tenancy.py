@@ -1,0 +1,36 @@
+"""Naming the tenant for row-level security (optional; see sql/0008_long_term.sql).
+
+The long-term tables carry policies `tenant_id = current_setting('memory_agent.tenant_id', true)`. They bind
+roles that do not own the tables: an application that connects as such a role names its tenant in every
+transaction, here, and then cannot read or write another tenant's rows whatever its queries say. The owner role
+(the one that ran the migrations) bypasses the policies, so a single-role deployment behaves as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg import pq
+
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.scope import check_id, fetch
+
+
+async def set_tenant(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> None:
+    """SET LOCAL memory_agent.tenant_id for the rest of the open transaction."""
+    check_id("tenant_id", tenant_id)
+    if conn.info.transaction_status != pq.TransactionStatus.INTRANS:
+        # Outside a transaction SET LOCAL lasts one statement: the next one would run with no tenant.
+        raise InvalidInputError("set_tenant needs an open transaction (use tenant_transaction)")
+    await fetch(conn, "set_tenant", {"tenant_id": tenant_id})
+
+
+@asynccontextmanager
+async def tenant_transaction(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> AsyncIterator[None]:
+    """A transaction (or savepoint) whose statements row-level security scopes to `tenant_id`."""
+    async with conn.transaction():
+        await set_tenant(conn, tenant_id)
+        yield

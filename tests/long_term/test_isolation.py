@@ -1,0 +1,92 @@
+"""Isolation: every read names its (tenant, user); with row-level security a non-owner role connected for
+tenant A reads and writes nothing of tenant B, whatever its queries ask for."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term import (
+    forget_user,
+    list_items,
+    pending_clusters,
+    remember,
+    set_tenant,
+    tenant_transaction,
+)
+from tests.conftest import query
+from tests.long_term.conftest import at, items
+
+
+@pytest.fixture
+def app_role(server_url: str, database_url: str):
+    """A login role that does not own the tables, granted what an application needs on them."""
+    role, password = f"memory_agent_app_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA memory_agent TO {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memory_agent"
+                             " TO {}").format(sql.Identifier(role)))
+    params = conninfo_to_dict(database_url)
+    params.update(user=role, password=password)
+    yield make_conninfo(**params)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+async def seed(conn) -> None:
+    for tenant, user, city in (("A", "alice", "Lisbon"), ("B", "bob", "Porto"), ("B", "alice", "Faro")):
+        await remember(conn, tenant_id=tenant, user_id=user, conversation_id=f"{tenant}-{user}", memory_id=1,
+                       now=at(0), items=items(facts=[("home_city", f"The user lives in {city}")] + [
+                           ("allergies", f"The user is allergic to {x}", {"single_valued": False})
+                           for x in ("peanuts", "shellfish", "latex")]))
+
+
+async def test_reads_are_scoped_by_tenant_and_user(conn):
+    await seed(conn)
+    assert {i.content for i in await list_items(conn, "A", "alice")} >= {"The user lives in Lisbon"}
+    assert "The user lives in Faro" not in {i.content for i in await list_items(conn, "A", "alice")}
+    assert {i.tenant_id for i in await list_items(conn, "B", "alice")} == {"B"}
+    assert await list_items(conn, "A", "bob") == []
+
+
+async def test_a_non_owner_role_for_tenant_a_reads_nothing_of_tenant_b(conn, app_role, database_url):
+    await seed(conn)
+    async with await psycopg.AsyncConnection.connect(app_role, autocommit=True) as app:
+        await app.execute("SET search_path TO memory_agent, public")
+        # No tenant named: nothing at all.
+        assert await (await app.execute("SELECT count(*) FROM items")).fetchone() == (0,)
+        assert await list_items(app, "A", "alice") == []
+        with pytest.raises(InvalidInputError, match="open transaction"):
+            await set_tenant(app, "A")
+
+        async with tenant_transaction(app, "A"):
+            tenants = await (await app.execute("SELECT DISTINCT tenant_id FROM items")).fetchall()
+            sources = await (await app.execute("SELECT DISTINCT tenant_id FROM item_sources")).fetchall()
+            assert tenants == [("A",)] and sources == [("A",)]
+            assert await list_items(app, "B", "bob") == [] and await list_items(app, "B", "alice") == []
+            assert len(await list_items(app, "A", "alice")) == 4
+            assert {c.tenant_id for c in await pending_clusters(app)} == {"A"}
+            # Writes and erasures of tenant B are refused or find nothing.
+            assert (await forget_user(app, "B", "bob")).items_deleted == ()
+            await remember(app, tenant_id="A", user_id="alice", conversation_id=None, memory_id=None, now=at(1),
+                           items=items(facts=[("home_city", "The user lives in Braga")]))
+
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+            async with tenant_transaction(app, "A"):
+                await remember(app, tenant_id="B", user_id="bob", conversation_id=None, memory_id=None, now=at(1),
+                               items=items(facts=[("home_city", "The user lives in Braga")]))
+
+    # The owner bypasses the policies (no FORCE): it sees both tenants, and B is untouched.
+    assert query(database_url, "SELECT tenant_id, user_id, count(*) FROM items GROUP BY 1, 2 ORDER BY 1, 2") == [
+        ("A", "alice", 5), ("B", "alice", 4), ("B", "bob", 4),
+    ]
+    assert query(database_url, "SELECT content FROM items WHERE tenant_id = 'A' AND key = 'home_city'"
+                 " AND upper_inf(valid_during)") == [("The user lives in Braga",)]
