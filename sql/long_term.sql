@@ -201,22 +201,28 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND is_summary
 DELETE FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s RETURNING item_id;
 
 -- user_conversations --
--- The conversations of a user. Until conversations carry user_id: those its lineage names, and the conversation
--- whose own scope the user id is ('conversation:' || id). With user keys: WHERE tenant_id/user_id on conversations.
-SELECT conversation_id FROM item_sources
-WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id IS NOT NULL
+-- The conversations of a user, and those its lineage names (a conversation of another scope that fed its items).
+SELECT conversation_id FROM conversations WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
 UNION
-SELECT conversation_id FROM conversations WHERE 'conversation:' || conversation_id = %(user_id)s;
+SELECT conversation_id FROM item_sources
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id IS NOT NULL;
 
 -- erase_conversation_rows --
--- The conversation tier of one conversation: metrics, lease, then the conversation (messages and memory versions cascade).
--- With user keys this gains `AND tenant_id = %(tenant_id)s AND user_id = %(user_id)s` on each table, and conversation_owners.
+-- The conversation tier of one conversation: metrics, lease, owner, then the conversation (messages and memory
+-- versions cascade).
 WITH metrics AS (
-    DELETE FROM round_metrics WHERE conversation_id = %(conversation_id)s
+    DELETE FROM round_metrics
+    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
 ), leases AS (
-    DELETE FROM round_leases WHERE conversation_id = %(conversation_id)s
+    DELETE FROM round_leases
+    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
+), owner AS (
+    DELETE FROM conversation_owners
+    WHERE conversation_id = %(conversation_id)s AND user_id = %(user_id)s AND tenant_id = %(tenant_id)s
 )
-DELETE FROM conversations WHERE conversation_id = %(conversation_id)s RETURNING conversation_id;
+DELETE FROM conversations
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
+RETURNING conversation_id;
 
 -- set_tenant --
 -- Name the tenant row-level security filters by, until the end of the transaction (SET LOCAL).

@@ -49,9 +49,10 @@ def tables_holding(url: str, needle: str) -> list[str]:
     return found
 
 
-async def rounds(app, thread: str, texts: list[str]) -> None:
+async def rounds(app, thread: str, texts: list[str], user: str = "ana", tenant: str = "default") -> None:
     for text in texts:
-        await app.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}})
+        config = {"configurable": {"thread_id": thread, "user_id": user, "tenant_id": tenant}}
+        await app.ainvoke({"messages": [HumanMessage(text)]}, config)
 
 
 async def items_of_conversation(url: str, thread: str):
@@ -141,8 +142,8 @@ async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
 async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database_url, conn):
     memory = await open_memory(model=OfflineSummaryModel())
     app = with_memory(EchoChat().graph, memory)
-    await rounds(app, "ana-1", ["I live in Lisbon.", "Hi.", "Bye."])
-    await rounds(app, "bob-1", ["I live in Porto.", "Hi.", "Bye."])
+    await rounds(app, "ana-1", ["I live in Lisbon.", "Hi.", "Bye."], user="ana", tenant="t")
+    await rounds(app, "bob-1", ["I live in Porto.", "Hi.", "Bye."], user="bob", tenant="t")
     assert await memory.drain(timeout=10)
     for user, thread in (("ana", "ana-1"), ("bob", "bob-1")):
         memory_id, found = await items_of_conversation(database_url, thread)
