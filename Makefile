@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo lint test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("memory_agent needs Python 3.11+") if sys.version_info < (3, 11) else None'
@@ -17,7 +17,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/memory-agent demo
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

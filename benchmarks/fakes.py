@@ -20,11 +20,46 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from memory_agent.summarize.offline import OfflineSummaryModel
 
-_WORDS = (
-    "order invoice shipping refund account password delivery address warehouse product price discount "
-    "customer ticket status update schedule meeting report budget forecast quarter sales region team "
-    "deadline review release feature bug fix deploy server database backup restore migration plan"
-).split()
+_WORDS = [
+    "order",
+    "invoice",
+    "shipping",
+    "refund",
+    "account",
+    "password",
+    "delivery",
+    "address",
+    "warehouse",
+    "product",
+    "price",
+    "discount",
+    "customer",
+    "ticket",
+    "status",
+    "update",
+    "schedule",
+    "meeting",
+    "report",
+    "budget",
+    "forecast",
+    "quarter",
+    "sales",
+    "region",
+    "team",
+    "deadline",
+    "review",
+    "release",
+    "feature",
+    "bug",
+    "fix",
+    "deploy",
+    "server",
+    "database",
+    "backup",
+    "restore",
+    "migration",
+    "plan",
+]
 
 
 def user_message(round_number: int) -> str:
@@ -55,7 +90,7 @@ class FakeChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "benchmark-fake-chat"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "FakeChatModel":
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FakeChatModel:
         return self
 
     def _answer(self, messages: list[BaseMessage]) -> ChatResult:
@@ -65,7 +100,9 @@ class FakeChatModel(BaseChatModel):
         text = assistant_reply(str(last_user.text) if last_user else "")
         return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         raise NotImplementedError("the benchmark runs every system asynchronously")
 
     async def _agenerate(
@@ -94,7 +131,9 @@ class _CountedLatency:
     def _answer(self, messages: list[BaseMessage]) -> ChatResult:
         raise NotImplementedError
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         self.stats.record(messages)
         return self._answer(messages)
 
@@ -141,6 +180,8 @@ class FakeMiddlewareSummarizer(_CountedLatency, BaseChatModel):
 
     def _answer(self, messages: list[BaseMessage]) -> ChatResult:
         prompt = "\n".join(str(m.text) for m in messages)
-        contents = [c.strip() for c in _CONTENT.findall(prompt)] or [line for line in prompt.splitlines() if line.strip()]
+        contents = [c.strip() for c in _CONTENT.findall(prompt)] or [
+            line for line in prompt.splitlines() if line.strip()
+        ]
         lines = [f"- {c[:89]}" for c in contents[-14:]]
         return ChatResult(generations=[ChatGeneration(message=AIMessage("\n".join(lines)))])

@@ -38,16 +38,20 @@ WRITERS = 24
 def ten_items(tag: str) -> StructuredItems:
     return StructuredItems(
         facts=[SummaryItem(key=f"fact_{n}", content=f"Fact {n} is {tag}") for n in range(5)]
-        + [SummaryItem(key="allergies", content=f"The user is allergic to {tag}{n}", single_valued=False)
-           for n in range(3)],
+        + [
+            SummaryItem(key="allergies", content=f"The user is allergic to {tag}{n}", single_valued=False)
+            for n in range(3)
+        ],
         decisions=[SummaryItem(key="decisions", content=f"Decided: {tag} {n}") for n in range(2)],
     )
 
 
 def ms(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
-    return {"p50_ms": round(statistics.median(ordered), 2),
-            "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 2)}
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 2),
+    }
 
 
 async def connect(url: str) -> psycopg.AsyncConnection[Any]:
@@ -74,8 +78,15 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     out: dict[str, Any] = {}
 
     def write(user: str, tag: str, day: float, conversation: str = "c"):
-        return remember(conn, tenant_id="t", user_id=user, items=ten_items(tag), conversation_id=conversation,
-                        memory_id=1, now=T0 + timedelta(days=day))
+        return remember(
+            conn,
+            tenant_id="t",
+            user_id=user,
+            items=ten_items(tag),
+            conversation_id=conversation,
+            memory_id=1,
+            now=T0 + timedelta(days=day),
+        )
 
     out["remember_10_new"] = ms(await timed(calls, lambda n: write(f"u{n}", "a", 0)))
     out["remember_10_restated"] = ms(await timed(calls, lambda n: write(f"u{n}", "a", 1)))
@@ -86,20 +97,37 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     out["same_10_items_stated_100_times_rows"] = rows[0]
 
     conns = [await connect(url) for _ in range(WRITERS)]
-    for label, content in (("same_fact", lambda n: "The user lives in Lyon"),
-                           ("different_values", lambda n: f"The user lives in City{n}")):
+    for label, content in (
+        ("same_fact", lambda n: "The user lives in Lyon"),
+        ("different_values", lambda n: f"The user lives in City{n}"),
+    ):
         started = time.perf_counter()
-        await asyncio.gather(*(
-            remember(c, tenant_id="t", user_id=f"race_{label}", conversation_id=f"c{n}", memory_id=n, now=T0,
-                     items=StructuredItems(facts=[SummaryItem(key="home_city", content=content(n))]))
-            for n, c in enumerate(conns)
-        ))
+        await asyncio.gather(
+            *(
+                remember(
+                    c,
+                    tenant_id="t",
+                    user_id=f"race_{label}",
+                    conversation_id=f"c{n}",
+                    memory_id=n,
+                    now=T0,
+                    items=StructuredItems(facts=[SummaryItem(key="home_city", content=content(n))]),
+                )
+                for n, c in enumerate(conns)
+            )
+        )
         wall = (time.perf_counter() - started) * 1000
-        current, versions = await (await conn.execute(
-            "SELECT count(*) FILTER (WHERE upper_inf(valid_during)), count(*) FROM items WHERE user_id = %s",
-            [f"race_{label}"])).fetchone()
-        out[f"race_{WRITERS}_writers_{label}"] = {"wall_ms": round(wall, 1), "current_rows": current,
-                                                  "versions": versions}
+        current, versions = await (
+            await conn.execute(
+                "SELECT count(*) FILTER (WHERE upper_inf(valid_during)), count(*) FROM items WHERE user_id = %s",
+                [f"race_{label}"],
+            )
+        ).fetchone()
+        out[f"race_{WRITERS}_writers_{label}"] = {
+            "wall_ms": round(wall, 1),
+            "current_rows": current,
+            "versions": versions,
+        }
     for c in conns:
         await c.close()
 
@@ -112,23 +140,30 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     )
     await conn.execute("ANALYZE items")
     out[f"list_items_current_{items_per_user}_items_{users}_users"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1")))
+        await timed(50, lambda n: list_items(conn, "t", "bulk1"))
+    )
     out[f"list_items_as_of_{items_per_user}_items"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1", as_of=T0 + timedelta(hours=1))))
+        await timed(50, lambda n: list_items(conn, "t", "bulk1", as_of=T0 + timedelta(hours=1)))
+    )
 
     allergies = Cluster("t", "u0", "", "", "fact", "allergies")
-    out["refresh_cluster_create"] = ms(await timed(1, lambda n: refresh_cluster(
-        conn, allergies, offline_cluster_summarizer, now=T0)))
-    out["refresh_cluster_unchanged"] = ms(await timed(calls, lambda n: refresh_cluster(
-        conn, allergies, offline_cluster_summarizer, now=T0)))
+    out["refresh_cluster_create"] = ms(
+        await timed(1, lambda n: refresh_cluster(conn, allergies, offline_cluster_summarizer, now=T0))
+    )
+    out["refresh_cluster_unchanged"] = ms(
+        await timed(calls, lambda n: refresh_cluster(conn, allergies, offline_cluster_summarizer, now=T0))
+    )
 
     for day in range(10):
         await write("forgetful", f"x{day}", day, conversation="erase-me")
     started = time.perf_counter()
-    report = await forget_conversation(conn, "t", "forgetful", "erase-me", summarize=offline_cluster_summarizer,
-                                       now=T0 + timedelta(days=20))
-    out["forget_conversation"] = {"ms": round((time.perf_counter() - started) * 1000, 1),
-                                  "items_deleted": len(report.items_deleted)}
+    report = await forget_conversation(
+        conn, "t", "forgetful", "erase-me", summarize=offline_cluster_summarizer, now=T0 + timedelta(days=20)
+    )
+    out["forget_conversation"] = {
+        "ms": round((time.perf_counter() - started) * 1000, 1),
+        "items_deleted": len(report.items_deleted),
+    }
     await conn.close()
     return out
 

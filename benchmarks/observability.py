@@ -9,6 +9,7 @@ in the same run, so the figures come with their "before".
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -20,9 +21,9 @@ import psycopg
 
 from memory_agent import resources
 from memory_agent.observability import queries as observability
-from memory_agent.summarize.offline import OfflineSummaryModel
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
+from memory_agent.summarize.offline import OfflineSummaryModel
 
 SCALE_SQL = Path(__file__).parent / "scale_data.sql"
 STATS_TARGET_MS = 1000.0
@@ -48,12 +49,10 @@ def generate(url: str, conversations: int, rounds: int, schema: str = "memory_ag
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(psycopg.sql.SQL("SET search_path TO {}, public").format(psycopg.sql.Identifier(schema)))
         conn.execute("SET synchronous_commit = off")
-        try:
-            # The rows are consistent by construction; skipping the per-row foreign-key triggers halves the
-            # load. Only a superuser may; elsewhere the load just takes longer.
+        # The rows are consistent by construction; skipping the per-row foreign-key triggers halves the
+        # load. Only a superuser may; elsewhere the load just takes longer.
+        with contextlib.suppress(psycopg.Error):
             conn.execute("SET session_replication_role = replica")
-        except psycopg.Error:
-            pass
         for name, statement in _blocks("scale_").items():
             started = time.perf_counter()
             conn.execute(statement, params)
@@ -148,11 +147,16 @@ def observability_stage(
         async def at(n: int) -> observability.ContextAtRound:
             return await observability.context_at(backend, threads[n], 1 + (n * 3) % rounds)
 
-        timed = {"stats": _time(memory, stats, repeats), "inspect": _time(memory, inspect, repeats),
-                 "at": _time(memory, at, repeats)}
+        timed = {
+            "stats": _time(memory, stats, repeats),
+            "inspect": _time(memory, inspect, repeats),
+            "at": _time(memory, at, repeats),
+        }
     result["in_process"] = {name: _summary(samples) for name, samples in timed.items()}
-    _log("observability: in process " + ", ".join(
-        f"{name} p50 {entry['p50_ms']:.1f} ms" for name, entry in result["in_process"].items()))
+    _log(
+        "observability: in process "
+        + ", ".join(f"{name} p50 {entry['p50_ms']:.1f} ms" for name, entry in result["in_process"].items())
+    )
     before = _time_before(url, before_repeats)
     result["before"] = {"stats": _summary(before)}
     _log(f"observability: stats before health.sql p50 {result['before']['stats']['p50_ms']:.0f} ms")
@@ -203,8 +207,12 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"{before['max_ms']:.0f} | {len(before['samples_ms'])} |"
     )
     if "cli_ms" in result:
-        lines += ["", "End to end, once (`python -m memory_agent ...`, process start-up included): " + ", ".join(
-            f"{name} {ms:.0f} ms" for name, ms in result["cli_ms"].items()) + "."]
+        lines += [
+            "",
+            "End to end, once (`python -m memory_agent ...`, process start-up included): "
+            + ", ".join(f"{name} {ms:.0f} ms" for name, ms in result["cli_ms"].items())
+            + ".",
+        ]
     lines += ["", "| Target | Value (ms) | Limit (ms) | Holds |", "|---|---:|---:|---|"]
     for target in result["targets"]:
         verdict = "holds" if target["holds"] else "does not hold"

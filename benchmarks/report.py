@@ -131,7 +131,13 @@ def ratio_table(results: dict[str, Any]) -> tuple[dict[str, dict[str, float | No
         ),
     ]
     targets = [
-        {"target": name, "value": value, "limit": limit, "holds": value is not None and value <= limit, "detail": detail}
+        {
+            "target": name,
+            "value": value,
+            "limit": limit,
+            "holds": value is not None and value <= limit,
+            "detail": detail,
+        }
         for name, value, limit, detail in checks
     ]
     return ratios, targets

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,7 +34,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from benchmarks.fakes import FakeChatModel, user_message
 from benchmarks.observability import observability_stage
 from benchmarks.observability import render_markdown as render_observability
-from benchmarks.report import render_markdown, render_plot, ratio_table
+from benchmarks.report import ratio_table, render_markdown, render_plot
 from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph, create_database, drop_database
 from memory_agent.integrations.base import RoundMemory
 from memory_agent.schemas import RoundInfo
@@ -168,8 +168,14 @@ async def steady_stage(systems: list[System], config: BenchConfig) -> dict[str, 
         for run in runs:
             await run.block(first, last)
         if last % 200 == 0 or last == config.rounds:
-            log("  steady: round " + str(last) + ": " + ", ".join(
-                f"{run.system.name} {median(run.overhead_ms[-config.block_rounds:]):.1f} ms" for run in runs))
+            log(
+                "  steady: round "
+                + str(last)
+                + ": "
+                + ", ".join(
+                    f"{run.system.name} {median(run.overhead_ms[-config.block_rounds :]):.1f} ms" for run in runs
+                )
+            )
     return {run.system.name: run.result(config) for run in runs}
 
 
@@ -242,7 +248,7 @@ class ConnectionSampler:
                 self.peak = max(self.peak, int(row[0]))
                 self._stop.wait(self.interval_s)
 
-    def __enter__(self) -> "ConnectionSampler":
+    def __enter__(self) -> ConnectionSampler:
         self._thread.start()
         return self
 
@@ -310,7 +316,9 @@ class NoopMemory(RoundMemory):
         tenant_id: str | None = None,
     ) -> tuple[list[BaseMessage], RoundInfo]:
         incoming = list(messages)
-        return incoming, RoundInfo(conversation_id=conversation_id, input_messages=incoming, started=time.perf_counter())
+        return incoming, RoundInfo(
+            conversation_id=conversation_id, input_messages=incoming, started=time.perf_counter()
+        )
 
     async def finish_round(
         self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
@@ -381,9 +389,9 @@ async def measure_floors(server_url: str, rounds: int = 300) -> dict[str, Any]:
 async def _summary_call_floor(repeats: int = 100) -> float:
     """One MemoryAgent.summarize call on the zero-latency offline summarizer: the client-side CPU of a
     summary (prompt, structured-output chain, parsing), without the database."""
-    from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
     from benchmarks.fakes import BenchOfflineSummaryModel
     from benchmarks.systems import scripted_history
+    from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
 
     agent = MemoryAgent(BenchOfflineSummaryModel())
     window = [SequencedMessage(n, m) for n, m in enumerate(scripted_history(14))]
@@ -391,8 +399,11 @@ async def _summary_call_floor(repeats: int = 100) -> float:
     for _ in range(repeats):
         started = time.perf_counter()
         await agent.summarize(
-            previous_summary="- [seq 0] user: earlier", base_end_sequence=9, new_messages=window[10:],
-            window_start_seq=0, window_end_seq=13,
+            previous_summary="- [seq 0] user: earlier",
+            base_end_sequence=9,
+            new_messages=window[10:],
+            window_start_seq=0,
+            window_end_seq=13,
         )
         samples.append((time.perf_counter() - started) * 1000)
     return median(samples[repeats // 10 :])
@@ -418,7 +429,7 @@ async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
     systems = all_systems()
     results: dict[str, Any] = {
         "meta": {
-            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "libraries": library_versions(),
@@ -467,7 +478,7 @@ async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
     checkpoint(server_url)
     # Synchronous (it opens a MemoryService as the CLI does): off this event loop.
     results["observability"] = await asyncio.to_thread(run_observability, config, server_url)
-    results["meta"]["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    results["meta"]["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     return results
 
 
@@ -508,7 +519,7 @@ def run(config: BenchConfig) -> dict[str, Any]:
         server_url = start_embedded_postgres(data_dir, cleanup_mode="delete")
     if config.only == "observability":
         results: dict[str, Any] = {
-            "meta": {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cpus": os.cpu_count()},
+            "meta": {"started_at": datetime.now(UTC).isoformat(timespec="seconds"), "cpus": os.cpu_count()},
             "observability": run_observability(config, server_url),
         }
     else:
@@ -525,7 +536,9 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     parser.add_argument("--token-round", type=int, default=defaults.token_round)
     parser.add_argument("--slow-rounds", type=int, default=defaults.slow_rounds)
     parser.add_argument("--slow-latency-ms", type=float, default=defaults.slow_latency_s * 1000)
-    parser.add_argument("--load-lengths", type=lambda s: tuple(int(x) for x in s.split(",")), default=defaults.load_lengths)
+    parser.add_argument(
+        "--load-lengths", type=lambda s: tuple(int(x) for x in s.split(",")), default=defaults.load_lengths
+    )
     parser.add_argument("--load-repeats", type=int, default=defaults.load_repeats)
     parser.add_argument("--conversations", type=int, default=defaults.conversations)
     parser.add_argument("--concurrent-rounds", type=int, default=defaults.concurrent_rounds)

@@ -21,7 +21,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
 from benchmarks.fakes import (
     BenchOfflineSummaryModel,
     FakeChatModel,
@@ -30,6 +29,7 @@ from benchmarks.fakes import (
     assistant_reply,
     user_message,
 )
+from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
 
 POOL_SIZE = 10
 # How long a round may queue for a pooled connection. With 1,000 rounds in flight on 10 connections a
@@ -171,8 +171,13 @@ class MemoryAgentSystem(System):
                 for messages in rounds:
                     roles, contents, payloads = serialize_round(messages)
                     await backend.save_round(
-                        conn, thread_id, roles, contents, payloads,
-                        tenant_id=DEFAULT_TENANT_ID, user_id=default_user_id(thread_id),
+                        conn,
+                        thread_id,
+                        roles,
+                        contents,
+                        payloads,
+                        tenant_id=DEFAULT_TENANT_ID,
+                        user_id=default_user_id(thread_id),
                     )
 
         await self.memory.loop.arun(store())
@@ -193,7 +198,10 @@ class MemoryAgentSystem(System):
 
     async def summary_lag(self, prefix: str) -> dict[str, float]:
         rows = await self.query(SUMMARY_LAG_SQL, [f"{prefix}%"])
-        lags = [r["last_sequence"] - (r["memory_end_sequence"] if r["memory_end_sequence"] is not None else -1) for r in rows]
+        lags = [
+            r["last_sequence"] - (r["memory_end_sequence"] if r["memory_end_sequence"] is not None else -1)
+            for r in rows
+        ]
         return {"mean": sum(lags) / len(lags) if lags else 0.0, "max": max(lags, default=0)}
 
     async def version_check(self, prefix: str) -> dict[str, int]:

@@ -57,8 +57,10 @@ def main(turns: list[str] | None = None, thread_id: str = "chat-app-demo") -> li
             print(f"you> {text}\nbot> {replies[-1]}\n")
         memory.call_sync(memory.drain(timeout=60))  # let the last summary finish before closing
         for version in memory.call_sync(memory.get_memory_history(thread_id)):
-            print(f"memory {version.memory_id} ({version.status}) covers sequences "
-                  f"{version.start_sequence}-{version.end_sequence}")
+            print(
+                f"memory {version.memory_id} ({version.status}) covers sequences "
+                f"{version.start_sequence}-{version.end_sequence}"
+            )
     return replies
 
 

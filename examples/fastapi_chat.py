@@ -67,5 +67,10 @@ async def memory_history(thread_id: str, request: Request) -> list[dict[str, Any
         versions = await memory.get_memory_history(thread_id)
     except InvalidInputError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
-    return [v.model_dump(mode="json", include={"memory_id", "status", "start_sequence", "end_sequence",
-                                              "base_memory_id", "memory_text"}) for v in versions]
+    return [
+        v.model_dump(
+            mode="json",
+            include={"memory_id", "status", "start_sequence", "end_sequence", "base_memory_id", "memory_text"},
+        )
+        for v in versions
+    ]

@@ -31,9 +31,9 @@ from memory_agent.summarize.offline import OfflineSummaryModel
 
 __all__ = [
     "ConfigurationError",
-    "ConversationOwnerError",
     "ConversationContext",
     "ConversationKey",
+    "ConversationOwnerError",
     "DatabaseUnavailableError",
     "InvalidInputError",
     "MemoryAgent",

@@ -6,7 +6,7 @@ import functools
 import re
 from importlib import resources
 from pathlib import Path
-from typing import LiteralString, cast
+from typing import LiteralString
 
 _QUERY_HEADER = re.compile(r"^-- (?P<name>[a-z_]+) --$", re.MULTILINE)
 _MIGRATION_NAME = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
@@ -35,10 +35,10 @@ def parse_queries(text: str) -> dict[str, LiteralString]:
     """Split a queries file into {name: statement}; the line after a header is its description."""
     queries: dict[str, LiteralString] = {}
     headers = list(_QUERY_HEADER.finditer(text))
-    for header, following in zip(headers, headers[1:] + [None]):
+    for header, following in zip(headers, [*headers[1:], None]):
         body = text[header.end() : following.start() if following else len(text)]
         lines = [line for line in body.strip().splitlines() if not line.startswith("--")]
-        queries[header["name"]] = cast(LiteralString, "\n".join(lines).strip().rstrip(";"))
+        queries[header["name"]] = "\n".join(lines).strip().rstrip(";")
     return queries
 
 
@@ -72,10 +72,7 @@ def migrations() -> list[tuple[int, str, str]]:
 
 def definitions() -> list[tuple[str, str]]:
     """[(file name, sql)] of sql/definitions/, in name order: the views and functions, re-created when changed."""
-    return [
-        (path.name, path.read_text(encoding="utf-8"))
-        for path in sorted((sql_dir() / "definitions").glob("*.sql"))
-    ]
+    return [(path.name, path.read_text(encoding="utf-8")) for path in sorted((sql_dir() / "definitions").glob("*.sql"))]
 
 
 @functools.cache

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -87,10 +88,9 @@ class MemoryLoop:
                 return
             self._closed = True
         if not self.in_loop_thread and self._thread.is_alive():
-            try:
+            # A task that refuses to end: the loop stops anyway.
+            with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(self._cancel_the_rest(), self.loop).result(timeout=10)
-            except Exception:  # pragma: no cover - a task that refuses to end: the loop stops anyway
-                pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():

@@ -143,7 +143,7 @@ class RoundInfo(BaseModel):
         return data
 
     @classmethod
-    def from_state(cls, data: Any) -> "RoundInfo":
+    def from_state(cls, data: Any) -> RoundInfo:
         if isinstance(data, RoundInfo):
             return data
         data = dict(data)

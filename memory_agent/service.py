@@ -68,7 +68,7 @@ class MemoryService:
     @classmethod
     def from_settings(
         cls, settings: MemorySettings | None = None, *, model: BaseChatModel | None = None
-    ) -> "MemoryService":
+    ) -> MemoryService:
         """A service for `settings` (default: from the environment) and summarizer `model`.
 
         `model` is any LangChain chat model; by default ChatOpenAI(settings.memory_model) when
@@ -117,7 +117,8 @@ class MemoryService:
             logger.warning(
                 "MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE=%s is odd: a window starts at a round, so with "
                 "user/assistant pairs it covers %s messages",
-                settings.memory_rolling_window_size, settings.memory_rolling_window_size - 1,
+                settings.memory_rolling_window_size,
+                settings.memory_rolling_window_size - 1,
             )
         backend = await open_backend(url, settings)
         try:
@@ -142,7 +143,7 @@ class MemoryService:
     async def _enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
         await self.executor.enqueue(conn, memory_id, user_id)
 
-    def open(self) -> "MemoryService":
+    def open(self) -> MemoryService:
         """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations."""
         if self._opened is not None:
             return self
@@ -156,7 +157,7 @@ class MemoryService:
             raise
         return self
 
-    async def aopen(self) -> "MemoryService":
+    async def aopen(self) -> MemoryService:
         await asyncio.to_thread(self.open)
         return self
 
@@ -181,13 +182,13 @@ class MemoryService:
     async def aclose(self, timeout: float | None = None) -> None:
         await asyncio.to_thread(self.close, timeout)
 
-    async def __aenter__(self) -> "MemoryService":
+    async def __aenter__(self) -> MemoryService:
         return await self.aopen()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def __enter__(self) -> "MemoryService":
+    def __enter__(self) -> MemoryService:
         return self.open()
 
     def __exit__(self, *exc: object) -> None:

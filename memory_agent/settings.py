@@ -52,7 +52,9 @@ class MemorySettings(BaseSettings):
     )
     pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open.")
     pool_max_size: int = Field(default=10, ge=1, description="Most connections the pool opens.")
-    connect_timeout_s: float = Field(default=5.0, gt=0, le=MAX_SECONDS, description="Seconds to wait for a pooled connection.")
+    connect_timeout_s: float = Field(
+        default=5.0, gt=0, le=MAX_SECONDS, description="Seconds to wait for a pooled connection."
+    )
 
     # --- the sliding window (the design's names and defaults) ---
     memory_rolling_window_size: int = Field(default=14, ge=2, description="Messages a memory covers.")
@@ -135,20 +137,29 @@ class MemorySettings(BaseSettings):
         default="inline",
         description="inline: a background task in this process; procrastinate: a job for `memory-agent worker`.",
     )
-    summary_timeout_s: float = Field(default=120.0, gt=0, le=MAX_SECONDS, description="Limit for one summarizer model call.")
+    summary_timeout_s: float = Field(
+        default=120.0, gt=0, le=MAX_SECONDS, description="Limit for one summarizer model call."
+    )
     summary_max_attempts: int = Field(default=3, ge=1, description="Model calls per summary before it fails.")
-    summary_retry_backoff_s: float = Field(default=1.0, ge=0, le=MAX_SECONDS, description="First retry delay; doubles each retry.")
+    summary_retry_backoff_s: float = Field(
+        default=1.0, ge=0, le=MAX_SECONDS, description="First retry delay; doubles each retry."
+    )
     processing_timeout_s: float = Field(
         default=300.0, gt=0, le=MAX_SECONDS, description="A `processing` row quiet for longer than this is reclaimed."
     )
     sweep_interval_s: float = Field(
-        default=60.0, ge=0, le=MAX_SECONDS, description="inline executor: seconds between stale-row sweeps (0 turns the sweep off)."
+        default=60.0,
+        ge=0,
+        le=MAX_SECONDS,
+        description="inline executor: seconds between stale-row sweeps (0 turns the sweep off).",
     )
     sweep_cron: str = Field(
         default="* * * * * */30",
         description="procrastinate executor: cron (6th field = seconds) of the periodic stale-row sweep.",
     )
-    drain_timeout_s: float = Field(default=30.0, ge=0, le=MAX_SECONDS, description="Grace period for in-flight summaries at close.")
+    drain_timeout_s: float = Field(
+        default=30.0, ge=0, le=MAX_SECONDS, description="Grace period for in-flight summaries at close."
+    )
 
     @property
     def memory_max_tokens_cap(self) -> int:
@@ -177,7 +188,7 @@ class MemorySettings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _check_combinations(self) -> "MemorySettings":
+    def _check_combinations(self) -> MemorySettings:
         if self.pool_min_size > self.pool_max_size:
             raise ValueError(
                 "MEMORY_AGENT_POOL_MIN_SIZE "

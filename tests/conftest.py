@@ -10,7 +10,6 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg

@@ -42,7 +42,7 @@ class FakeOpenAI:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self._thread.start()
         return self
 
@@ -60,7 +60,7 @@ class FakeOpenAI:
             def log_message(self, *args: Any) -> None:
                 return None
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake.lock:
@@ -124,13 +124,19 @@ class FakeOpenAI:
                 for i, word in enumerate(words):
                     piece = word if i == 0 else " " + word
                     chunk = {
-                        "id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": int(time.time()),
                         "model": body.get("model", "fake"),
-                        "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}, "finish_reason": None}],
+                        "choices": [
+                            {"index": 0, "delta": {"role": "assistant", "content": piece}, "finish_reason": None}
+                        ],
                     }
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 end = {
-                    "id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                    "id": cid,
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
                     "model": body.get("model", "fake"),
                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                 }
@@ -141,10 +147,17 @@ class FakeOpenAI:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                base = {"id": f"chatcmpl-{uuid.uuid4().hex[:10]}", "object": "chat.completion.chunk",
-                        "created": int(time.time()), "model": body.get("model", "fake")}
-                delta = {"role": "assistant", "content": None,
-                         "tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]}
+                base = {
+                    "id": f"chatcmpl-{uuid.uuid4().hex[:10]}",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                }
+                delta = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"index": i, **call} for i, call in enumerate(calls)],
+                }
                 for payload in (
                     {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
                     {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
@@ -180,8 +193,11 @@ def _planned_calls(body: dict[str, Any], plan: dict[str, dict[str, Any]] | None)
         return []
     offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
     return [
-        {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-         "function": {"name": name, "arguments": json.dumps(arguments)}}
+        {
+            "id": f"call_{uuid.uuid4().hex[:8]}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
         for name, arguments in plan.items()
         if name in offered
     ]
@@ -211,9 +227,15 @@ def _completion(body: dict[str, Any], text: str, *, tool: bool) -> dict[str, Any
     finish = "stop"
     if tool:
         message = {
-            "role": "assistant", "content": None,
-            "tool_calls": [{"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-                            "function": {"name": "MemorySummaryOutput", "arguments": text}}],
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:8]}",
+                    "type": "function",
+                    "function": {"name": "MemorySummaryOutput", "arguments": text},
+                }
+            ],
         }
         finish = "tool_calls"
     return {
@@ -222,6 +244,9 @@ def _completion(body: dict[str, Any], text: str, *, tool: bool) -> dict[str, Any
         "created": int(time.time()),
         "model": body.get("model", "fake"),
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": max(1, len(text) // 4),
-                  "total_tokens": max(1, prompt_chars // 4) + max(1, len(text) // 4)},
+        "usage": {
+            "prompt_tokens": max(1, prompt_chars // 4),
+            "completion_tokens": max(1, len(text) // 4),
+            "total_tokens": max(1, prompt_chars // 4) + max(1, len(text) // 4),
+        },
     }

@@ -47,7 +47,9 @@ class GatedSummaryModel(OfflineSummaryModel):
     def calls(self) -> list[str]:
         return self._calls
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         self._calls.append("\n".join(str(m.text) for m in messages))
         while not self._gate.acquire(blocking=False):
             await asyncio.sleep(0.005)
@@ -67,6 +69,8 @@ class FailingSummaryModel(OfflineSummaryModel):
     def count(self) -> int:
         return self._count[0]
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         self._count[0] += 1
         raise RuntimeError("model exploded")

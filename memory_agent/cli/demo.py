@@ -16,8 +16,8 @@ from rich.table import Table
 from memory_agent.integrations.langgraph import with_memory
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
-from memory_agent.summarize.models import default_summary_model
 from memory_agent.settings import MemorySettings
+from memory_agent.summarize.models import default_summary_model
 
 SCRIPT = [
     "Hi! I'm Ana, and I'm planning a trip to Lisbon in May.",
@@ -82,9 +82,13 @@ def memory_table(records: list[MemoryRecord], title: str = "memory") -> Table:
         if r.start_sequence > 0:
             covers += f" (R1-{r.start_sequence // 2} dropped)" if r.start_sequence > 2 else " (R1 dropped)"
         table.add_row(
-            str(r.memory_id), str(r.start_sequence), str(r.end_sequence),
+            str(r.memory_id),
+            str(r.start_sequence),
+            str(r.end_sequence),
             "null" if r.base_memory_id is None else str(r.base_memory_id),
-            r.status, covers, "" if r.generation_time_ms is None else str(r.generation_time_ms),
+            r.status,
+            covers,
+            "" if r.generation_time_ms is None else str(r.generation_time_ms),
         )
     return table
 
@@ -119,7 +123,8 @@ async def _run(rounds: int, thread_id: str, console: Console) -> None:
             else:
                 gap = (
                     f"gap seq {context.gap_start_sequence}-{context.gap_end_sequence}"
-                    if context.gap_messages else "no gap"
+                    if context.gap_messages
+                    else "no gap"
                 )
                 given = f"memory #{context.memory_id} (seq {context.memory_start_sequence}-{context.memory_end_sequence}) + {gap} + the current one"
             result = await app.ainvoke({"messages": [HumanMessage(text)]}, config)

@@ -14,7 +14,9 @@ def main(
     """memory_agent: bounded, auditable conversation memory on PostgreSQL."""
     import logging
 
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 @app.command()
@@ -63,7 +65,8 @@ def db_stop() -> None:
 @app.command()
 def migrate(
     procrastinate: bool = typer.Option(
-        None, "--procrastinate/--no-procrastinate",
+        None,
+        "--procrastinate/--no-procrastinate",
         help="Also create or upgrade procrastinate's tables (default: when MEMORY_AGENT_EXECUTOR=procrastinate).",
     ),
 ) -> None:

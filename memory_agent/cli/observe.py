@@ -18,11 +18,11 @@ from rich.markup import escape as escape_markup
 from rich.panel import Panel
 from rich.table import Table
 
-from memory_agent.observability import queries as observability
 from memory_agent.errors import MemoryAgentError
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.observability import queries as observability
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
+from memory_agent.summarize.offline import OfflineSummaryModel
 
 T = TypeVar("T")
 
@@ -153,6 +153,7 @@ def at_round(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
     """What the model was given at a round: memory version and text, message range, each message."""
+
     async def read(memory: MemoryService) -> tuple[observability.ContextAtRound, str]:
         context = await observability.context_at(memory.backend, thread_id, round_number)
         return context, memory.settings.injection_mode
@@ -202,7 +203,11 @@ def at_round(
         messages.add_column(column)
     for row in context.messages:
         messages.add_row(
-            row["part"], str(row["sequence_number"]), str(row["round_number"]), escape(row["role"]), escape(row["content"])
+            row["part"],
+            str(row["sequence_number"]),
+            str(row["round_number"]),
+            escape(row["role"]),
+            escape(row["content"]),
         )
     console.print(messages)
 

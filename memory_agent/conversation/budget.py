@@ -47,7 +47,7 @@ def split_rounds(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
             rounds.append([])
         rounds[-1].append(message)
         if isinstance(message, AIMessage):
-            pending.update(call["id"] for call in message.tool_calls if call.get("id"))
+            pending.update(call["id"] for call in message.tool_calls if call["id"])
         elif isinstance(message, ToolMessage):
             pending.discard(message.tool_call_id)
     return rounds
@@ -81,7 +81,7 @@ def close_unanswered_tool_calls(
             close_pending()
         result.append(message)
         if isinstance(message, AIMessage):
-            pending.extend(call["id"] for call in message.tool_calls if call.get("id"))
+            pending.extend(call["id"] for call in message.tool_calls if call["id"])
     if not (keep_open_at_end and messages and isinstance(messages[-1], AIMessage)):
         close_pending()
     return result, closed

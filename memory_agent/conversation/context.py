@@ -39,9 +39,7 @@ def escape_memory_text(memory_text: str, mode: str = "prefix") -> str:
     return memory_text.replace("\\", "\\\\").replace("]", "\\]")
 
 
-def inject_memory(
-    memory_text: str | None, messages: Sequence[BaseMessage], mode: str = "prefix"
-) -> list[BaseMessage]:
+def inject_memory(memory_text: str | None, messages: Sequence[BaseMessage], mode: str = "prefix") -> list[BaseMessage]:
     """The model's context: memory (when there is one) injected into `messages` per `mode`."""
     result = list(messages)
     if memory_text is None:
@@ -110,6 +108,9 @@ async def gap_cap_record(
         cause = f"no summary completed for {rounds} rounds"
     logger.warning(
         "Gap of %s capped at %d messages (max_gap_messages): %d older messages left out; %s",
-        context.conversation_id, cap, context.gap_capped_messages, cause,
+        context.conversation_id,
+        cap,
+        context.gap_capped_messages,
+        cause,
     )
     return {"dropped_messages": context.gap_capped_messages, "max_gap_messages": cap, "cause": cause}

@@ -148,8 +148,10 @@ def check_user_messages(messages: Sequence[BaseMessage]) -> None:
     if not any(isinstance(m, HumanMessage) for m in messages):
         raise InvalidInputError("a round needs a user message (HumanMessage); none was given")
     for position, message in enumerate(messages):
-        if isinstance(message, HumanMessage) and not str(message.text).strip() and not (
-            isinstance(message.content, list) and message.content
+        if (
+            isinstance(message, HumanMessage)
+            and not str(message.text).strip()
+            and not (isinstance(message.content, list) and message.content)
         ):
             raise InvalidInputError(f"message {position} (HumanMessage) is empty")
 

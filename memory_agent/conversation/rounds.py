@@ -129,8 +129,13 @@ class Rounds:
         if budget.applied:
             logger.info(
                 "Context budget for %s: dropped %d gap rounds (%d messages), cut %d messages, %d -> %d tokens%s",
-                conversation_id, budget.dropped_rounds, budget.dropped_messages, len(budget.truncated_messages),
-                budget.tokens_before, budget.tokens_after, " (still over budget)" if budget.over_budget else "",
+                conversation_id,
+                budget.dropped_rounds,
+                budget.dropped_messages,
+                len(budget.truncated_messages),
+                budget.tokens_before,
+                budget.tokens_after,
+                " (still over budget)" if budget.over_budget else "",
             )
         truncation = budget.record() if budget.applied else None
         if closed:
@@ -208,7 +213,9 @@ class Rounds:
         row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
         try:
             key = info.key
-            await self.loop.arun(self.backend.insert_round_metrics(None, row, tenant_id=key.tenant_id, user_id=key.user_id))
+            await self.loop.arun(
+                self.backend.insert_round_metrics(None, row, tenant_id=key.tenant_id, user_id=key.user_id)
+            )
         except Exception as exc:  # the database may be the reason the round failed
             logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
         if info.lease is None:

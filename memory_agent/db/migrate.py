@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, LiteralString, cast
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -312,7 +312,9 @@ class Migrator:
                 {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
             )
             report.applied.append(migration.filename)
-            logger.info("Applied memory_agent migration %s (no transaction) to schema %s", migration.filename, self.schema)
+            logger.info(
+                "Applied memory_agent migration %s (no transaction) to schema %s", migration.filename, self.schema
+            )
         finally:
             await self.conn.execute("SELECT set_config('search_path', %s, false)", [saved])
 
@@ -340,7 +342,7 @@ class Migrator:
             if not state["present"]:
                 pending_files: list[Path] = []
                 if apply:
-                    await self.conn.execute(cast(LiteralString, SchemaManager.get_schema()).encode())
+                    await self.conn.execute(SchemaManager.get_schema().encode())
                     # schema.sql is every migration applied: recorded as the newest file it ships.
                     await self._run("record_procrastinate", {"migration": newest, "version": procrastinate_version})
                     applied.append("schema.sql")

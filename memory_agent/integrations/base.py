@@ -11,7 +11,6 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 
-from memory_agent.errors import InvalidInputError
 from memory_agent.schemas import RoundInfo, new_messages
 
 T = TypeVar("T")
@@ -55,7 +54,6 @@ class RoundMemory(Protocol):
     def round_identity(self, config: RunnableConfig | None) -> tuple[str, str | None, str | None]:
         """(thread id, user id, tenant id) a run's config names; None where it names none."""
         ...
-
 
 
 def produced_messages(messages: list[BaseMessage], info: RoundInfo) -> list[BaseMessage]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import TypedDict
@@ -51,7 +51,7 @@ async def _save(memory: RoundMemory, state: MemoryRoundState, config: RunnableCo
     return {"memory_round": None}
 
 
-def _memory_node(memory: RoundMemory, step: Any, name: str) -> RunnableLambda:
+def _memory_node(memory: RoundMemory, step: Any, name: str) -> Runnable[Any, Any]:
     """A node running `step(memory, state, config)` on either path: ainvoke awaits it, invoke blocks on it."""
 
     async def arun(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
@@ -63,12 +63,12 @@ def _memory_node(memory: RoundMemory, step: Any, name: str) -> RunnableLambda:
     return RunnableLambda(run, afunc=arun, name=name).with_config(tags=[NOSTREAM_TAG])
 
 
-def memory_load_node(memory: RoundMemory) -> RunnableLambda:
+def memory_load_node(memory: RoundMemory) -> Runnable[Any, Any]:
     """Round start: replace the state's messages by gap + this round's input, with the memory injected."""
     return _memory_node(memory, _load, "memory_load")
 
 
-def memory_save_node(memory: RoundMemory) -> RunnableLambda:
+def memory_save_node(memory: RoundMemory) -> Runnable[Any, Any]:
     """Round end: persist the user input and every message the graph produced; start a summary if due."""
     return _memory_node(memory, _save, "memory_save")
 

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import BaseMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-from typing_extensions import NotRequired
 
 from memory_agent.errors import InvalidInputError
 from memory_agent.integrations.base import RoundMemory, persist_round, record_interrupted
@@ -82,9 +81,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         context, info = await self.memory.prepare_round(conversation_id, messages, user_id=user_id, tenant_id=tenant_id)
         token = uuid.uuid4().hex
         self._remember(token, context)
-        return {
-            "memory_round": {"token": token, "info": info.to_state(), "start": [fingerprint(m) for m in messages]}
-        }
+        return {"memory_round": {"token": token, "info": info.to_state(), "start": [fingerprint(m) for m in messages]}}
 
     async def _reload(self, round_: dict[str, Any], messages: list[BaseMessage]) -> list[BaseMessage]:
         """The context of a run resumed where this process did not start it: loaded again from the run's
@@ -112,7 +109,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
 
     def _with_context(self, request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
         produced = new_messages(request.messages, self._round(request.state, "model")["start"])
-        return request.override(messages=[*context, *produced])
+        return request.override(messages=[*context, *produced])  # type: ignore[list-item]  # AnyMessage
 
     def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
         round_ = self._round(request.state, "model")

@@ -7,7 +7,7 @@ nothing else of the service, so jobs/ imports neither the service nor the conver
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,7 +17,7 @@ class SummaryJobs:
     """The work an executor runs, both on the memory loop."""
 
     # One `processing` row, by its whole key (memory_id, user_id), to its final status; never raises.
-    run_summary: Callable[[int, str], Awaitable[str]]
+    run_summary: Callable[[int, str], Coroutine[Any, Any, str]]
     sweep: Callable[[], Awaitable[list[int]]]  # reclaim stale rows, re-run the trigger rule; the reclaimed ids
 
 

@@ -129,8 +129,14 @@ async def _refresh(
     if reason is not None:
         logger.warning("cluster summary of %s rejected: %s", cluster, reason)
         return await _unusable(conn, cluster, summary, "rejected", reason, drop_when_unusable)
-    values = {**params, **weight, "content": text, "content_norm": normalize_content(text),
-              "source_item_ids": member_ids, "now": now}
+    values = {
+        **params,
+        **weight,
+        "content": text,
+        "content_norm": normalize_content(text),
+        "source_item_ids": member_ids,
+        "now": now,
+    }
     if summary is None:
         row = await fetch_one(conn, "insert_cluster_summary", values)
         assert row is not None

@@ -46,23 +46,42 @@ _THEMES = {"dark mode": "dark", "light mode": "light", "dark theme": "dark", "li
 RULES: tuple[_Rule, ...] = (
     _rule("facts", rf"\bmy name is {_VALUE}", "name", "The user's name is {0}", 0.8),
     _rule("facts", rf"\b(?:i'm|i am|call me) called {_VALUE}", "name", "The user's name is {0}", 0.8),
-    _rule("facts", rf"\b(?:i'm|i am|i've been) (?:severely |very |badly )?allergic to {_VALUE}",
-          "allergies", "The user is allergic to {0}", 0.95, one=False),
-    _rule("facts", rf"\bi (?:just |recently )?(?:moved|relocated) to {_NAME}", "home_city",
-          "The user lives in {0}", 0.7),
+    _rule(
+        "facts",
+        rf"\b(?:i'm|i am|i've been) (?:severely |very |badly )?allergic to {_VALUE}",
+        "allergies",
+        "The user is allergic to {0}",
+        0.95,
+        one=False,
+    ),
+    _rule(
+        "facts", rf"\bi (?:just |recently )?(?:moved|relocated) to {_NAME}", "home_city", "The user lives in {0}", 0.7
+    ),
     _rule("facts", rf"\bi live in {_NAME}", "home_city", "The user lives in {0}", 0.7),
     _rule("facts", rf"\bi work (?:at|for) {_NAME}", "employer", "The user works at {0}", 0.6),
-    _rule("facts", rf"\bi(?:'m| am) (?:a |an )?vegetarian\b()", "diet", "The user is vegetarian", 0.8),
+    _rule("facts", r"\bi(?:'m| am) (?:a |an )?vegetarian\b()", "diet", "The user is vegetarian", 0.8),
     _rule("preferences", rf"\bi (?:prefer|like|love) {_VALUE}", "likes", "The user likes {0}", 0.6, one=False),
-    _rule("decisions", rf"\b(?:we|i) (?:decided|agreed|chose) (?:to |on )?{_VALUE}", "decisions",
-          "Decided: {0}", 0.7, one=False),
+    _rule(
+        "decisions",
+        rf"\b(?:we|i) (?:decided|agreed|chose) (?:to |on )?{_VALUE}",
+        "decisions",
+        "Decided: {0}",
+        0.7,
+        one=False,
+    ),
     _rule("decisions", rf"\blet's go with {_VALUE}", "decisions", "Decided: {0}", 0.7, one=False),
     _rule("todos", rf"\bremind me to {_VALUE}", "todo_{0}", "Remind the user to {0}", 0.6, one=False),
     # A todo is done when the user says so in the todo's own words: the same key closes it (long_term.writer).
     _rule("todos", rf"\bdone:\s*{_VALUE}", "todo_{0}", "Done: {0}", 0.6, one=False),
     _rule("todos", r"\bmark ([^.,;!?\n]+?) as done\b", "todo_{0}", "Done: {0}", 0.6, one=False),
-    _rule("entities", r"\bmy (wife|husband|partner|sister|brother|mother|father|mom|dad|boss|friend|son|daughter)"
-          r"(?:'s name)? is ([A-Z][\w'-]*)", "{0}", "The user's {0} is {1}", 0.5),
+    _rule(
+        "entities",
+        r"\bmy (wife|husband|partner|sister|brother|mother|father|mom|dad|boss|friend|son|daughter)"
+        r"(?:'s name)? is ([A-Z][\w'-]*)",
+        "{0}",
+        "The user's {0} is {1}",
+        0.5,
+    ),
 )
 
 

@@ -90,7 +90,7 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
     async with conn.transaction():
         conversations = [row["conversation_id"] for row in await fetch(conn, "user_conversations", scope)]
         items = await fetch(conn, "delete_user_items", scope)
-        erased = []
+        erased: list[str] = []
         for conversation_id in sorted(conversations):
             rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
             erased.extend(row["conversation_id"] for row in rows)
@@ -100,9 +100,12 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
 async def _erase_conversation_lineage(
     conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], conversation_id: str
 ) -> list[int]:
-    touched = sorted({row["item_id"] for row in await fetch(
-        conn, "erase_conversation_sources", {**scope, "conversation_id": conversation_id}
-    )})
+    touched = sorted(
+        {
+            row["item_id"]
+            for row in await fetch(conn, "erase_conversation_sources", {**scope, "conversation_id": conversation_id})
+        }
+    )
     if not touched:
         return []
     return [row["item_id"] for row in await fetch(conn, "delete_unsourced_items", {**scope, "item_ids": touched})]
@@ -127,10 +130,9 @@ async def _rederive(
             await fetch(conn, "delete_items", {**scope, "item_ids": [row["item_id"]]})
             dropped.append(row["item_id"])
             continue
-        cluster = Cluster(scope["tenant_id"], scope["user_id"], row["project"], row["environment"],
-                          row["item_type"], row["key"])
-        outcome = await refresh_cluster(
-            conn, cluster, summarize, now=now, min_items=min_items, drop_when_unusable=True
+        cluster = Cluster(
+            scope["tenant_id"], scope["user_id"], row["project"], row["environment"], row["item_type"], row["key"]
         )
+        outcome = await refresh_cluster(conn, cluster, summarize, now=now, min_items=min_items, drop_when_unusable=True)
         (refreshed if outcome.outcome == "refreshed" else dropped).append(row["item_id"])
     return tuple(refreshed), tuple(dropped)

@@ -81,8 +81,16 @@ async def list_items(
     rows = await fetch(
         conn,
         "list_items",
-        {"tenant_id": tenant_id, "user_id": user_id, "as_of": as_of, "item_type": item_type, "key": key,
-         "project": project, "environment": environment, "include_summaries": include_summaries},
+        {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "as_of": as_of,
+            "item_type": item_type,
+            "key": key,
+            "project": project,
+            "environment": environment,
+            "include_summaries": include_summaries,
+        },
     )
     return [_item(row) for row in rows]
 
@@ -104,7 +112,13 @@ async def item_history(
     rows = await fetch(
         conn,
         "item_history",
-        {"tenant_id": tenant_id, "user_id": user_id, "item_type": item_type, "key": key, "project": project,
-         "environment": environment},
+        {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "item_type": item_type,
+            "key": key,
+            "project": project,
+            "environment": environment,
+        },
     )
     return [_item(row) for row in rows]

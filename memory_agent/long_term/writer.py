@@ -97,14 +97,20 @@ async def remember(
     if conversation_id is not None and (not isinstance(conversation_id, str) or not conversation_id):
         raise InvalidInputError(f"conversation_id must be a non-empty string or None, got {conversation_id!r}")
     base = {
-        "tenant_id": tenant_id, "user_id": user_id, "project": project, "environment": environment,
-        "conversation_id": conversation_id, "memory_id": memory_id, "now": now, "confidence": confidence,
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "project": project,
+        "environment": environment,
+        "conversation_id": conversation_id,
+        "memory_id": memory_id,
+        "now": now,
+        "confidence": confidence,
     }
     # Slots in one order for every writer, so two jobs writing overlapping items lock them in the same order;
     # "done" todos last, so a todo opened and done within one summary ends closed.
-    typed = sorted(items.typed(), key=lambda pair: (
-        is_done(*pair), pair[0], pair[1].key, normalize_content(pair[1].content)
-    ))
+    typed = sorted(
+        items.typed(), key=lambda pair: (is_done(*pair), pair[0], pair[1].key, normalize_content(pair[1].content))
+    )
     # One savepoint for the batch: a conflict (a writer that bypassed the slot lock, or a deadlock) undoes the
     # batch, which is then written again over what the winner committed.
     for _ in range(MAX_ATTEMPTS):
@@ -135,8 +141,13 @@ async def _write(
     conn: psycopg.AsyncConnection[Any], base: dict[str, Any], item_type: ItemType, item: SummaryItem
 ) -> RememberOutcome:
     content_norm = normalize_content(item.content)
-    slot = {**base, "item_type": item_type, "key": item.key, "value_slot": value_slot(item_type, item, content_norm),
-            "sequences": _sequences(item)}
+    slot = {
+        **base,
+        "item_type": item_type,
+        "key": item.key,
+        "value_slot": value_slot(item_type, item, content_norm),
+        "sequences": _sequences(item),
+    }
     cluster = _cluster(base, item_type, item.key)
     await fetch(conn, "lock_item_slot", slot)
     current = await fetch_one(conn, "lock_current_item", slot)
@@ -154,8 +165,13 @@ async def _write(
     row = await fetch_one(
         conn,
         "insert_item",
-        {**slot, "content": item.content, "content_norm": content_norm, "importance": item.importance,
-         "valid_from": valid_from},
+        {
+            **slot,
+            "content": item.content,
+            "content_norm": content_norm,
+            "importance": item.importance,
+            "valid_from": valid_from,
+        },
     )
     assert row is not None
     return RememberOutcome("superseded" if closed else "inserted", cluster, row["item_id"], item.content, closed)

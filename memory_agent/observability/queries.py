@@ -19,9 +19,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
 
+from memory_agent.conversation.context import inject_memory
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
-from memory_agent.conversation.context import inject_memory
 
 Row = dict[str, Any]
 
@@ -32,9 +32,24 @@ DEFAULT_HEALTH_LIMIT = 20  # conversations health() lists, the most lagging firs
 HEALTH_SORT_MEMORY = "32MB"
 # memory_health_totals' columns, in its order: the totals row of health() and of `stats --json`.
 HEALTH_TOTALS = (
-    "conversations", "rounds", "completed", "failed", "processing", "failure_rate", "max_summary_lag",
-    "avg_summary_lag", "fallback_share", "truncation_share", "generation_p50_ms", "generation_p95_ms",
-    "input_tokens", "output_tokens", "compression_ratio", "context_tokens", "summary_token_share", "stuck",
+    "conversations",
+    "rounds",
+    "completed",
+    "failed",
+    "processing",
+    "failure_rate",
+    "max_summary_lag",
+    "avg_summary_lag",
+    "fallback_share",
+    "truncation_share",
+    "generation_p50_ms",
+    "generation_p95_ms",
+    "input_tokens",
+    "output_tokens",
+    "compression_ratio",
+    "context_tokens",
+    "summary_token_share",
+    "stuck",
 )
 
 
@@ -206,13 +221,9 @@ async def generation_time(backend: MemoryBackend) -> Row:
     return await backend._fetch_one("observe_generation_time", {}) or {}
 
 
-async def window_progression(
-    backend: MemoryBackend, conversation_id: str | None = None, limit: int = 20
-) -> list[Row]:
+async def window_progression(backend: MemoryBackend, conversation_id: str | None = None, limit: int = 20) -> list[Row]:
     """The newest completed memory versions with their window, of one conversation or all."""
-    return await backend._fetch_all(
-        "observe_window_progression", {"conversation_id": conversation_id, "limit": limit}
-    )
+    return await backend._fetch_all("observe_window_progression", {"conversation_id": conversation_id, "limit": limit})
 
 
 async def weekly_report(backend: MemoryBackend) -> list[Row]:

@@ -10,7 +10,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
-
 from pydantic import ValidationError
 
 from memory_agent import resources
@@ -77,7 +76,9 @@ def parse_summary(answer: Any) -> MemorySummaryOutput:
         raise SummarizationError(f"summarizer returned unparseable output: {exc}") from exc
     invalid = getattr(answer, "invalid_tool_calls", None) or []
     shown = (invalid[0].get("args") if invalid else getattr(answer, "content", answer)) or ""
-    raise SummarizationError(f"summarizer returned unparseable output (no MemorySummaryOutput call); raw: {str(shown)[:200]!r}")
+    raise SummarizationError(
+        f"summarizer returned unparseable output (no MemorySummaryOutput call); raw: {str(shown)[:200]!r}"
+    )
 
 
 class MemoryAgent:
@@ -110,9 +111,7 @@ class MemoryAgent:
         window_start_seq: int,
         window_end_seq: int,
     ) -> list[BaseMessage]:
-        system = resources.prompt("summarize_system").format(
-            window_start=window_start_seq, max_words=self.max_words
-        )
+        system = resources.prompt("summarize_system").format(window_start=window_start_seq, max_words=self.max_words)
         user = resources.prompt("summarize_user").format(
             window_start=window_start_seq,
             window_end=window_end_seq,

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from pydantic import SecretStr
 
 from memory_agent.settings import MemorySettings
 
@@ -21,7 +22,7 @@ def openai_chat_model(model: str | None = None, **options: Any) -> BaseChatModel
 
     return ChatOpenAI(
         model=model or os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"),
-        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+        api_key=SecretStr(os.environ.get("OPENAI_API_KEY") or "not-needed"),
         **options,
     )
 

@@ -45,7 +45,7 @@ class OfflineSummaryModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "memory-agent-offline"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "OfflineSummaryModel":
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> OfflineSummaryModel:
         return self
 
     def _generate(
@@ -59,6 +59,8 @@ class OfflineSummaryModel(BaseChatModel):
         summary = offline_summary(prompt_text)
         message = AIMessage(
             content="",
-            tool_calls=[{"name": "MemorySummaryOutput", "args": {"summary": summary}, "id": f"call_{uuid.uuid4().hex[:12]}"}],
+            tool_calls=[
+                {"name": "MemorySummaryOutput", "args": {"summary": summary}, "id": f"call_{uuid.uuid4().hex[:12]}"}
+            ],
         )
         return ChatResult(generations=[ChatGeneration(message=message)])

@@ -50,9 +50,7 @@ class SummaryRunner:
             if not rows:
                 logger.debug("No new messages to summarize for %s", conversation_id)
                 raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
-            new_messages = [
-                SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows
-            ]
+            new_messages = [SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows]
             result: SummaryResult | None = await self._summarize_with_retries(
                 row["base_memory_text"], base_end, new_messages, start_seq, end_seq, memory_id
             )
@@ -91,7 +89,9 @@ class SummaryRunner:
                 summarized_start=new_start,
                 summarized_end=end_seq,
             )
-            logger.warning("Summarization of messages %s-%s for %s failed: %s", start_seq, end_seq, conversation_id, error)
+            logger.warning(
+                "Summarization of messages %s-%s for %s failed: %s", start_seq, end_seq, conversation_id, error
+            )
             logger.debug("Memory %s status updated to failed", memory_id)
             return "failed"
         except Exception as exc:

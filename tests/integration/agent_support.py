@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from pydantic import Field
 
 COMMAND = re.compile(r"tools:(\d+):(seq|par)")
 
@@ -30,8 +31,8 @@ class ToolScriptModel(BaseChatModel):
     """Answers a round's user message `… tools:<k>:<seq|par> …` with k lookup calls (one per turn, or all in
     one message), then a final answer; any other message gets a final answer at once. Records every call."""
 
-    calls: list[list[BaseMessage]] = []
-    counter: list[int] = [0]
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    counter: list[int] = Field(default_factory=lambda: [0])
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -42,14 +43,16 @@ class ToolScriptModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "tool-script"
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> "ToolScriptModel":
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolScriptModel:
         return self
 
     def _next_id(self) -> str:
         self.counter[0] += 1
         return f"call_{self.counter[0]}"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         self.calls.append(list(messages))
         last_user = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
         user_text = str(messages[last_user].text)
@@ -64,7 +67,9 @@ class ToolScriptModel(BaseChatModel):
                 calls = [{"name": "lookup", "args": {"key": f"k{i}"}, "id": self._next_id()} for i in range(k)]
                 reply = AIMessage("", tool_calls=calls)
             elif mode == "seq" and done < k:
-                reply = AIMessage("", tool_calls=[{"name": "lookup", "args": {"key": f"k{done}"}, "id": self._next_id()}])
+                reply = AIMessage(
+                    "", tool_calls=[{"name": "lookup", "args": {"key": f"k{done}"}, "id": self._next_id()}]
+                )
             else:
                 reply = AIMessage(f"final answer after {done} tool results")
         else:

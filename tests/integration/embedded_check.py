@@ -52,7 +52,9 @@ def check(base: Path) -> dict[str, object]:
 
         attempt = subprocess.run(
             ["runuser", "-u", "nobody", "--", str(POSTGRES_BIN_PATH / "psql"), without_password, "-c", "SELECT 1"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         report["other_user"] = {"returncode": attempt.returncode, "stderr": attempt.stderr}
     return report

@@ -62,8 +62,25 @@ def test_bench_harness_small(server_url, tmp_path):
 def test_bench_observability_alone(server_url, tmp_path):
     from benchmarks.run import main
 
-    assert main(["--only", "observability", "--obs-conversations", "20", "--obs-rounds", "3", "--obs-repeats", "1",
-                 "--database-url", server_url, "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "--only",
+                "observability",
+                "--obs-conversations",
+                "20",
+                "--obs-rounds",
+                "3",
+                "--obs-repeats",
+                "1",
+                "--database-url",
+                server_url,
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     results = json.loads((tmp_path / "observability.json").read_text())
     assert results["observability"]["data"]["messages"] == 20 * 3 * 2
     assert not (tmp_path / "latest.json").exists()  # a full run's results are left alone

@@ -25,7 +25,9 @@ async def test_context_budget_trims_whole_tool_rounds(open_memory, database_url,
     config = {"configurable": {"thread_id": "budget"}}
     with caplog.at_level(logging.INFO, logger="memory_agent"):
         for n in range(1, 7):
-            await agent.ainvoke({"messages": [HumanMessage(f"question number {n} " + "pad " * 20 + "tools:2:par")]}, config)
+            await agent.ainvoke(
+                {"messages": [HumanMessage(f"question number {n} " + "pad " * 20 + "tools:2:par")]}, config
+            )
 
     first_calls = [call for call in model.calls if call[-1].type == "human"]
     assert len(first_calls) == 6

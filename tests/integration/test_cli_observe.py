@@ -7,8 +7,8 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from memory_agent.conversation.context import escape_memory_text
 from memory_agent.cli.main import app
+from memory_agent.conversation.context import escape_memory_text
 from tests.conftest import query
 from tests.integration.test_observability import (
     SEED_TABLE,
@@ -32,7 +32,14 @@ async def test_inspect_prints_the_version_chain(open_memory, database_url):
     for memory_id, start, end, base, status, covers in SEED_TABLE:
         row = next(line for line in lines if line.startswith(f"│ {memory_id} "))
         cells = [cell.strip() for cell in row.strip("│").split("│")]
-        assert cells[:6] == [str(memory_id), str(start), str(end), "null" if base is None else str(base), status, covers]
+        assert cells[:6] == [
+            str(memory_id),
+            str(start),
+            str(end),
+            "null" if base is None else str(base),
+            status,
+            covers,
+        ]
         assert cells[7].isdigit()  # generation ms
     assert "10 rounds, newest sequence 19; served now: memory 5 (seq 6-19)" in result.stdout
     assert "summary lag 0 messages (0 rounds)" in result.stdout
@@ -124,8 +131,8 @@ ATTACKS = {
 async def test_control_sequences_in_stored_text_never_reach_the_terminal(open_memory, database_url):
     from langchain_core.messages import HumanMessage
 
-    from tests.support import EchoChat
     from memory_agent import with_memory
+    from tests.support import EchoChat
 
     memory = await open_memory()
     app = with_memory(EchoChat().graph, memory)
@@ -134,7 +141,13 @@ async def test_control_sequences_in_stored_text_never_reach_the_terminal(open_me
         text = f"hi {n} " + "".join(ATTACKS.values())
         await app.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}})
     assert await memory.drain(timeout=10)
-    for args in (("inspect", thread), ("at", thread, "3"), ("stats",), ("inspect", thread, "--json"), ("at", thread, "3", "--json")):
+    for args in (
+        ("inspect", thread),
+        ("at", thread, "3"),
+        ("stats",),
+        ("inspect", thread, "--json"),
+        ("at", thread, "3", "--json"),
+    ):
         result = invoke(database_url, *args)
         assert result.exit_code == 0, result.output
         for forbidden in ("\x1b", "\x07", "\x9b"):

@@ -34,7 +34,9 @@ def interpreter_for(user: str) -> str:
     for candidate in filter(None, candidates):
         probe = subprocess.run(
             ["runuser", "-u", user, "--", candidate, "-c", "import sys; print(sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         if probe.returncode == 0 and probe.stdout.strip() == str(tuple(sys.version_info[:2])):
             return candidate
@@ -75,7 +77,9 @@ def test_long_data_dir_path_opens_no_door_as_a_non_root_user():
     base = Path(
         subprocess.run(
             ["runuser", "-u", TEST_USER, "--", "mktemp", "-d", "-p", str(home)],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
     )
     python = interpreter_for(TEST_USER)
@@ -84,7 +88,11 @@ def test_long_data_dir_path_opens_no_door_as_a_non_root_user():
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": path}
     run = subprocess.run(
         ["runuser", "-u", TEST_USER, "--", python, "-m", "tests.integration.embedded_check", str(base)],
-        capture_output=True, text=True, timeout=120, env=env, cwd=os.getcwd(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=os.getcwd(),
     )
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout.strip().splitlines()[-1])

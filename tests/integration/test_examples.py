@@ -58,7 +58,9 @@ def test_chat_app_sync_invoke_from_a_plain_script(offline, database_url):
     replies = load("examples/chat_app.py").main(turns, thread_id="chat")
     assert len(replies) == 4 and all(r.endswith(t) for r, t in zip(replies, turns))
     assert roles(database_url, "chat") == ["user", "assistant"] * 4
-    memory = query(database_url, "SELECT status, memory_text FROM memory WHERE conversation_id = 'chat' ORDER BY memory_id")
+    memory = query(
+        database_url, "SELECT status, memory_text FROM memory WHERE conversation_id = 'chat' ORDER BY memory_id"
+    )
     assert memory and memory[-1][0] == "completed" and "I am Ada and I like tea." in memory[-1][1]
     assert offline.structured_requests(), "the summarizer ran through ChatOpenAI over HTTP"
 
@@ -66,7 +68,11 @@ def test_chat_app_sync_invoke_from_a_plain_script(offline, database_url):
 def test_chat_app_runs_as_a_script(offline, database_url):
     completed = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "chat_app.py"), "hello from a script"],
-        capture_output=True, text=True, timeout=60, env={**os.environ}, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ},
+        cwd=ROOT,
     )
     assert completed.returncode == 0, completed.stderr
     assert "bot> echo: hello from a script" in completed.stdout
@@ -84,7 +90,15 @@ async def test_agent_with_tools(offline, database_url):
     chat_requests = [r for r in offline.requests if r.get("tools") and r not in offline.structured_requests()]
     assert len(chat_requests) == 4
     # Round 2's first request carried round 1 (its parallel calls and both results) as the gap.
-    assert [m["role"] for m in chat_requests[2]["messages"]] == ["system", "user", "assistant", "tool", "tool", "assistant", "user"]
+    assert [m["role"] for m in chat_requests[2]["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "user",
+    ]
     assert_wire_tool_pairs(offline.requests)
 
 
@@ -97,7 +111,10 @@ def test_fastapi_chat_one_request_one_round(offline, database_url):
             response = client.post("/chat/alice", json={"message": f"alice says {n}"})
             assert response.status_code == 200, response.text
             assert response.json()["reply"].endswith(f"alice says {n}")
-        assert client.post("/chat/bob", json={"message": "bob here"}).json() == {"thread_id": "bob", "reply": "echo: bob here"}
+        assert client.post("/chat/bob", json={"message": "bob here"}).json() == {
+            "thread_id": "bob",
+            "reply": "echo: bob here",
+        }
         assert client.post("/chat/alice", json={"message": ""}).status_code == 422
         assert client.post("/chat/a%00b", json={"message": "hi"}).status_code == 422
         assert client.get("/chat/a%00b/memory").status_code == 422
@@ -125,5 +142,8 @@ def test_langgraph_dev_graph(offline, database_url):
     assert second["messages"][-1].text == "echo: second question"
     # The thread's checkpointed state carried round 1 into round 2; it was not stored a second time.
     assert query(database_url, "SELECT content FROM messages ORDER BY sequence_number") == [
-        ("first question",), ("echo: first question",), ("second question",), ("echo: second question",),
+        ("first question",),
+        ("echo: first question",),
+        ("second question",),
+        ("echo: second question",),
     ]

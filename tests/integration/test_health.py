@@ -18,9 +18,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from benchmarks.observability import generate
-from memory_agent.observability import queries as obs
 from memory_agent import resources
-from tests.conftest import query
+from memory_agent.observability import queries as obs
 from tests.integration.test_observability import execute, percentile_cont, read
 
 CONVERSATIONS = 61  # an average lag of 5.57: a rounding to one place would show
@@ -74,9 +73,13 @@ def stage(url: str) -> None:
     )
 
 
-def expected_health(url: str, stuck_after_s: float) -> tuple[dict[str, Any], list[dict[str, Any]], dict[Any, dict[str, Any]]]:
+def expected_health(
+    url: str, stuck_after_s: float
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[Any, dict[str, Any]]]:
     """(totals, every conversation most lagging first, per-model stats) computed from the rows."""
-    conversations = rows(url, "SELECT conversation_id, next_sequence, round_count, updated_at, user_id, tenant_id FROM conversations")
+    conversations = rows(
+        url, "SELECT conversation_id, next_sequence, round_count, updated_at, user_id, tenant_id FROM conversations"
+    )
     messages = {
         (r["conversation_id"], r["sequence_number"]): r["round_number"]
         for r in rows(url, "SELECT conversation_id, sequence_number, round_number FROM messages")
@@ -103,27 +106,29 @@ def expected_health(url: str, stuck_after_s: float) -> tuple[dict[str, Any], lis
         served_round = messages.get((c["conversation_id"], served_end), 0) if served else 0
         input_tokens = sum(m["input_tokens"] or 0 for m in completed)
         output_tokens = sum(m["output_tokens"] or 0 for m in completed)
-        health.append({
-            "conversation_id": c["conversation_id"],
-            "rounds": c["round_count"],
-            "newest_sequence": c["next_sequence"] - 1,
-            "served_memory_id": served["memory_id"] if served else None,
-            "served_end_sequence": served["end_sequence"] if served else None,
-            "summary_lag": c["next_sequence"] - 1 - served_end,
-            "rounds_behind": c["round_count"] - served_round,
-            "served_memory_age": (now - (served["finished_at"] or served["created_at"])) if served else None,
-            "completed": len(completed),
-            "failed": len(failed),
-            "processing": sum(m["status"] == "processing" for m in mine),
-            "failure_rate": ratio(len(failed), len(completed) + len(failed)),
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "compression_ratio": ratio(input_tokens, output_tokens),
-            "stuck": sum(is_stuck(m) for m in mine),
-            "last_round_at": c["updated_at"],
-            "user_id": c["user_id"],
-            "tenant_id": c["tenant_id"],
-        })
+        health.append(
+            {
+                "conversation_id": c["conversation_id"],
+                "rounds": c["round_count"],
+                "newest_sequence": c["next_sequence"] - 1,
+                "served_memory_id": served["memory_id"] if served else None,
+                "served_end_sequence": served["end_sequence"] if served else None,
+                "summary_lag": c["next_sequence"] - 1 - served_end,
+                "rounds_behind": c["round_count"] - served_round,
+                "served_memory_age": (now - (served["finished_at"] or served["created_at"])) if served else None,
+                "completed": len(completed),
+                "failed": len(failed),
+                "processing": sum(m["status"] == "processing" for m in mine),
+                "failure_rate": ratio(len(failed), len(completed) + len(failed)),
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "compression_ratio": ratio(input_tokens, output_tokens),
+                "stuck": sum(is_stuck(m) for m in mine),
+                "last_round_at": c["updated_at"],
+                "user_id": c["user_id"],
+                "tenant_id": c["tenant_id"],
+            }
+        )
     health.sort(key=lambda h: (-h["summary_lag"], h["conversation_id"]))
 
     completed = [m for m in memory if m["status"] == "completed"]
@@ -201,7 +206,9 @@ async def test_health_equals_values_computed_from_the_rows(open_memory, database
         for key, value in totals.items():
             assert_close(health.totals[key], value, key)
 
-        assert [c["conversation_id"] for c in health.conversations] == [c["conversation_id"] for c in conversations[:limit]]
+        assert [c["conversation_id"] for c in health.conversations] == [
+            c["conversation_id"] for c in conversations[:limit]
+        ]
         for actual, expected in zip(health.conversations, conversations):
             assert list(actual) == list(expected)
             for key, value in expected.items():
@@ -217,7 +224,8 @@ async def test_health_equals_values_computed_from_the_rows(open_memory, database
                 assert_close(actual[key], value, f"{actual['model_name']}.{key}")
 
         assert [r["memory_id"] for r in health.stuck] == [
-            r["memory_id"] for r in rows(
+            r["memory_id"]
+            for r in rows(
                 database_url,
                 "SELECT memory_id FROM memory WHERE status = 'processing' AND COALESCE(started_at, created_at)"
                 " < now() - make_interval(secs => %s) ORDER BY created_at",

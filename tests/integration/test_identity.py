@@ -40,7 +40,8 @@ async def test_rows_carry_the_rounds_user_and_tenant(open_memory, database_url):
         assert keys(database_url, table) == expected, table
     assert keys(database_url, "memory") == {("acme", "alice", "t1")}
     assert query(database_url, "SELECT conversation_id, tenant_id, user_id FROM conversation_owners ORDER BY 1") == [
-        ("t1", "acme", "alice"), ("t2", "default", "conversation:t2"),
+        ("t1", "acme", "alice"),
+        ("t2", "default", "conversation:t2"),
     ]
     # Reads by thread id act on its recorded owner.
     assert [r.end_sequence for r in await memory.get_memory_history("t1")] != []

@@ -36,14 +36,25 @@ async def test_async_rounds_store_input_and_every_produced_message(open_memory, 
     result = await agent.ainvoke({"messages": [HumanMessage("please tools:2:seq")]}, config("a"))
     # The caller's result holds this run's messages only, never the loaded context.
     assert [type(m).__name__ for m in result["messages"]] == [
-        "HumanMessage", "AIMessage", "ToolMessage", "AIMessage", "ToolMessage", "AIMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
     ]
     assert "memory_round" not in result
 
     rows = stored(database_url, "a")
     assert [(seq, rnd, role) for seq, rnd, role, _ in rows] == [
-        (0, 1, "user"), (1, 1, "assistant"),
-        (2, 2, "user"), (3, 2, "assistant"), (4, 2, "tool"), (5, 2, "assistant"), (6, 2, "tool"), (7, 2, "assistant"),
+        (0, 1, "user"),
+        (1, 1, "assistant"),
+        (2, 2, "user"),
+        (3, 2, "assistant"),
+        (4, 2, "tool"),
+        (5, 2, "assistant"),
+        (6, 2, "tool"),
+        (7, 2, "assistant"),
     ]
     assert rows[4][3] == "value of k0" and rows[7][3] == "final answer after 2 tool results"
     # Round 2's model calls started from round 1 (the gap), then the run's own tool loop.
@@ -51,7 +62,11 @@ async def test_async_rounds_store_input_and_every_produced_message(open_memory, 
     assert [m.text for m in first_call] == ["hello there", "final answer without tools", "please tools:2:seq"]
     last_call = model.calls[-1]
     assert [type(m).__name__ for m in last_call[2:]] == [
-        "HumanMessage", "AIMessage", "ToolMessage", "AIMessage", "ToolMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+        "ToolMessage",
     ]
     for call in model.calls:
         assert_tool_pairs(call)
@@ -72,7 +87,10 @@ def test_sync_invoke_from_a_plain_script(database_url):
             assert result["messages"][-1].text == "final answer after 1 tool results"
             assert memory.call_sync(memory.drain(timeout=10))
         history = memory.call_sync(memory.get_memory_history("sync"))
-    assert [(m.status, m.start_sequence, m.end_sequence) for m in history] == [("completed", 0, 7), ("completed", 0, 11)]
+    assert [(m.status, m.start_sequence, m.end_sequence) for m in history] == [
+        ("completed", 0, 7),
+        ("completed", 0, 11),
+    ]
     assert [r[2] for r in stored(database_url, "sync")] == ["user", "assistant", "tool", "assistant"] * 3
     # Round 2 was given round 1 as its gap; round 3 the memory of rounds 1-2 and no gap.
     assert len(model.calls[2]) == 5
@@ -124,10 +142,18 @@ async def test_with_a_checkpointer_earlier_rounds_are_not_stored_or_sent_twice(o
     # The thread's state keeps the whole conversation (for a UI); the database stores each message once ...
     assert [m.text for m in result["messages"]][-2:] == ["second", "final answer without tools"]
     assert [r[3] for r in stored(database_url, "cp")] == [
-        "first tools:1:par", "", "value of k0", "final answer after 1 tool results", "second", "final answer without tools",
+        "first tools:1:par",
+        "",
+        "value of k0",
+        "final answer after 1 tool results",
+        "second",
+        "final answer without tools",
     ]
     # ... and the model got the stored gap once, not the gap plus the checkpointed copy.
     assert [m.text for m in model.calls[-1]] == [
-        "first tools:1:par", "", "value of k0", "final answer after 1 tool results", "second",
+        "first tools:1:par",
+        "",
+        "value of k0",
+        "final answer after 1 tool results",
+        "second",
     ]
-

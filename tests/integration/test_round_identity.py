@@ -104,7 +104,12 @@ async def test_middleware_with_checkpointer_and_return_direct_tool_stores_each_m
     await agent.ainvoke({"messages": [HumanMessage("two")]}, config("t2"))
     rows = stored(database_url, "t2")
     assert [(rnd, role) for _, rnd, role, _ in rows] == [
-        (1, "user"), (1, "assistant"), (1, "tool"), (2, "user"), (2, "assistant"), (2, "tool"),
+        (1, "user"),
+        (1, "assistant"),
+        (1, "tool"),
+        (2, "user"),
+        (2, "assistant"),
+        (2, "tool"),
     ]
     assert [text for *_, text in rows if text.startswith("done")] == ["done: round 1", "done: round 2"]
 
@@ -120,7 +125,10 @@ async def test_several_messages_in_one_input_are_the_round(open_memory, database
     result = await app.ainvoke({"messages": history}, config("t3"))
     assert [m.text for m in chat.seen[0]] == ["My name is Bob", "Hi Bob", "What is my name?"]
     assert [text for *_, text in stored(database_url, "t3")] == [
-        "My name is Bob", "Hi Bob", "What is my name?", "Your name is Bob.",
+        "My name is Bob",
+        "Hi Bob",
+        "What is my name?",
+        "Your name is Bob.",
     ]
     assert result["messages"][-1].text == "Your name is Bob."
 
@@ -131,7 +139,10 @@ async def test_several_messages_through_the_middleware(open_memory, database_url
     history = [HumanMessage("My name is Bob"), AIMessage("Hi Bob"), HumanMessage("What is my name?")]
     await agent.ainvoke({"messages": history}, config("t3m"))
     assert [text for *_, text in stored(database_url, "t3m")] == [
-        "My name is Bob", "Hi Bob", "What is my name?", "final answer without tools",
+        "My name is Bob",
+        "Hi Bob",
+        "What is my name?",
+        "final answer without tools",
     ]
 
 
@@ -207,7 +218,12 @@ async def test_middleware_human_in_the_loop_resume_stores_the_round_once(open_me
     assert result["messages"][-1].text == "final answer after 1 tool results"
     rows = stored(database_url, "t6")
     assert [(rnd, role) for _, rnd, role, _ in rows] == [
-        (1, "user"), (1, "assistant"), (2, "user"), (2, "assistant"), (2, "tool"), (2, "assistant"),
+        (1, "user"),
+        (1, "assistant"),
+        (2, "user"),
+        (2, "assistant"),
+        (2, "tool"),
+        (2, "assistant"),
     ]
     # The model call after the resume was given memory + gap + the run's own messages, tools paired.
     assert [m.text for m in model.calls[-1]][:3] == ["hello", "final answer without tools", "please tools:1:seq"]
@@ -273,7 +289,9 @@ async def test_cancelled_agent_run_leaves_a_metrics_row(open_memory, database_ur
     started = asyncio.Event()
 
     class SlowModel(ToolScriptModel):
-        async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        async def _agenerate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
             started.set()
             await asyncio.sleep(30)
             return self._generate(messages)

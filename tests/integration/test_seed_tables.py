@@ -39,7 +39,13 @@ async def test_data_flow_timeline_and_memory_table_evolution(open_memory, databa
     await run_round(app, thread, 4)
     seen = chat.seen[-1]
     assert [m.text for m in seen] == [
-        "message 1", "reply 1", "message 2", "reply 2", "message 3", "reply 3", "message 4",
+        "message 1",
+        "reply 1",
+        "message 2",
+        "reply 2",
+        "message 3",
+        "reply 3",
+        "message 4",
     ]
     assert not any("[Previous context:" in m.text for m in seen)
     # Round 4 ends (seq 7 saved): id=1 still processing -> no new row
@@ -96,7 +102,9 @@ async def test_data_flow_timeline_and_memory_table_evolution(open_memory, databa
     # The summarizer prompt told the model where the window starts.
     assert "Window: sequences 6-19." in model.calls[-1]
     # Every message is still stored, in order.
-    stored = query(database_url, "SELECT sequence_number, role FROM messages WHERE conversation_id = %s ORDER BY 1", [thread])
+    stored = query(
+        database_url, "SELECT sequence_number, role FROM messages WHERE conversation_id = %s ORDER BY 1", [thread]
+    )
     assert [s for s, _ in stored] == list(range(20))
     assert [r for _, r in stored] == ["user", "assistant"] * 10
 

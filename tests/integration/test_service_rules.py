@@ -25,8 +25,11 @@ async def test_a_stale_processing_row_does_not_count_as_already_processing(open_
     assert not await memory.should_trigger_summary("stale", 7)
 
     # Its owner went quiet past processing_timeout_s (300 s): the trigger rule reclaims it ...
-    execute(database_url, "UPDATE memory SET created_at = now() - interval '1 hour', "
-                          "started_at = now() - interval '1 hour' WHERE memory_id = 1")
+    execute(
+        database_url,
+        "UPDATE memory SET created_at = now() - interval '1 hour', "
+        "started_at = now() - interval '1 hour' WHERE memory_id = 1",
+    )
     assert await memory.should_trigger_summary("stale", 7)
     result = await memory.trigger_summarization_if_needed("stale", 7)
     assert (result.outcome, result.reclaimed_memory_ids, result.memory_id) == ("started", [1], 2)
@@ -53,7 +56,12 @@ async def test_no_summary_is_due_without_new_messages(open_memory):
 
 async def test_current_messages_are_the_rounds_input_not_stored_yet(open_memory, database_url):
     memory = await open_memory()
-    stored = [HumanMessage("u1", id="u1"), AIMessage("a1", id="a1"), HumanMessage("u2", id="u2"), AIMessage("a2", id="a2")]
+    stored = [
+        HumanMessage("u1", id="u1"),
+        AIMessage("a1", id="a1"),
+        HumanMessage("u2", id="u2"),
+        AIMessage("a2", id="a2"),
+    ]
     await memory.finish_round("current", stored[:2])
     await memory.finish_round("current", stored[2:])
     new = [HumanMessage("u3", id="u3"), HumanMessage("no id yet")]
@@ -63,7 +71,8 @@ async def test_current_messages_are_the_rounds_input_not_stored_yet(open_memory,
     assert [m.text for m in context.current_messages] == ["u3", "no id yet"]  # given, not stored yet
     # Only this round's input, as a graph without a checkpointer holds it: the same split.
     assert [m.text for m in (await memory.get_context_for_workflow("current", new)).current_messages] == [
-        "u3", "no id yet",
+        "u3",
+        "no id yet",
     ]
     assert (await memory.get_context_for_workflow("current")).current_messages == []
     # Read only: nothing of the current messages was stored.

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
 from memory_agent import (
     ConfigurationError,
@@ -81,7 +81,9 @@ def test_durations_beyond_a_year_are_refused():
 
 
 def test_window_smaller_than_the_threshold_is_refused():
-    with pytest.raises(ConfigurationError, match="MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE.*MEMORY_AGENT_MEMORY_SUMMARIZE_AFTER_SEQ"):
+    with pytest.raises(
+        ConfigurationError, match="MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE.*MEMORY_AGENT_MEMORY_SUMMARIZE_AFTER_SEQ"
+    ):
         MemorySettings(memory_rolling_window_size=4)
     MemorySettings(memory_rolling_window_size=6)  # seq 0-5: the first summary covers round 1
 
@@ -191,5 +193,6 @@ async def test_delete_conversation_removes_everything_derived(open_memory, datab
     visibility = await memory.loop.arun(obs.message_visibility(memory.backend, "reused", 0))
     assert [row["round_number"] for row in visibility] == [1]
     assert query(database_url, "SELECT content FROM messages WHERE conversation_id = 'reused'") == [
-        ("new life",), ("reply 5",),
+        ("new life",),
+        ("reply 5",),
     ]

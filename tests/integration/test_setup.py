@@ -12,7 +12,6 @@ from pathlib import Path
 import psycopg
 import pytest
 from langchain_core.messages import HumanMessage
-from pydantic import ValidationError
 
 from memory_agent import ConfigurationError, MemoryService, MemorySettings, with_memory
 from memory_agent.db.embedded import scratch_data_dir
@@ -89,7 +88,7 @@ def test_sync_invoke_from_a_plain_script(database_url):
                 assert memory.call_sync(memory.drain(timeout=10))
         assert memory.call_sync(memory.drain(timeout=10))
         records = memory.call_sync(memory.get_memory_history("sync"))
-    assert [(r.memory_id, r.status, r.start_sequence, r.end_sequence) for r in records][0] == (1, "completed", 0, 5)
+    assert next((r.memory_id, r.status, r.start_sequence, r.end_sequence) for r in records) == (1, "completed", 0, 5)
     assert chat.seen[-1][0].text.startswith("[Previous context:")
 
 
@@ -111,22 +110,46 @@ def test_embedded_database_is_the_default_and_keeps_its_data(monkeypatch):
 @pytest.mark.slow
 def test_wheel_carries_sql_and_prompts(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     (wheel,) = tmp_path.glob("memory_agent-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for expected in ("memory_agent/sql/0001_init.sql", "memory_agent/sql/queries.sql",
-                     "memory_agent/prompts/summarize_system.txt", "memory_agent/prompts/summarize_user.txt"):
+    for expected in (
+        "memory_agent/sql/0001_init.sql",
+        "memory_agent/sql/queries.sql",
+        "memory_agent/prompts/summarize_system.txt",
+        "memory_agent/prompts/summarize_user.txt",
+    ):
         assert expected in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import sys; sys.path.insert(0, sys.argv[1]); from memory_agent import resources; "
-         "print(resources.sql_dir()); print(len(resources.migrations())); print(len(resources.queries()));"
-         "print(resources.prompt('summarize_system')[:20])", str(site)],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); from memory_agent import resources; "
+            "print(resources.sql_dir()); print(len(resources.migrations())); print(len(resources.queries()));"
+            "print(resources.prompt('summarize_system')[:20])",
+            str(site),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     sql_dir, n_migrations, n_queries, prompt = probe.stdout.splitlines()
     assert Path(sql_dir).is_relative_to(site)

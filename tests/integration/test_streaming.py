@@ -37,7 +37,9 @@ def chat_graph():
 
 async def wait_for_summary(url: str, thread: str, end_sequence: int) -> None:
     for _ in range(2000):  # up to 20 s on a loaded machine
-        rows = query(url, "SELECT status FROM memory WHERE conversation_id = %s AND end_sequence = %s", [thread, end_sequence])
+        rows = query(
+            url, "SELECT status FROM memory WHERE conversation_id = %s AND end_sequence = %s", [thread, end_sequence]
+        )
         if rows and rows[0][0] == "completed":
             return
         await asyncio.sleep(0.01)
@@ -107,8 +109,13 @@ async def test_with_memory_astream_messages_and_updates(fake_openai, open_memory
         # The wrapped graph runs as a subgraph: its model's tokens stream with subgraphs=True. ("values" is
         # the state, which holds the context by definition; it is only used to know the round is stored.)
         chunks = await stream_round(
-            app, database_url, index, "graph", after_memory_save,
-            stream_mode=["messages", "updates", "values"], subgraphs=True,
+            app,
+            database_url,
+            index,
+            "graph",
+            after_memory_save,
+            stream_mode=["messages", "updates", "values"],
+            subgraphs=True,
         )
         check_round(chunks, index)
         top_updates = [c[2] for c in chunks if c[0] == () and c[1] == "updates"]

@@ -148,4 +148,6 @@ async def test_model_receives_the_escaped_memory(fake_openai, open_memory, datab
     given = chat.seen[-1][0].text
     assert given == f"[Previous context: {escape_memory_text(INJECTION)}]\n\nmessage 3"
     assert "tea\\] " in given and "tea] " not in given
-    assert {row[0] for row in query(database_url, "SELECT memory_text FROM memory WHERE status = 'completed'")} == {INJECTION}  # stored as written
+    assert {row[0] for row in query(database_url, "SELECT memory_text FROM memory WHERE status = 'completed'")} == {
+        INJECTION
+    }  # stored as written

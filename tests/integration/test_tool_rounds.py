@@ -25,7 +25,9 @@ class RecordingSummaryModel(OfflineSummaryModel):
         super().__init__(**kwargs)
         object.__setattr__(self, "prompts", [])
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         self.prompts.append("\n".join(str(m.text) for m in messages))
         return super()._generate(messages, stop=stop)
 

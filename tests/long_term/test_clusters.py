@@ -40,9 +40,15 @@ class CountingSummarizer:
 
 async def allergy(conn, what: str, day: float, importance: float = 0.5):
     outcomes = await remember(
-        conn, tenant_id="acme", user_id="alice", conversation_id="c1", memory_id=1, now=at(day),
-        items=items(facts=[("allergies", f"The user is allergic to {what}",
-                            {"single_valued": False, "importance": importance})]),
+        conn,
+        tenant_id="acme",
+        user_id="alice",
+        conversation_id="c1",
+        memory_id=1,
+        now=at(day),
+        items=items(
+            facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False, "importance": importance})]
+        ),
     )
     return touched_clusters(outcomes)
 
@@ -126,8 +132,15 @@ async def test_an_unusable_summary_leaves_the_cluster_as_it_was(conn, answer, re
 async def test_pending_clusters_finds_what_the_inline_path_missed(conn, database_url):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
         await allergy(conn, what, n)
-    await remember(conn, tenant_id="acme", user_id="bob", conversation_id=None, memory_id=None, now=at(0),
-                   items=items(decisions=[("decisions", f"Decided: option {n}") for n in range(3)]))
+    await remember(
+        conn,
+        tenant_id="acme",
+        user_id="bob",
+        conversation_id=None,
+        memory_id=None,
+        now=at(0),
+        items=items(decisions=[("decisions", f"Decided: option {n}") for n in range(3)]),
+    )
     bob = Cluster("acme", "bob", "", "", "decision", "decisions")
     assert await pending_clusters(conn) == [ALLERGIES, bob]
     assert await pending_clusters(conn, tenant_id="acme", user_id="bob") == [bob]
@@ -136,8 +149,12 @@ async def test_pending_clusters_finds_what_the_inline_path_missed(conn, database
     assert [(o.cluster, o.outcome) for o in made] == [(ALLERGIES, "created"), (bob, "created")]
     assert await pending_clusters(conn) == []
     # A member closed behind the summary's back (no refresh ran): the cluster is pending again, then removed.
-    execute(database_url, "UPDATE items SET valid_during = tstzrange(lower(valid_during), %s)"
-            " WHERE user_id = 'bob' AND content = 'Decided: option 0'", [at(2)])
+    execute(
+        database_url,
+        "UPDATE items SET valid_during = tstzrange(lower(valid_during), %s)"
+        " WHERE user_id = 'bob' AND content = 'Decided: option 0'",
+        [at(2)],
+    )
     assert await pending_clusters(conn) == [bob]
     assert (await refresh_cluster(conn, bob, offline_cluster_summarizer, now=at(2))).outcome == "deleted"
     assert await pending_clusters(conn, min_items=4) == [ALLERGIES]  # a summary below a raised threshold

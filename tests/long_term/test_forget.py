@@ -64,8 +64,10 @@ async def items_of_conversation(url: str, thread: str):
         [thread],
     )
     messages = query(
-        url, "SELECT sequence_number, role, content FROM messages WHERE conversation_id = %s"
-        " AND sequence_number BETWEEN %s AND %s ORDER BY sequence_number", [thread, start, end],
+        url,
+        "SELECT sequence_number, role, content FROM messages WHERE conversation_id = %s"
+        " AND sequence_number BETWEEN %s AND %s ORDER BY sequence_number",
+        [thread, start, end],
     )
     return memory_id, extract_items(Statement(*m) for m in messages)
 
@@ -74,27 +76,52 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
     canary = f"zq{uuid.uuid4().hex[:10]}canary"
     memory = await open_memory(model=OfflineSummaryModel())
     app = with_memory(EchoChat().graph, memory)
-    await rounds(app, "secret-thread", [
-        f"I'm allergic to {canary}.", "I live in Lisbon.", "Nothing else today.", "Bye.",
-    ])
-    await rounds(app, "other-thread", [
-        "I'm allergic to peanuts. I'm allergic to shellfish.", "I'm allergic to penicillin.", "I live in Lisbon.",
-    ])
+    await rounds(
+        app,
+        "secret-thread",
+        [
+            f"I'm allergic to {canary}.",
+            "I live in Lisbon.",
+            "Nothing else today.",
+            "Bye.",
+        ],
+    )
+    await rounds(
+        app,
+        "other-thread",
+        [
+            "I'm allergic to peanuts. I'm allergic to shellfish.",
+            "I'm allergic to penicillin.",
+            "I live in Lisbon.",
+        ],
+    )
     assert await memory.drain(timeout=10)
 
     for thread, day in (("secret-thread", 1), ("other-thread", 2)):
         memory_id, found = await items_of_conversation(database_url, thread)
-        outcomes = await remember(conn, tenant_id="default", user_id="ana", items=found, conversation_id=thread,
-                                  memory_id=memory_id, now=at(day))
+        outcomes = await remember(
+            conn,
+            tenant_id="default",
+            user_id="ana",
+            items=found,
+            conversation_id=thread,
+            memory_id=memory_id,
+            now=at(day),
+        )
         await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(day))
     (summary,) = [i for i in await list_items(conn, "default", "ana") if i.is_summary]
     assert canary in summary.content and len(summary.source_item_ids) == 4
     assert set(tables_holding(database_url, canary)) >= {
-        "messages.content", "messages.message", "memory.memory_text", "items.content", "items.content_norm",
+        "messages.content",
+        "messages.message",
+        "memory.memory_text",
+        "items.content",
+        "items.content_norm",
     }
 
-    report = await forget_conversation(conn, "default", "ana", "secret-thread",
-                                       summarize=offline_cluster_summarizer, now=at(3))
+    report = await forget_conversation(
+        conn, "default", "ana", "secret-thread", summarize=offline_cluster_summarizer, now=at(3)
+    )
     assert report.conversations_deleted == ("secret-thread",) and len(report.items_deleted) == 1
     assert report.summaries_refreshed == (summary.item_id,)
     assert tables_holding(database_url, canary) == []
@@ -111,27 +138,52 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
 async def test_forget_without_a_summarizer_deletes_the_summaries_it_touched(conn, database_url):
     canary = f"zq{uuid.uuid4().hex[:10]}canary"
     for n, (thread, what) in enumerate((("c1", canary), ("c2", "peanuts"), ("c2", "shellfish"), ("c3", "latex"))):
-        outcomes = await remember(conn, tenant_id="t", user_id="ana", conversation_id=thread, memory_id=n, now=at(n),
-                                  items=items(facts=[("allergies", f"The user is allergic to {what}",
-                                                      {"single_valued": False, "source_sequences": [n]})]))
+        outcomes = await remember(
+            conn,
+            tenant_id="t",
+            user_id="ana",
+            conversation_id=thread,
+            memory_id=n,
+            now=at(n),
+            items=items(
+                facts=[
+                    ("allergies", f"The user is allergic to {what}", {"single_valued": False, "source_sequences": [n]})
+                ]
+            ),
+        )
         await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
     assert "items.content" in tables_holding(database_url, canary)
     report = await forget_conversation(conn, "t", "ana", "c1")
     assert len(report.summaries_deleted) == 1 and report.conversations_deleted == ()
     assert tables_holding(database_url, canary) == []
     assert sorted(i.content for i in await list_items(conn, "t", "ana")) == [
-        "The user is allergic to latex", "The user is allergic to peanuts", "The user is allergic to shellfish",
+        "The user is allergic to latex",
+        "The user is allergic to peanuts",
+        "The user is allergic to shellfish",
     ]
 
 
 async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
-        outcomes = await remember(conn, tenant_id="t", user_id="ana", conversation_id="c1", memory_id=1, now=at(n),
-                                  items=items(facts=[("allergies", f"The user is allergic to {what}",
-                                                      {"single_valued": False})]))
+        outcomes = await remember(
+            conn,
+            tenant_id="t",
+            user_id="ana",
+            conversation_id="c1",
+            memory_id=1,
+            now=at(n),
+            items=items(facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False})]),
+        )
         await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
-    await remember(conn, tenant_id="t", user_id="ana", conversation_id="c1", memory_id=1, now=at(4),
-                   items=items(facts=[("home_city", "The user lives in Lisbon")]))
+    await remember(
+        conn,
+        tenant_id="t",
+        user_id="ana",
+        conversation_id="c1",
+        memory_id=1,
+        now=at(4),
+        items=items(facts=[("home_city", "The user lives in Lisbon")]),
+    )
     (summary,) = [i for i in await list_items(conn, "t", "ana") if i.is_summary]
     report = await forget_item(conn, "t", "ana", summary.item_id)
     assert report.summaries_deleted == (summary.item_id,) and len(report.items_deleted) == 3
@@ -147,11 +199,19 @@ async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database
     assert await memory.drain(timeout=10)
     for user, thread in (("ana", "ana-1"), ("bob", "bob-1")):
         memory_id, found = await items_of_conversation(database_url, thread)
-        await remember(conn, tenant_id="t", user_id=user, items=found, conversation_id=thread, memory_id=memory_id,
-                       now=at(0))
+        await remember(
+            conn, tenant_id="t", user_id=user, items=found, conversation_id=thread, memory_id=memory_id, now=at(0)
+        )
     # Same user id in another tenant: a different user.
-    await remember(conn, tenant_id="t2", user_id="ana", items=items(facts=[("home_city", "The user lives in Faro")]),
-                   conversation_id=None, memory_id=None, now=at(0))
+    await remember(
+        conn,
+        tenant_id="t2",
+        user_id="ana",
+        items=items(facts=[("home_city", "The user lives in Faro")]),
+        conversation_id=None,
+        memory_id=None,
+        now=at(0),
+    )
 
     report = await forget_user(conn, "t", "ana")
     assert report.conversations_deleted == ("ana-1",) and len(report.items_deleted) == 1
@@ -163,9 +223,15 @@ async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database
 
 async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
-        outcomes = await remember(conn, tenant_id="t", user_id="ana", conversation_id="c1", memory_id=1, now=at(n),
-                                  items=items(facts=[("allergies", f"The user is allergic to {what}",
-                                                      {"single_valued": False})]))
+        outcomes = await remember(
+            conn,
+            tenant_id="t",
+            user_id="ana",
+            conversation_id="c1",
+            memory_id=1,
+            now=at(n),
+            items=items(facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False})]),
+        )
         await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
     before = query(database_url, "SELECT item_id, content FROM items ORDER BY item_id")
 

@@ -30,8 +30,11 @@ def app_role(server_url: str, database_url: str):
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA memory_agent TO {}").format(sql.Identifier(role)))
-        conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memory_agent"
-                             " TO {}").format(sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memory_agent TO {}").format(
+                sql.Identifier(role)
+            )
+        )
     params = conninfo_to_dict(database_url)
     params.update(user=role, password=password)
     yield make_conninfo(**params)
@@ -43,10 +46,21 @@ def app_role(server_url: str, database_url: str):
 
 async def seed(conn) -> None:
     for tenant, user, city in (("A", "alice", "Lisbon"), ("B", "bob", "Porto"), ("B", "alice", "Faro")):
-        await remember(conn, tenant_id=tenant, user_id=user, conversation_id=f"{tenant}-{user}", memory_id=1,
-                       now=at(0), items=items(facts=[("home_city", f"The user lives in {city}")] + [
-                           ("allergies", f"The user is allergic to {x}", {"single_valued": False})
-                           for x in ("peanuts", "shellfish", "latex")]))
+        await remember(
+            conn,
+            tenant_id=tenant,
+            user_id=user,
+            conversation_id=f"{tenant}-{user}",
+            memory_id=1,
+            now=at(0),
+            items=items(
+                facts=[("home_city", f"The user lives in {city}")]
+                + [
+                    ("allergies", f"The user is allergic to {x}", {"single_valued": False})
+                    for x in ("peanuts", "shellfish", "latex")
+                ]
+            ),
+        )
 
 
 async def test_reads_are_scoped_by_tenant_and_user(conn):
@@ -76,17 +90,35 @@ async def test_a_non_owner_role_for_tenant_a_reads_nothing_of_tenant_b(conn, app
             assert {c.tenant_id for c in await pending_clusters(app)} == {"A"}
             # Writes and erasures of tenant B are refused or find nothing.
             assert (await forget_user(app, "B", "bob")).items_deleted == ()
-            await remember(app, tenant_id="A", user_id="alice", conversation_id=None, memory_id=None, now=at(1),
-                           items=items(facts=[("home_city", "The user lives in Braga")]))
+            await remember(
+                app,
+                tenant_id="A",
+                user_id="alice",
+                conversation_id=None,
+                memory_id=None,
+                now=at(1),
+                items=items(facts=[("home_city", "The user lives in Braga")]),
+            )
 
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
             async with tenant_transaction(app, "A"):
-                await remember(app, tenant_id="B", user_id="bob", conversation_id=None, memory_id=None, now=at(1),
-                               items=items(facts=[("home_city", "The user lives in Braga")]))
+                await remember(
+                    app,
+                    tenant_id="B",
+                    user_id="bob",
+                    conversation_id=None,
+                    memory_id=None,
+                    now=at(1),
+                    items=items(facts=[("home_city", "The user lives in Braga")]),
+                )
 
     # The owner bypasses the policies (no FORCE): it sees both tenants, and B is untouched.
     assert query(database_url, "SELECT tenant_id, user_id, count(*) FROM items GROUP BY 1, 2 ORDER BY 1, 2") == [
-        ("A", "alice", 5), ("B", "alice", 4), ("B", "bob", 4),
+        ("A", "alice", 5),
+        ("B", "alice", 4),
+        ("B", "bob", 4),
     ]
-    assert query(database_url, "SELECT content FROM items WHERE tenant_id = 'A' AND key = 'home_city'"
-                 " AND upper_inf(valid_during)") == [("The user lives in Braga",)]
+    assert query(
+        database_url,
+        "SELECT content FROM items WHERE tenant_id = 'A' AND key = 'home_city' AND upper_inf(valid_during)",
+    ) == [("The user lives in Braga",)]

@@ -10,14 +10,25 @@ from tests.long_term.conftest import at, items
 
 
 async def test_extensions_serve_every_schema_of_the_database(open_memory, database_url):
-    assert sorted(query(database_url, "SELECT extname, extnamespace::regnamespace::text FROM pg_extension"
-                                      " WHERE extname IN ('btree_gist', 'pg_trgm')")) == [
-        ("btree_gist", "public"), ("pg_trgm", "public")]
+    assert sorted(
+        query(
+            database_url,
+            "SELECT extname, extnamespace::regnamespace::text FROM pg_extension"
+            " WHERE extname IN ('btree_gist', 'pg_trgm')",
+        )
+    ) == [("btree_gist", "public"), ("pg_trgm", "public")]
     await open_memory(db_schema="second_tier")  # migrates a second schema of the same database
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         await conn.execute('SET search_path TO "second_tier", public')
-        await remember(conn, tenant_id="t", user_id="u", conversation_id=None, memory_id=None, now=at(0),
-                       items=items(facts=[("home_city", "The user lives in Lisbon")]))
+        await remember(
+            conn,
+            tenant_id="t",
+            user_id="u",
+            conversation_id=None,
+            memory_id=None,
+            now=at(0),
+            items=items(facts=[("home_city", "The user lives in Lisbon")]),
+        )
         assert [i.content for i in await list_items(conn, "t", "u")] == ["The user lives in Lisbon"]
         assert (await (await conn.execute("SELECT similarity('Lisbon', 'Lisboa') > 0.3")).fetchone()) == (True,)
     assert query(database_url, "SELECT count(*) FROM memory_agent.items") == [(0,)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from datetime import datetime
 
 import pytest
@@ -25,9 +26,18 @@ async def test_the_same_statement_100_times_is_one_row(conn, database_url):
     for n in range(100):
         outcomes = await say(
             conn,
-            items(facts=[("allergies", "The user is allergic to peanuts." if n % 2 else "the user is ALLERGIC to peanuts",
-                          {"single_valued": False, "importance": 0.5 + n / 1000, "source_sequences": [n]})]),
-            now=at(n), conversation_id=f"c{n % 7}", memory_id=n,
+            items(
+                facts=[
+                    (
+                        "allergies",
+                        "The user is allergic to peanuts." if n % 2 else "the user is ALLERGIC to peanuts",
+                        {"single_valued": False, "importance": 0.5 + n / 1000, "source_sequences": [n]},
+                    )
+                ]
+            ),
+            now=at(n),
+            conversation_id=f"c{n % 7}",
+            memory_id=n,
         )
         assert [o.outcome for o in outcomes] == (["inserted"] if n == 0 else ["unchanged"])
     rows = query(database_url, "SELECT count(*), max(importance)::float8 FROM items")
@@ -51,20 +61,27 @@ async def test_a_new_value_closes_the_previous_version_and_as_of_reads_the_past(
     (current,) = await list_items(conn, "acme", "alice")
     assert current.content == "The user lives in Paris" and current.is_current
     # Restating the current value changes nothing; restating an old one is a new version.
-    assert [o.outcome for o in await say(conn, items(facts=[("home_city", "the user lives in paris.")]), now=at(30))] \
-        == ["unchanged"]
+    assert [
+        o.outcome for o in await say(conn, items(facts=[("home_city", "the user lives in paris.")]), now=at(30))
+    ] == ["unchanged"]
     (back,) = await say(conn, items(facts=[("home_city", "The user lives in Lyon")]), now=at(40))
     assert back.outcome == "superseded" and back.closed_item_ids == (history[2].item_id,)
     assert len(await item_history(conn, "acme", "alice", "fact", "home_city")) == 4
 
 
 async def test_only_the_same_key_is_ever_closed(conn):
-    await say(conn, items(
-        facts=[("home_city", "The user lives in Lyon"),
-               ("allergies", "The user is allergic to peanuts", {"single_valued": False}),
-               ("allergies", "The user is allergic to shellfish", {"single_valued": False})],
-        preferences=[("ui_theme", "The user prefers the dark theme")],
-    ), now=at(0))
+    await say(
+        conn,
+        items(
+            facts=[
+                ("home_city", "The user lives in Lyon"),
+                ("allergies", "The user is allergic to peanuts", {"single_valued": False}),
+                ("allergies", "The user is allergic to shellfish", {"single_valued": False}),
+            ],
+            preferences=[("ui_theme", "The user prefers the dark theme")],
+        ),
+        now=at(0),
+    )
     outcomes = await say(conn, items(facts=[("home_city", "The user lives in Berlin")]), now=at(1))
     assert [(o.outcome, o.cluster.key) for o in outcomes] == [("superseded", "home_city")]
     current = {(i.key, i.content) for i in await list_items(conn, "acme", "alice")}
@@ -79,15 +96,21 @@ async def test_only_the_same_key_is_ever_closed(conn):
     await say(conn, items(facts=[("home_city", "The user lives in Oslo")]), now=at(2), project="p2")
     await say(conn, items(facts=[("home_city", "The user lives in Kyiv")]), now=at(2), environment="staging")
     assert len(await list_items(conn, "acme", "alice", key="home_city")) == 4
-    assert [i.content for i in await list_items(conn, "acme", "alice", key="home_city", project="", environment="",
-                                                item_type="fact")] == ["The user lives in Berlin"]
+    assert [
+        i.content
+        for i in await list_items(conn, "acme", "alice", key="home_city", project="", environment="", item_type="fact")
+    ] == ["The user lives in Berlin"]
 
 
 async def test_todos_close_when_done_and_decisions_accumulate(conn):
-    await say(conn, items(
-        todos=[("todo_call_mom", "Remind the user to call mom"), ("todo_pay_rent", "Remind the user to pay rent")],
-        decisions=[("decisions", "Decided: use Postgres"), ("decisions", "Decided: ship on Fridays")],
-    ), now=at(0))
+    await say(
+        conn,
+        items(
+            todos=[("todo_call_mom", "Remind the user to call mom"), ("todo_pay_rent", "Remind the user to pay rent")],
+            decisions=[("decisions", "Decided: use Postgres"), ("decisions", "Decided: ship on Fridays")],
+        ),
+        now=at(0),
+    )
     await say(conn, items(decisions=[("decisions", "Decided: write tests first")]), now=at(1))
     (done,) = await say(conn, items(todos=[("todo_call_mom", "Done: called mom on Sunday")]), now=at(2))
     assert done.outcome == "closed" and len(done.closed_item_ids) == 1
@@ -144,9 +167,9 @@ WRITERS = 24
 async def test_concurrent_writers_of_one_fact_leave_one_current_row(connect, database_url):
     conns = [await connect() for _ in range(WRITERS)]
     fact = items(facts=[("allergies", "The user is allergic to peanuts", {"single_valued": False})])
-    outcomes = await asyncio.gather(*(
-        say(c, fact, now=at(0), conversation_id=f"c{n}", memory_id=n) for n, c in enumerate(conns)
-    ))
+    outcomes = await asyncio.gather(
+        *(say(c, fact, now=at(0), conversation_id=f"c{n}", memory_id=n) for n, c in enumerate(conns))
+    )
     assert sorted(o.outcome for (o,) in outcomes) == ["inserted"] + ["unchanged"] * (WRITERS - 1)
     assert query(database_url, "SELECT count(*) FROM items") == [(1,)]
     assert query(database_url, "SELECT count(DISTINCT conversation_id) FROM item_sources") == [(WRITERS,)]
@@ -154,10 +177,12 @@ async def test_concurrent_writers_of_one_fact_leave_one_current_row(connect, dat
 
 async def test_concurrent_writers_of_different_values_leave_one_current_version(connect, database_url):
     conns = [await connect() for _ in range(WRITERS)]
-    outcomes = await asyncio.gather(*(
-        say(c, items(facts=[("home_city", f"The user lives in City{n}")]), now=at(0), memory_id=n)
-        for n, c in enumerate(conns)
-    ))
+    outcomes = await asyncio.gather(
+        *(
+            say(c, items(facts=[("home_city", f"The user lives in City{n}")]), now=at(0), memory_id=n)
+            for n, c in enumerate(conns)
+        )
+    )
     assert sorted(o.outcome for (o,) in outcomes) == ["inserted"] + ["superseded"] * (WRITERS - 1)
     rows = query(
         database_url,
@@ -165,7 +190,7 @@ async def test_concurrent_writers_of_different_values_leave_one_current_version(
     )
     assert len(rows) == WRITERS and [r[2] is None for r in rows].count(True) == 1
     # One history, each version ending where the next begins: no overlap, no hole.
-    assert all(earlier[2] == later[1] for earlier, later in zip(rows, rows[1:]))
+    assert all(earlier[2] == later[1] for earlier, later in itertools.pairwise(rows))
     assert {r[0] for r in rows} == {f"The user lives in City{n}" for n in range(WRITERS)}
 
 
@@ -186,7 +211,8 @@ async def test_the_constraint_decides_when_a_writer_bypasses_the_slot_lock(conne
     (outcome,) = await writer
     assert outcome.outcome == "superseded"
     assert query(database_url, "SELECT content, upper(valid_during) IS NULL FROM items ORDER BY item_id") == [
-        ("The user lives in Rome", False), ("The user lives in Oslo", True),
+        ("The user lives in Rome", False),
+        ("The user lives in Oslo", True),
     ]
     with pytest.raises(Exception, match="items_one_version_at_a_time"):
         await other.execute(
@@ -199,15 +225,17 @@ async def test_the_constraint_decides_when_a_writer_bypasses_the_slot_lock(conne
 async def test_a_todo_said_done_in_the_users_words_closes(conn):
     from memory_agent.long_term.extract import Statement, extract_items
 
-    opened = extract_items([Statement(0, "user", "Remind me to call the dentist."),
-                            Statement(2, "user", "Remind me to buy milk.")])
+    opened = extract_items(
+        [Statement(0, "user", "Remind me to call the dentist."), Statement(2, "user", "Remind me to buy milk.")]
+    )
     await say(conn, opened, now=at(0))
     done = extract_items([Statement(4, "user", "Mark call the dentist as done, thanks.")])
     assert [(i.key, i.content) for _, i in done.typed()] == [("todo_call_the_dentist", "Done: call the dentist")]
     assert [o.outcome for o in await say(conn, done, now=at(1))] == ["closed"]
     # Opened and done within one summary: recorded, and closed.
-    both = extract_items([Statement(6, "user", "Remind me to water the plants."),
-                          Statement(8, "user", "done: water the plants")])
+    both = extract_items(
+        [Statement(6, "user", "Remind me to water the plants."), Statement(8, "user", "done: water the plants")]
+    )
     assert sorted(o.outcome for o in await say(conn, both, now=at(2))) == ["closed", "inserted"]
     assert [i.content for i in await list_items(conn, "acme", "alice")] == ["Remind the user to buy milk"]
     assert len(await item_history(conn, "acme", "alice", "todo", "todo_water_the_plants")) == 1

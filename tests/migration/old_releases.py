@@ -29,7 +29,9 @@ def build_release(url: str, up_to: int, schema: str = "memory_agent") -> None:
             if migration.version > up_to:
                 break
             conn.execute(migration.text.encode())
-            conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", [migration.version, migration.name])
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", [migration.version, migration.name]
+            )
 
 
 def _message(role: str, text: str, conversation_id: str, n: int) -> dict[str, Any]:
@@ -61,8 +63,16 @@ def write_old_rows(url: str, conversations: dict[str, int], schema: str = "memor
                     "INSERT INTO round_metrics (conversation_id, round_number, first_sequence, last_sequence,"
                     " gap_size, context_messages, retrieval_path, truncation)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    [conversation_id, r, (r - 1) * 2, (r - 1) * 2 + 1, r, r + 1, "raw" if r < 3 else "memory+gap",
-                     Jsonb({"round": r}) if r == 2 else None],
+                    [
+                        conversation_id,
+                        r,
+                        (r - 1) * 2,
+                        (r - 1) * 2 + 1,
+                        r,
+                        r + 1,
+                        "raw" if r < 3 else "memory+gap",
+                        Jsonb({"round": r}) if r == 2 else None,
+                    ],
                 )
             base = None
             for end in range(3, rounds * 2 - 2, 4):

@@ -87,7 +87,7 @@ def sharding_violations(url: str, schema: str) -> list[str]:
                     kind = "primary key" if is_pk else "unique index"
                     problems.append(f"{table}: {kind} {name} {tuple(cols)} does not lead with user_id")
             indexes = [cols for (cols,) in _rows(conn, INDEXES_SQL, [oid])]
-            for name, source, target, outgoing, cols, target_cols in foreign:
+            for name, _source, target, outgoing, cols, target_cols in foreign:
                 if not outgoing:
                     continue  # checked on the referencing table
                 if not cols or cols[0] != "user_id" or not target_cols or target_cols[0] != "user_id":

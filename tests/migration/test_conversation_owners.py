@@ -57,6 +57,9 @@ async def test_two_users_racing_for_a_new_thread_get_one_owner(database_url):
         for backend in backends:
             await backend.pool.close()
     # The refused user wrote nothing: one lease per thread, the owner's.
-    leases = query(database_url, "SELECT l.conversation_id FROM round_leases l JOIN conversation_owners o"
-                   " ON o.conversation_id = l.conversation_id AND o.user_id = l.user_id")
+    leases = query(
+        database_url,
+        "SELECT l.conversation_id FROM round_leases l JOIN conversation_owners o"
+        " ON o.conversation_id = l.conversation_id AND o.user_id = l.user_id",
+    )
     assert len(leases) == 20 and query(database_url, "SELECT count(*) FROM round_leases") == [(20,)]

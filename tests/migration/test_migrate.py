@@ -13,8 +13,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from memory_agent import ConfigurationError, MemoryService, MemorySettings
-from memory_agent import resources
+from memory_agent import ConfigurationError, MemoryService, MemorySettings, resources
 from memory_agent.db.migrate import Migrator, load_migrations
 from tests.conftest import execute, query
 from tests.migration.old_releases import build_release
@@ -44,8 +43,12 @@ async def run_migrator(url: str, directory: Path | None = None, apply: bool = Tr
 def test_a_database_newer_than_the_code_is_refused_at_open(database_url):
     execute(database_url, "INSERT INTO schema_migrations (version, name, checksum) VALUES (42, 'future', 'x')")
     newest = load_migrations()[-1].version
-    with pytest.raises(ConfigurationError, match=f"schema is at version 42, this memory_agent knows up to {newest}: "
-                       "upgrade memory_agent".replace("schema is", "schema 'memory_agent' is")):
+    with pytest.raises(
+        ConfigurationError,
+        match=f"schema is at version 42, this memory_agent knows up to {newest}: upgrade memory_agent".replace(
+            "schema is", "schema 'memory_agent' is"
+        ),
+    ):
         MemoryService.from_settings(MemorySettings(database_url=database_url)).open()
 
 
@@ -65,8 +68,11 @@ def test_an_edited_file_is_refused_on_a_database_of_a_release_before_checksums(e
     with pytest.raises(ConfigurationError, match="0003_observability.sql was changed"):
         asyncio.run(run_migrator(empty_database_url, directory))
     # Nothing was written: the record still has no checksum column.
-    assert query(empty_database_url, "SELECT count(*) FROM information_schema.columns"
-                 " WHERE table_name = 'schema_migrations' AND column_name = 'checksum'") == [(0,)]
+    assert query(
+        empty_database_url,
+        "SELECT count(*) FROM information_schema.columns"
+        " WHERE table_name = 'schema_migrations' AND column_name = 'checksum'",
+    ) == [(0,)]
 
 
 def test_a_no_transaction_step_runs_statement_by_statement(database_url, tmp_path):
@@ -78,8 +84,11 @@ def test_a_no_transaction_step_runs_statement_by_statement(database_url, tmp_pat
     report = asyncio.run(run_migrator(database_url, directory))
     assert report.applied == ["0099_concurrent_index.sql"]
     # CREATE INDEX CONCURRENTLY fails inside a transaction block: these ran in autocommit, and are valid.
-    valid = query(database_url, "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-                  " WHERE c.relname IN ('idx_messages_created_at', 'idx_round_metrics_user_created_at') ORDER BY 1")
+    valid = query(
+        database_url,
+        "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE c.relname IN ('idx_messages_created_at', 'idx_round_metrics_user_created_at') ORDER BY 1",
+    )
     assert valid == [("idx_messages_created_at", True), ("idx_round_metrics_user_created_at", True)]
     assert query(database_url, "SELECT checksum FROM schema_migrations WHERE version = 99") == [(migration.checksum,)]
     assert asyncio.run(run_migrator(database_url, directory)).applied == []
@@ -108,7 +117,9 @@ def test_definitions_are_recreated_when_they_change(database_url):
     # One definition of each view: not in any numbered file after 0003 (which stays as released).
     for migration in load_migrations():
         if migration.version > 3:
-            assert "CREATE VIEW" not in migration.text.upper() and "CREATE OR REPLACE VIEW" not in migration.text.upper()
+            assert (
+                "CREATE VIEW" not in migration.text.upper() and "CREATE OR REPLACE VIEW" not in migration.text.upper()
+            )
 
 
 def test_auto_migrate_off_refuses_a_schema_behind_the_code(empty_database_url):
@@ -121,7 +132,9 @@ def test_auto_migrate_off_refuses_a_schema_behind_the_code(empty_database_url):
     result = subprocess.run(
         [sys.executable, "-m", "memory_agent", "migrate"],
         env={"MEMORY_AGENT_DATABASE_URL": empty_database_url, "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     newest = load_migrations()[-1]
@@ -131,6 +144,8 @@ def test_auto_migrate_off_refuses_a_schema_behind_the_code(empty_database_url):
     again = subprocess.run(
         [sys.executable, "-m", "memory_agent", "migrate"],
         env={"MEMORY_AGENT_DATABASE_URL": empty_database_url, "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert again.returncode == 0 and "up to date" in again.stdout, again.stdout + again.stderr

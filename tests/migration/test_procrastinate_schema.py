@@ -79,8 +79,11 @@ def test_an_older_procrastinate_schema_is_upgraded_through_its_migrations(
 
     build_old_procrastinate(database_url, "memory_agent", OLD_LEVEL)
     if level_recorded:
-        query(database_url, "INSERT INTO schema_procrastinate (migration, procrastinate_version)"
-              " VALUES (%s, '3.2.0') RETURNING 1", [OLD_LEVEL])
+        query(
+            database_url,
+            "INSERT INTO schema_procrastinate (migration, procrastinate_version) VALUES (%s, '3.2.0') RETURNING 1",
+            [OLD_LEVEL],
+        )
     old = shape(database_url, "memory_agent")
     assert old != expected  # an honest older state: something to upgrade
 
@@ -94,8 +97,11 @@ def test_an_older_procrastinate_schema_is_upgraded_through_its_migrations(
 
 def test_a_procrastinate_schema_newer_than_the_installed_one_is_refused(database_url):
     asyncio.run(migrate_procrastinate(database_url))
-    query(database_url, "INSERT INTO schema_procrastinate (migration, procrastinate_version)"
-          " VALUES ('99.00.00_01_future.sql', '99.0.0') RETURNING 1")
+    query(
+        database_url,
+        "INSERT INTO schema_procrastinate (migration, procrastinate_version)"
+        " VALUES ('99.00.00_01_future.sql', '99.0.0') RETURNING 1",
+    )
     from memory_agent import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="upgrade procrastinate"):

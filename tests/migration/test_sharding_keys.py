@@ -10,13 +10,18 @@ from tests.migration.sharding import sharding_violations
 
 
 def test_every_table_is_keyed_by_user_id(database_url):
-    tables = [name for (name,) in query(
-        database_url,
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = 'memory_agent' AND c.relkind = 'r' ORDER BY 1",
-    )]
+    tables = [
+        name
+        for (name,) in query(
+            database_url,
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'memory_agent' AND c.relkind = 'r' ORDER BY 1",
+        )
+    ]
     # The check covers the tables it should (a table missing here would be checked by no rule).
-    assert {"conversations", "messages", "memory", "round_metrics", "round_leases", "conversation_owners"} <= set(tables)
+    assert {"conversations", "messages", "memory", "round_metrics", "round_leases", "conversation_owners"} <= set(
+        tables
+    )
     assert sharding_violations(database_url, "memory_agent") == []
 
 
@@ -25,9 +30,7 @@ def test_the_check_finds_each_broken_rule(database_url):
         conn.execute("CREATE SCHEMA broken")
         conn.execute("SET search_path TO broken")
         conn.execute("CREATE TABLE keyless (id int PRIMARY KEY, note text)")
-        conn.execute(
-            "CREATE TABLE parent (tenant_id text NOT NULL, user_id text, id int PRIMARY KEY)"
-        )
+        conn.execute("CREATE TABLE parent (tenant_id text NOT NULL, user_id text, id int PRIMARY KEY)")
         conn.execute("CREATE UNIQUE INDEX parent_id_only ON parent (id)")
         conn.execute("CREATE UNIQUE INDEX parent_positive ON parent (id, tenant_id) WHERE id > 0")
         conn.execute(

@@ -19,7 +19,9 @@ async def main(url: str, prefix: str, conversations: int, rounds: int) -> None:
 
         async def conversation(name: str) -> None:
             for n in range(rounds):
-                await app.ainvoke({"messages": [HumanMessage(f"{name} says {n}")]}, {"configurable": {"thread_id": name}})
+                await app.ainvoke(
+                    {"messages": [HumanMessage(f"{name} says {n}")]}, {"configurable": {"thread_id": name}}
+                )
 
         await asyncio.gather(*(conversation(f"{prefix}-{i}") for i in range(conversations)))
 

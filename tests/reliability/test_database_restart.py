@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -100,6 +99,10 @@ async def test_outage_and_restart(own_server):
     assert [s for s, _ in stored] == list(range(10))
     assert [r for _, r in stored] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
     with psycopg.connect(own_server.url) as conn:
-        contents = [c for (c,) in conn.execute(
-            "SELECT content FROM memory_agent.messages WHERE role = 'user' ORDER BY sequence_number")]
+        contents = [
+            c
+            for (c,) in conn.execute(
+                "SELECT content FROM memory_agent.messages WHERE role = 'user' ORDER BY sequence_number"
+            )
+        ]
     assert contents == ["before 0", "before 1", "before 2", "after 1", "after 2"]

@@ -121,8 +121,19 @@ def test_double_text_from_two_processes(database_url, tmp_path: Path):
     for text, out in zip(("from A", "from B"), outputs):
         processes.append(
             subprocess.Popen(
-                [sys.executable, "-m", "tests.reliability.double_text_process", database_url, "two", text, "1.0", str(out)],
-                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.reliability.double_text_process",
+                    database_url,
+                    "two",
+                    text,
+                    "1.0",
+                    str(out),
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
         )
     for process in processes:

@@ -10,7 +10,6 @@ from tests.conftest import query
 from tests.reliability.test_concurrency import assert_linear_chain
 from tests.support import EchoChat, FailingSummaryModel
 
-
 EXPECTED_ERROR = {
     "error": "Error code: 500",
     "hang": "Timeout",
@@ -20,11 +19,11 @@ EXPECTED_ERROR = {
 
 
 @pytest.mark.parametrize("mode", ["error", "hang", "empty", "malformed"])
-async def test_model_failure_is_recorded_and_round_served_from_previous_memory(fake_openai, open_memory, database_url, mode):
+async def test_model_failure_is_recorded_and_round_served_from_previous_memory(
+    fake_openai, open_memory, database_url, mode
+):
     fake_openai.hang_s = 3
-    memory = await open_memory(
-        model=None, summary_timeout_s=0.5, summary_max_attempts=2, summary_retry_backoff_s=0.01
-    )
+    memory = await open_memory(model=None, summary_timeout_s=0.5, summary_max_attempts=2, summary_retry_backoff_s=0.01)
     chat = EchoChat()
     app = with_memory(chat.graph, memory)
     config = {"configurable": {"thread_id": f"fail-{mode}"}}
@@ -58,7 +57,9 @@ async def test_model_failure_is_recorded_and_round_served_from_previous_memory(f
     assert await memory.drain(timeout=15)
     rows = await memory.get_memory_history(f"fail-{mode}")
     assert [(r.memory_id, r.status, r.base_memory_id) for r in rows] == [
-        (1, "completed", None), (2, "failed", 1), (3, "completed", 1),
+        (1, "completed", None),
+        (2, "failed", 1),
+        (3, "completed", 1),
     ]
     assert (rows[2].start_sequence, rows[2].end_sequence, rows[2].summarized_start) == (0, 9, 6)
     assert_linear_chain([r for r in rows if r.status != "failed"])

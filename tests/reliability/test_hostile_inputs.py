@@ -41,7 +41,7 @@ ODD_BUT_VALID_CONTENT = [
     "x" * (1024 * 1024),  # 1 MB
     "'); DROP TABLE memory; --",
     "emoji 🎉 and RTL \u202e text",
-    "json-looking {\"a\": [1, 2]}",
+    'json-looking {"a": [1, 2]}',
     "%(conversation_id)s %s",
     "\\x00 written as text, not a NUL",
     "\\u0000 written as text, not a NUL",
@@ -82,7 +82,7 @@ async def test_bad_thread_ids_are_refused_with_a_clear_error(app, database_url, 
 
 async def test_missing_thread_id_names_the_config_key(app, database_url):
     graph, _ = app
-    with pytest.raises(InvalidInputError, match=r'configurable.*thread_id'):
+    with pytest.raises(InvalidInputError, match=r"configurable.*thread_id"):
         await graph.ainvoke({"messages": [HumanMessage("hello")]}, {})
     assert counts(database_url) == (0, 0, 0)
 
@@ -158,8 +158,13 @@ async def test_a_bad_message_in_the_middle_of_a_round_writes_nothing(app, databa
 async def test_graph_input_coerced_by_langgraph_is_stored_as_messages(app, database_url):
     graph, memory = app
     # LangGraph's add_messages turns role dicts and strings into messages before our node sees them.
-    await graph.ainvoke({"messages": [{"role": "user", "content": "from a dict"}]}, {"configurable": {"thread_id": "d"}})
+    await graph.ainvoke(
+        {"messages": [{"role": "user", "content": "from a dict"}]}, {"configurable": {"thread_id": "d"}}
+    )
     await graph.ainvoke({"messages": "from a string"}, {"configurable": {"thread_id": "d"}})
     assert query(database_url, "SELECT role, content FROM messages ORDER BY sequence_number") == [
-        ("user", "from a dict"), ("assistant", "reply 1"), ("user", "from a string"), ("assistant", "reply 2"),
+        ("user", "from a dict"),
+        ("assistant", "reply 1"),
+        ("user", "from a string"),
+        ("assistant", "reply 2"),
     ]

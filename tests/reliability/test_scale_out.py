@@ -48,16 +48,29 @@ async def test_apps_and_workers_share_one_database(database_url):
         pass
     env = clean_env(database_url)
     workers = [
-        subprocess.Popen([sys.executable, "-m", "memory_agent", "worker", "--concurrency", "4"], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-m", "memory_agent", "worker", "--concurrency", "4"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         for _ in range(WORKERS)
     ]
     try:
         apps = [
             subprocess.Popen(
-                [sys.executable, "-m", "tests.reliability.app_process", database_url, f"app{i}",
-                 str(CONVERSATIONS), str(ROUNDS)],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.reliability.app_process",
+                    database_url,
+                    f"app{i}",
+                    str(CONVERSATIONS),
+                    str(ROUNDS),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
             )
             for i in range(APPS)
         ]

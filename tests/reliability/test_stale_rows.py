@@ -59,7 +59,9 @@ def start_worker(database_url: str, openai_url: str) -> subprocess.Popen:
     )
     return subprocess.Popen(
         [sys.executable, "-m", "memory_agent", "worker", "--concurrency", "2"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -75,7 +77,8 @@ async def test_worker_killed_with_sigkill_mid_summary(open_memory, database_url)
         try:
             # The worker picks the job up and hangs inside the model call ...
             await wait_for(
-                lambda: query(database_url, "SELECT started_at FROM memory WHERE memory_id = 1")[0][0], 30,
+                lambda: query(database_url, "SELECT started_at FROM memory WHERE memory_id = 1")[0][0],
+                30,
                 "the worker to start memory 1",
             )
             await wait_for(lambda: fake.structured_requests(), 10, "the model call")
@@ -97,14 +100,20 @@ async def test_worker_killed_with_sigkill_mid_summary(open_memory, database_url)
         try:
             await wait_for(
                 lambda: query(database_url, "SELECT status FROM memory WHERE memory_id = 2") == [("completed",)],
-                30, "a new worker to complete memory 2",
+                30,
+                "a new worker to complete memory 2",
             )
         finally:
             second.send_signal(signal.SIGTERM)
             second.wait(timeout=20)
 
-    rows = query(database_url, "SELECT memory_id, status, start_sequence, end_sequence, base_memory_id, error FROM memory ORDER BY 1")
+    rows = query(
+        database_url,
+        "SELECT memory_id, status, start_sequence, end_sequence, base_memory_id, error FROM memory ORDER BY 1",
+    )
     assert rows[0][:5] == (1, "failed", 0, 5, None) and "reclaimed" in rows[0][5]
     assert rows[1][:5] == (2, "completed", 0, 7, None)
-    assert query(database_url, "SELECT count(*), min(sequence_number), max(sequence_number) FROM messages") == [(8, 0, 7)]
+    assert query(database_url, "SELECT count(*), min(sequence_number), max(sequence_number) FROM messages") == [
+        (8, 0, 7)
+    ]
     assert second.returncode == 0, second.stderr.read().decode()[-2000:]

@@ -15,7 +15,10 @@ def test_worker_announces_itself_and_stops_cleanly(database_url):
     env.pop("OPENAI_BASE_URL", None)
     worker = subprocess.Popen(
         [sys.executable, "-m", "memory_agent", "worker", "--concurrency", "1"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 30

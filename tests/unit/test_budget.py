@@ -24,7 +24,15 @@ def build(messages: list[BaseMessage]) -> list[BaseMessage]:
 
 
 def test_split_rounds_keeps_tool_exchanges_and_multi_message_inputs_together():
-    gap = [*tool_round(1), HumanMessage("a"), HumanMessage("b"), AIMessage("c"), SystemMessage("s"), HumanMessage("d"), AIMessage("e")]
+    gap = [
+        *tool_round(1),
+        HumanMessage("a"),
+        HumanMessage("b"),
+        AIMessage("c"),
+        SystemMessage("s"),
+        HumanMessage("d"),
+        AIMessage("e"),
+    ]
     rounds = split_rounds(gap)
     assert [len(r) for r in rounds] == [5, 3, 3]
     # A user message while a tool call is unanswered does not start a round.
@@ -64,7 +72,9 @@ def test_per_message_cap_cuts_text_with_a_visible_marker():
     cut, over = truncate_message(long, 50)
     assert over == count_tokens_approximately([long]) - 50
     assert count_tokens_approximately([cut]) <= 50 and cut.id == "long"
-    assert cut.text.startswith("word word") and cut.text.endswith(f"… [truncated by memory_agent: {over} tokens over the cap]")
+    assert cut.text.startswith("word word") and cut.text.endswith(
+        f"… [truncated by memory_agent: {over} tokens over the cap]"
+    )
     same, zero = truncate_message(HumanMessage("short"), 50)
     assert zero == 0 and same.text == "short"
     # No text to cut (a tool call with long arguments): left alone, no misleading marker.

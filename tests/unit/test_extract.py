@@ -24,15 +24,17 @@ def keyed(items: StructuredItems) -> dict[tuple[str, str, str], list[int]]:
 
 
 def test_plain_statements_become_typed_items():
-    items = extract_items(said(
-        "Hi, my name is Ana and I'm allergic to peanuts.",
-        "I prefer dark mode, please.",
-        "I moved to Lisbon last spring.",
-        "Remind me to call the dentist.",
-        "We decided to use Postgres for the shop.",
-        "My sister is Marta.",
-        "I work at Acme Robotics now",
-    ))
+    items = extract_items(
+        said(
+            "Hi, my name is Ana and I'm allergic to peanuts.",
+            "I prefer dark mode, please.",
+            "I moved to Lisbon last spring.",
+            "Remind me to call the dentist.",
+            "We decided to use Postgres for the shop.",
+            "My sister is Marta.",
+            "I work at Acme Robotics now",
+        )
+    )
     assert keyed(items) == {
         ("fact", "name", "The user's name is Ana"): [0],
         ("fact", "allergies", "The user is allergic to peanuts"): [0],
@@ -53,10 +55,16 @@ def test_assistant_messages_are_not_sources():
 
 
 def test_a_later_value_of_the_same_key_wins_and_repeats_accumulate_sources():
-    items = extract_items(said(
-        "I prefer dark mode", "I live in Porto", "I prefer light mode", "I live in Porto",
-        "I'm allergic to peanuts", "I am allergic to shellfish",
-    ))
+    items = extract_items(
+        said(
+            "I prefer dark mode",
+            "I live in Porto",
+            "I prefer light mode",
+            "I live in Porto",
+            "I'm allergic to peanuts",
+            "I am allergic to shellfish",
+        )
+    )
     assert keyed(items) == {
         ("preference", "ui_theme", "The user prefers the light theme"): [4],
         ("fact", "home_city", "The user lives in Porto"): [2, 6],

@@ -32,9 +32,10 @@ RULE = dict(summarize_after_seq=5, min_new_messages=1, processing_timeout_s=300.
     ],
 )
 def test_summary_due_is_the_whole_trigger_rule(last_saved_seq, processing_age_s, base_end_sequence, outcome):
-    assert summary_due(
-        last_saved_seq, processing_age_s=processing_age_s, base_end_sequence=base_end_sequence, **RULE
-    ) == outcome
+    assert (
+        summary_due(last_saved_seq, processing_age_s=processing_age_s, base_end_sequence=base_end_sequence, **RULE)
+        == outcome
+    )
 
 
 async def test_the_inline_executor_runs_summary_jobs_and_drains():
@@ -71,7 +72,12 @@ def _parameters(function: object) -> list[tuple[str, object]]:
 def test_round_memories_take_what_the_protocol_passes(implementation):
     members = [name for name in vars(RoundMemory) if not name.startswith("_") and callable(getattr(RoundMemory, name))]
     assert sorted(members) == [
-        "call_sync", "finish_round", "prepare_round", "record_failed_round", "release_round", "round_identity"
+        "call_sync",
+        "finish_round",
+        "prepare_round",
+        "record_failed_round",
+        "release_round",
+        "round_identity",
     ]
     for name in members:
         expected, actual = getattr(RoundMemory, name), getattr(implementation, name)
