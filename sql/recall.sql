@@ -3,18 +3,28 @@
 -- {vector_hits}, filled with `recall_vector_hits` when an embedder is configured and `recall_no_vector_hits`
 -- otherwise (the embeddings table exists only where pgvector does).
 
+-- recall_trgm_threshold --
+-- The word similarity a trigram hit needs, for the rest of the transaction (the operator's index reads it).
+SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true)
+
 -- recall_search --
 -- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank.
 WITH user_turns AS NOT MATERIALIZED (
     -- The one place turns are scoped to a user: their conversations, until messages carry user_id.
-    SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at
+    SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at,
+           CASE WHEN %(config)s::regconfig = 'english'::regconfig THEN m.fts_english
+                ELSE to_tsvector(%(config)s::regconfig, m.content) END AS fts
     FROM messages AS m
-    WHERE m.conversation_id = ANY(%(conversation_ids)s::text[])
+    -- Parameters behind a sub-select are estimated generically: planning a 50-element array constant at every
+    -- reference cost more than the execution.
+    WHERE m.conversation_id = ANY((SELECT %(conversation_ids)s::text[])::text[])
       AND m.role IN ('user', 'assistant')
       AND (%(as_of)s::timestamptz IS NULL OR m.created_at <= %(as_of)s::timestamptz)
 ), user_items AS NOT MATERIALIZED (
     -- Items and cluster summaries valid at `as_of`, current ones without it.
-    SELECT i.item_id, i.is_summary, i.content
+    SELECT i.item_id, i.is_summary, i.content,
+           CASE WHEN %(config)s::regconfig = 'english'::regconfig THEN i.fts_english
+                ELSE to_tsvector(%(config)s::regconfig, i.content) END AS fts
     FROM items AS i
     WHERE i.tenant_id = %(tenant_id)s AND i.user_id = %(user_id)s
       AND CASE WHEN %(as_of)s::timestamptz IS NULL THEN upper_inf(i.valid_during)
@@ -30,13 +40,13 @@ WITH user_turns AS NOT MATERIALIZED (
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
     FROM (
         SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
-               ts_rank(to_tsvector(%(config)s::regconfig, t.content), terms.q) AS score
-        FROM user_turns AS t, terms
-        WHERE %(use_fts)s AND to_tsvector(%(config)s::regconfig, t.content) @@ terms.q
+               ts_rank(t.fts, (SELECT q FROM terms)) AS score
+        FROM user_turns AS t
+        WHERE %(use_fts)s AND t.fts @@ (SELECT q FROM terms)
         UNION ALL
-        SELECT 'item', NULL, NULL, i.item_id, ts_rank(to_tsvector(%(config)s::regconfig, i.content), terms.q)
-        FROM user_items AS i, terms
-        WHERE %(use_fts)s AND to_tsvector(%(config)s::regconfig, i.content) @@ terms.q
+        SELECT 'item', NULL, NULL, i.item_id, ts_rank(i.fts, (SELECT q FROM terms))
+        FROM user_items AS i
+        WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
@@ -44,39 +54,56 @@ WITH user_turns AS NOT MATERIALIZED (
     -- Trigrams run when asked to, for short or CJK queries, or when full text found too little.
     SELECT %(trgm_always)s OR (%(trgm_fallback)s AND (%(short_or_cjk)s OR (SELECT count(*) FROM fts) < %(min_hits)s))
         AS open
+), trgm_matches AS (
+    -- Word similarity through the trigram indexes, above the threshold the caller set for this transaction
+    -- (pg_trgm.word_similarity_threshold); or a CJK bigram of the query in the text: two characters have no
+    -- trigram, so those are read from the user's rows (strpos: no index would serve them).
+    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id, t.content
+    FROM user_turns AS t
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% t.content
+    UNION
+    SELECT 'turn', t.conversation_id, t.sequence_number, (NULL::items).item_id, t.content
+    FROM user_turns AS t
+    WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(t.content, b) > 0)
+    UNION
+    SELECT 'item', NULL, NULL, i.item_id, i.content
+    FROM user_items AS i
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% i.content
+    UNION
+    SELECT 'item', NULL, NULL, i.item_id, i.content
+    FROM user_items AS i
+    WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(i.content, b) > 0)
 ), trgm AS (
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
     FROM (
-        SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
-               greatest(word_similarity(%(query)s, t.content),
-                        (SELECT count(*) FROM unnest(%(patterns)s::text[]) AS p WHERE t.content ILIKE p)::real
-                            / greatest(cardinality(%(patterns)s::text[]), 1)) AS score
-        FROM user_turns AS t
-        WHERE (SELECT open FROM trgm_gate)
-          AND (word_similarity(%(query)s, t.content) >= %(trgm_threshold)s OR t.content ILIKE ANY(%(patterns)s::text[]))
-        UNION ALL
-        SELECT 'item', NULL, NULL, i.item_id,
-               greatest(word_similarity(%(query)s, i.content),
-                        (SELECT count(*) FROM unnest(%(patterns)s::text[]) AS p WHERE i.content ILIKE p)::real
-                            / greatest(cardinality(%(patterns)s::text[]), 1))
-        FROM user_items AS i
-        WHERE (SELECT open FROM trgm_gate)
-          AND (word_similarity(%(query)s, i.content) >= %(trgm_threshold)s OR i.content ILIKE ANY(%(patterns)s::text[]))
+        SELECT kind, conversation_id, sequence_number, item_id,
+               greatest(word_similarity(%(query)s, content),
+                        (SELECT count(*) FROM unnest(%(bigrams)s::text[]) AS b WHERE strpos(content, b) > 0)::real
+                            / greatest(cardinality(%(bigrams)s::text[]), 1)) AS score
+        FROM trgm_matches
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
 ), vec AS (
     {vector_hits}
 ), recent AS (
-    -- Nothing found on any path: the user's latest turns of other conversations, so the block is not empty.
+    -- Nothing found on any path: the latest turns of the user's most recently active other conversation.
     SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
-           row_number() OVER (ORDER BY t.created_at DESC, t.sequence_number DESC) AS rank
+           row_number() OVER (ORDER BY t.sequence_number DESC) AS rank
     FROM user_turns AS t
     WHERE %(recent)s > 0
-      AND t.conversation_id IS DISTINCT FROM %(conversation_id)s
       AND NOT EXISTS (SELECT 1 FROM fts) AND NOT EXISTS (SELECT 1 FROM trgm) AND NOT EXISTS (SELECT 1 FROM vec)
-    ORDER BY t.created_at DESC, t.sequence_number DESC
+      AND t.conversation_id = (
+          SELECT c.conversation_id FROM conversations AS c
+          WHERE c.conversation_id = ANY((SELECT %(conversation_ids)s::text[])::text[])
+            AND c.conversation_id IS DISTINCT FROM %(conversation_id)s
+            AND (%(as_of)s::timestamptz IS NULL OR c.created_at <= %(as_of)s::timestamptz)
+          ORDER BY c.updated_at DESC, c.conversation_id
+          LIMIT 1)
+    ORDER BY t.sequence_number DESC
     LIMIT %(recent)s
 ), scope AS (
     -- This conversation first; the whole user when it has few hits or the message points to the past.
@@ -121,12 +148,14 @@ LEFT JOIN LATERAL (
 ORDER BY f.score DESC NULLS LAST, i.is_summary DESC NULLS LAST, f.kind, f.sequence_number
 
 -- recall_vector_hits --
--- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded).
+-- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded); a
+-- fallback like trigrams (the seed's V1.1-4) unless asked for always: an exact scan of a user's vectors costs.
     SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id,
            row_number() OVER (ORDER BY e.embedding <=> %(query_vector)s::vector) AS rank
     FROM item_embeddings AS e
     JOIN user_items AS i ON i.item_id = e.item_id
-    WHERE %(use_vectors)s AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
+    WHERE (%(vector_always)s OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s)
+      AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
       AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
       AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
     ORDER BY e.embedding <=> %(query_vector)s::vector

@@ -58,6 +58,7 @@ class RecallSettings:
     min_hits: int = 2  # fewer full-text hits than this → trigrams; fewer in this conversation → user-wide
     short_query_words: int = 2  # a query of at most this many words also gets trigrams
     trgm_threshold: float = 0.3  # word_similarity a trigram hit needs (CJK bigram matches need none)
+    vectors_always: bool = False  # False: vectors only when full text and trigrams found too little (V1.1-4)
     vector_min_similarity: float = 0.15  # cosine similarity a vector hit needs: the nearest are not always near
     candidates: int = 50  # per path, before fusion
     rrf_k: int = 60
@@ -124,15 +125,18 @@ def is_short_or_cjk(text: str, short_query_words: int) -> bool:
     return _CJK.search(text) is not None or len(_WORD.findall(text)) <= short_query_words
 
 
-def cjk_patterns(text: str, limit: int = 24) -> list[str]:
-    """ILIKE patterns for the CJK runs of `text`: one per character bigram. Text-search parsers keep a CJK
-    sentence as one token, and a short CJK query has too few trigrams for word_similarity to rank it."""
+def cjk_bigrams(text: str, limit: int = 24) -> list[str]:
+    """The character bigrams of the CJK runs of `text` (a run shorter than two characters stays whole when it
+    is the whole query). Text-search parsers keep a CJK sentence as one token, and a short CJK query has too few
+    trigrams for word_similarity to find it inside a sentence."""
     grams: list[str] = []
     for run in _CJK.findall(text):
-        pieces = [run] if len(run) < 3 else [run[i : i + 2] for i in range(len(run) - 1)]
-        grams.extend(p for p in pieces if len(p) > 1 or len(text.strip()) == 1)
-    escaped = [re.sub(r"([\\%_])", r"\\\1", g) for g in dict.fromkeys(grams)]
-    return [f"%{g}%" for g in escaped[:limit]]
+        if len(run) < 2:
+            if len(text.strip()) == 1:
+                grams.append(run)
+            continue
+        grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return list(dict.fromkeys(grams))[:limit]
 
 
 def format_hit(hit: RecallHit) -> str:
@@ -262,7 +266,7 @@ async def recall(
         "trgm_always": "trgm" in paths and "fts" not in paths,
         "trgm_fallback": "trgm" in paths,
         "short_or_cjk": is_short_or_cjk(query, settings.short_query_words),
-        "patterns": cjk_patterns(query),
+        "bigrams": cjk_bigrams(query),
         "trgm_threshold": settings.trgm_threshold,
         "min_hits": settings.min_hits,
         "past": points_to_past(query),
@@ -274,11 +278,12 @@ async def recall(
     if vectors:
         assert embedder is not None
         params.update(
-            use_vectors=True, model=model_name(embedder), vector_min_similarity=settings.vector_min_similarity,
+            vector_always=settings.vectors_always or "fts" not in paths, model=model_name(embedder), vector_min_similarity=settings.vector_min_similarity,
             query_vector=to_vector_literal(await embedder.aembed_query(query)),
         )
     try:
-        async with conn.cursor(row_factory=dict_row) as cur:
+        async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(resources.queries()["recall_trgm_threshold"], {"threshold": str(settings.trgm_threshold)})
             await cur.execute(_statement(vectors), params)
             rows = await cur.fetchall()
     except psycopg.errors.UndefinedObject as exc:
