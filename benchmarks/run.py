@@ -29,6 +29,8 @@ from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks.fakes import FakeChatModel, user_message
+from benchmarks.recall import recall_stage
+from benchmarks.recall import render as render_recall
 from benchmarks.report import render_markdown, render_plot, ratio_table
 from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph, create_database, drop_database
 
@@ -54,6 +56,7 @@ class BenchConfig:
     out_dir: Path = field(default_factory=lambda: RESULTS_DIR)
     plot: bool = True
     floor_repeats: int = 300  # floors: rounds of the bare and no-op graphs; statements and summaries use fewer
+    only: str = "all"  # all | recall (the recall stage alone)
 
 
 def checkpoint(server_url: str) -> None:
@@ -455,19 +458,31 @@ def write_results(results: dict[str, Any], out_dir: Path, plot: bool = True) -> 
         render_plot(results, out_dir / "latest.png")
 
 
+async def run_stages(config: BenchConfig, server_url: str) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    if config.only == "all":
+        results = await run_all(config, server_url)
+    log("recall stage: evaluation on the synthetic dataset, latency at 10,000 items and 5,000 turns per user")
+    results["recall"] = await recall_stage(server_url)
+    return results
+
+
 def run(config: BenchConfig) -> dict[str, Any]:
-    """Run every stage for every system; write the results; return them."""
+    """Run every stage for every system (or only the recall stage); write the results; return them."""
     logging.getLogger("memory_agent").setLevel(logging.ERROR)
     if config.database_url:
-        results = asyncio.run(run_all(config, config.database_url))
+        results = asyncio.run(run_stages(config, config.database_url))
     else:
         from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
         data_dir = scratch_data_dir("memory_agent_bench_")
         log("starting the embedded PostgreSQL (fresh data directory)")
         server_url = start_embedded_postgres(data_dir, cleanup_mode="delete")
-        results = asyncio.run(run_all(config, server_url))
-    write_results(results, config.out_dir, config.plot)
+        results = asyncio.run(run_stages(config, server_url))
+    if config.only == "all":
+        write_results(results, config.out_dir, config.plot)
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    (config.out_dir / "recall.md").write_text(render_recall(results["recall"]) + "\n")
     return results
 
 
@@ -488,6 +503,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     parser.add_argument("--database-url", default=None, help="a PostgreSQL server URL; default: embedded, temporary")
     parser.add_argument("--out", type=Path, default=defaults.out_dir)
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--only", choices=("all", "recall"), default=defaults.only, help="run one stage only")
     args = parser.parse_args(argv)
     return BenchConfig(
         rounds=args.rounds,
@@ -504,6 +520,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
         database_url=args.database_url,
         out_dir=args.out,
         plot=not args.no_plot,
+        only=args.only,
     )
 
 
@@ -511,8 +528,11 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     started = time.perf_counter()
     results = run(config)
-    print(render_markdown(results, headline_only=True))
-    print(f"Results: {config.out_dir / 'latest.json'}, latest.md, latest.png ({time.perf_counter() - started:.0f} s)")
+    if config.only == "all":
+        print(render_markdown(results, headline_only=True))
+    print(render_recall(results["recall"]))
+    written = "latest.json, latest.md, latest.png, recall.md" if config.only == "all" else "recall.md"
+    print(f"Results: {config.out_dir} ({written}; {time.perf_counter() - started:.0f} s)")
     return 0
 
 

@@ -24,14 +24,16 @@ async def run_recall_eval(
     import psycopg
 
     from memory_agent.db.backend import MemoryBackend
-    from memory_agent.long_term.embeddings import HashingEmbeddings
+    from memory_agent.long_term.embeddings import BundledE5Embeddings, HashingEmbeddings
     from memory_agent.long_term.eval import evaluate, load_dataset
     from memory_agent.long_term.recall import RecallSettings
 
     samples = load_dataset(dataset)
     settings = RecallSettings(text_search_config=text_search_config, or_terms=or_terms)
-    if embedder not in ("hashing", "none"):
-        raise typer.BadParameter(f"unknown embedder {embedder!r}: use 'hashing' or 'none'")
+    embedders = {"hashing": HashingEmbeddings, "e5": BundledE5Embeddings, "none": lambda: None}
+    if embedder not in embedders:
+        raise typer.BadParameter(f"unknown embedder {embedder!r}: use one of {sorted(embedders)}")
+    chosen = embedders[embedder]()
     name = f"memory_agent_eval_{uuid.uuid4().hex[:10]}"
     params = psycopg.conninfo.conninfo_to_dict(server_url)
     async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
@@ -44,8 +46,7 @@ async def run_recall_eval(
             await MemoryBackend(pool).setup()
             async with pool.connection() as conn:
                 return await evaluate(
-                    conn, samples, embedder=HashingEmbeddings() if embedder == "hashing" else None,
-                    settings=settings)
+                    conn, samples, embedder=chosen, settings=settings)
         finally:
             await pool.close()
     finally:
@@ -58,7 +59,8 @@ async def run_recall_eval(
 def recall_command(
     dataset: Path = typer.Option(..., "--dataset", exists=True, dir_okay=False, help="A LoCoMo-format JSON file."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
-    embedder: str = typer.Option("hashing", help="Vectors: 'hashing' (offline, deterministic) or 'none'."),
+    embedder: str = typer.Option(
+        "hashing", help="Vectors: 'hashing' (offline, deterministic), 'e5' (the embeddings extra) or 'none'."),
     text_search_config: str = typer.Option("english", help="The text-search configuration to measure."),
     and_terms: bool = typer.Option(False, "--and-terms", help="AND the query's terms (the seed's) instead of OR."),
     database_url: str | None = typer.Option(

