@@ -125,8 +125,8 @@ async def recall_latency(
     }
 
 
-async def recall_stage(server_url: str) -> dict[str, Any]:
-    return {"quality": await recall_quality(server_url), "latency": await recall_latency(server_url)}
+async def recall_stage(server_url: str, **sizes: int) -> dict[str, Any]:
+    return {"quality": await recall_quality(server_url), "latency": await recall_latency(server_url, **sizes)}
 
 
 def render(stage: dict[str, Any]) -> str:

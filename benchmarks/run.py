@@ -57,6 +57,11 @@ class BenchConfig:
     plot: bool = True
     floor_repeats: int = 300  # floors: rounds of the bare and no-op graphs; statements and summaries use fewer
     only: str = "all"  # all | recall (the recall stage alone)
+    # recall stage: per user, conversations x turns turns and items items; recall_repeats passes over its queries
+    recall_conversations: int = 50
+    recall_turns: int = 100
+    recall_items: int = 10_000
+    recall_repeats: int = 40
 
 
 def checkpoint(server_url: str) -> None:
@@ -463,7 +468,9 @@ async def run_stages(config: BenchConfig, server_url: str) -> dict[str, Any]:
     if config.only == "all":
         results = await run_all(config, server_url)
     log("recall stage: evaluation on the synthetic dataset, latency at 10,000 items and 5,000 turns per user")
-    results["recall"] = await recall_stage(server_url)
+    results["recall"] = await recall_stage(
+        server_url, conversations=config.recall_conversations, turns=config.recall_turns, items=config.recall_items,
+        repeats=config.recall_repeats)
     return results
 
 

@@ -50,7 +50,7 @@ PAST_POINTING = re.compile(
 class RecallSettings:
     """The guardrails and knobs of recall; the defaults are the seed's (block, turns) or measured (the rest)."""
 
-    text_search_config: str = "english"  # measured on the synthetic set: see benchmarks/README-recall
+    text_search_config: str = "english"  # chosen by measurement: docs/recall.md
     or_terms: bool = True  # OR the query's lexemes: AND-ed terms match almost no question
     max_tokens: int = 2000  # the injected block, estimated with count_tokens_approximately
     max_turns: int = 6

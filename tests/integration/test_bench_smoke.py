@@ -25,6 +25,10 @@ def test_bench_harness_small(server_url, tmp_path):
         out_dir=tmp_path,
         plot=True,
         floor_repeats=10,
+        recall_conversations=3,
+        recall_turns=10,
+        recall_items=50,
+        recall_repeats=1,
     )
     run(config)
 
@@ -47,3 +51,7 @@ def test_bench_harness_small(server_url, tmp_path):
     assert concurrent["drained"] is True
     assert (tmp_path / "latest.md").read_text().count("|") > 50
     assert (tmp_path / "latest.png").stat().st_size > 1000
+    recall = results["recall"]
+    assert recall["quality"]["figures"]["english OR"]["recall"]["fused"]["@5"] > 0
+    assert recall["latency"]["recall_p95_over_load_context_p95"] > 0
+    assert "recall p95 / load_context p95" in (tmp_path / "recall.md").read_text()
