@@ -142,8 +142,9 @@ LEFT JOIN LATERAL (
     -- Provenance: the turns an item came from; for a cluster summary, also those of its source items.
     SELECT jsonb_agg(DISTINCT jsonb_build_array(s.conversation_id, s.sequence_number)) AS sources
     FROM item_sources AS s
-    WHERE f.kind = 'item' AND s.user_id = %(user_id)s
+    WHERE f.kind = 'item' AND s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s
       AND (s.item_id = f.item_id OR s.item_id = ANY(i.source_item_ids))
+      AND s.conversation_id IS NOT NULL AND s.sequence_number IS NOT NULL
 ) AS src ON true
 ORDER BY f.score DESC NULLS LAST, i.is_summary DESC NULLS LAST, f.kind, f.sequence_number
 
@@ -208,21 +209,23 @@ VALUES (%(conversation_id)s, %(sequence_number)s, %(round_number)s, %(role)s, %(
 -- eval_close_item --
 -- Evaluation ingestion: a new value of a single-valued key closes the current one at `now`.
 UPDATE items SET valid_during = tstzrange(lower(valid_during), %(now)s)
-WHERE tenant_id = %(tenant_id)s AND user_id = %(user_id)s AND item_type = %(item_type)s AND key = %(key)s
-  AND upper_inf(valid_during) AND lower(valid_during) < %(now)s AND content <> %(content)s
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND project = '' AND environment = ''
+  AND item_type = %(item_type)s AND key = %(key)s AND value_slot = %(value_slot)s
+  AND upper_inf(valid_during) AND lower(valid_during) < %(now)s AND content_norm <> %(content_norm)s
 
 -- eval_insert_item --
--- Evaluation ingestion: one item (or cluster summary), unless the same content is current for that key.
-INSERT INTO items (user_id, tenant_id, item_type, key, content, importance, valid_during, is_summary, source_item_ids)
-SELECT %(user_id)s, %(tenant_id)s, %(item_type)s, %(key)s, %(content)s, %(importance)s,
-       tstzrange(%(valid_from)s, %(valid_to)s), %(is_summary)s, %(source_item_ids)s
-WHERE NOT EXISTS (SELECT 1 FROM items WHERE tenant_id = %(tenant_id)s AND user_id = %(user_id)s
-                  AND item_type = %(item_type)s AND key = %(key)s AND content = %(content)s
-                  AND upper_inf(valid_during))
+-- Evaluation ingestion: one item (or cluster summary), unless the same content is current in its slot.
+INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, importance, valid_during,
+                   is_summary, source_item_ids)
+SELECT %(user_id)s, %(tenant_id)s, %(item_type)s, %(key)s, %(value_slot)s, %(content)s, %(content_norm)s,
+       %(importance)s, tstzrange(%(valid_from)s, %(valid_to)s), %(is_summary)s, %(source_item_ids)s
+WHERE NOT EXISTS (SELECT 1 FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+                  AND project = '' AND environment = '' AND item_type = %(item_type)s AND key = %(key)s
+                  AND value_slot = %(value_slot)s AND content_norm = %(content_norm)s AND upper_inf(valid_during))
 RETURNING item_id
 
 -- eval_insert_item_source --
 -- Evaluation ingestion: a turn an item came from.
-INSERT INTO item_sources (user_id, item_id, conversation_id, memory_id, sequence_number)
-VALUES (%(user_id)s, %(item_id)s, %(conversation_id)s, NULL, %(sequence_number)s)
+INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number)
+VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(conversation_id)s, NULL, %(sequence_number)s)
 ON CONFLICT DO NOTHING

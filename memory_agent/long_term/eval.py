@@ -9,6 +9,7 @@ provenance (the turns behind it) includes an evidence turn.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import statistics
@@ -27,7 +28,7 @@ from memory_agent import resources
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.embeddings import index_items
 from memory_agent.long_term.extract import Statement, extract_items
-from memory_agent.long_term.items import is_single_valued
+from memory_agent.long_term.items import is_single_valued, normalize_content
 from memory_agent.long_term.recall import ALL_PATHS, Path as RecallPath, RecallSettings, recall
 
 PATHS: dict[str, tuple[RecallPath, ...]] = {
@@ -138,7 +139,10 @@ async def store_item(
     """Write one item directly (single-valued: closing the current value of its key); returns its id, None when
     the same content was current already. Evaluation and tests only: items are the long-term writer's."""
     queries = resources.queries()
+    content_norm = normalize_content(content)
+    value_slot = "summary" if is_summary else "" if single_valued else hashlib.md5(content_norm.encode()).hexdigest()
     params = {"tenant_id": tenant_id, "user_id": user_id, "item_type": item_type, "key": key, "content": content,
+              "content_norm": content_norm, "value_slot": value_slot,
               "importance": importance, "valid_from": valid_from, "valid_to": valid_to, "is_summary": is_summary,
               "source_item_ids": list(source_item_ids), "now": valid_from}
     async with conn.transaction():
@@ -151,7 +155,8 @@ async def store_item(
                 return None
             for conversation_id, sequence in sources:
                 await cur.execute(queries["eval_insert_item_source"], {
-                    "user_id": user_id, "item_id": row["item_id"], "conversation_id": conversation_id,
+                    "user_id": user_id, "tenant_id": tenant_id, "item_id": row["item_id"],
+                    "conversation_id": conversation_id,
                     "sequence_number": sequence})
     return row["item_id"]
 
