@@ -25,7 +25,8 @@ DATASET = Path(__file__).parent / "data" / "synthetic_locomo.json"
 DATA_QUERIES = resources.parse_queries((Path(__file__).parent / "recall_data.sql").read_text(encoding="utf-8"))
 CONFIGS = (("english", True), ("simple", True), ("english", False), ("simple", False))
 # Everyday words first (the frequent ones), then a long tail of made-up words; texts draw word k with
-# probability ~1/k (Zipf), so a query's common words match hundreds of a user's turns and its rare words a few.
+# probability ~1/(k + 100) (recall_data.sql), so a query's common words match a few percent of a user's turns
+# (a hundred or more) and its rare words a handful.
 COMMON_WORDS = (
     "time year people way day man thing woman life child world school state family student group country problem "
     "hand part place case week company system program question work government number night point home water room "

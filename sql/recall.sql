@@ -97,11 +97,9 @@ WITH user_turns AS NOT MATERIALIZED (
     WHERE %(recent)s > 0
       AND NOT EXISTS (SELECT 1 FROM fts) AND NOT EXISTS (SELECT 1 FROM trgm) AND NOT EXISTS (SELECT 1 FROM vec)
       AND t.conversation_id = (
-          SELECT c.conversation_id FROM conversations AS c
-          WHERE c.conversation_id = ANY((SELECT %(conversation_ids)s::text[])::text[])
-            AND c.conversation_id IS DISTINCT FROM %(conversation_id)s
-            AND (%(as_of)s::timestamptz IS NULL OR c.created_at <= %(as_of)s::timestamptz)
-          ORDER BY c.updated_at DESC, c.conversation_id
+          SELECT l.conversation_id FROM user_turns AS l
+          WHERE l.conversation_id IS DISTINCT FROM %(conversation_id)s
+          ORDER BY l.created_at DESC, l.sequence_number DESC
           LIMIT 1)
     ORDER BY t.sequence_number DESC
     LIMIT %(recent)s

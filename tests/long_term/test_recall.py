@@ -210,3 +210,15 @@ async def test_simple_configuration_and_and_ed_terms(conn: Any) -> None:
     ored = await recall(conn, tenant_id=TENANT, user_id=USER, query="allergic to peanuts and violin",
                         conversation_ids=ANA, paths=("fts",))
     assert anded.fts_hits == 0 and ored.fts_hits >= 2
+
+
+async def test_nothing_found_gives_the_latest_turns_of_another_conversation(conn: Any) -> None:
+    await seed(conn)
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="xyzzy plugh", conversation_id=CURRENT,
+                          conversation_ids=ANA)
+    assert result.fts_hits == result.trgm_hits == result.vector_hits == 0
+    assert result.retrieval_path == "window" and result.used_fallback
+    assert [(h.conversation_id, h.sequences[0]) for h in result.results] == [(OLD, 5), (OLD, 4)]
+    none = await recall(conn, tenant_id=TENANT, user_id=USER, query="xyzzy plugh", conversation_id=CURRENT,
+                        conversation_ids=ANA, settings=RecallSettings(recent_turns=0))
+    assert none.results == [] and none.block == "" and none.estimated_tokens == 0
