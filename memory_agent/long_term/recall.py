@@ -14,22 +14,20 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 import psycopg
 from langchain_core.embeddings import Embeddings
-from langchain_core.messages import SystemMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.errors import ConfigurationError, InvalidInputError
+from memory_agent.long_term.block import Kind, RecallHit, apply_guardrails
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
 
-Kind = Literal["turn", "item", "summary"]
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 Path = Literal["fts", "trgm", "vector", "recent"]
 ALL_PATHS: tuple[Path, ...] = ("fts", "trgm", "vector", "recent")
@@ -78,24 +76,6 @@ class RecallSettings:
 
 
 @dataclass
-class RecallHit:
-    """One recalled turn, item or cluster summary with its provenance."""
-
-    kind: Kind
-    text: str
-    score: float
-    paths: list[str]
-    role: str  # user | assistant for a turn; the item type, or 'summary'
-    conversation_id: str | None = None  # a turn's conversation
-    sequences: list[int] = field(default_factory=list)  # a turn's sequence number
-    item_ids: list[Any] = field(default_factory=list)  # an item's or summary's own id
-    source_item_ids: list[Any] = field(default_factory=list)  # the items a summary was made from
-    sources: list[tuple[str, int]] = field(default_factory=list)  # every (conversation_id, sequence) behind it
-    key: str | None = None
-    truncated: bool = False
-
-
-@dataclass
 class RecallResult:
     """What recall returns: the hits that fit the block, and the figures round_metrics records."""
 
@@ -139,28 +119,28 @@ def cjk_bigrams(text: str, limit: int = 24) -> list[str]:
     return list(dict.fromkeys(grams))[:limit]
 
 
-def format_hit(hit: RecallHit) -> str:
-    if hit.kind == "turn":
-        return f"- [{hit.conversation_id} #{hit.sequences[0]} {hit.role}] {hit.text}"
-    return f"- [{hit.kind} {hit.key or hit.role}] {hit.text}"
-
-
-def format_block(hits: Sequence[RecallHit]) -> str:
-    """The recalled block as the model would read it (its own block, apart from the conversation memory)."""
-    if not hits:
-        return ""
-    lines = ["Recalled from earlier conversations and long-term memory (may be out of date):"]
-    return "\n".join(lines + [format_hit(hit) for hit in hits])
-
-
-def estimate_tokens(block: str) -> int:
-    return count_tokens_approximately([SystemMessage(content=block)]) if block else 0
-
-
 def _statement(vectors: bool) -> sql.Composed:
     queries = resources.queries()
     fragment = queries["recall_vector_hits" if vectors else "recall_no_vector_hits"]
     return sql.SQL(queries["recall_search"]).format(vector_hits=sql.SQL(fragment))
+
+
+async def _search(
+    conn: AsyncConnection[Any], params: dict[str, Any], settings: RecallSettings, vectors: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """One run of `recall_search` (with the vector path when `vectors` gives its parameters); the trigram
+    threshold is set for its transaction only."""
+    try:
+        async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(resources.queries()["recall_trgm_threshold"], {"threshold": str(settings.trgm_threshold)})
+            await cur.execute(_statement(vectors is not None), {**params, **(vectors or {})})
+            return await cur.fetchall()
+    except psycopg.errors.UndefinedObject as exc:
+        raise ConfigurationError(
+            f"recall cannot use text search configuration {settings.text_search_config!r} "
+            f"({exc.diag.message_primary}); set MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one the server has "
+            "('english', 'simple', ...)"
+        ) from exc
 
 
 def _hit(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
@@ -180,31 +160,6 @@ def _hit(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
         item_ids=[row["item_id"]], source_item_ids=list(row["source_item_ids"] or []), sources=sources,
         key=row["key"], **common,
     )
-
-
-def apply_guardrails(
-    hits: Sequence[RecallHit], *, limit: int, max_tokens: int, max_turns: int
-) -> tuple[list[RecallHit], str, int, bool]:
-    """The hits that fit, in rank order: at most `limit`, `max_turns` turns and `max_tokens` for the block.
-    A hit that does not fit is skipped (a smaller one after it may still fit). Returns (hits, block, tokens,
-    truncated), truncated when anything was cut or skipped."""
-    kept: list[RecallHit] = []
-    truncated = any(hit.truncated for hit in hits[:limit])
-    turns = 0
-    for hit in hits:
-        if len(kept) == limit:
-            truncated = True
-            break
-        if hit.kind == "turn" and turns == max_turns:
-            truncated = True
-            continue
-        if estimate_tokens(format_block([*kept, hit])) > max_tokens:
-            truncated = True
-            continue
-        kept.append(hit)
-        turns += hit.kind == "turn"
-    block = format_block(kept)
-    return kept, block, estimate_tokens(block), truncated
 
 
 def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
@@ -252,7 +207,6 @@ async def recall(
     if conversation_ids is None:
         conversation_ids = [conversation_id] if conversation_id else []
 
-    vectors = embedder is not None and "vector" in paths and await vectors_available(conn)
     params: dict[str, Any] = {
         "tenant_id": tenant_id,
         "user_id": user_id,
@@ -275,22 +229,20 @@ async def recall(
         "recent": settings.recent_turns if "recent" in paths else 0,
         "fused_limit": max(limit, settings.max_turns) * 3,
     }
-    if vectors:
+    # Vectors are a fallback (the seed's V1.1-4, and measured: fused @1 drops when they always run): the query
+    # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
+    always = settings.vectors_always or "fts" not in paths
+    wanted = embedder is not None and "vector" in paths
+    rows = None if wanted and always else await _search(conn, params, settings, vectors=None)
+    if (wanted and (rows is None or rows[0]["fts_hits"] + rows[0]["trgm_hits"] < settings.min_hits)
+            and await vectors_available(conn)):
         assert embedder is not None
-        params.update(
-            vector_always=settings.vectors_always or "fts" not in paths, model=model_name(embedder), vector_min_similarity=settings.vector_min_similarity,
-            query_vector=to_vector_literal(await embedder.aembed_query(query)),
-        )
-    try:
-        async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(resources.queries()["recall_trgm_threshold"], {"threshold": str(settings.trgm_threshold)})
-            await cur.execute(_statement(vectors), params)
-            rows = await cur.fetchall()
-    except psycopg.errors.UndefinedObject as exc:
-        raise ConfigurationError(
-            f"recall cannot use text search configuration {settings.text_search_config!r} ({exc.diag.message_primary}); "
-            "set MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one the server has ('english', 'simple', ...)"
-        ) from exc
+        vectors = {"vector_always": always, "model": model_name(embedder),
+                   "vector_min_similarity": settings.vector_min_similarity,
+                   "query_vector": to_vector_literal(await embedder.aembed_query(query))}
+        rows = await _search(conn, params, settings, vectors=vectors)
+    if rows is None:  # vectors asked for, but the server has no pgvector
+        rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
     hits = [_hit(row, settings.max_turn_chars) for row in rows if row["kind"] is not None]
     kept, block, tokens, truncated = apply_guardrails(
@@ -303,7 +255,7 @@ async def recall(
         trgm_hits=first["trgm_hits"],
         vector_hits=first["vector_hits"],
         retrieval_path=_retrieval_path(kept),
-        used_fallback=bool(first["trgm_ran"]) or first["recent_hits"] > 0,
+        used_fallback=bool(first["trgm_ran"]) or first["recent_hits"] > 0 or (first["vector_hits"] > 0 and not always),
         user_wide=bool(first["user_wide"]),
         estimated_tokens=tokens,
         truncated=truncated,
