@@ -101,6 +101,11 @@ BEGIN
         '  PRIMARY KEY (user_id, item_id),'
         '  FOREIGN KEY (user_id, item_id) REFERENCES items (user_id, item_id) ON DELETE CASCADE)',
         item_id_type);
+    -- Per tenant like items (0008): a role that does not own the table sees the tenant it named, nothing else.
+    ALTER TABLE item_embeddings ENABLE ROW LEVEL SECURITY;
+    DROP POLICY IF EXISTS item_embeddings_tenant ON item_embeddings;
+    CREATE POLICY item_embeddings_tenant ON item_embeddings
+        USING (tenant_id = current_setting('memory_agent.tenant_id', true));
     -- HNSW needs a fixed dimension: one partial index for the offline embedder's 256. A user's items are few
     -- enough that the planner scans them exactly after the user_id key; the index serves unfiltered reads.
     CREATE INDEX IF NOT EXISTS idx_item_embeddings_hnsw_256 ON item_embeddings

@@ -3,9 +3,12 @@
 -- {vector_hits}, filled with `recall_vector_hits` when an embedder is configured and `recall_no_vector_hits`
 -- otherwise (the embeddings table exists only where pgvector does).
 
--- recall_trgm_threshold --
--- The word similarity a trigram hit needs, for the rest of the transaction (the operator's index reads it).
-SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true)
+-- recall_settings --
+-- For recall's transaction: the word similarity a trigram hit needs (the operator's index reads it), and custom
+-- plans only: the configuration and the path switches must be constants for the planner to pick the indexes,
+-- and a generic plan of the prepared statement (psycopg prepares a query run five times) scans every row.
+SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
+       set_config('plan_cache_mode', 'force_custom_plan', true)
 
 -- recall_search --
 -- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank.

@@ -128,11 +128,11 @@ def _statement(vectors: bool) -> sql.Composed:
 async def _search(
     conn: AsyncConnection[Any], params: dict[str, Any], settings: RecallSettings, vectors: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
-    """One run of `recall_search` (with the vector path when `vectors` gives its parameters); the trigram
-    threshold is set for its transaction only."""
+    """One run of `recall_search` (with the vector path when `vectors` gives its parameters); its settings hold
+    for its transaction only."""
     try:
         async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(resources.queries()["recall_trgm_threshold"], {"threshold": str(settings.trgm_threshold)})
+            await cur.execute(resources.queries()["recall_settings"], {"threshold": str(settings.trgm_threshold)})
             await cur.execute(_statement(vectors is not None), {**params, **(vectors or {})})
             return await cur.fetchall()
     except psycopg.errors.UndefinedObject as exc:

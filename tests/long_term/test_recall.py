@@ -20,7 +20,7 @@ from memory_agent.long_term.recall import (
     recall,
     source_turns,
 )
-from tests.long_term.conftest import at
+from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 
 TENANT, USER = "t1", "ana"
 OLD, CURRENT = "ana-old", "ana-current"

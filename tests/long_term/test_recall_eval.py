@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from memory_agent.cli.eval import register
 from memory_agent.long_term.embeddings import HashingEmbeddings
 from memory_agent.long_term.eval import evaluate, load_dataset
+from tests.long_term.recall_fixtures import conn  # noqa: F401 (a fixture)
 
 # Only trigrams can find the evidence: CJK text is one token for the text-search parser, and the English
 # question's one rare word is misspelled. The padding turns share no bigram with the questions.

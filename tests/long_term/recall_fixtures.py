@@ -1,4 +1,4 @@
-"""Fixtures of the long-term tests: an open connection on the test's database, seeding helpers."""
+"""Fixtures of the recall tests (imported by them): an open connection on the test's database, a clock."""
 
 from __future__ import annotations
 
