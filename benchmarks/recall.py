@@ -98,6 +98,7 @@ async def recall_latency(
         user, own = user_ids[0], [f"{user_ids[0]}:c{c}" for c in range(1, conversations + 1)]
         samples: dict[str, list[float]] = {"load_context": [], "recall": [], "recall_vectors": []}
         paths: dict[str, int] = {}
+        by_query: dict[str, list[float]] = {query: [] for query in QUERIES}
         rng = random.Random(7)
         async with pool.connection() as conn:
             for i in range(repeats * len(QUERIES)):
@@ -108,6 +109,7 @@ async def recall_latency(
                 result = await recall(conn, tenant_id="bench", user_id=user, query=query, conversation_id=current,
                                       conversation_ids=own)
                 samples["recall"].append(result.latency_ms)
+                by_query[query].append(result.latency_ms)
                 paths[result.retrieval_path] = paths.get(result.retrieval_path, 0) + 1
                 result = await recall(conn, tenant_id="bench", user_id=user, query=query, conversation_id=current,
                                       conversation_ids=own, embedder=embedder)
@@ -121,6 +123,7 @@ async def recall_latency(
         "per_user": {"turns": conversations * turns, "items": items, "users": users},
         "figures": figures,
         "retrieval_paths": paths,
+        "recall_p50_ms_by_query": {query: statistics.median(v) for query, v in by_query.items()},
         "recall_p95_over_load_context_p95": figures["recall"]["p95_ms"] / base,
         "recall_vectors_p95_over_load_context_p95": figures["recall_vectors"]["p95_ms"] / base,
     }
@@ -149,4 +152,6 @@ def render(stage: dict[str, Any]) -> str:
     lines.append(f"- recall p95 / load_context p95: {latency['recall_p95_over_load_context_p95']:.2f} "
                  f"(with vectors {latency['recall_vectors_p95_over_load_context_p95']:.2f}); "
                  f"paths {latency['retrieval_paths']}")
+    lines.append("- recall p50 by query (no vectors): " + "; ".join(
+        f"{query!r} {ms:.1f} ms" for query, ms in latency["recall_p50_ms_by_query"].items()))
     return "\n".join(lines)

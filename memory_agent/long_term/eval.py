@@ -29,9 +29,9 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.embeddings import index_items
 from memory_agent.long_term.extract import Statement, extract_items
 from memory_agent.long_term.items import is_single_valued, normalize_content
-from memory_agent.long_term.recall import ALL_PATHS, Path as RecallPath, RecallSettings, recall
+from memory_agent.long_term.recall import ALL_PATHS, RecallSettings, SearchPath, recall
 
-PATHS: dict[str, tuple[RecallPath, ...]] = {
+PATHS: dict[str, tuple[SearchPath, ...]] = {
     "fts": ("fts",), "trgm": ("trgm",), "vector": ("vector",), "fused": ALL_PATHS,
 }
 KS = (1, 5, 10)

@@ -1,12 +1,13 @@
 """Recall at round start: a user's relevant items, cluster summaries and earlier turns, as a bounded block.
 
 Order (the seed's): items and summaries → full-text search → trigram fallback (short or CJK queries, or too few
-full-text hits) → vectors over items and summaries only (never turns) → the latest turns when nothing matched;
-the lists are fused by reciprocal rank in ONE statement (`recall_search` in sql/recall.sql). Scope: this
+full-text hits) → vectors over items and summaries only (never turns), also a fallback → the latest turns when
+nothing matched; the lists are fused by reciprocal rank in one statement (`recall_search` in sql/recall.sql),
+run a second time with the vector path only when the first found too little. Scope: this
 conversation's turns first, the user's other conversations too when this one has few hits or the message points
 to the past ("last time", "之前", …). Guardrails: a token budget for the block, a number of turns, a per-turn
-character cap. Every result says where it came from (conversation + sequences, item ids, source items), so a
-caller can re-expand it. Recall never calls an LLM.
+character cap (long_term/block.py). Every result says where it came from (conversation + sequences, item ids,
+source items), so a caller can re-expand it. Recall never calls an LLM. docs/recall.md has the measurements.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from memory_agent.long_term.block import Kind, RecallHit, apply_guardrails
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
-Path = Literal["fts", "trgm", "vector", "recent"]
-ALL_PATHS: tuple[Path, ...] = ("fts", "trgm", "vector", "recent")
+SearchPath = Literal["fts", "trgm", "vector", "recent"]
+ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -185,7 +186,7 @@ async def recall(
     as_of: datetime | None = None,
     embedder: Embeddings | None = None,
     settings: RecallSettings | None = None,
-    paths: Collection[Path] = ALL_PATHS,
+    paths: Collection[SearchPath] = ALL_PATHS,
 ) -> RecallResult:
     """Recall for one user. `conversation_ids` are the user's conversations whose turns may be searched (until
     messages carry user_id; default: `conversation_id` alone); `as_of` reads items valid then and turns stored by
