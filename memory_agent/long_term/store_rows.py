@@ -97,7 +97,7 @@ def check_value(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise InvalidInputError(f"a store value must be a dict, got {type(value).__name__}")
     try:
-        return json.loads(json.dumps(dict(value), ensure_ascii=False))  # type: ignore[no-any-return]
+        return json.loads(json.dumps(dict(value), ensure_ascii=False))
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"a store value must be JSON-serializable: {exc}") from None
 

@@ -4,6 +4,7 @@ concurrent puts, bad input, and both connection modes (a bare pool, a MemoryServ
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -58,7 +59,7 @@ async def test_concurrent_puts_of_one_key_leave_one_current_version(store, datab
     await asyncio.gather(*(store.aput(ALICE, "theme", {"content": f"theme {n}"}) for n in range(8)))
     rows = versions(database_url, "theme")
     assert len(rows) == 8 and [r[1] for r in rows].count(True) == 1
-    for earlier, later in zip(rows, rows[1:]):
+    for earlier, later in itertools.pairwise(rows):
         assert earlier[3] == later[2]  # each version closed where the next began
     current = await store.aget(ALICE, "theme")
     assert current is not None and current.value == rows[-1][0]
