@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -14,6 +15,7 @@ from memory_agent import MemoryStore
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from tests.conftest import query
+from tests.long_term.test_isolation import app_role  # noqa: F401 (the fixture)
 
 ALICE = ("memories", "alice")
 BOB = ("memories", "bob")
@@ -160,3 +162,39 @@ async def test_a_store_on_the_service_serves_sync_and_async_callers(open_memory,
     await asyncio.to_thread(store.put, ALICE, "k", {"content": "from the sync side"})
     assert versions(database_url, "k")[-1][0] == {"content": "from the sync side"}
     assert [r[6] for r in versions(database_url, "k")] == ["default", "default"]
+
+
+async def test_with_row_level_security_a_tenants_store_sees_only_its_rows(store, app_role, database_url):  # noqa: F811
+    await store.aput(ALICE, "k", {"content": "acme's Alice"})
+    pool = MemoryBackend.create_pool(app_role, max_size=2)
+    await pool.open()
+    try:
+        # The application role is bound by the policies: the store names its tenant in every transaction.
+        acme, globex = MemoryStore(pool, tenant_id="acme"), MemoryStore(pool, tenant_id="globex")
+        item = await acme.aget(ALICE, "k")
+        assert item is not None and item.value == {"content": "acme's Alice"}
+        assert await globex.aget(ALICE, "k") is None and await globex.asearch(ALICE) == []
+        await globex.aput(ALICE, "k", {"content": "globex's Alice"})
+        await globex.adelete(ALICE, "k")
+        await acme.aput(ALICE, "k2", {"content": "written under row-level security"})
+    finally:
+        await pool.close()
+    assert query(database_url, "SELECT tenant_id, key FROM items ORDER BY key") == [("acme", "k"), ("acme", "k2")]
+
+
+PUT_IN_ANOTHER_PROCESS = """
+import sys
+from memory_agent import MemoryService, MemorySettings, MemoryStore
+with MemoryService.from_settings(MemorySettings(database_url=sys.argv[1])) as memory:
+    MemoryStore.from_service(memory, tenant_id="acme").put(("memories", "alice"), "k", {"content": sys.argv[2]})
+"""
+
+
+async def test_a_put_in_another_process_is_read_here(store, database_url):
+    await store.aput(ALICE, "k", {"content": "written here"})
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", PUT_IN_ANOTHER_PROCESS, database_url, "written there"
+    )
+    assert await process.wait() == 0
+    item = await store.aget(ALICE, "k")
+    assert item is not None and item.value == {"content": "written there"}
