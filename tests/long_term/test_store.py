@@ -15,8 +15,9 @@ from memory_agent import MemoryStore
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from tests.conftest import query
-from tests.long_term.test_isolation import app_role  # noqa: F401 (the fixture)
+from tests.long_term import test_isolation
 
+app_role = test_isolation.app_role  # the fixture: a login role bound by row-level security
 ALICE = ("memories", "alice")
 BOB = ("memories", "bob")
 
@@ -164,7 +165,7 @@ async def test_a_store_on_the_service_serves_sync_and_async_callers(open_memory,
     assert [r[6] for r in versions(database_url, "k")] == ["default", "default"]
 
 
-async def test_with_row_level_security_a_tenants_store_sees_only_its_rows(store, app_role, database_url):  # noqa: F811
+async def test_with_row_level_security_a_tenants_store_sees_only_its_rows(store, app_role, database_url):
     await store.aput(ALICE, "k", {"content": "acme's Alice"})
     pool = MemoryBackend.create_pool(app_role, max_size=2)
     await pool.open()
