@@ -31,16 +31,17 @@ LEFT JOIN consolidation_schedules AS s
     ON s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s AND s.job = %(job)s;
 
 -- advance_schedule --
--- Record a run: covered_until and last_run only move forward (a retried older job cannot move them back).
+-- Record progress: covered_until, last_run and next_run only move forward (a retried older job cannot move them
+-- back); a null next_run (a day done, the run not finished) leaves the user due, so a killed run is picked up.
 INSERT INTO consolidation_schedules
     (user_id, tenant_id, job, schedule, interval_days, covered_until, last_run, next_run)
 VALUES (%(user_id)s, %(tenant_id)s, %(job)s, %(schedule)s, %(interval_days)s, %(covered_until)s, %(now)s,
-        %(next_run)s)
+        COALESCE(%(next_run)s, %(now)s))
 ON CONFLICT (user_id, tenant_id, job) DO UPDATE
 SET schedule = EXCLUDED.schedule, interval_days = EXCLUDED.interval_days,
     covered_until = GREATEST(consolidation_schedules.covered_until, EXCLUDED.covered_until),
     last_run = GREATEST(consolidation_schedules.last_run, EXCLUDED.last_run),
-    next_run = GREATEST(consolidation_schedules.next_run, EXCLUDED.next_run);
+    next_run = GREATEST(consolidation_schedules.next_run, %(next_run)s);
 
 -- daily_inputs --
 -- A user's material of [start, end): the long-term items written then and each conversation's latest memory.

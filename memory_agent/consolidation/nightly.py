@@ -86,16 +86,20 @@ async def run_nightly(
             before = run_day - timedelta(days=config.retain_days)
             rows = await fetch(conn, "compact_dailies", {**scope, "before": before, "now": now})
             report.compacted.extend(row["note_id"] for row in rows)
-            await _advance(conn, scope, day, now, config)
+            await _advance(conn, scope, day, now, None)
         report.days.append(day)
         day += timedelta(days=1)
-    if not report.days:
-        await _advance(conn, scope, covered, now, config)
+    # Only a finished run moves next_run: a run killed midway leaves the user due at the next tick.
+    await _advance(conn, scope, covered, now, next_tick(now, config.schedule_time))
     return report
 
 
 async def _advance(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], covered: date | None, now: datetime, config: Any
+    conn: psycopg.AsyncConnection[Any],
+    scope: dict[str, Any],
+    covered: date | None,
+    now: datetime,
+    next_run: datetime | None,
 ) -> None:
     await fetch(
         conn,
@@ -107,7 +111,7 @@ async def _advance(
             "interval_days": 1,
             "covered_until": covered,
             "now": now,
-            "next_run": next_tick(now, config.schedule_time),
+            "next_run": next_run,
         },
     )
 
