@@ -1,7 +1,7 @@
 """Scheduled consolidation: daily notes, their compaction, weekly and monthly rollups, batch summaries of old
 long-term items with a retention pass, and the procrastinate schedules that run them for every user.
 
-Owns the tables of sql/0009_consolidation.sql and the queries of sql/consolidation.sql. Every job function takes
+Owns the tables of sql/0010_consolidation.sql and the queries of sql/consolidation.sql. Every job function takes
 the caller's psycopg AsyncConnection (autocommit, search_path on the memory_agent schema) and a `now` from an
 injectable clock: SQL gets `now` as a parameter, so a test drives days of schedule in seconds. Every model call
 goes through model.call_consolidation_model (one per period or batch, never per message), which returns its

@@ -1,4 +1,4 @@
--- 0009_consolidation: scheduled consolidation — daily notes, their compaction, weekly and monthly rollups, batch
+-- 0010_consolidation: scheduled consolidation — daily notes, their compaction, weekly and monthly rollups, batch
 -- summaries of old long-term items, and the schedule state that tells a run what is due.
 -- Keyed by user_id like every table; times come from the scheduler's clock parameter, never now().
 
