@@ -18,11 +18,11 @@ from memory_agent.consolidation import (
     consolidate_period,
     default_consolidation_model,
     latest_period,
+    list_notes,
     system_clock,
 )
 from memory_agent.consolidation.periods import PERIODS
 from memory_agent.errors import MemoryAgentError
-from memory_agent.long_term.scope import fetch
 from memory_agent.settings import MemorySettings
 
 PERIOD_HELP = "daily, weekly or monthly"
@@ -109,8 +109,7 @@ def summaries(
 
     async def read(pool: Any) -> list[dict[str, Any]]:
         async with pool.connection() as conn:
-            params = {"period": period, "user_id": user, "tenant_id": tenant, "limit": limit}
-            return await fetch(conn, "list_notes", params)
+            return await list_notes(conn, period, tenant_id=tenant, user_id=user, limit=limit)
 
     rows = _with_pool(read)
     shaped = [

@@ -22,6 +22,7 @@ from memory_agent.consolidation.model import (
 )
 from memory_agent.consolidation.nightly import NightlyReport, PeriodOutcome, consolidate_period, run_nightly
 from memory_agent.consolidation.periods import Period, latest_period, rollups_due_after
+from memory_agent.consolidation.reads import list_notes, search_key_insights
 from memory_agent.consolidation.schedule import ConsolidationRunner, register_tasks
 
 __all__ = [
@@ -40,9 +41,11 @@ __all__ = [
     "consolidate_period",
     "default_consolidation_model",
     "latest_period",
+    "list_notes",
     "register_tasks",
     "rollups_due_after",
     "run_batch_summaries",
     "run_nightly",
+    "search_key_insights",
     "system_clock",
 ]

@@ -86,3 +86,27 @@ async def test_bad_identity_writes_nothing(conn, pool, database_url):
     with pytest.raises(InvalidInputError, match="timezone-aware"):
         await ConsolidationRunner(pool, CountingModel(), ConsolidationConfig()).run_due(datetime(2026, 6, 2))
     assert query(database_url, "SELECT count(*) FROM consolidation_schedules") == [(0,)]
+
+
+async def test_the_tick_defers_one_waiting_job_per_user(conn, pool, database_url):
+    import procrastinate
+
+    from memory_agent.consolidation.schedule import defer_due, register_tasks
+    from memory_agent.db.backend import MemoryBackend
+    from tests.consolidation.conftest import write_day
+
+    await MemoryBackend(pool, "memory_agent").setup_procrastinate(apply=True)
+    for user in ("alice", "bob"):
+        await write_day(conn, user, 0)
+    runner = ConsolidationRunner(pool, CountingModel(), ConsolidationConfig())
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector())
+    register_tasks(app, runner, queue="memory_agent")
+    async with app.open_async(pool=pool):
+        assert await defer_due(app, runner, day(1, 5)) == 2
+        assert await defer_due(app, runner, day(1, 5)) == 0  # both still waiting: the queueing lock holds
+    jobs = query(
+        database_url,
+        "SELECT args->>'user_id', args->>'now', queueing_lock FROM procrastinate_jobs ORDER BY 1",
+    )
+    assert [(user, now) for user, now, _ in jobs] == [("alice", day(1, 5).isoformat()), ("bob", day(1, 5).isoformat())]
+    assert jobs[0][2] == "memory_agent.consolidation:nightly:acme:alice"

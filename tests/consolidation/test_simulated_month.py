@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, ManualClock
+from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, ManualClock, search_key_insights
 from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day, write_day
 
@@ -102,12 +102,13 @@ async def test_a_simulated_month_writes_exactly_the_expected_notes(conn, pool, d
         database_url, "SELECT key_insights FROM consolidation_notes WHERE user_id = 'alice' AND period = 'monthly'"
     )[0]
     assert len(monthly_keys) == 5 and all(k.startswith("decision ") for k in monthly_keys)
-    found = query(
-        database_url,
-        "SELECT period FROM consolidation_notes WHERE user_id = 'alice'"
-        " AND to_tsvector('simple', key_insights_text) @@ plainto_tsquery('simple', 'ship step 29')",
-    )
-    assert ("monthly",) not in found and ("weekly",) in found
+    found = await search_key_insights(conn, "acme", "alice", "ship step 29")
+    # Day 29 is June 30: its daily and the week of June 28 hold it; June's monthly kept only its top 5.
+    assert [(row["period"], row["period_start"]) for row in found] == [
+        ("daily", date(2026, 6, 30)),
+        ("weekly", date(2026, 6, 28)),
+    ]
+    assert await search_key_insights(conn, "acme", "bob", "ship step 29") == []
 
     # The schedule state: covered through July 5, next run July 7 05:00.
     assert query(
