@@ -75,8 +75,7 @@ def consolidate(
 
     async def run_one(pool: Any) -> Any:
         async with pool.connection() as conn:
-            scope = {"tenant_id": tenant, "user_id": user}
-            return await consolidate_period(conn, scope, target, now, model, config, force=force)
+            return await consolidate_period(conn, tenant, user, target, now, model=model, config=config, force=force)
 
     outcome = _with_pool(run_one)
     result = {

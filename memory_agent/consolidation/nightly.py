@@ -78,9 +78,9 @@ async def run_nightly(
     yesterday = utc_day(now) - timedelta(days=1)
     day = first
     while day is not None and day <= yesterday:
-        report.outcomes.append(await consolidate_period(conn, scope, Period("daily", day, day), now, model, config))
-        for rollup in rollups_due_after(day):
-            report.outcomes.append(await consolidate_period(conn, scope, rollup, now, model, config))
+        for period in [Period("daily", day, day), *rollups_due_after(day)]:
+            outcome = await consolidate_period(conn, tenant_id, user_id, period, now, model=model, config=config)
+            report.outcomes.append(outcome)
         async with conn.transaction():
             run_day = day + timedelta(days=1)
             before = run_day - timedelta(days=config.retain_days)
@@ -118,17 +118,19 @@ async def _advance(
 
 async def consolidate_period(
     conn: psycopg.AsyncConnection[Any],
-    scope: dict[str, Any],
+    tenant_id: str,
+    user_id: str,
     period: Period,
     now: datetime,
+    *,
     model: BaseChatModel,
     config: ConsolidationConfig,
-    *,
     force: bool = False,
 ) -> PeriodOutcome:
     """Write the note of one period from its material (one model call), unless it exists and `force` is off."""
-    check_identity(scope.get("tenant_id"), scope.get("user_id"))
+    check_identity(tenant_id, user_id)
     now = check_aware(now)
+    scope = {"tenant_id": tenant_id, "user_id": user_id}
     key = {**scope, "period": period.name, "period_start": period.start}
     if not force and await fetch_one(conn, "note_exists", key):
         return PeriodOutcome(period, "exists")

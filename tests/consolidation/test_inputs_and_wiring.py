@@ -110,3 +110,25 @@ async def test_the_tick_defers_one_waiting_job_per_user(conn, pool, database_url
     )
     assert [(user, now) for user, now, _ in jobs] == [("alice", day(1, 5).isoformat()), ("bob", day(1, 5).isoformat())]
     assert jobs[0][2] == "memory_agent.consolidation:nightly:acme:alice"
+
+
+class FailingModel(CountingModel):
+    async def _agenerate(self, messages, *args, **kwargs):
+        raise RuntimeError("provider down")
+
+
+async def test_a_failed_model_call_leaves_the_user_due(conn, pool, database_url):
+    from memory_agent.errors import SummarizationError
+    from tests.consolidation.conftest import write_day
+
+    for n in range(3):
+        await write_day(conn, "alice", n)
+    failing = ConsolidationRunner(pool, FailingModel(), ConsolidationConfig())
+    with pytest.raises(SummarizationError, match="provider down"):
+        await failing.run_due(day(3, 5))
+    assert query(database_url, "SELECT count(*) FROM consolidation_notes") == [(0,)]
+    # Nothing covered, still due: the next tick writes the three days.
+    working = ConsolidationRunner(pool, CountingModel(), ConsolidationConfig())
+    assert await working.run_due(day(3, 6)) == {
+        ("nightly", "acme", "alice"): "3 days: 3 daily, 0 weekly, 0 monthly, 0 compacted"
+    }
