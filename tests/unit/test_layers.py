@@ -95,6 +95,7 @@ FORBIDDEN = {
     "integrations": ("db", "summarize", "jobs", "observability", "cli", "service"),
     "observability": ("summarize", "jobs", "integrations", "cli", "service"),
     "long_term": ("integrations", "cli", "service"),
+    "consolidation": ("jobs", "conversation", "integrations", "observability", "cli", "service"),
 }
 
 
