@@ -335,11 +335,9 @@ async def recall_latency(
             for i in range(repeats * len(QUERIES)):
                 query, current = QUERIES[i % len(QUERIES)], rng.choice(own)
                 started = time.perf_counter()
-                await backend.load_context(current)
+                await backend.load_context(current, user_id=user)
                 samples["load_context"].append((time.perf_counter() - started) * 1000)
-                result = await recall(
-                    conn, tenant_id="bench", user_id=user, query=query, conversation_id=current, conversation_ids=own
-                )
+                result = await recall(conn, tenant_id="bench", user_id=user, query=query, conversation_id=current)
                 samples["recall"].append(result.latency_ms)
                 by_query[query].append(result.latency_ms)
                 paths[result.retrieval_path] = paths.get(result.retrieval_path, 0) + 1
@@ -349,7 +347,6 @@ async def recall_latency(
                     user_id=user,
                     query=query,
                     conversation_id=current,
-                    conversation_ids=own,
                     embedder=embedder,
                 )
                 samples["recall_vectors"].append(result.latency_ms)

@@ -13,14 +13,13 @@ SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
 -- recall_search --
 -- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank.
 WITH user_turns AS NOT MATERIALIZED (
-    -- The one place turns are scoped to a user: their conversations, until messages carry user_id.
+    -- The one place turns are scoped to a user: every conversation of theirs (the messages key leads with
+    -- user_id), in their tenant.
     SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at,
            CASE WHEN %(config)s::regconfig = 'english'::regconfig THEN m.fts_english
                 ELSE to_tsvector(%(config)s::regconfig, m.content) END AS fts
     FROM messages AS m
-    -- Parameters behind a sub-select are estimated generically: planning a 50-element array constant at every
-    -- reference cost more than the execution.
-    WHERE m.conversation_id = ANY((SELECT %(conversation_ids)s::text[])::text[])
+    WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s
       AND m.role IN ('user', 'assistant')
       AND (%(as_of)s::timestamptz IS NULL OR m.created_at <= %(as_of)s::timestamptz)
 ), user_items AS NOT MATERIALIZED (
@@ -137,7 +136,8 @@ SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f
 FROM counts
 LEFT JOIN fused AS f ON true
 LEFT JOIN messages AS t
-       ON f.kind = 'turn' AND t.conversation_id = f.conversation_id AND t.sequence_number = f.sequence_number
+       ON f.kind = 'turn' AND t.user_id = %(user_id)s AND t.conversation_id = f.conversation_id
+      AND t.sequence_number = f.sequence_number
 LEFT JOIN items AS i ON f.kind = 'item' AND i.user_id = %(user_id)s AND i.item_id = f.item_id
 LEFT JOIN LATERAL (
     -- Provenance: the turns an item came from; for a cluster summary, also those of its source items.
@@ -190,22 +190,30 @@ ON CONFLICT (user_id, item_id) DO UPDATE SET model = excluded.model, embedding =
 SELECT to_regclass('item_embeddings') IS NOT NULL AS available
 
 -- recall_source_turns --
--- The stored turns a recalled hit came from, by (conversation_id, sequence_number) pairs, in order.
+-- The stored turns of one user a recalled hit came from, by (conversation_id, sequence_number) pairs, in order.
 SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at
 FROM unnest(%(conversation_ids)s::text[], %(sequences)s::integer[]) AS p (conversation_id, sequence_number)
 JOIN messages AS m USING (conversation_id, sequence_number)
+WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s
 ORDER BY m.conversation_id, m.sequence_number
 
 -- eval_insert_conversation --
--- Evaluation ingestion: a conversation whose turns are stored directly (not through the round path).
-INSERT INTO conversations (conversation_id, next_sequence, round_count, created_at, updated_at)
-VALUES (%(conversation_id)s, %(next_sequence)s, %(round_count)s, %(created_at)s, %(created_at)s)
+-- Evaluation ingestion: a conversation of one user whose turns are stored directly (not through the round
+-- path), with its owner row as a round's first save writes it.
+WITH owner AS (
+    INSERT INTO conversation_owners (conversation_id, tenant_id, user_id, created_at)
+    VALUES (%(conversation_id)s, %(tenant_id)s, %(user_id)s, %(created_at)s)
+)
+INSERT INTO conversations (user_id, tenant_id, conversation_id, next_sequence, round_count, created_at, updated_at)
+VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(next_sequence)s, %(round_count)s, %(created_at)s,
+        %(created_at)s)
 
 -- eval_insert_message --
 -- Evaluation ingestion: one stored turn.
-INSERT INTO messages (conversation_id, sequence_number, round_number, role, content, message, created_at)
-VALUES (%(conversation_id)s, %(sequence_number)s, %(round_number)s, %(role)s, %(content)s, %(message)s,
-        %(created_at)s)
+INSERT INTO messages (user_id, tenant_id, conversation_id, sequence_number, round_number, role, content, message,
+                      created_at)
+VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(sequence_number)s, %(round_number)s, %(role)s,
+        %(content)s, %(message)s, %(created_at)s)
 
 -- eval_close_item --
 -- Evaluation ingestion: a new value of a single-valued key closes the current one at `now`.

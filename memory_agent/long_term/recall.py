@@ -191,16 +191,14 @@ async def recall(
     user_id: str,
     query: str,
     conversation_id: str | None = None,
-    conversation_ids: Collection[str] | None = None,
     limit: int = 10,
     as_of: datetime | None = None,
     embedder: Embeddings | None = None,
     settings: RecallSettings | None = None,
     paths: Collection[SearchPath] = ALL_PATHS,
 ) -> RecallResult:
-    """Recall for one user. `conversation_ids` are the user's conversations whose turns may be searched (until
-    messages carry user_id; default: `conversation_id` alone); `as_of` reads items valid then and turns stored by
-    then; `paths` restricts the retrieval paths (the evaluation measures each alone: a path named alone always
+    """Recall for one user: turns of every conversation of theirs, `conversation_id` (the round's) first; `as_of`
+    reads items valid then and turns stored by then; `paths` restricts the retrieval paths (the evaluation measures each alone: a path named alone always
     runs, trigrams included). Vectors run only with an `embedder` and pgvector on the server."""
     started = time.perf_counter()
     settings = settings or RecallSettings()
@@ -216,15 +214,11 @@ async def recall(
     query = (query or "").strip()
     if not query:
         return RecallResult(results=[], query=query, latency_ms=(time.perf_counter() - started) * 1000)
-    if conversation_ids is None:
-        conversation_ids = [conversation_id] if conversation_id else []
-
     params: dict[str, Any] = {
         "tenant_id": tenant_id,
         "user_id": user_id,
         "query": query,
         "conversation_id": conversation_id,
-        "conversation_ids": list(conversation_ids),
         "as_of": as_of,
         "config": settings.text_search_config,
         "or_terms": settings.or_terms,
@@ -283,16 +277,19 @@ async def recall(
 
 
 async def source_turns(
-    conn: AsyncConnection[Any], hit: RecallHit, *, conversation_ids: Collection[str]
+    conn: AsyncConnection[Any], hit: RecallHit, *, tenant_id: str, user_id: str
 ) -> list[dict[str, Any]]:
-    """The stored turns behind a hit (its provenance re-expanded), limited to the user's conversations."""
-    allowed = set(conversation_ids)
-    pairs = [(c, s) for c, s in hit.sources if c in allowed]
-    if not pairs:
+    """The stored turns behind a hit (its provenance re-expanded), only ever the user's own."""
+    if not hit.sources:
         return []
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
             resources.queries()["recall_source_turns"],
-            {"conversation_ids": [c for c, _ in pairs], "sequences": [s for _, s in pairs]},
+            {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "conversation_ids": [c for c, _ in hit.sources],
+                "sequences": [s for _, s in hit.sources],
+            },
         )
         return await cur.fetchall()
