@@ -330,3 +330,11 @@ async def test_nothing_found_gives_the_latest_turns_of_another_conversation(conn
         settings=RecallSettings(recent_turns=0),
     )
     assert none.results == [] and none.block == "" and none.estimated_tokens == 0
+
+
+async def test_a_short_query_that_full_text_answers_skips_trigrams(conn: Any) -> None:
+    await seed(conn)
+    answered = await recall(conn, tenant_id=TENANT, user_id=USER, query="peanuts", conversation_id=CURRENT)
+    assert answered.fts_hits >= 2 and answered.trgm_hits == 0 and not answered.used_fallback
+    cjk = await recall(conn, tenant_id=TENANT, user_id=USER, query="里昂 peanuts", conversation_id=CURRENT)
+    assert cjk.fts_hits >= 2 and cjk.trgm_hits >= 1  # CJK text is one token to the parser: trigrams always run
