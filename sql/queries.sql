@@ -213,7 +213,7 @@ ORDER BY sequence_number;
 -- complete_memory --
 -- Record a finished summary; only a row still in `processing` (not reclaimed meanwhile) is updated.
 UPDATE memory
-SET status = 'completed', memory_text = %(memory_text)s, generation_time_ms = %(generation_time_ms)s,
+SET status = 'completed', memory_text = %(memory_text)s, items = %(items)s, generation_time_ms = %(generation_time_ms)s,
     model_name = %(model_name)s, input_tokens = %(input_tokens)s, output_tokens = %(output_tokens)s,
     summarized_start = %(summarized_start)s, summarized_end = %(summarized_end)s,
     error = NULL, finished_at = now()

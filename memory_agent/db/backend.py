@@ -369,8 +369,12 @@ class MemoryBackend:
             },
         )
 
-    async def complete_memory(self, *, user_id: str, **fields: Any) -> bool:
-        return await self._fetch_one("complete_memory", {**fields, "user_id": user_id}) is not None
+    async def complete_memory(
+        self, *, user_id: str, conn: psycopg.AsyncConnection[Row] | None = None, **fields: Any
+    ) -> bool:
+        """Record a finished summary (in `conn`'s transaction when given); False when the row was reclaimed."""
+        fields.setdefault("items", None)
+        return await self._fetch_one("complete_memory", {**fields, "user_id": user_id}, conn) is not None
 
     async def fail_memory(self, *, user_id: str, **fields: Any) -> bool:
         return await self._fetch_one("fail_memory", {**fields, "user_id": user_id}) is not None
