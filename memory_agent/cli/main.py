@@ -73,7 +73,7 @@ def migrate(
     """Apply pending schema migrations (and re-create changed views and functions); print what was applied."""
     import asyncio
 
-    from memory_agent.db.migrate import migrate_database
+    from memory_agent.db.connect import migrate_database
     from memory_agent.errors import MemoryAgentError
     from memory_agent.settings import MemorySettings
 

@@ -9,6 +9,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.migrations import MigrationReport
 from memory_agent.errors import ConfigurationError
 from memory_agent.settings import MemorySettings
 
@@ -67,3 +68,21 @@ async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
         await pool.close()
         raise
     return backend
+
+
+async def migrate_database(url: str, schema: str, *, procrastinate: bool, timeout: float = 5.0) -> MigrationReport:
+    """Apply everything pending to the database at `url` (what `memory-agent migrate` runs), on one connection."""
+    pool = MemoryBackend.create_pool(url, schema, min_size=1, max_size=1, timeout=timeout, name="memory_agent.migrate")
+    try:
+        await pool.open(wait=True, timeout=timeout)
+    except Exception as exc:
+        await pool.close()
+        raise ConfigurationError(
+            f"cannot connect to PostgreSQL within {timeout}s: {exc}; check MEMORY_AGENT_DATABASE_URL"
+        ) from exc
+    try:
+        backend = MemoryBackend(pool, schema)
+        await backend.check_schema_is_ours()
+        return await backend.migrate(apply=True, procrastinate=procrastinate)
+    finally:
+        await pool.close()

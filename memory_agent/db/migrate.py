@@ -17,12 +17,9 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,114 +28,32 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from memory_agent import resources
+from memory_agent.db.migrations import (
+    NO_TRANSACTION_MARKER,
+    PROCRASTINATE_MARKERS,
+    RELEASED_CHECKSUMS,
+    Migration,
+    MigrationReport,
+    checksum,
+    definition_files,
+    load_migrations,
+    procrastinate_key,
+    procrastinate_migrations,
+)
 from memory_agent.errors import ConfigurationError
 
+__all__ = [
+    "NO_TRANSACTION_MARKER",
+    "RELEASED_CHECKSUMS",
+    "Migration",
+    "MigrationReport",
+    "Migrator",
+    "checksum",
+    "load_migrations",
+    "procrastinate_migrations",
+]
+
 logger = logging.getLogger("memory_agent.migrate")
-
-NO_TRANSACTION_MARKER = "-- memory_agent: no-transaction"
-_MIGRATION_NAME = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
-_PROCRASTINATE_NAME = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?P<patch>\d+)_(?P<step>\d+)_[a-z0-9_]+\.sql$")
-_STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
-
-# sha256 of 0001-0005 as released, before schema_migrations had a checksum column: the backfill of databases
-# migrated by those releases. A file that no longer hashes to this was edited after release.
-RELEASED_CHECKSUMS = {
-    1: "d2542b5fe42e05de65991b55d6c1c38fe2de990f0b5c4aa092ccf50c40b0cdfb",
-    2: "1f786c27d973618e085b38cbb1ad294d99082bc88b932e3f4b9bf29b0ac629f6",
-    3: "c11ef0f4b1cf201dd33998a20e111f168d107d9ffd94582a3542a2033d99957e",
-    4: "fb50da504f33b4fa4675056fb49fb7597221459576a6207a7d48f3ba645d40d8",
-    5: "2472a707d92992f070655240ea3bd5292977495781849cea9ed594f39d7cb0a2",
-}
-
-# A procrastinate schema created by a memory_agent release that did not record its level is dated by the newest
-# of these functions it holds (each added by the migration named; pyproject requires procrastinate >= 3.0).
-PROCRASTINATE_MARKERS = (
-    ("procrastinate_retry_job_v2", "03.04.00_50_post_add_retry_failed_job_procedure.sql"),
-    ("procrastinate_defer_jobs_v1", "03.02.00_50_post_batch_defer_jobs.sql"),
-    ("procrastinate_register_worker_v1", "03.01.00_50_post_add_heartbeat.sql"),
-    ("procrastinate_defer_job_v1", "03.00.00_50_post_cancel_notification.sql"),
-)
-
-
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    name: str
-    filename: str
-    text: str
-    checksum: str
-    transactional: bool
-
-    def statements(self) -> list[str]:
-        """The file's statements, for a no-transaction file (split at `;` ending a line)."""
-        parts = _STATEMENT_END.split(self.text)
-        return [part.strip() for part in parts if _strip_comments(part).strip()]
-
-
-@dataclass
-class MigrationReport:
-    """What one run applied (empty lists: the schema was up to date)."""
-
-    applied: list[str] = field(default_factory=list)
-    definitions: list[str] = field(default_factory=list)
-    procrastinate: list[str] = field(default_factory=list)
-
-    @property
-    def versions(self) -> list[int]:
-        return [int(name[:4]) for name in self.applied]
-
-
-def _strip_comments(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-
-
-def checksum(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def load_migrations(directory: Path | None = None) -> list[Migration]:
-    """The numbered files of sql/ (or `directory`), in version order."""
-    found = []
-    for path in sorted((directory or resources.sql_dir()).glob("[0-9][0-9][0-9][0-9]_*.sql")):
-        match = _MIGRATION_NAME.match(path.name)
-        if match is None:
-            raise ValueError(f"migration file name {path.name!r} must look like 0001_name.sql")
-        data = path.read_bytes()
-        text = data.decode("utf-8")
-        head = text.lstrip().splitlines()[:5]
-        found.append(
-            Migration(
-                version=int(match["version"]),
-                name=match["name"],
-                filename=path.name,
-                text=text,
-                checksum=checksum(data),
-                transactional=not any(line.strip() == NO_TRANSACTION_MARKER for line in head),
-            )
-        )
-    versions = [m.version for m in found]
-    if len(set(versions)) != len(versions):
-        raise ValueError(f"two migrations share a version number: {versions}")
-    return found
-
-
-def _definitions() -> list[tuple[str, str, str]]:
-    return [(name, text, checksum(text.encode("utf-8"))) for name, text in resources.definitions()]
-
-
-def _procrastinate_key(filename: str) -> tuple[int, int, int, int]:
-    match = _PROCRASTINATE_NAME.match(filename)
-    if match is None:
-        raise ValueError(f"unexpected procrastinate migration file name {filename!r}")
-    return (int(match["major"]), int(match["minor"]), int(match["patch"]), int(match["step"]))
-
-
-def procrastinate_migrations() -> list[Path]:
-    """procrastinate's own migration files, oldest first."""
-    from procrastinate.schema import SchemaManager
-
-    paths = [p for p in Path(SchemaManager.get_migrations_path()).glob("*.sql") if _PROCRASTINATE_NAME.match(p.name)]
-    return sorted(paths, key=lambda p: _procrastinate_key(p.name))
 
 
 class Migrator:
@@ -272,7 +187,7 @@ class Migrator:
             if state["has_definitions"]
             else {}
         )
-        current = {name: digest for name, _, digest in _definitions()}
+        current = {name: digest for name, _, digest in definition_files()}
         return sorted(current) if recorded != current else []
 
     async def _apply_segment(self, segment: list[Migration], report: MigrationReport) -> None:
@@ -292,7 +207,7 @@ class Migrator:
         # Again: a released migration (0003) created views of its own, which the definitions replace.
         await self._run("drop_definitions")
         await self._run("forget_definitions")
-        for name, text, digest in _definitions():
+        for name, text, digest in definition_files():
             await self.conn.execute(text.encode())
             await self._run("record_definition", {"name": name, "checksum": digest})
             report.definitions.append(name)
@@ -338,7 +253,7 @@ class Migrator:
                     "run `memory-agent migrate`"
                 )
             state = (await self._run("procrastinate_state"))[0]
-            recorded = sorted(state["recorded"] or [], key=_procrastinate_key)
+            recorded = sorted(state["recorded"] or [], key=procrastinate_key)
             if not state["present"]:
                 pending_files: list[Path] = []
                 if apply:
@@ -353,12 +268,12 @@ class Migrator:
                     )
             else:
                 level = recorded[-1] if recorded else await self._date_procrastinate_schema()
-                if _procrastinate_key(level) > _procrastinate_key(newest):
+                if procrastinate_key(level) > procrastinate_key(newest):
                     raise ConfigurationError(
                         f"procrastinate's schema in {self.schema!r} is at {level}, newer than the installed "
                         f"procrastinate {procrastinate_version} knows ({newest}): upgrade procrastinate"
                     )
-                pending_files = [p for p in files if _procrastinate_key(p.name) > _procrastinate_key(level)]
+                pending_files = [p for p in files if procrastinate_key(p.name) > procrastinate_key(level)]
                 if pending_files and not apply:
                     raise ConfigurationError(
                         f"procrastinate's schema in {self.schema!r} is at {level}, behind the installed "
@@ -385,23 +300,3 @@ class Migrator:
             f"procrastinate's schema in {self.schema!r} predates procrastinate 3.0 and cannot be upgraded by "
             "memory_agent: upgrade it with procrastinate's own migrations (procrastinate schema --migrations-path)"
         )
-
-
-async def migrate_database(url: str, schema: str, *, procrastinate: bool, timeout: float = 5.0) -> MigrationReport:
-    """Apply everything pending to the database at `url` (what `memory-agent migrate` runs), on one connection."""
-    from memory_agent.db.backend import MemoryBackend
-
-    pool = MemoryBackend.create_pool(url, schema, min_size=1, max_size=1, timeout=timeout, name="memory_agent.migrate")
-    try:
-        await pool.open(wait=True, timeout=timeout)
-    except Exception as exc:
-        await pool.close()
-        raise ConfigurationError(
-            f"cannot connect to PostgreSQL within {timeout}s: {exc}; check MEMORY_AGENT_DATABASE_URL"
-        ) from exc
-    try:
-        backend = MemoryBackend(pool, schema)
-        await backend.check_schema_is_ours()
-        return await backend.migrate(apply=True, procrastinate=procrastinate)
-    finally:
-        await pool.close()
