@@ -40,14 +40,15 @@ def offline_summary(prompt_text: str, *, width: int = 90) -> str:
     return "\n".join(kept[s] for s in sorted(kept)) or "- (nothing to remember)"
 
 
-def offline_items(prompt_text: str, *, width: int = 90) -> dict[str, Any]:
+def offline_items(prompt_text: str) -> dict[str, Any]:
     """The five item lists of the window's user messages, deterministically, as tool-call arguments."""
     window = _WINDOW.search(prompt_text)
     window_start = int(window.group(1)) if window else 0
     statements: dict[int, Statement] = {}
     for match in _LINE.finditer(prompt_text):
         sequence, role, text = int(match.group(1)), match.group(2), match.group(3).strip()
-        shortened = match.group(0).startswith("- ") and len(text) >= width and text.endswith("…")
+        # A previous memory's line that ends in "…" was cut by offline_summary: read when it was new, in full.
+        shortened = match.group(0).startswith("- ") and text.endswith("…")
         if sequence >= window_start and not shortened:
             statements[sequence] = Statement(sequence, role, text)
     items = extract_items(statements[s] for s in sorted(statements))
