@@ -141,6 +141,9 @@ class SummaryRunner:
         try:
             async with self.backend.transaction() as conn:
                 await long_term.set_tenant(conn, tenant_id)
+                # Erasing the conversation waits for this transaction, or ran first and left nothing to write.
+                if not await self.backend.hold_conversation(conn, row["conversation_id"], user_id=user_id):
+                    return False
                 if not await self.backend.complete_memory(
                     conn=conn,
                     user_id=user_id,

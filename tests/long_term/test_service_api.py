@@ -3,14 +3,17 @@ derived from the conversation (the canary, through rounds only)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
 from langchain_core.messages import HumanMessage
 
-from memory_agent import InvalidInputError, with_memory
+from memory_agent import InvalidInputError, resources, with_memory
+from memory_agent.long_term import remember
 from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
+from tests.long_term.conftest import at, items
 from tests.long_term.test_forget import tables_holding
 from tests.support import EchoChat
 
@@ -94,3 +97,31 @@ async def test_forget_item_and_forget_user(open_memory, database_url):
     assert tables_holding(database_url, "peanuts") == []
     assert [i.content for i in await memory.list_items("bob", tenant_id="acme")] == ["The user lives in Porto"]
     assert query(database_url, "SELECT conversation_id FROM conversations") == [("b1",)]
+
+
+async def test_a_summary_job_racing_delete_conversation_is_waited_for(open_memory, database_url, connect):
+    canary = f"zq{uuid.uuid4().hex[:10]}canary"
+    memory = await open_memory(model=OfflineSummaryModel())
+    app = with_memory(EchoChat().graph, memory)
+    await say(memory, app, "race", ["I'm allergic to peanuts.", "Hi.", "Bye."])
+
+    job = await connect()  # a summary job of the conversation, between its hold and its commit
+    async with job.transaction():
+        await job.execute(resources.queries()["hold_conversation"], {"user_id": "ana", "conversation_id": "race"})
+        # Rounds go on under the job's hold.
+        await asyncio.wait_for(say(memory, app, "race", ["Still here."]), timeout=10)
+        delete = asyncio.create_task(memory.delete_conversation("race"))
+        await asyncio.sleep(0.5)
+        assert not delete.done()  # the forget waits for the job
+        await remember(
+            job,
+            tenant_id="default",
+            user_id="ana",
+            items=items(facts=[("pet", f"The user has a dog named {canary}", {"source_sequences": [8]})]),
+            conversation_id="race",
+            memory_id=None,
+            now=at(1),
+        )
+    assert await asyncio.wait_for(delete, timeout=10) is True
+    assert tables_holding(database_url, canary) == [] and tables_holding(database_url, "peanuts") == []
+    assert await memory.list_items("ana") == []
