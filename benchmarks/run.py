@@ -34,6 +34,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from benchmarks.fakes import FakeChatModel, user_message
 from benchmarks.observability import observability_stage
 from benchmarks.observability import render_markdown as render_observability
+from benchmarks.recall import recall_stage
+from benchmarks.recall import render as render_recall
 from benchmarks.report import ratio_table, render_markdown, render_plot
 from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph, create_database, drop_database
 from memory_agent.integrations.base import RoundMemory
@@ -67,7 +69,12 @@ class BenchConfig:
     obs_conversations: int = 100_000
     obs_rounds: int = 10
     obs_repeats: int = 7
-    only: str | None = None  # "observability": that stage alone
+    only: str | None = None  # "observability" or "recall": that stage alone
+    # recall stage: per user, conversations x turns turns and items items; recall_repeats passes over its queries
+    recall_conversations: int = 50
+    recall_turns: int = 100
+    recall_items: int = 10_000
+    recall_repeats: int = 40
 
 
 def checkpoint(server_url: str) -> None:
@@ -517,14 +524,28 @@ def run(config: BenchConfig) -> dict[str, Any]:
         data_dir = scratch_data_dir("memory_agent_bench_")
         log("starting the embedded PostgreSQL (fresh data directory)")
         server_url = start_embedded_postgres(data_dir, cleanup_mode="delete")
+    meta = {"started_at": datetime.now(UTC).isoformat(timespec="seconds"), "cpus": os.cpu_count()}
     if config.only == "observability":
-        results: dict[str, Any] = {
-            "meta": {"started_at": datetime.now(UTC).isoformat(timespec="seconds"), "cpus": os.cpu_count()},
-            "observability": run_observability(config, server_url),
-        }
+        results: dict[str, Any] = {"meta": meta, "observability": run_observability(config, server_url)}
+    elif config.only == "recall":
+        results = {"meta": meta}
     else:
         results = asyncio.run(run_all(config, server_url))
-    write_results(results, config.out_dir, config.plot)
+    if config.only in (None, "recall"):
+        log("recall stage: evaluation on the synthetic dataset, latency at 10,000 items and 5,000 turns per user")
+        results["recall"] = asyncio.run(
+            recall_stage(
+                server_url,
+                conversations=config.recall_conversations,
+                turns=config.recall_turns,
+                items=config.recall_items,
+                repeats=config.recall_repeats,
+            )
+        )
+        config.out_dir.mkdir(parents=True, exist_ok=True)
+        (config.out_dir / "recall.md").write_text(render_recall(results["recall"]) + "\n")
+    if config.only != "recall":
+        write_results(results, config.out_dir, config.plot)
     return results
 
 
@@ -550,7 +571,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     parser.add_argument("--obs-conversations", type=int, default=defaults.obs_conversations)
     parser.add_argument("--obs-rounds", type=int, default=defaults.obs_rounds)
     parser.add_argument("--obs-repeats", type=int, default=defaults.obs_repeats)
-    parser.add_argument("--only", choices=["observability"], default=None, help="run one stage alone")
+    parser.add_argument("--only", choices=["observability", "recall"], default=None, help="run one stage alone")
     args = parser.parse_args(argv)
     return BenchConfig(
         rounds=args.rounds,
@@ -580,9 +601,11 @@ def main(argv: list[str] | None = None) -> int:
     results = run(config)
     if "systems" in results:
         print(render_markdown(results, headline_only=True))
-    print(render_observability(results["observability"]))
-    files = "observability.json, observability.md" if config.only else "latest.json, latest.md, latest.png"
-    print(f"Results in {config.out_dir}: {files} ({time.perf_counter() - started:.0f} s)")
+    if "observability" in results:
+        print(render_observability(results["observability"]))
+    if "recall" in results:
+        print(render_recall(results["recall"]))
+    print(f"Results in {config.out_dir} ({time.perf_counter() - started:.0f} s)")
     return 0
 
 

@@ -16,6 +16,7 @@ from memory_agent.errors import (
 from memory_agent.integrations.base import RoundMemory
 from memory_agent.integrations.langgraph import MemoryRoundState, memory_load_node, memory_save_node, with_memory
 from memory_agent.integrations.middleware import MemoryMiddleware
+from memory_agent.long_term.store import MemoryStore
 from memory_agent.schemas import (
     ConversationContext,
     MemoryRecord,
@@ -44,6 +45,7 @@ __all__ = [
     "MemoryRoundState",
     "MemoryService",
     "MemorySettings",
+    "MemoryStore",
     "MemorySummaryOutput",
     "OfflineSummaryModel",
     "RoundInProgressError",

@@ -1,6 +1,7 @@
 """Per-user long-term memory: items with validity over time, their lineage, cluster summaries, forgetting.
 
-Owns the tables of sql/0008_long_term.sql and the queries of sql/long_term.sql. Every function takes the
+Owns the tables of sql/0008_long_term.sql and sql/0011_store.sql, the queries of sql/long_term.sql and
+sql/store.sql, and MemoryStore (a LangGraph BaseStore over the items). Every function takes the
 caller's psycopg AsyncConnection (search_path on the memory_agent schema) and runs in its transaction, so the
 summary job can write a memory version and its items together. May import: errors, resources, this package.
 """
@@ -18,6 +19,7 @@ from memory_agent.long_term.clusters import (
 from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
 from memory_agent.long_term.reads import ItemSource, LongTermItem, item_history, list_items
 from memory_agent.long_term.scope import Cluster
+from memory_agent.long_term.store import MemoryStore
 from memory_agent.long_term.tenancy import set_tenant, tenant_transaction
 from memory_agent.long_term.writer import DONE_PREFIX, LongTermWriteError, RememberOutcome, remember
 
@@ -30,6 +32,7 @@ __all__ = [
     "ItemSource",
     "LongTermItem",
     "LongTermWriteError",
+    "MemoryStore",
     "RememberOutcome",
     "forget_conversation",
     "forget_item",

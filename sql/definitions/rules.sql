@@ -22,3 +22,17 @@ SELECT DISTINCT ON (m.user_id, m.conversation_id) m.*
 FROM memory AS m
 WHERE m.status = 'completed'
 ORDER BY m.user_id, m.conversation_id, m.end_sequence DESC, m.memory_id DESC;
+
+-- "The user a thread id belongs to": its owner as recorded, else the per-conversation scope. Readers that
+-- take a thread id alone (the observability queries, context_at_round, message_visibility) filter on
+-- (conversation_user(id), id), so they read through keys that lead with user_id instead of scanning.
+CREATE FUNCTION conversation_user(p_conversation_id text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $$
+    SELECT COALESCE(
+        (SELECT o.user_id FROM conversation_owners AS o WHERE o.conversation_id = p_conversation_id),
+        'conversation:' || p_conversation_id
+    )
+$$;

@@ -175,7 +175,8 @@ SET search_path FROM CURRENT
 AS $$
     WITH r AS (
         SELECT rc.* FROM round_context AS rc
-        WHERE rc.conversation_id = p_conversation_id AND rc.round_number = p_round_number
+        WHERE rc.user_id = conversation_user(p_conversation_id)
+          AND rc.conversation_id = p_conversation_id AND rc.round_number = p_round_number
         ORDER BY rc.round_metrics_id DESC
         LIMIT 1
     ), parts AS (
@@ -233,7 +234,8 @@ AS $$
            END
     FROM round_context AS rc
     LEFT JOIN memory AS m ON m.user_id = rc.user_id AND m.memory_id = rc.memory_id
-    WHERE rc.conversation_id = p_conversation_id
+    WHERE rc.user_id = conversation_user(p_conversation_id)
+      AND rc.conversation_id = p_conversation_id
       AND rc.last_sequence >= p_sequence_number
     ORDER BY rc.round_number
 $$;

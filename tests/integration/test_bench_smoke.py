@@ -28,6 +28,10 @@ def test_bench_harness_small(server_url, tmp_path):
         obs_conversations=30,
         obs_rounds=4,
         obs_repeats=2,
+        recall_conversations=3,
+        recall_turns=10,
+        recall_items=50,
+        recall_repeats=1,
     )
     run(config)
 
@@ -57,6 +61,11 @@ def test_bench_harness_small(server_url, tmp_path):
     assert set(observability["cli_ms"]) == {"--help (start-up only)", "stats --json", "inspect", "at"}
     assert len(observability["targets"]) == 3 and all(isinstance(t["holds"], bool) for t in observability["targets"])
     assert "Observability at 30 conversations" in (tmp_path / "latest.md").read_text()
+
+    recall = results["recall"]
+    assert recall["quality"]["figures"]["english OR"]["recall"]["fused"]["@5"] > 0
+    assert recall["latency"]["recall_p95_over_load_context_p95"] > 0
+    assert "recall p95 / load_context p95" in (tmp_path / "recall.md").read_text()
 
 
 def test_bench_observability_alone(server_url, tmp_path):

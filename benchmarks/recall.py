@@ -1,0 +1,407 @@
+"""The recall stage of `make bench` (`python -m benchmarks.run --only recall` runs it alone).
+
+Quality: `memory-agent eval recall` on the synthetic LoCoMo-format dataset (benchmarks/data), for every
+text-search configuration and term operator the default was chosen from. Latency: recall at 10,000 items and
+5,000 turns per user (data generated in SQL), against a bare `load_context` of the same run, the statement a
+round starts with: the ratio is what recall would add to a round's database time at round start.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.systems import create_database, drop_database
+from memory_agent import resources
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.long_term.embeddings import HashingEmbeddings
+from memory_agent.long_term.recall import recall
+
+DATASET = Path(__file__).parent / "data" / "synthetic_locomo.json"
+DATA_QUERIES = resources.parse_queries((Path(__file__).parent / "recall_data.sql").read_text(encoding="utf-8"))
+CONFIGS = (("english", True), ("simple", True), ("english", False), ("simple", False))
+# Everyday words first (the frequent ones), then a long tail of made-up words; texts draw word k with
+# probability ~1/(k + 100) (recall_data.sql), so a query's common words match a few percent of a user's turns
+# (a hundred or more) and its rare words a handful.
+COMMON_WORDS = [
+    "time",
+    "year",
+    "people",
+    "way",
+    "day",
+    "man",
+    "thing",
+    "woman",
+    "life",
+    "child",
+    "world",
+    "school",
+    "state",
+    "family",
+    "student",
+    "group",
+    "country",
+    "problem",
+    "hand",
+    "part",
+    "place",
+    "case",
+    "week",
+    "company",
+    "system",
+    "program",
+    "question",
+    "work",
+    "government",
+    "number",
+    "night",
+    "point",
+    "home",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "fact",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "eye",
+    "job",
+    "word",
+    "business",
+    "issue",
+    "side",
+    "kind",
+    "head",
+    "house",
+    "service",
+    "friend",
+    "father",
+    "power",
+    "hour",
+    "game",
+    "line",
+    "end",
+    "member",
+    "law",
+    "car",
+    "city",
+    "community",
+    "name",
+    "president",
+    "team",
+    "minute",
+    "idea",
+    "kid",
+    "body",
+    "information",
+    "back",
+    "parent",
+    "face",
+    "others",
+    "level",
+    "office",
+    "door",
+    "health",
+    "person",
+    "art",
+    "war",
+    "history",
+    "party",
+    "result",
+    "change",
+    "morning",
+    "reason",
+    "research",
+    "girl",
+    "guy",
+    "moment",
+    "air",
+    "teacher",
+    "force",
+    "education",
+    "foot",
+    "boy",
+    "age",
+    "policy",
+    "music",
+    "market",
+    "sense",
+    "nation",
+    "plan",
+    "college",
+    "interest",
+    "death",
+    "experience",
+    "effect",
+    "class",
+    "control",
+    "care",
+    "field",
+    "development",
+    "role",
+    "effort",
+    "rate",
+    "heart",
+    "drug",
+    "show",
+    "leader",
+    "light",
+    "voice",
+    "wife",
+    "police",
+    "mind",
+    "price",
+    "report",
+    "decision",
+    "son",
+    "view",
+    "relationship",
+    "town",
+    "road",
+    "arm",
+    "difference",
+    "value",
+    "building",
+    "action",
+    "model",
+    "season",
+    "society",
+    "tax",
+    "director",
+    "position",
+    "player",
+    "record",
+    "paper",
+    "space",
+    "ground",
+    "form",
+    "event",
+    "official",
+    "matter",
+    "center",
+    "couple",
+    "site",
+    "project",
+    "activity",
+    "star",
+    "table",
+    "need",
+    "court",
+    "oil",
+    "situation",
+    "cost",
+    "industry",
+    "figure",
+    "street",
+    "image",
+    "phone",
+    "data",
+    "picture",
+    "practice",
+    "piece",
+    "land",
+    "product",
+    "doctor",
+    "wall",
+    "patient",
+    "worker",
+    "news",
+    "test",
+    "movie",
+    "north",
+    "love",
+    "support",
+    "technology",
+    "step",
+    "baby",
+    "computer",
+    "type",
+    "attention",
+    "film",
+    "tree",
+    "source",
+    "organization",
+    "hair",
+    "window",
+    "evidence",
+    "population",
+    "site",
+    "allergy",
+    "peanut",
+    "berlin",
+    "lyon",
+    "cello",
+    "passport",
+    "ramen",
+    "kyoto",
+    "marathon",
+    "replication",
+    "invoice",
+    "postgres",
+    "oracle",
+    "search",
+    "ranking",
+    "collie",
+    "sculpture",
+    "okonomiyaki",
+    "subway",
+    "bicycle",
+]
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+VOCABULARY = COMMON_WORDS + [
+    _SYLLABLES[i % 70] + _SYLLABLES[(i // 70) % 70] + _SYLLABLES[(i // 4900) % 70] for i in range(20_000)
+]
+QUERIES = (
+    "What did I say about the project and the team?",
+    "Which city did my friend move to?",
+    "remember the doctor appointment last time?",
+    "cello",
+    "okonomiyaki recipe",
+    "我之前说过什么？",
+    "Did we decide on the postgres replication plan?",
+    "What about the passport and the kyoto trip?",
+)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+async def recall_quality(server_url: str) -> dict[str, Any]:
+    """The evaluation per configuration; the first is the default."""
+    from memory_agent.cli.eval import run_recall_eval
+
+    runs = {}
+    for config, or_terms in CONFIGS:
+        report = await run_recall_eval(server_url, DATASET, text_search_config=config, or_terms=or_terms)
+        runs[f"{config} {'OR' if or_terms else 'AND'}"] = report
+    return {
+        "tables": {name: r.table() for name, r in runs.items()},
+        "figures": {name: r.as_dict() for name, r in runs.items()},
+    }
+
+
+async def recall_latency(
+    server_url: str,
+    *,
+    users: int = 2,
+    conversations: int = 50,
+    turns: int = 100,
+    items: int = 10_000,
+    repeats: int = 40,
+) -> dict[str, Any]:
+    """p50/p95 of recall (vectors off and on) and of load_context, interleaved, on one generated database."""
+    name, url = create_database(server_url, "recall")
+    pool = MemoryBackend.create_pool(url, max_size=2)
+    await pool.open(wait=True)
+    try:
+        backend = MemoryBackend(pool)
+        await backend.setup()
+        user_ids = [f"user{i}" for i in range(users)]
+        params = {
+            "users": user_ids,
+            "conversations": conversations,
+            "turns": turns,
+            "items": items,
+            "vocabulary": VOCABULARY,
+            "model": HashingEmbeddings().model,
+            "dims": 256,
+        }
+        async with pool.connection() as conn:
+            for query in (
+                "recall_bench_conversations",
+                "recall_bench_messages",
+                "recall_bench_items",
+                "recall_bench_embeddings",
+                "recall_bench_analyze",
+            ):
+                await conn.execute(DATA_QUERIES[query], params)
+        embedder = HashingEmbeddings()
+        user, own = user_ids[0], [f"{user_ids[0]}:c{c}" for c in range(1, conversations + 1)]
+        samples: dict[str, list[float]] = {"load_context": [], "recall": [], "recall_vectors": []}
+        paths: dict[str, int] = {}
+        by_query: dict[str, list[float]] = {query: [] for query in QUERIES}
+        rng = random.Random(7)
+        async with pool.connection() as conn:
+            for i in range(repeats * len(QUERIES)):
+                query, current = QUERIES[i % len(QUERIES)], rng.choice(own)
+                started = time.perf_counter()
+                await backend.load_context(current)
+                samples["load_context"].append((time.perf_counter() - started) * 1000)
+                result = await recall(
+                    conn, tenant_id="bench", user_id=user, query=query, conversation_id=current, conversation_ids=own
+                )
+                samples["recall"].append(result.latency_ms)
+                by_query[query].append(result.latency_ms)
+                paths[result.retrieval_path] = paths.get(result.retrieval_path, 0) + 1
+                result = await recall(
+                    conn,
+                    tenant_id="bench",
+                    user_id=user,
+                    query=query,
+                    conversation_id=current,
+                    conversation_ids=own,
+                    embedder=embedder,
+                )
+                samples["recall_vectors"].append(result.latency_ms)
+    finally:
+        await pool.close()
+        drop_database(server_url, name)
+    figures = {key: {"p50_ms": statistics.median(v), "p95_ms": percentile(v, 95)} for key, v in samples.items()}
+    base = figures["load_context"]["p95_ms"]
+    return {
+        "per_user": {"turns": conversations * turns, "items": items, "users": users},
+        "figures": figures,
+        "retrieval_paths": paths,
+        "recall_p50_ms_by_query": {query: statistics.median(v) for query, v in by_query.items()},
+        "recall_p95_over_load_context_p95": figures["recall"]["p95_ms"] / base,
+        "recall_vectors_p95_over_load_context_p95": figures["recall_vectors"]["p95_ms"] / base,
+    }
+
+
+async def recall_stage(server_url: str, **sizes: int) -> dict[str, Any]:
+    return {"quality": await recall_quality(server_url), "latency": await recall_latency(server_url, **sizes)}
+
+
+def render(stage: dict[str, Any]) -> str:
+    quality, latency = stage["quality"], stage["latency"]
+    lines = ["## Recall (synthetic LoCoMo-format dataset)", ""]
+    default = next(iter(quality["tables"]))
+    lines += [f"Default ({default}):", quality["tables"][default], "", "Full-text search alone, per configuration:"]
+    for name, figures in quality["figures"].items():
+        fts = figures["recall"]["fts"]
+        fused = figures["recall"]["fused"]
+        lines.append(
+            f"- {name:<12} fts @1 {fts['@1']:.3f} @5 {fts['@5']:.3f} @10 {fts['@10']:.3f}; fused @5 {fused['@5']:.3f}"
+        )
+    per_user, figures = latency["per_user"], latency["figures"]
+    lines += [
+        "",
+        f"Recall latency at {per_user['items']:,} items and {per_user['turns']:,} turns per user "
+        f"({per_user['users']} users):",
+    ]
+    for key, label in (
+        ("load_context", "bare load_context (round start)"),
+        ("recall", "recall, no vectors"),
+        ("recall_vectors", "recall + vectors"),
+    ):
+        lines.append(f"- {label:<32} p50 {figures[key]['p50_ms']:.2f} ms, p95 {figures[key]['p95_ms']:.2f} ms")
+    lines.append(
+        f"- recall p95 / load_context p95: {latency['recall_p95_over_load_context_p95']:.2f} "
+        f"(with vectors {latency['recall_vectors_p95_over_load_context_p95']:.2f}); "
+        f"paths {latency['retrieval_paths']}"
+    )
+    lines.append(
+        "- recall p50 by query (no vectors): "
+        + "; ".join(f"{query!r} {ms:.1f} ms" for query, ms in latency["recall_p50_ms_by_query"].items())
+    )
+    return "\n".join(lines)

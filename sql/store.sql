@@ -1,0 +1,100 @@
+-- Named queries of the LangGraph store (memory_agent/long_term/store.py): its rows are long-term items whose
+-- store_namespace is set (sql/0011_store.sql). Every statement names its tenant and user.
+
+-- store_lock_current --
+-- The current version of a store key, locked, and when the key's history last ended (the next version starts no earlier).
+SELECT current.item_id, current.value, current.valid_from, settled.until
+FROM (
+    SELECT max(upper(valid_during)) AS until FROM items
+    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND project = '' AND environment = ''
+      AND item_type = %(item_type)s AND key = %(key)s AND value_slot = %(value_slot)s
+      AND NOT upper_inf(valid_during)
+) AS settled
+LEFT JOIN LATERAL (
+    SELECT item_id, value, lower(valid_during) AS valid_from FROM items
+    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND project = '' AND environment = ''
+      AND item_type = %(item_type)s AND key = %(key)s AND value_slot = %(value_slot)s
+      AND upper_inf(valid_during)
+    FOR UPDATE
+) AS current ON true;
+
+-- store_touch --
+-- The same value put again: no new version, only the time it was last put.
+UPDATE items SET updated_at = GREATEST(updated_at, %(now)s)
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s;
+
+-- store_insert --
+-- A new current version of a store key from `valid_from`, with one lineage row (no conversation: the application put it).
+WITH inserted AS (
+    INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, valid_during,
+                       store_namespace, value, created_at, updated_at)
+    VALUES (%(user_id)s, %(tenant_id)s, %(item_type)s, %(key)s, %(value_slot)s, %(content)s, %(content_norm)s,
+            tstzrange(%(valid_from)s, NULL), %(namespace)s::text[], %(value)s::jsonb, %(now)s, %(now)s)
+    RETURNING item_id
+), lineage AS (
+    INSERT INTO item_sources (user_id, tenant_id, item_id, created_at)
+    SELECT %(user_id)s, %(tenant_id)s, item_id, %(now)s FROM inserted
+)
+SELECT item_id FROM inserted;
+
+-- store_get --
+-- The current version of a store key; created_at is when its first version was put.
+SELECT i.store_namespace AS namespace, i.key, i.value, first.created_at, i.updated_at
+FROM items AS i
+CROSS JOIN LATERAL (
+    SELECT min(f.created_at) AS created_at FROM items AS f
+    WHERE f.user_id = i.user_id AND f.tenant_id = i.tenant_id AND f.project = '' AND f.environment = ''
+      AND f.item_type = i.item_type AND f.key = i.key AND f.value_slot = i.value_slot
+) AS first
+WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.project = '' AND i.environment = ''
+  AND i.item_type = %(item_type)s AND i.key = %(key)s AND i.value_slot = %(value_slot)s
+  AND upper_inf(i.valid_during);
+
+-- store_versions --
+-- Every version of a store key, current or closed (what a delete forgets).
+SELECT item_id FROM items
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND project = '' AND environment = ''
+  AND item_type = %(item_type)s AND key = %(key)s AND value_slot = %(value_slot)s
+ORDER BY item_id;
+
+-- store_search --
+-- A user's current store rows under a namespace prefix whose fields equal the filter's; with a query, those whose text matches (full text on OR-ed terms, or trigram word similarity, or the query as a substring), best first.
+WITH matched AS (
+    SELECT i.item_id, i.store_namespace, i.key, i.value, i.updated_at, i.item_type, i.value_slot,
+           ts_rank_cd(to_tsvector(%(config)s::regconfig, i.content), q.terms) AS fts_score,
+           to_tsvector(%(config)s::regconfig, i.content) @@ q.terms AS fts_hit,
+           word_similarity(%(query)s, i.content) AS trgm_score,
+           strpos(lower(i.content), lower(%(query)s)) > 0 AS substring_hit
+    FROM items AS i
+    CROSS JOIN (SELECT websearch_to_tsquery(%(config)s::regconfig, %(terms)s) AS terms) AS q
+    WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.store_namespace IS NOT NULL
+      AND upper_inf(i.valid_during)
+      AND i.store_namespace[1:cardinality(%(prefix)s::text[])] = %(prefix)s::text[]
+      AND NOT EXISTS (
+          SELECT 1 FROM jsonb_each(%(filter)s::jsonb) AS f WHERE i.value -> f.key IS DISTINCT FROM f.value
+      )
+), page AS (
+    SELECT item_id, store_namespace, key, value, updated_at, item_type, value_slot,
+           CASE WHEN %(query)s::text IS NULL THEN NULL
+                ELSE fts_score + trgm_score + CASE WHEN substring_hit THEN 1 ELSE 0 END END AS score
+    FROM matched
+    WHERE %(query)s::text IS NULL OR fts_hit OR substring_hit OR trgm_score >= %(trgm_threshold)s
+    ORDER BY score DESC NULLS LAST, updated_at DESC, item_id DESC
+    LIMIT %(limit)s OFFSET %(offset)s
+)
+SELECT page.item_id, page.store_namespace AS namespace, page.key, page.value, first.created_at, page.updated_at,
+       page.score
+FROM page
+CROSS JOIN LATERAL (
+    SELECT min(f.created_at) AS created_at FROM items AS f
+    WHERE f.user_id = %(user_id)s AND f.tenant_id = %(tenant_id)s AND f.project = '' AND f.environment = ''
+      AND f.item_type = page.item_type AND f.key = page.key AND f.value_slot = page.value_slot
+) AS first
+ORDER BY page.score DESC NULLS LAST, page.updated_at DESC, page.item_id DESC;
+
+-- store_namespaces --
+-- The namespaces a user's current store rows are in.
+SELECT DISTINCT store_namespace AS namespace FROM items
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND store_namespace IS NOT NULL
+  AND upper_inf(valid_during)
+ORDER BY 1;

@@ -1,0 +1,79 @@
+"""`memory-agent eval recall` on tiny LoCoMo-format datasets whose right answers are known."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.testing import CliRunner
+
+from memory_agent.cli.eval import register
+from memory_agent.long_term.embeddings import HashingEmbeddings
+from memory_agent.long_term.eval import evaluate, load_dataset
+from tests.long_term.recall_fixtures import conn  # noqa: F401 (a fixture)
+
+# Only trigrams can find the evidence: CJK text is one token for the text-search parser, and the English
+# question's one rare word is misspelled. The padding turns share no bigram with the questions.
+TRIGRAM_ONLY = [
+    {
+        "sample_id": "tiny",
+        "conversation": {
+            "speaker_a": "Li",
+            "speaker_b": "Bot",
+            "session_1_date_time": "9:00 am on 5 January, 2025",
+            "session_1": [
+                {"speaker": "Li", "dia_id": "D1:1", "text": "我以前住在里昂。"},
+                {"speaker": "Bot", "dia_id": "D1:2", "text": "好的。"},
+                {"speaker": "Li", "dia_id": "D1:3", "text": "My cello teacher is Ingrid."},
+            ],
+            "session_2_date_time": "9:00 am on 9 January, 2025",
+            "session_2": [
+                {"speaker": "Li", "dia_id": "D2:1", "text": "今天天气很好。"},
+                {"speaker": "Bot", "dia_id": "D2:2", "text": "Enjoy the sunshine!"},
+            ],
+        },
+        "qa": [
+            {"question": "里昂", "answer": "lived there", "evidence": ["D1:1"], "category": 4},
+            {"question": "Ingrit?", "answer": "cello teacher", "evidence": ["D1:3"], "category": 4},
+            {"question": "Who is Bob?", "adversarial_answer": "nobody", "evidence": ["D2:1"], "category": 5},
+        ],
+    }
+]
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+async def test_only_trigrams_find_the_evidence(conn: Any, tmp_path: Path) -> None:
+    samples = load_dataset(write(tmp_path, TRIGRAM_ONLY))
+    assert [len(s.turns) for s in samples[0].sessions] == [3, 2]
+    report = await evaluate(conn, samples, embedder=HashingEmbeddings())
+    assert report.questions == 2  # the adversarial question is not scored
+    recall = report.as_dict()["recall"]
+    assert recall["fts"] == {"@1": 0.0, "@5": 0.0, "@10": 0.0}
+    assert recall["trgm"]["@1"] == 1.0 and recall["fused"]["@1"] == 1.0
+    assert report.mean_tokens > 0 and report.latency_p95_ms >= report.latency_p50_ms > 0
+
+
+def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None:
+    app = typer.Typer()
+    register(app)
+    dataset = write(tmp_path, TRIGRAM_ONLY)
+    result = CliRunner().invoke(
+        app, ["eval", "recall", "--dataset", str(dataset), "--json", "--database-url", server_url]
+    )
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert figures["questions"] == 2 and figures["recall"]["trgm"]["@5"] == 1.0
+    table = CliRunner().invoke(
+        app, ["eval", "recall", "--dataset", str(dataset), "--database-url", server_url, "--embedder", "none"]
+    )
+    assert table.exit_code == 0 and "fused" in table.output and "p95" in table.output
+    bad = write(tmp_path, [{"sample_id": "x", "conversation": {}}])
+    failed = CliRunner().invoke(app, ["eval", "recall", "--dataset", str(bad), "--database-url", server_url])
+    assert failed.exit_code == 2 and "speaker_a" in failed.output
