@@ -12,6 +12,7 @@ from langchain_core.messages import BaseMessage, message_to_dict, messages_from_
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_agent.db.keys import ConversationKey
+from memory_agent.long_term.items import StructuredItems
 
 MemoryStatus = Literal["processing", "completed", "failed"]
 
@@ -37,12 +38,20 @@ class MemoryRecord(BaseModel):
     attempts: int = 0
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    items: dict[str, Any] | None = Field(
+        default=None, description="The version's structured items (MemorySummaryOutput's five lists), as stored."
+    )
 
 
-class MemorySummaryOutput(BaseModel):
-    """What the summarizer model returns (structured output)."""
+class MemorySummaryOutput(StructuredItems):
+    """What the summarizer model returns (structured output): the memory text and, beside it, the window's
+    structured items (facts, preferences, decisions, todos, entities), each citing its source sequences."""
 
     summary: str = Field(description="The updated memory of the conversation window.")
+
+    def structured(self) -> StructuredItems:
+        """The five item lists alone, as the long-term tier takes them."""
+        return StructuredItems(**{name: getattr(self, name) for name in StructuredItems.model_fields})
 
 
 class ConversationContext(BaseModel):

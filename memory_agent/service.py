@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -29,6 +29,7 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
 from memory_agent.long_term.block import RecallHit
+from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.recall import recall
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
@@ -36,6 +37,7 @@ from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.models import default_summary_model
 from memory_agent.summarize.runner import SummaryRunner
+from memory_agent.user_memory import UserMemory
 
 logger = logging.getLogger("memory_agent")
 
@@ -52,8 +54,10 @@ class _Opened:
     executor: Executor
 
 
-class MemoryService:
-    """Conversation memory over PostgreSQL. Use as `async with` (or `with`) to open and close it."""
+class MemoryService(UserMemory):
+    """Conversation memory over PostgreSQL. Use as `async with` (or `with`) to open and close it.
+
+    `clock` gives the long-term tier its times (an item's valid_from / valid_to); default: UTC now."""
 
     def __init__(
         self,
@@ -61,8 +65,10 @@ class MemoryService:
         *,
         model: BaseChatModel | None = None,
         database_url: str | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.settings = settings or MemorySettings()
+        self.clock = clock or (lambda: datetime.now(UTC))
         self._model = model
         self._database_url = database_url or self.settings.database_url
         self.database_url: str | None = None  # resolved at open (the embedded server's URI when unset)
@@ -103,6 +109,11 @@ class MemoryService:
         return self._parts.agent
 
     @property
+    def cluster_summarizer(self) -> ClusterSummarizer:
+        """What writes cluster summaries: the summary model, or the offline one's deterministic counterpart."""
+        return self._parts.runner.cluster_summarizer
+
+    @property
     def executor(self) -> Executor:
         """The executor running background summaries (inline or procrastinate)."""
         return self._parts.executor
@@ -131,9 +142,10 @@ class MemoryService:
                 max_words=settings.memory_max_words,
                 max_tokens=settings.memory_max_tokens_cap,
             )
-            runner = SummaryRunner(settings, backend, agent)
+            runner = SummaryRunner(settings, backend, agent, clock=self.clock)
             trigger = SummaryTrigger(settings, backend, dispatch=self._dispatch, enqueue=self._enqueue)
-            executor = make_executor(settings, SummaryJobs(runner.run_summary, trigger.sweep), backend)
+            jobs = SummaryJobs(runner.run_summary, trigger.sweep, runner.refresh_pending)
+            executor = make_executor(settings, jobs, backend)
             rounds = Rounds(settings, backend, loop, trigger)
             await check_recall_settings(backend, recall_settings(settings))
             self._opened = _Opened(backend, agent, runner, trigger, rounds, executor)
@@ -349,9 +361,13 @@ class MemoryService:
     async def delete_conversation(
         self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> bool:
-        """Delete a conversation, its messages and its memory versions; False when it did not exist."""
+        """Delete a conversation and everything derived from it, in one transaction: its messages, memory versions
+        and metrics, the long-term items only it sourced (lineage of the others), and the cluster summaries built
+        from an erased item (regenerated without it, or removed below summary_min_cluster_items). False when it
+        did not exist."""
         key = await self._owned(conversation_id, user_id, tenant_id)
-        return await self.loop.arun(self.backend.delete_conversation(key.conversation_id, user_id=key.user_id))
+        coro = self._forget_conversation(key.tenant_id, key.user_id, key.conversation_id)
+        return await self.loop.arun(coro, shield=True)
 
     async def recall(
         self,

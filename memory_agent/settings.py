@@ -137,6 +137,29 @@ class MemorySettings(BaseSettings):
         description="The key of config['configurable'] naming a round's tenant. Absent: tenant 'default'.",
     )
 
+    # --- long-term memory ---
+    long_term: bool = Field(
+        default=True,
+        description="Write every completed memory version's structured items to the user's long-term tier (in "
+        "the summary job, never in the round) and keep its cluster summaries.",
+    )
+    summary_min_cluster_items: int = Field(
+        default=3,
+        ge=2,
+        description="Current items of one (user, project, environment, type, key) from which a cluster summary "
+        "stands for them; below it the summary is deleted.",
+    )
+    project: str = Field(
+        default="",
+        max_length=256,
+        description="The project long-term items are written under (one per service).",
+    )
+    environment: str = Field(
+        default="",
+        max_length=256,
+        description="The environment long-term items are written under (one per service).",
+    )
+
     # --- double texting ---
     multitask_strategy: Literal["enqueue", "reject"] = Field(
         default="enqueue",

@@ -25,17 +25,21 @@ FROM round_metrics;
 SELECT set_config('work_mem', %(work_mem)s, true);
 
 -- health_summary_totals --
--- Every memory row in one pass: outcomes, failure rate, generation p50/p95 (one sort), tokens, compression.
+-- Every memory row in one pass: outcomes, failure rate, generation p50/p95 (one sort), tokens, compression, and
+-- the structured rate (completed versions with at least one item in their five lists).
 SELECT completed, failed, processing,
        round(failed::numeric / NULLIF(completed + failed, 0), 4) AS failure_rate,
        generation_ms[1] AS generation_p50_ms,
        generation_ms[2] AS generation_p95_ms,
        input_tokens, output_tokens,
-       round(input_tokens::numeric / NULLIF(output_tokens, 0), 4) AS compression_ratio
+       round(input_tokens::numeric / NULLIF(output_tokens, 0), 4) AS compression_ratio,
+       round(structured::numeric / NULLIF(completed, 0), 4) AS structured_rate
 FROM (
     SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
            count(*) FILTER (WHERE status = 'failed') AS failed,
            count(*) FILTER (WHERE status = 'processing') AS processing,
+           count(*) FILTER (WHERE status = 'completed' AND (items @? '$.facts[*]' OR items @? '$.preferences[*]'
+               OR items @? '$.decisions[*]' OR items @? '$.todos[*]' OR items @? '$.entities[*]')) AS structured,
            COALESCE(sum(input_tokens) FILTER (WHERE status = 'completed'), 0) AS input_tokens,
            COALESCE(sum(output_tokens) FILTER (WHERE status = 'completed'), 0) AS output_tokens,
            percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY generation_time_ms)

@@ -200,6 +200,16 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND is_summary
 -- Erase every long-term row of a user (lineage cascades).
 DELETE FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s RETURNING item_id;
 
+-- lock_user_conversations --
+-- Hold the user's conversations (all, or the one named) until the forget commits: a summary job already holding
+-- one (hold_conversation) is waited for, and the items it wrote are then seen and erased; a later job finds the
+-- conversation gone and writes nothing.
+SELECT conversation_id FROM conversations
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+  AND (%(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s)
+ORDER BY conversation_id
+FOR UPDATE;
+
 -- user_conversations --
 -- The conversations of a user, and those its lineage names (a conversation of another scope that fed its items).
 SELECT conversation_id FROM conversations WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s

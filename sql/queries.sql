@@ -210,10 +210,17 @@ WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
   AND sequence_number BETWEEN %(start_sequence)s AND %(end_sequence)s
 ORDER BY sequence_number;
 
+-- hold_conversation --
+-- The summary job's hold on its conversation until its version and items commit. FOR KEY SHARE: rounds (which
+-- update the row, never its key) go on; a forget (FOR UPDATE) waits for the job, or the job finds the row gone.
+SELECT conversation_id FROM conversations
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
+FOR KEY SHARE;
+
 -- complete_memory --
 -- Record a finished summary; only a row still in `processing` (not reclaimed meanwhile) is updated.
 UPDATE memory
-SET status = 'completed', memory_text = %(memory_text)s, generation_time_ms = %(generation_time_ms)s,
+SET status = 'completed', memory_text = %(memory_text)s, items = %(items)s, generation_time_ms = %(generation_time_ms)s,
     model_name = %(model_name)s, input_tokens = %(input_tokens)s, output_tokens = %(output_tokens)s,
     summarized_start = %(summarized_start)s, summarized_end = %(summarized_end)s,
     error = NULL, finished_at = now()

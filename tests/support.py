@@ -6,11 +6,17 @@ import asyncio
 import threading
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph import START, MessagesState, StateGraph
+from pydantic import Field
 
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent import resources
+from memory_agent.long_term.cluster_text import offline_cluster_summary_text
+from memory_agent.summarize.offline import OfflineSummaryModel, offline_items, offline_summary
+
+CLUSTER_PROMPT_START = resources.prompt("cluster_summary").split("\n", 1)[0]
 
 
 class EchoChat:
@@ -74,3 +80,43 @@ class FailingSummaryModel(OfflineSummaryModel):
     ) -> ChatResult:
         self._count[0] += 1
         raise RuntimeError("model exploded")
+
+
+class ScriptedSummaryModel(BaseChatModel):
+    """A summary model that is not the offline one (so cluster summaries go through its own prompt): summary
+    calls answer with the scripted tool-call arguments in turn, then as the offline summarizer would; cluster
+    prompts answer with `cluster_text` (default: the offline cluster text), after raising `cluster_failures`
+    times. Every prompt is recorded."""
+
+    model_name: str = "scripted-test-summarizer"
+    answers: list[dict[str, Any]] = Field(default_factory=list)
+    cluster_text: str | None = None
+    cluster_failures: int = 0
+    prompts: list[str] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-test"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedSummaryModel:
+        return self
+
+    @property
+    def cluster_prompts(self) -> list[str]:
+        return [p for p in self.prompts if p.startswith(CLUSTER_PROMPT_START)]
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        text = "\n".join(str(m.text) for m in messages)
+        self.prompts.append(text)
+        if text.startswith(CLUSTER_PROMPT_START):
+            if self.cluster_failures > 0:
+                self.cluster_failures -= 1
+                raise RuntimeError("cluster model exploded")
+            members = [line[2:] for line in text.splitlines() if line.startswith("- ")]
+            answer = self.cluster_text or offline_cluster_summary_text(members)
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(answer))])
+        args = self.answers.pop(0) if self.answers else {"summary": offline_summary(text), **offline_items(text)}
+        call = {"name": "MemorySummaryOutput", "args": args, "id": f"call_{len(self.prompts)}"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))])

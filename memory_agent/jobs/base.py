@@ -19,6 +19,8 @@ class SummaryJobs:
     # One `processing` row, by its whole key (memory_id, user_id), to its final status; never raises.
     run_summary: Callable[[int, str], Coroutine[Any, Any, str]]
     sweep: Callable[[], Awaitable[list[int]]]  # reclaim stale rows, re-run the trigger rule; the reclaimed ids
+    # The long-term safety net: refresh the cluster summaries whose inline refresh failed; how many it handled.
+    refresh_clusters: Callable[[], Awaitable[int]] | None = None
 
 
 class Executor(Protocol):

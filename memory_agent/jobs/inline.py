@@ -1,5 +1,5 @@
 """InlineExecutor (the default): a summary is a task on the service's memory loop, detached from the
-round that started it, plus a periodic stale-row sweep task."""
+round that started it, plus a periodic task: the stale-row sweep, then the cluster summaries' safety net."""
 
 from __future__ import annotations
 
@@ -36,6 +36,11 @@ class InlineExecutor:
                 await self.jobs.sweep()
             except Exception as exc:  # the database may be briefly away; try again next time
                 logger.warning("Stale-row sweep failed: %s", exc)
+            if self.jobs.refresh_clusters is not None:
+                try:
+                    await self.jobs.refresh_clusters()
+                except Exception as exc:
+                    logger.warning("Cluster summary refresh failed: %s", exc)
 
     async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
         """Nothing to record: the task starts after commit (a crash in between is reclaimed by the sweep)."""

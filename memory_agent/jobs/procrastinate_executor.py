@@ -1,7 +1,7 @@
 """Summaries as procrastinate jobs: the app processes defer, `memory-agent worker` processes run them.
 
-procrastinate's tables live in the memory_agent schema. The stale-row sweep is a procrastinate periodic
-task. Whatever the number of app and worker processes, the partial unique index on `memory` keeps one
+procrastinate's tables live in the memory_agent schema. The stale-row sweep and the cluster summaries' safety
+net (refresh the clusters whose inline refresh failed) are procrastinate periodic tasks. Whatever the number of app and worker processes, the partial unique index on `memory` keeps one
 summarization in flight per conversation; a job only ever runs a row that is still `processing`.
 """
 
@@ -23,6 +23,7 @@ logger = logging.getLogger("memory_agent.jobs")
 QUEUE = "memory_agent"
 SUMMARIZE_TASK = "memory_agent.summarize"
 SWEEP_TASK = "memory_agent.sweep"
+REFRESH_CLUSTERS_TASK = "memory_agent.refresh_clusters"
 
 
 def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> procrastinate.App:
@@ -43,6 +44,14 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> 
 
     if pool is not None and (settings.consolidation_enabled or settings.batch_summaries_enabled):
         register_consolidation(app, settings, pool)
+    refresh = jobs.refresh_clusters
+    if refresh is not None:
+
+        @app.periodic(cron=settings.sweep_cron, periodic_id=REFRESH_CLUSTERS_TASK)
+        @app.task(name=REFRESH_CLUSTERS_TASK, queue=QUEUE, queueing_lock=REFRESH_CLUSTERS_TASK)
+        async def refresh_clusters(timestamp: int) -> int:
+            return await refresh()
+
     return app
 
 

@@ -6,6 +6,8 @@
 - forget_item: that item version (its lineage goes with it). Forgetting a cluster summary forgets the members
   it stands for too — otherwise the next refresh would write the same text back.
 - forget_user: every long-term row of the user and every conversation of theirs.
+A summary job holds its conversation while it writes (hold_conversation); forget_conversation and forget_user
+lock the conversations first, so a job racing a forget either commits before the forget reads or writes nothing.
 Each then regenerates the cluster summaries built from an erased item without it (or deletes them below
 min_items). A summary that cannot be regenerated — no summarizer given, or its new text rejected — is deleted
 rather than kept: it would still carry the erased text. The periodic safety net rebuilds it from what is left.
@@ -51,6 +53,9 @@ async def forget_conversation(
         raise InvalidInputError(f"conversation_id must be a non-empty string, got {conversation_id!r}")
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     async with conn.transaction():
+        # First: a summary job writing this conversation's items commits before the lineage is read, or after
+        # the conversation is gone (and then writes nothing).
+        await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": conversation_id})
         deleted = await _erase_conversation_lineage(conn, scope, conversation_id)
         summaries = await _rederive(conn, scope, deleted, summarize, now, min_items)
         rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
@@ -88,6 +93,7 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
     check_identity(tenant_id, user_id)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     async with conn.transaction():
+        await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": None})
         conversations = [row["conversation_id"] for row in await fetch(conn, "user_conversations", scope)]
         items = await fetch(conn, "delete_user_items", scope)
         erased: list[str] = []

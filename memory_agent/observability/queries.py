@@ -50,6 +50,7 @@ HEALTH_TOTALS = (
     "context_tokens",
     "summary_token_share",
     "stuck",
+    "structured_rate",
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from memory_agent import resources
 from memory_agent.errors import ConfigurationError, SummarizationError
+from memory_agent.long_term.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.schemas import MemorySummaryOutput
 
 
@@ -31,6 +32,10 @@ class SummaryResult:
     input_tokens: int
     output_tokens: int
     model_name: str
+    items: StructuredItems = field(default_factory=StructuredItems)
+    # Items the model got wrong twice (the answer and its one retry): dropped, the text kept. Each entry says
+    # which list and why; the runner records them on the memory row.
+    dropped_items: tuple[str, ...] = ()
 
 
 def model_name_of(model: BaseChatModel) -> str:
@@ -62,23 +67,61 @@ def render_message(item: SequencedMessage) -> str:
     return f"[seq {item.sequence_number}] {line}"
 
 
-def parse_summary(answer: Any) -> MemorySummaryOutput:
-    """The MemorySummaryOutput in a model's answer: its tool call, or JSON content from models that answer
-    in text; SummarizationError when neither parses."""
+@dataclass(frozen=True)
+class ParsedSummary:
+    """A model's answer, item by item: the valid items kept, each invalid one described in `invalid`."""
+
+    summary: str
+    items: StructuredItems
+    invalid: tuple[str, ...]
+
+
+def _arguments(answer: Any) -> dict[str, Any]:
     calls = getattr(answer, "tool_calls", None) or []
-    try:
-        if calls:
-            return MemorySummaryOutput.model_validate(calls[0].get("args") or {})
-        content = str(getattr(answer, "text", "") or "").strip()
-        if content.startswith("{"):
-            return MemorySummaryOutput.model_validate_json(content)
-    except ValidationError as exc:
-        raise SummarizationError(f"summarizer returned unparseable output: {exc}") from exc
+    if calls:
+        args = calls[0].get("args")
+        if isinstance(args, dict):
+            return args
+    content = str(getattr(answer, "text", "") or "").strip()
+    if content.startswith("{"):
+        try:
+            args = json.loads(content)
+        except ValueError:
+            args = None
+        if isinstance(args, dict):
+            return args
     invalid = getattr(answer, "invalid_tool_calls", None) or []
     shown = (invalid[0].get("args") if invalid else getattr(answer, "content", answer)) or ""
     raise SummarizationError(
         f"summarizer returned unparseable output (no MemorySummaryOutput call); raw: {str(shown)[:200]!r}"
     )
+
+
+def parse_summary(answer: Any) -> ParsedSummary:
+    """The MemorySummaryOutput in a model's answer (its tool call, or JSON content from models that answer in
+    text). The text must be there (SummarizationError otherwise); the item lists are validated one item at a
+    time, so one malformed item costs that item, never the summary."""
+    args = _arguments(answer)
+    summary = args.get("summary")
+    if not isinstance(summary, str):
+        raise SummarizationError(f"summarizer returned unparseable output: `summary` is {type(summary).__name__}")
+    kept: dict[str, list[SummaryItem]] = {}
+    invalid: list[str] = []
+    for name in ITEM_LISTS:
+        values = args.get(name)
+        if values is None:
+            continue
+        if not isinstance(values, list):
+            invalid.append(f"{name}: not a list ({type(values).__name__})")
+            continue
+        kept[name] = []
+        for position, value in enumerate(values):
+            try:
+                kept[name].append(SummaryItem.model_validate(value))
+            except ValidationError as exc:
+                reasons = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'item'}: {e['msg']}" for e in exc.errors())
+                invalid.append(f"{name}[{position}]: {reasons}"[:300])
+    return ParsedSummary(summary.strip(), StructuredItems(**kept), tuple(invalid))
 
 
 class MemoryAgent:
@@ -122,13 +165,35 @@ class MemoryAgent:
         )
         return [SystemMessage(system), HumanMessage(user)]
 
-    async def summarize(self, **window: Any) -> SummaryResult:
-        """Call the model once with `build_prompt(**window)`; raises SummarizationError on an unusable answer."""
-        prompt = self.build_prompt(**window)
+    async def summarize_cluster(self, members: list[str]) -> str:
+        """A long_term ClusterSummarizer through the summary model: one plain call per cluster (no tool), its
+        text checked by the long-term tier before it is stored."""
+        prompt = resources.prompt("cluster_summary").format(members="\n".join(f"- {m}" for m in members))
+        answer = await self.model.ainvoke([HumanMessage(prompt)], config={"callbacks": []})
+        return str(answer.text).strip()
+
+    async def _ask(self, prompt: list[BaseMessage]) -> Any:
         # No callbacks of any caller's run (an empty list replaces inherited ones; None would not), and the
         # background task starts from a fresh context: summarizer tokens never reach a user's stream.
-        answer = await self._bound.ainvoke(prompt, config={"callbacks": []})
-        text = parse_summary(answer).summary.strip()
+        return await self._bound.ainvoke(prompt, config={"callbacks": []})
+
+    async def summarize(self, **window: Any) -> SummaryResult:
+        """Call the model with `build_prompt(**window)`, once more when the answer does not validate (the
+        errors are shown to it). After that retry an unusable text raises SummarizationError, while invalid
+        items are dropped and reported in `dropped_items`: the text summary is never lost to a bad item."""
+        prompt = self.build_prompt(**window)
+        answer = await self._ask(prompt)
+        try:
+            parsed = parse_summary(answer)
+            problems = list(parsed.invalid) + ([] if parsed.summary else ["summary: empty"])
+        except SummarizationError as exc:
+            parsed, problems = None, [str(exc)]
+        if problems:
+            retry = resources.prompt("summarize_retry").format(problems="\n".join(f"- {p}" for p in problems[:20]))
+            answer = await self._ask([*prompt, HumanMessage(retry)])
+            parsed = parse_summary(answer)
+        assert parsed is not None
+        text = parsed.summary
         if not text:
             raise SummarizationError("summarizer returned an empty summary")
         tokens = count_tokens_approximately([AIMessage(text)])
@@ -143,4 +208,6 @@ class MemoryAgent:
             input_tokens=usage.get("input_tokens") or count_tokens_approximately(prompt),
             output_tokens=usage.get("output_tokens") or count_tokens_approximately([AIMessage(text)]),
             model_name=self.model_name,
+            items=parsed.items,
+            dropped_items=parsed.invalid,
         )

@@ -1,30 +1,61 @@
 """SummaryRunner: one `processing` memory row to `completed` or `failed`, with retries and a timeout per
-model call. Incremental, as the design says: only the messages after the base memory are sent."""
+model call. Incremental, as the design says: only the messages after the base memory are sent.
+
+A completed version carries its structured items (the `items` column) and, with MEMORY_AGENT_LONG_TERM on,
+writes them to the user's long-term tier (long_term.remember) in the transaction that completes it: a crash
+leaves both or neither, and a failing write rolls the completion back and records the version `failed` (the
+next version covers the same window, so its items are written then, before the messages slide out). The
+clusters the write touched are refreshed after that commit, one model call each; what fails there is left to
+the periodic safety net (refresh_pending), so a cluster summary never holds back the version.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
+import psycopg
 from langchain_core.messages import messages_from_dict
+from psycopg.types.json import Jsonb
 
+from memory_agent import long_term
 from memory_agent.conversation.messages import storable_text
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.errors import SummarizationError
+from memory_agent.errors import InvalidInputError, SummarizationError
+from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, SequencedMessage, SummaryResult
+from memory_agent.summarize.offline import OfflineSummaryModel
 
 logger = logging.getLogger("memory_agent")
 
 
 class SummaryRunner:
-    """Runs summaries on the memory loop; never raises into its caller (an executor)."""
+    """Runs summaries on the memory loop; never raises into its caller (an executor). `clock` gives the
+    long-term tier its times (valid_from, valid_to)."""
 
-    def __init__(self, settings: MemorySettings, backend: MemoryBackend, agent: MemoryAgent) -> None:
+    def __init__(
+        self,
+        settings: MemorySettings,
+        backend: MemoryBackend,
+        agent: MemoryAgent,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        cluster_summarizer: ClusterSummarizer | None = None,
+    ) -> None:
         self.settings = settings
         self.backend = backend
         self.agent = agent
+        self.clock = clock or (lambda: datetime.now(UTC))
+        # The summary model writes cluster summaries too; the offline model has a deterministic counterpart.
+        offline = isinstance(agent.model, OfflineSummaryModel)
+        self.cluster_summarizer: ClusterSummarizer = cluster_summarizer or (
+            long_term.offline_cluster_summarizer if offline else agent.summarize_cluster
+        )
 
     async def run_summary(self, memory_id: int, user_id: str) -> str:
         """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
@@ -62,19 +93,14 @@ class SummaryRunner:
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         try:
             if result is not None:
-                if not await backend.complete_memory(
-                    user_id=user_id,
-                    memory_id=memory_id,
-                    memory_text=storable_text(result.text),
-                    generation_time_ms=elapsed_ms,
-                    model_name=storable_text(result.model_name),
-                    input_tokens=result.input_tokens,
-                    output_tokens=result.output_tokens,
-                    summarized_start=new_start,
-                    summarized_end=end_seq,
-                ):
+                completed = await self._complete(row, result, elapsed_ms, new_start)
+                if isinstance(completed, str):
+                    error = completed
+                    result = None
+                elif not completed:
                     logger.warning("Memory %s was reclaimed while summarizing; its result is discarded", memory_id)
                     return "discarded"
+            if result is not None:
                 logger.info("Summarized messages %s-%s for %s in %sms", start_seq, end_seq, conversation_id, elapsed_ms)
                 if start_seq > 0:
                     logger.info("Sliding window: dropping seq 0-%s for %s", start_seq - 1, conversation_id)
@@ -98,6 +124,93 @@ class SummaryRunner:
             # The row stays `processing` and is reclaimed after processing_timeout_s.
             logger.error("Memory %s: could not record the summarization outcome: %s", memory_id, exc)
             return "processing"
+
+    async def _complete(
+        self, row: dict[str, Any], result: SummaryResult, elapsed_ms: int, new_start: int
+    ) -> bool | str:
+        """Complete the version and write its items in one transaction. True when done, False when the row was
+        reclaimed meanwhile (nothing written), the error text when the long-term write failed (rolled back)."""
+        user_id, tenant_id, memory_id = row["user_id"], row["tenant_id"], row["memory_id"]
+        items = result.items.within(row["start_sequence"], row["end_sequence"])
+        stored = items.model_dump(mode="json")
+        if result.dropped_items:
+            logger.warning("Memory %s: invalid items dropped after the retry: %s", memory_id, result.dropped_items)
+            stored["dropped"] = list(result.dropped_items)
+        outcomes: list[long_term.RememberOutcome] = []
+        now = self.clock()
+        try:
+            async with self.backend.transaction() as conn:
+                await long_term.set_tenant(conn, tenant_id)
+                # Erasing the conversation waits for this transaction, or ran first and left nothing to write.
+                if not await self.backend.hold_conversation(conn, row["conversation_id"], user_id=user_id):
+                    return False
+                if not await self.backend.complete_memory(
+                    conn=conn,
+                    user_id=user_id,
+                    memory_id=memory_id,
+                    memory_text=storable_text(result.text),
+                    items=Jsonb(stored),
+                    generation_time_ms=elapsed_ms,
+                    model_name=storable_text(result.model_name),
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                    summarized_start=new_start,
+                    summarized_end=row["end_sequence"],
+                ):
+                    return False
+                if self.settings.long_term and not items.is_empty():
+                    outcomes = await long_term.remember(
+                        conn,
+                        tenant_id=tenant_id,
+                        user_id=user_id,
+                        items=items,
+                        conversation_id=row["conversation_id"],
+                        memory_id=memory_id,
+                        now=now,
+                        project=self.settings.project,
+                        environment=self.settings.environment,
+                    )
+        except (psycopg.Error, InvalidInputError, long_term.LongTermWriteError) as exc:
+            if isinstance(exc, psycopg.OperationalError):
+                raise  # the database is away: the row stays processing and is reclaimed
+            logger.error("Memory %s: long-term items not written, the version is not completed: %s", memory_id, exc)
+            return f"long-term write failed: {type(exc).__name__}: {exc}"
+        await self._refresh_clusters(long_term.touched_clusters(outcomes), now)
+        return True
+
+    async def _refresh_clusters(self, clusters: list[long_term.Cluster], now: datetime) -> None:
+        """After the version's commit: each touched cluster in its own transaction. A failure is logged and left
+        to the periodic safety net (refresh_pending)."""
+        if not clusters:
+            return
+        try:
+            async with self.backend.connection() as conn:
+                for cluster in clusters:
+                    async with long_term.tenant_transaction(conn, cluster.tenant_id):
+                        await long_term.refresh_cluster(
+                            conn,
+                            cluster,
+                            self.cluster_summarizer,
+                            now=now,
+                            min_items=self.settings.summary_min_cluster_items,
+                        )
+        except Exception as exc:
+            logger.warning("Cluster summaries not refreshed (the periodic task will): %s", exc)
+
+    async def refresh_pending(self, limit: int = 100) -> int:
+        """The periodic safety net: refresh up to `limit` clusters whose summary is missing, stale or due for
+        deletion (their inline refresh failed or never ran). Returns how many it handled."""
+        if not self.settings.long_term:
+            return 0
+        async with self.backend.connection() as conn:
+            outcomes = await long_term.refresh_pending_clusters(
+                conn,
+                self.cluster_summarizer,
+                now=self.clock(),
+                min_items=self.settings.summary_min_cluster_items,
+                limit=limit,
+            )
+        return len(outcomes)
 
     async def _summarize_with_retries(
         self,

@@ -284,11 +284,14 @@ LEFT JOIN LATERAL (
 
 -- The whole database in one row: the numbers `memory-agent stats` opens with.
 -- summary_token_share: summarizer tokens / (summarizer tokens + chat-model context tokens of every round).
+-- structured_rate: completed versions with at least one structured item / completed versions.
 CREATE VIEW memory_health_totals AS
 WITH summaries AS (
     SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
            count(*) FILTER (WHERE status = 'failed') AS failed,
            count(*) FILTER (WHERE status = 'processing') AS processing,
+           count(*) FILTER (WHERE status = 'completed' AND (items @? '$.facts[*]' OR items @? '$.preferences[*]'
+               OR items @? '$.decisions[*]' OR items @? '$.todos[*]' OR items @? '$.entities[*]')) AS structured,
            COALESCE(sum(input_tokens) FILTER (WHERE status = 'completed'), 0) AS input_tokens,
            COALESCE(sum(output_tokens) FILTER (WHERE status = 'completed'), 0) AS output_tokens,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY generation_time_ms)
@@ -328,7 +331,8 @@ SELECT lag.conversations,
        round((summaries.input_tokens + summaries.output_tokens)::numeric
              / NULLIF(summaries.input_tokens + summaries.output_tokens + rounds.context_tokens, 0), 4)
            AS summary_token_share,
-       lag.stuck
+       lag.stuck,
+       round(summaries.structured::numeric / NULLIF(summaries.completed, 0), 4) AS structured_rate
 FROM summaries, rounds, lag;
 
 -- The evolution plan's weekly report, adapted to rounds: fallback share (raw path), truncation share,

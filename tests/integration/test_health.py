@@ -64,6 +64,15 @@ def stage(url: str) -> None:
         " context_tokens, truncated, error_stage, error)"
         " VALUES ('default', 'user-1', 'conv-0000005', NULL, 'raw', 300, true, 'graph', 'boom')",
     )
+    # Structured items on some completed versions: non-empty lists, empty lists (not counted), dropped-only.
+    execute(
+        url,
+        "UPDATE memory SET items = CASE memory_id % 3"
+        """ WHEN 0 THEN '{"facts": [{"key": "home_city", "content": "The user lives in Lyon"}], "todos": []}'::jsonb"""
+        """ WHEN 1 THEN '{"facts": [], "preferences": [], "dropped": ["facts[0]: key empty"]}'::jsonb"""
+        """ ELSE '{"todos": [{"key": "todo_call", "content": "Call mom"}]}'::jsonb END"""
+        " WHERE status = 'completed' AND memory_id % 5 <> 0",
+    )
     # The generator's stuck row (conversation 7) is quiet for an hour; conversation 57's was picked up
     # 2 seconds ago. Make 57's quiet for 10 minutes: stuck after 300 s, not after 900 s.
     execute(
@@ -71,6 +80,12 @@ def stage(url: str) -> None:
         "UPDATE memory SET started_at = now() - interval '10 minutes' WHERE conversation_id = 'conv-0000057'"
         " AND status = 'processing'",
     )
+
+
+def has_items(items: dict[str, Any] | None) -> bool:
+    """A version with at least one structured item in its five lists (`dropped` is not an item)."""
+    lists = ("facts", "preferences", "decisions", "todos", "entities")
+    return bool(items) and any(items.get(name) for name in lists)  # type: ignore[union-attr]
 
 
 def expected_health(
@@ -157,6 +172,7 @@ def expected_health(
         "context_tokens": context_tokens,
         "summary_token_share": ratio(input_tokens + output_tokens, input_tokens + output_tokens + context_tokens),
         "stuck": sum(is_stuck(m) for m in memory),
+        "structured_rate": ratio(sum(has_items(m["items"]) for m in completed), len(completed)),
     }
 
     models: dict[Any, dict[str, Any]] = {}
@@ -236,6 +252,7 @@ async def test_health_equals_values_computed_from_the_rows(open_memory, database
     # The situations the data was built to hold are there: stuck rows (one only after 300 s), failed
     # summaries with and without a model, raw fallbacks, a failed round.
     assert totals["stuck"] == 2 and totals["failed"] > 0 and None in models
+    assert 0 < totals["structured_rate"] < 1
     assert totals["fallback_share"] > 0 and any(c["served_memory_id"] is None for c in conversations)
     health_900 = await read(memory, obs.health, 900.0, CONVERSATIONS)
     assert health_900.totals["stuck"] == 1

@@ -1,0 +1,107 @@
+"""The per-user half of MemoryService's public API: a user's long-term items, and forgetting with lineage.
+
+MemoryService inherits it; it reaches the service's loop, backend, clock and cluster summarizer through the
+members the service defines. Every call names its user (and tenant, default 'default'), runs in one transaction
+on the service's memory loop with row-level security scoped to that tenant, and erases durably: what a forget
+returns is committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memory_agent import long_term
+from memory_agent.conversation.messages import validate_identity
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import DEFAULT_TENANT_ID
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.settings import MemorySettings
+
+if TYPE_CHECKING:
+    from memory_agent.runtime import MemoryLoop
+
+
+class UserMemory:
+    """list_items, forget_item, forget_user (and the forgetting behind delete_conversation)."""
+
+    settings: MemorySettings
+    clock: Callable[[], datetime]
+
+    @property
+    def loop(self) -> MemoryLoop:
+        raise NotImplementedError
+
+    @property
+    def backend(self) -> MemoryBackend:
+        raise NotImplementedError
+
+    @property
+    def cluster_summarizer(self) -> ClusterSummarizer:
+        raise NotImplementedError
+
+    def _user(self, user_id: Any, tenant_id: Any) -> tuple[str, str]:
+        validate_identity(user_id, "user_id")
+        if tenant_id is not None:
+            validate_identity(tenant_id, "tenant_id")
+        return (tenant_id or DEFAULT_TENANT_ID), user_id
+
+    async def list_items(
+        self, user_id: str, *, tenant_id: str | None = None, as_of: datetime | None = None
+    ) -> list[long_term.LongTermItem]:
+        """The user's long-term items current now (cluster summaries included), or those held at `as_of`
+        (items only: summaries are a view of the present); most important first."""
+        tenant, user = self._user(user_id, tenant_id)
+
+        async def read() -> list[long_term.LongTermItem]:
+            async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant):
+                return await long_term.list_items(conn, tenant, user, as_of=as_of)
+
+        return await self.loop.arun(read())
+
+    async def forget_item(self, user_id: str, item_id: int, *, tenant_id: str | None = None) -> long_term.ForgetReport:
+        """Erase one item version of the user (a cluster summary: with the members it stands for) and regenerate
+        the summaries built from it; an unknown id erases nothing."""
+        tenant, user = self._user(user_id, tenant_id)
+        if not isinstance(item_id, int) or isinstance(item_id, bool):
+            raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")
+
+        async def forget() -> long_term.ForgetReport:
+            async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant):
+                return await long_term.forget_item(
+                    conn,
+                    tenant,
+                    user,
+                    item_id,
+                    summarize=self.cluster_summarizer,
+                    now=self.clock(),
+                    min_items=self.settings.summary_min_cluster_items,
+                )
+
+        return await self.loop.arun(forget(), shield=True)
+
+    async def forget_user(self, user_id: str, *, tenant_id: str | None = None) -> long_term.ForgetReport:
+        """Erase every long-term row of the user in the tenant and every conversation of theirs."""
+        tenant, user = self._user(user_id, tenant_id)
+
+        async def forget() -> long_term.ForgetReport:
+            async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant):
+                return await long_term.forget_user(conn, tenant, user)
+
+        return await self.loop.arun(forget(), shield=True)
+
+    async def _forget_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> bool:
+        """On the memory loop: the conversation and everything derived from it, in one transaction."""
+        async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant_id):
+            report = await long_term.forget_conversation(
+                conn,
+                tenant_id,
+                user_id,
+                conversation_id,
+                summarize=self.cluster_summarizer,
+                now=self.clock(),
+                min_items=self.settings.summary_min_cluster_items,
+            )
+        return bool(report.conversations_deleted)

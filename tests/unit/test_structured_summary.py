@@ -1,0 +1,108 @@
+"""Structured summaries: the item lists are validated item by item, an invalid answer gets one retry, and
+after it a bad item costs that item only, never the text summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from memory_agent.errors import SummarizationError
+from memory_agent.schemas import MemorySummaryOutput
+from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
+from memory_agent.summarize.offline import OfflineSummaryModel, offline_items, offline_summary
+from tests.support import ScriptedSummaryModel
+
+ALLERGY = {"key": "allergies", "content": "The user is allergic to peanuts", "source_sequences": [0]}
+
+
+def window(*texts: str) -> dict[str, Any]:
+    messages = [SequencedMessage(n, HumanMessage(text)) for n, text in enumerate(texts)]
+    return dict(
+        previous_summary=None,
+        base_end_sequence=None,
+        new_messages=messages,
+        window_start_seq=0,
+        window_end_seq=len(texts) - 1,
+    )
+
+
+async def test_the_output_schema_has_the_five_lists_beside_the_text():
+    fields = set(MemorySummaryOutput.model_fields)
+    assert {"summary", "facts", "preferences", "decisions", "todos", "entities"} <= fields
+    output = MemorySummaryOutput(summary="s", facts=[ALLERGY])  # type: ignore[list-item]
+    assert output.structured().facts[0].key == "allergies"
+
+
+async def test_the_prompt_asks_for_items_with_their_sequences():
+    agent = MemoryAgent(OfflineSummaryModel())
+    system, user = agent.build_prompt(**window("I'm allergic to peanuts."))
+    assert "source_sequences" in str(system.text) and "facts" in str(system.text)
+    assert "[seq 0] user: I'm allergic to peanuts." in str(user.text)
+
+
+async def test_an_invalid_item_gets_one_retry_and_the_retry_is_used():
+    model = ScriptedSummaryModel(
+        answers=[
+            {"summary": "first", "facts": [{"key": "", "content": "nothing"}]},
+            {"summary": "second", "facts": [ALLERGY]},
+        ]
+    )
+    result = await MemoryAgent(model).summarize(**window("I'm allergic to peanuts."))
+    assert len(model.prompts) == 2
+    assert "facts[0]" in model.prompts[1] and "key" in model.prompts[1]  # the retry names what was wrong
+    assert result.text == "second" and result.dropped_items == ()
+    assert [item.content for item in result.items.facts] == ["The user is allergic to peanuts"]
+
+
+async def test_items_invalid_twice_are_dropped_and_the_text_kept():
+    bad = {
+        "summary": "kept text",
+        "facts": [ALLERGY, {"key": "age", "content": "31", "importance": 7}],
+        "todos": "call mom",  # not a list
+        "preferences": [{"key": "ui_theme", "content": "dark", "source_sequences": [-1]}],
+    }
+    model = ScriptedSummaryModel(answers=[bad, bad])
+    result = await MemoryAgent(model).summarize(**window("I'm allergic to peanuts."))
+    assert len(model.prompts) == 2  # one retry, no more
+    assert result.text == "kept text"
+    assert [item.key for item in result.items.facts] == ["allergies"]  # the valid item survives
+    assert result.items.todos == [] and result.items.preferences == []
+    dropped = " | ".join(result.dropped_items)
+    assert "facts[1]" in dropped and "importance" in dropped
+    assert "todos: not a list" in dropped and "preferences[0]" in dropped
+
+
+async def test_a_missing_text_after_the_retry_fails_the_attempt():
+    model = ScriptedSummaryModel(answers=[{"facts": [ALLERGY]}, {"summary": "   ", "facts": [ALLERGY]}])
+    with pytest.raises(SummarizationError, match="empty summary"):
+        await MemoryAgent(model).summarize(**window("hello"))
+    model = ScriptedSummaryModel(answers=[{"facts": []}, {"facts": []}])
+    with pytest.raises(SummarizationError, match="summary"):
+        await MemoryAgent(model).summarize(**window("hello"))
+    assert len(model.prompts) == 2
+
+
+async def test_a_valid_answer_is_one_call():
+    model = ScriptedSummaryModel(answers=[{"summary": "ok", "facts": [ALLERGY]}])
+    result = await MemoryAgent(model).summarize(**window("I'm allergic to peanuts."))
+    assert len(model.prompts) == 1 and result.items.facts[0].source_sequences == [0]
+
+
+def test_the_offline_summarizer_extracts_full_lines_of_the_window_only():
+    cut = offline_summary("[seq 3] user: I moved to Rio de Janeiro, " + "and that is a long story " * 5)
+    assert cut.endswith("…")
+    prompt = (
+        "Window: sequences 2-5.\n"
+        "Previous memory (covers up to sequence 3):\n"
+        "- [seq 0] user: I live in Lisbon.\n"  # before the window: gone
+        "- [seq 2] user: I'm allergic to peanuts.\n"
+        f"{cut}\n"  # cut short by the previous memory: not read
+        "New messages (sequences 4-5):\n"
+        "[seq 4] user: I prefer dark mode.\n"
+        "[seq 5] assistant: I'm allergic to nothing, I am a bot.\n"
+    )
+    items = offline_items(prompt)
+    assert [(i["key"], i["source_sequences"]) for i in items["facts"]] == [("allergies", [2])]
+    assert [(i["key"], i["content"]) for i in items["preferences"]] == [("ui_theme", "The user prefers the dark theme")]
