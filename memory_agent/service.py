@@ -17,22 +17,20 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from memory_agent.conversation.messages import round_identity, validate_conversation_id, validate_identity
+from memory_agent.conversation.messages import round_identity
 from memory_agent.conversation.recalled import check_recall_settings, recall_settings
 from memory_agent.conversation.rounds import Rounds
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.conversation.window import calculate_summary_range
+from memory_agent.conversation_reads import ConversationReads
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
-from memory_agent.db.keys import DEFAULT_TENANT_ID, ConversationKey
 from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
-from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.cluster_text import ClusterSummarizer
-from memory_agent.long_term.recall import recall
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
+from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, TriggerResult
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.models import default_summary_model
@@ -54,7 +52,7 @@ class _Opened:
     executor: Executor
 
 
-class MemoryService(UserMemory):
+class MemoryService(ConversationReads, UserMemory):
     """Conversation memory over PostgreSQL. Use as `async with` (or `with`) to open and close it.
 
     `clock` gives the long-term tier its times (an item's valid_from / valid_to); default: UTC now."""
@@ -224,23 +222,6 @@ class MemoryService(UserMemory):
 
     # ------------------------------------------------------------------ round start
 
-    async def _key(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
-        """A round's key as given (no user → the conversation's own scope), checked like any round input."""
-        validate_conversation_id(conversation_id)
-        if user_id is not None:
-            validate_identity(user_id, "user_id")
-        if tenant_id is not None:
-            validate_identity(tenant_id, "tenant_id")
-        return ConversationKey.of(conversation_id, user_id, tenant_id)
-
-    async def _owned(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
-        """For reads and deletes by thread id: the given user, else the conversation's owner as recorded."""
-        if user_id is not None or tenant_id is not None:
-            return await self._key(conversation_id, user_id, tenant_id)
-        validate_conversation_id(conversation_id)
-        owner = await self.loop.arun(self.backend.conversation_owner(conversation_id))
-        return ConversationKey(conversation_id, owner[1], owner[0]) if owner else ConversationKey.of(conversation_id)
-
     async def get_context_for_workflow(
         self,
         conversation_id: str,
@@ -348,60 +329,3 @@ class MemoryService(UserMemory):
     async def drain(self, timeout: float | None = None) -> bool:
         """Wait until this process has no summary in flight; True when everything finished in time."""
         return await self.loop.arun(self.executor.drain(timeout))
-
-    # ------------------------------------------------------------------ reading
-
-    async def get_memory_history(
-        self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
-    ) -> list[MemoryRecord]:
-        """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""
-        key = await self._owned(conversation_id, user_id, tenant_id)
-        return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
-
-    async def delete_conversation(
-        self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
-    ) -> bool:
-        """Delete a conversation and everything derived from it, in one transaction: its messages, memory versions
-        and metrics, the long-term items only it sourced (lineage of the others), and the cluster summaries built
-        from an erased item (regenerated without it, or removed below summary_min_cluster_items). False when it
-        did not exist."""
-        key = await self._owned(conversation_id, user_id, tenant_id)
-        coro = self._forget_conversation(key.tenant_id, key.user_id, key.conversation_id)
-        return await self.loop.arun(coro, shield=True)
-
-    async def recall(
-        self,
-        user_id: str,
-        query: str,
-        *,
-        tenant_id: str | None = None,
-        limit: int = 10,
-        as_of: datetime | None = None,
-    ) -> list[RecallHit]:
-        """What recall at round start would find for `user_id` across their conversations and long-term items,
-        best first, within the MEMORY_AGENT_RECALL_* guardrails: each hit's `kind` (turn | item | summary),
-        `text`, `score` and provenance (`conversation_id` + `sequences`, `item_ids`, `sources`). `as_of` reads
-        the items valid then. Never calls a model."""
-        validate_identity(user_id, "user_id")
-        if tenant_id is not None:
-            validate_identity(tenant_id, "tenant_id")
-        settings = recall_settings(self.settings)
-
-        async def run() -> list[RecallHit]:
-            async with self.backend.connection() as conn:
-                found = await recall(
-                    conn,
-                    tenant_id=tenant_id or DEFAULT_TENANT_ID,
-                    user_id=user_id,
-                    query=query,
-                    limit=limit,
-                    as_of=as_of,
-                    settings=settings,
-                )
-            return found.results
-
-        return await self.loop.arun(run())
-
-    async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
-        """One memory version by its key (user_id, memory_id)."""
-        return await self.loop.arun(self.backend.get_memory(memory_id, user_id=user_id))

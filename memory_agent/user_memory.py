@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from memory_agent import long_term
 from memory_agent.conversation.messages import validate_identity
+from memory_agent.conversation.recalled import recall_settings
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import DEFAULT_TENANT_ID
 from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.long_term.recall import recall
 from memory_agent.settings import MemorySettings
 
 if TYPE_CHECKING:
@@ -105,3 +108,34 @@ class UserMemory:
                 min_items=self.settings.summary_min_cluster_items,
             )
         return bool(report.conversations_deleted)
+
+    async def recall(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        tenant_id: str | None = None,
+        limit: int = 10,
+        as_of: datetime | None = None,
+    ) -> list[RecallHit]:
+        """What recall at round start would find for `user_id` across their conversations and long-term items,
+        best first, within the MEMORY_AGENT_RECALL_* guardrails: each hit's `kind` (turn | item | summary),
+        `text`, `score` and provenance (`conversation_id` + `sequences`, `item_ids`, `sources`). `as_of` reads
+        the items valid then. Never calls a model."""
+        tenant, user = self._user(user_id, tenant_id)
+        settings = recall_settings(self.settings)
+
+        async def run() -> list[RecallHit]:
+            async with self.backend.connection() as conn:
+                found = await recall(
+                    conn,
+                    tenant_id=tenant,
+                    user_id=user,
+                    query=query,
+                    limit=limit,
+                    as_of=as_of,
+                    settings=settings,
+                )
+            return found.results
+
+        return await self.loop.arun(run())

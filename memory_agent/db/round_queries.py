@@ -1,0 +1,196 @@
+"""RoundQueries: the statements of a round's start and end — memory + gap, the conversation's lease and owner,
+storing the round, the trigger rule's reads and claims, the round's metrics."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from memory_agent.db.named import NamedQueries, Row
+from memory_agent.errors import (
+    ConversationOwnerError,
+    MemoryAgentError,
+)
+from memory_agent.schemas import RoundSaved
+
+logger = logging.getLogger("memory_agent.backend")
+
+
+class RoundQueries(NamedQueries):
+    # ------------------------------------------------------------------ round path
+
+    async def load_context(
+        self, conversation_id: str, message_ids: Sequence[str] = (), max_gap: int = 2**31 - 1, *, user_id: str
+    ) -> list[Row]:
+        """Latest completed memory + the messages after it (at most the conversation's last `max_gap`), and
+        which of `message_ids` are stored, in one statement (at least one row)."""
+        return await self._fetch_all(
+            "load_context",
+            {
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "message_ids": list(message_ids),
+                "max_gap": max_gap,
+            },
+        )
+
+    async def acquire_round_lease(
+        self, conversation_id: str, holder: str, lease_s: float, *, tenant_id: str, user_id: str
+    ) -> bool:
+        """Claim the conversation for (tenant_id, user_id) and take its lease; False while another round holds
+        it. InvalidInputError when the conversation belongs to another tenant or user (nothing written)."""
+        params = {
+            "conversation_id": conversation_id,
+            "holder": holder,
+            "lease_s": lease_s,
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+        }
+        row = await self._fetch_one("acquire_round_lease", params)
+        assert row is not None
+        owner = (row["owner_tenant_id"], row["owner_user_id"])
+        if row["owner_user_id"] is None:
+            # Another process claimed the thread after this statement's snapshot: its row is committed now.
+            found = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+            assert found is not None
+            owner = (found["tenant_id"], found["user_id"])
+            if owner == (tenant_id, user_id):
+                row = await self._fetch_one("acquire_round_lease", params)
+                assert row is not None
+        if owner != (tenant_id, user_id):
+            raise ConversationOwnerError(
+                f"conversation {conversation_id!r} belongs to another user or tenant; a round for user "
+                f"{user_id!r} (tenant {tenant_id!r}) cannot continue it: use a new thread id"
+            )
+        return row["holder"] is not None
+
+    async def conversation_owner(self, conversation_id: str) -> tuple[str, str] | None:
+        """(tenant_id, user_id) of the conversation, None when no round of it has started."""
+        row = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+        return (row["tenant_id"], row["user_id"]) if row else None
+
+    async def release_round_lease(
+        self,
+        conversation_id: str,
+        holder: str,
+        conn: psycopg.AsyncConnection[Row] | None = None,
+        *,
+        user_id: str,
+    ) -> None:
+        params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder}
+        if conn is not None:
+            await conn.execute(self._queries["release_round_lease"], params)
+            return
+        async with self.connection() as own:
+            await own.execute(self._queries["release_round_lease"], params)
+
+    async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
+        return await self._fetch_one(
+            "gap_cap_cause",
+            {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence},
+        )
+
+    async def save_round(
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        conversation_id: str,
+        roles: Sequence[str],
+        contents: Sequence[str],
+        messages: Sequence[dict[str, Any]],
+        *,
+        tenant_id: str,
+        user_id: str,
+    ) -> RoundSaved | None:
+        """Store the messages not stored yet (same id and content); None when every one of them was."""
+        row = await self._fetch_one(
+            "save_round",
+            {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "roles": list(roles),
+                "contents": list(contents),
+                "messages": [Jsonb(m) for m in messages],
+            },
+            conn,
+        )
+        if row is None:  # pragma: no cover - the statement always returns one row
+            raise MemoryAgentError(f"storing the round of {conversation_id!r} returned no row")
+        if not row["stored"]:
+            return None
+        return RoundSaved(
+            conversation_id=conversation_id,
+            round_number=row["round_number"],
+            first_sequence=row["first_sequence"],
+            last_sequence=row["last_sequence"],
+            stored_positions=[position - 1 for position in row["stored_positions"]],
+        )
+
+    async def trigger_state(
+        self, conn: psycopg.AsyncConnection[Row], conversation_id: str, from_sequence: int, *, user_id: str
+    ) -> Row:
+        row = await self._fetch_one(
+            "trigger_state",
+            {"user_id": user_id, "conversation_id": conversation_id, "from_sequence": from_sequence},
+            conn,
+        )
+        assert row is not None
+        return row
+
+    async def insert_processing(
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        conversation_id: str,
+        start_sequence: int,
+        end_sequence: int,
+        base_memory_id: int | None,
+        *,
+        tenant_id: str,
+        user_id: str,
+    ) -> int | None:
+        row = await self._fetch_one(
+            "insert_processing",
+            {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "start_sequence": start_sequence,
+                "end_sequence": end_sequence,
+                "base_memory_id": base_memory_id,
+            },
+            conn,
+        )
+        return row["memory_id"] if row else None
+
+    async def reclaim_stale(
+        self,
+        timeout_s: float,
+        conversation_id: str | None = None,
+        conn: psycopg.AsyncConnection[Row] | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> list[Row]:
+        """Fail stuck rows of one conversation (its user_id required), or of every user (the sweep)."""
+        if conversation_id is not None and user_id is None:
+            raise TypeError("reclaim_stale: a conversation needs its user_id")
+        return await self._fetch_all(
+            "reclaim_stale",
+            {"timeout_s": timeout_s, "user_id": user_id, "conversation_id": conversation_id},
+            conn,
+        )
+
+    async def insert_round_metrics(
+        self, conn: psycopg.AsyncConnection[Row] | None, row: dict[str, Any], *, tenant_id: str, user_id: str
+    ) -> None:
+        params = {**row, "tenant_id": tenant_id, "user_id": user_id}
+        if params.get("truncation") is not None:
+            params["truncation"] = Jsonb(params["truncation"])
+        if conn is not None:
+            await conn.execute(self._queries["insert_round_metrics"], params)
+            return
+        async with self.connection() as own:
+            await own.execute(self._queries["insert_round_metrics"], params)

@@ -1,0 +1,66 @@
+"""SummaryQueries: the statements of the summary job (pick up, read the window, complete or fail a version) and
+the reads and deletes of a conversation's versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from memory_agent.db.named import NamedQueries, Row
+from memory_agent.schemas import MemoryRecord
+
+
+class SummaryQueries(NamedQueries):
+    # ------------------------------------------------------------------ summarization
+
+    async def start_memory(self, memory_id: int, *, user_id: str) -> Row | None:
+        return await self._fetch_one("start_memory", {"user_id": user_id, "memory_id": memory_id})
+
+    async def get_messages(
+        self, conversation_id: str, start_sequence: int, end_sequence: int, *, user_id: str
+    ) -> list[Row]:
+        return await self._fetch_all(
+            "get_messages",
+            {
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "start_sequence": start_sequence,
+                "end_sequence": end_sequence,
+            },
+        )
+
+    async def hold_conversation(
+        self, conn: psycopg.AsyncConnection[Row], conversation_id: str, *, user_id: str
+    ) -> bool:
+        """Lock the conversation against erasure for the rest of `conn`'s transaction; False when it is gone."""
+        params = {"user_id": user_id, "conversation_id": conversation_id}
+        return await self._fetch_one("hold_conversation", params, conn) is not None
+
+    async def complete_memory(
+        self, *, user_id: str, conn: psycopg.AsyncConnection[Row] | None = None, **fields: Any
+    ) -> bool:
+        """Record a finished summary (in `conn`'s transaction when given); False when the row was reclaimed."""
+        fields.setdefault("items", None)
+        return await self._fetch_one("complete_memory", {**fields, "user_id": user_id}, conn) is not None
+
+    async def fail_memory(self, *, user_id: str, **fields: Any) -> bool:
+        return await self._fetch_one("fail_memory", {**fields, "user_id": user_id}) is not None
+
+    # ------------------------------------------------------------------ reading
+
+    async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
+        row = await self._fetch_one("get_memory", {"user_id": user_id, "memory_id": memory_id})
+        return MemoryRecord(**row) if row else None
+
+    async def list_memory(self, conversation_id: str, *, user_id: str) -> list[MemoryRecord]:
+        rows = await self._fetch_all("list_memory", {"user_id": user_id, "conversation_id": conversation_id})
+        return [MemoryRecord(**row) for row in rows]
+
+    async def last_sequence(self, conversation_id: str, *, user_id: str) -> int | None:
+        row = await self._fetch_one("last_sequence", {"user_id": user_id, "conversation_id": conversation_id})
+        return row["last_sequence"] if row else None
+
+    async def delete_conversation(self, conversation_id: str, *, user_id: str) -> bool:
+        params = {"user_id": user_id, "conversation_id": conversation_id}
+        return await self._fetch_one("delete_conversation", params) is not None
