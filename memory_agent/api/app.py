@@ -81,6 +81,8 @@ async def _tenant(
     return tenant
 
 
+UNAUTHORIZED: dict[int | str, dict[str, Any]] = {401: {"description": "no API key, or not a live one"}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "not in the key's tenant (or nowhere)"}}
 Tenant = Annotated[str, Depends(_tenant)]
 UserId = Annotated[str, Path(description="The user's id (at most 256 characters, 512 bytes in UTF-8).")]
 ConversationId = Annotated[str, Path(description="The conversation's thread id (at most 1024 bytes in UTF-8).")]
@@ -111,7 +113,11 @@ def create_app(memory: MemoryService | None = None, *, settings: MemorySettings 
         lifespan=lifespan,
     )
 
-    @app.get("/conversations/{conversation_id}/memory", response_model=list[MemoryRecord])
+    @app.get(
+        "/conversations/{conversation_id}/memory",
+        response_model=list[MemoryRecord],
+        responses={**UNAUTHORIZED, **NOT_FOUND},
+    )
     async def conversation_memory(conversation_id: ConversationId, tenant: Tenant, request: Request) -> Any:
         """Every memory version of a conversation of the key's tenant, oldest first."""
         _checked("conversation_id", validate_conversation_id, conversation_id)
@@ -121,7 +127,7 @@ def create_app(memory: MemoryService | None = None, *, settings: MemorySettings 
             raise HTTPException(404, "no such conversation")
         return await service.get_memory_history(conversation_id, user_id=owner[1], tenant_id=owner[0])
 
-    @app.get("/users/{user_id}/items", response_model=list[LongTermItem])
+    @app.get("/users/{user_id}/items", response_model=list[LongTermItem], responses=UNAUTHORIZED)
     async def user_items(
         user_id: UserId,
         tenant: Tenant,
@@ -142,9 +148,7 @@ def create_app(memory: MemoryService | None = None, *, settings: MemorySettings 
 
         return await _on_pool(_memory(request), read)
 
-    @app.delete(
-        "/users/{user_id}", response_model=ForgetUserResult, responses={404: {"description": "nothing of the user"}}
-    )
+    @app.delete("/users/{user_id}", response_model=ForgetUserResult, responses={**UNAUTHORIZED, **NOT_FOUND})
     async def delete_user(user_id: UserId, tenant: Tenant, request: Request) -> ForgetUserResult:
         """Forget the user in the key's tenant: every long-term item with its lineage, and every conversation."""
         _user(user_id)
