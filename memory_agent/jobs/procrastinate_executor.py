@@ -25,9 +25,10 @@ SUMMARIZE_TASK = "memory_agent.summarize"
 SWEEP_TASK = "memory_agent.sweep"
 
 
-def build_app(jobs: SummaryJobs, settings: MemorySettings) -> procrastinate.App:
+def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> procrastinate.App:
     """A procrastinate App whose tasks run `jobs`. Its connector is opened on the service's own pool (autocommit
-    connections whose search_path is the memory_agent schema): no second pool."""
+    connections whose search_path is the memory_agent schema): no second pool. With that pool and consolidation
+    or batch summaries enabled, the consolidation schedules are registered too."""
     app = procrastinate.App(connector=procrastinate.PsycopgConnector())
 
     @app.task(name=SUMMARIZE_TASK, queue=QUEUE)
@@ -40,7 +41,24 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings) -> procrastinate.App:
     async def sweep(timestamp: int) -> list[int]:
         return await jobs.sweep()
 
+    if pool is not None and (settings.consolidation_enabled or settings.batch_summaries_enabled):
+        register_consolidation(app, settings, pool)
     return app
+
+
+def register_consolidation(app: procrastinate.App, settings: MemorySettings, pool: Any) -> None:
+    # Imported here: only workers of deployments that enable it load the consolidation package.
+    from memory_agent.consolidation import (
+        ConsolidationConfig,
+        ConsolidationRunner,
+        default_consolidation_model,
+        register_tasks,
+    )
+
+    runner = ConsolidationRunner(
+        pool, default_consolidation_model(settings), ConsolidationConfig.from_settings(settings)
+    )
+    register_tasks(app, runner, queue=QUEUE)
 
 
 class ProcrastinateExecutor:
@@ -54,7 +72,7 @@ class ProcrastinateExecutor:
 
     async def start(self) -> None:
         await self.backend.setup_procrastinate(apply=self.settings.auto_migrate)
-        self.app = build_app(self.jobs, self.settings)
+        self.app = build_app(self.jobs, self.settings, pool=self.backend.pool)
         await self.app.open_async(pool=self.backend.pool)
 
     async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:

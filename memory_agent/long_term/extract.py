@@ -55,6 +55,14 @@ RULES: tuple[_Rule, ...] = (
         one=False,
     ),
     _rule(
+        "facts",
+        rf"\b{_NAME} is (?:severely |very |badly )?allergic to {_VALUE}",
+        "allergies",
+        "{0} is allergic to {1}",
+        0.95,
+        one=False,
+    ),
+    _rule(
         "facts", rf"\bi (?:just |recently )?(?:moved|relocated) to {_NAME}", "home_city", "The user lives in {0}", 0.7
     ),
     _rule("facts", rf"\bi live in {_NAME}", "home_city", "The user lives in {0}", 0.7),

@@ -99,3 +99,8 @@ def test_sources_outside_the_window_are_dropped():
         ]
     )
     assert keyed(items.within(0, 10)) == {("fact", "a", "inside"): [4], ("fact", "c", "uncited"): []}
+
+
+def test_someone_elses_allergy_is_kept_with_their_name():
+    items = extract_items(said("We love seafood, but Joao is allergic to shellfish."))
+    assert keyed(items) == {("fact", "allergies", "Joao is allergic to shellfish"): [0]}

@@ -95,6 +95,7 @@ FORBIDDEN = {
     "integrations": ("api", "db", "summarize", "jobs", "observability", "cli", "service"),
     "observability": ("api", "summarize", "jobs", "integrations", "cli", "service"),
     "long_term": ("api", "integrations", "cli", "service"),
+    "consolidation": ("api", "jobs", "conversation", "integrations", "observability", "cli", "service"),
     "api": ("cli",),
 }
 

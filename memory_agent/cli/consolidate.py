@@ -1,0 +1,146 @@
+"""`memory-agent consolidate` (one user's period, or every due user) and `memory-agent summaries` (notes of a
+period), as rich tables or --json. They use the database of MemorySettings() and the consolidation model of
+the settings (the offline consolidator without an OpenAI key or base URL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memory_agent.cli.observe import _cell, _fail, _opened, _print_json, escape
+from memory_agent.consolidation import (
+    ConsolidationConfig,
+    ConsolidationRunner,
+    consolidate_period,
+    default_consolidation_model,
+    latest_period,
+    list_notes,
+    system_clock,
+)
+from memory_agent.consolidation.periods import PERIODS
+from memory_agent.errors import MemoryAgentError
+from memory_agent.settings import MemorySettings
+
+PERIOD_HELP = "daily, weekly or monthly"
+
+
+def _with_pool(work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
+    with _opened() as memory:
+        try:
+            return memory.call_sync(work(memory.backend.pool))
+        except MemoryAgentError as exc:
+            raise _fail(str(exc)) from exc
+
+
+def consolidate(
+    user: str = typer.Option(None, "--user", help="The user to consolidate."),
+    period: str = typer.Option("weekly", "--period", help=PERIOD_HELP),
+    tenant: str = typer.Option("default", "--tenant", help="The user's tenant."),
+    force: bool = typer.Option(False, "--force", help="Write the note again even if this period is done."),
+    due: bool = typer.Option(False, "--due", help="Run every due user's nightly work, as the tick would."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Consolidate the last complete period of a user (a repeat is a no-op unless --force), or every due user."""
+    settings = MemorySettings()
+    model = default_consolidation_model(settings)
+    config = ConsolidationConfig.from_settings(settings)
+    now = system_clock()
+    if due:
+        runner_config = ConsolidationConfig(**{**config.__dict__, "nightly_enabled": True})
+
+        async def run_due(pool: Any) -> dict[tuple[str, str, str], str]:
+            runner = ConsolidationRunner(pool, model, runner_config)
+            with Console(stderr=True).status("consolidating due users"):
+                return await runner.run_due(now)
+
+        done = _with_pool(run_due)
+        if as_json:
+            _print_json([{"job": j, "tenantId": t, "userId": u, "outcome": o} for (j, t, u), o in done.items()])
+            return
+        table = Table("job", "tenant", "user", "outcome", title=f"consolidation at {now:%Y-%m-%d %H:%M} UTC")
+        for (job, tenant_id, user_id), outcome in done.items():
+            table.add_row(job, escape(tenant_id), escape(user_id), escape(outcome))
+        Console().print(table)
+        return
+    if not user:
+        raise _fail("give --user USER (or --due for every due user)")
+    try:
+        target = latest_period(period, now)
+    except MemoryAgentError as exc:
+        raise _fail(str(exc)) from exc
+
+    async def run_one(pool: Any) -> Any:
+        async with pool.connection() as conn:
+            return await consolidate_period(conn, tenant, user, target, now, model=model, config=config, force=force)
+
+    outcome = _with_pool(run_one)
+    result = {
+        "summaryId": outcome.note_id,
+        "period": target.name,
+        "startDate": target.start.isoformat(),
+        "endDate": target.end.isoformat(),
+        "notesConsolidated": outcome.notes_consolidated,
+        "status": outcome.status,
+    }
+    if as_json:
+        _print_json(result)
+        return
+    table = Table(show_header=False, title=f"consolidate {escape(user)} ({target.name})", title_justify="left")
+    for key, value in result.items():
+        table.add_row(key, _cell(value))
+    Console().print(table)
+
+
+def summaries(
+    period: str = typer.Option("weekly", "--period", help=PERIOD_HELP),
+    user: str = typer.Option(None, "--user", help="Only this user."),
+    tenant: str = typer.Option(None, "--tenant", help="Only this tenant."),
+    limit: int = typer.Option(50, min=1, help="Most notes shown, newest first."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Show the consolidation notes of a period with their key insights."""
+    if period not in PERIODS:
+        raise _fail(f"period must be one of {', '.join(PERIODS)}, got {period!r}")
+
+    async def read(pool: Any) -> list[dict[str, Any]]:
+        async with pool.connection() as conn:
+            return await list_notes(conn, period, tenant_id=tenant, user_id=user, limit=limit)
+
+    rows = _with_pool(read)
+    shaped = [
+        {
+            "summaryId": row["note_id"],
+            "tenantId": row["tenant_id"],
+            "userId": row["user_id"],
+            "period": row["period"],
+            "startDate": row["period_start"].isoformat(),
+            "endDate": row["period_end"].isoformat(),
+            "keyInsights": list(row["key_insights"]),
+            "notesConsolidated": row["notes_consolidated"],
+        }
+        for row in rows
+    ]
+    if as_json:
+        _print_json(shaped)
+        return
+    table = Table("id", "user", "start", "end", "notes", "key insights", title=f"{period} summaries")
+    for row in shaped:
+        table.add_row(
+            str(row["summaryId"]),
+            escape(f"{row['tenantId']}/{row['userId']}"),
+            row["startDate"],
+            row["endDate"],
+            str(row["notesConsolidated"]),
+            escape("\n".join(row["keyInsights"])),
+        )
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add consolidate and summaries to the `memory-agent` command."""
+    app.command("consolidate")(consolidate)
+    app.command("summaries")(summaries)

@@ -1,0 +1,51 @@
+"""Scheduled consolidation: daily notes, their compaction, weekly and monthly rollups, batch summaries of old
+long-term items with a retention pass, and the procrastinate schedules that run them for every user.
+
+Owns the tables of sql/0010_consolidation.sql and the queries of sql/consolidation.sql. Every job function takes
+the caller's psycopg AsyncConnection (autocommit, search_path on the memory_agent schema) and a `now` from an
+injectable clock: SQL gets `now` as a parameter, so a test drives days of schedule in seconds. Every model call
+goes through model.call_consolidation_model (one per period or batch, never per message), which returns its
+token counts.
+May import: db/, long_term/, summarize/ models, settings, errors, resources. Never jobs/, integrations/, cli/,
+observability/ nor service.py (jobs/ registers this package's tasks, not the other way round).
+"""
+
+from memory_agent.consolidation.batches import BatchReport, run_batch_summaries
+from memory_agent.consolidation.clock import Clock, ManualClock, system_clock
+from memory_agent.consolidation.config import ConsolidationConfig
+from memory_agent.consolidation.model import (
+    Insight,
+    ModelCall,
+    OfflineConsolidationModel,
+    call_consolidation_model,
+    default_consolidation_model,
+)
+from memory_agent.consolidation.nightly import NightlyReport, PeriodOutcome, consolidate_period, run_nightly
+from memory_agent.consolidation.periods import Period, latest_period, rollups_due_after
+from memory_agent.consolidation.reads import list_notes, search_key_insights
+from memory_agent.consolidation.schedule import ConsolidationRunner, register_tasks
+
+__all__ = [
+    "BatchReport",
+    "Clock",
+    "ConsolidationConfig",
+    "ConsolidationRunner",
+    "Insight",
+    "ManualClock",
+    "ModelCall",
+    "NightlyReport",
+    "OfflineConsolidationModel",
+    "Period",
+    "PeriodOutcome",
+    "call_consolidation_model",
+    "consolidate_period",
+    "default_consolidation_model",
+    "latest_period",
+    "list_notes",
+    "register_tasks",
+    "rollups_due_after",
+    "run_batch_summaries",
+    "run_nightly",
+    "search_key_insights",
+    "system_clock",
+]

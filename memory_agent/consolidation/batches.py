@@ -1,0 +1,104 @@
+"""Batch summaries with retention (one user): old long-term items summarized in batches, originals forgotten
+after keep_original_days.
+
+Items older than min_age_days and in no batch summary yet are taken oldest first, per (project, environment),
+max_memories_per_batch at a time; each batch is one model call and one batch_summaries row recording the
+summarized ids and summarized_until. The TTL pass forgets the summarized originals older than
+keep_original_days through long_term.forget_item (their lineage and the cluster summaries built on them go
+with them, so nothing dangles); the batch summaries themselves are never deleted and keep the ids as lineage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from langchain_core.language_models import BaseChatModel
+
+from memory_agent.consolidation.clock import check_aware
+from memory_agent.consolidation.config import ConsolidationConfig
+from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, call_consolidation_model
+from memory_agent.long_term import forget_item
+from memory_agent.long_term.scope import check_identity, fetch, fetch_one
+
+BATCH_JOB = "batch_summaries"
+
+
+@dataclass
+class BatchReport:
+    summaries: list[int] = field(default_factory=list)  # batch_summaries.summary_id written
+    forgotten: list[int] = field(default_factory=list)  # originals erased by the TTL pass
+
+
+async def run_batch_summaries(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    user_id: str,
+    now: datetime,
+    *,
+    model: BaseChatModel,
+    config: ConsolidationConfig,
+) -> BatchReport:
+    """Summarize every due batch of the user, then run the TTL pass and schedule the next run."""
+    check_identity(tenant_id, user_id)
+    now = check_aware(now)
+    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    report = BatchReport()
+    before = now - timedelta(days=config.min_age_days)
+    for partition in await fetch(conn, "batch_partitions", {**scope, "before": before}):
+        where = {**scope, **partition, "before": before, "limit": config.max_memories_per_batch}
+        while batch := await fetch(conn, "next_batch", where):
+            summary_id = await _summarize(conn, where, batch, now, model)
+            if summary_id is None:
+                break  # another run summarized some of these meanwhile: it owns this partition now
+            report.summaries.append(summary_id)
+    expired = now - timedelta(days=config.keep_original_days)
+    for row in await fetch(conn, "expired_originals", {**scope, "before": expired}):
+        forgotten = await forget_item(conn, tenant_id, user_id, row["item_id"], now=now)
+        report.forgotten.extend(forgotten.items_deleted)
+    await fetch(
+        conn,
+        "advance_schedule",
+        {
+            **scope,
+            "job": BATCH_JOB,
+            "schedule": config.schedule,
+            "interval_days": config.batch_interval_days,
+            "covered_until": None,
+            "now": now,
+            "next_run": now + timedelta(days=config.batch_interval_days),
+        },
+    )
+    return report
+
+
+async def _summarize(
+    conn: psycopg.AsyncConnection[Any],
+    where: dict[str, Any],
+    batch: list[dict[str, Any]],
+    now: datetime,
+    model: BaseChatModel,
+) -> int | None:
+    material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
+    output, call = await call_consolidation_model(model, BATCH_PROMPT, material, BatchSummaryOutput)
+    content = output.summary.strip() or material
+    async with conn.transaction():
+        await fetch(conn, "lock_batch_summaries", where)
+        row = await fetch_one(
+            conn,
+            "insert_batch_summary",
+            {
+                **where,
+                "content": content,
+                "item_ids": [row["item_id"] for row in batch],
+                "summarized_from": batch[0]["created_at"],
+                "summarized_until": max(row["created_at"] for row in batch),
+                "model": call.model,
+                "input_tokens": call.input_tokens,
+                "output_tokens": call.output_tokens,
+                "now": now,
+            },
+        )
+    return row["summary_id"] if row else None

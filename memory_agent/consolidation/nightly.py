@@ -1,0 +1,193 @@
+"""The nightly run of one user: daily notes, weekly and monthly rollups, compaction of old dailies.
+
+Each output is one note per (tenant, user, period, period_start), written with INSERT ... ON CONFLICT, so a
+re-run, a retried job or two workers racing write it once. A note already written costs no model call. The
+run covers every day from the day after the schedule's covered_until to yesterday, in order: a run after
+downtime catches up, and a run killed mid-day redoes only what that day had not written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import psycopg
+from langchain_core.language_models import BaseChatModel
+from psycopg.types.json import Jsonb
+
+from memory_agent.consolidation.clock import check_aware
+from memory_agent.consolidation.config import ConsolidationConfig
+from memory_agent.consolidation.model import (
+    CONSOLIDATE_PROMPT,
+    ConsolidationOutput,
+    Insight,
+    call_consolidation_model,
+)
+from memory_agent.consolidation.periods import (
+    Period,
+    day_bounds,
+    next_tick,
+    rollups_due_after,
+    utc_day,
+)
+from memory_agent.long_term.scope import check_identity, fetch, fetch_one
+
+NIGHTLY = "nightly"
+
+
+@dataclass(frozen=True)
+class PeriodOutcome:
+    """What consolidating one period did: complete (written), exists (already written, nothing done), empty
+    (nothing to consolidate, nothing written)."""
+
+    period: Period
+    status: str
+    note_id: int | None = None
+    notes_consolidated: int = 0
+
+
+@dataclass
+class NightlyReport:
+    days: list[date] = field(default_factory=list)
+    outcomes: list[PeriodOutcome] = field(default_factory=list)
+    compacted: list[int] = field(default_factory=list)
+
+    def written(self, period: str) -> int:
+        return sum(1 for o in self.outcomes if o.period.name == period and o.status == "complete")
+
+
+async def run_nightly(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    user_id: str,
+    now: datetime,
+    *,
+    model: BaseChatModel,
+    config: ConsolidationConfig,
+) -> NightlyReport:
+    """Consolidate every day of the user not yet covered, up to yesterday (UTC) at `now`."""
+    check_identity(tenant_id, user_id)
+    now = check_aware(now)
+    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    state = await fetch_one(conn, "consolidation_schedule", {**scope, "job": NIGHTLY})
+    assert state is not None  # the query always returns its one row
+    covered: date | None = state["covered_until"]
+    first = covered + timedelta(days=1) if covered is not None else state["first_day"]
+    report = NightlyReport()
+    yesterday = utc_day(now) - timedelta(days=1)
+    day = first
+    while day is not None and day <= yesterday:
+        for period in [Period("daily", day, day), *rollups_due_after(day)]:
+            outcome = await consolidate_period(conn, tenant_id, user_id, period, now, model=model, config=config)
+            report.outcomes.append(outcome)
+        async with conn.transaction():
+            run_day = day + timedelta(days=1)
+            before = run_day - timedelta(days=config.retain_days)
+            rows = await fetch(conn, "compact_dailies", {**scope, "before": before, "now": now})
+            report.compacted.extend(row["note_id"] for row in rows)
+            await _advance(conn, scope, day, now, None)
+        report.days.append(day)
+        day += timedelta(days=1)
+    # Only a finished run moves next_run: a run killed midway leaves the user due at the next tick.
+    await _advance(conn, scope, covered, now, next_tick(now, config.schedule_time))
+    return report
+
+
+async def _advance(
+    conn: psycopg.AsyncConnection[Any],
+    scope: dict[str, Any],
+    covered: date | None,
+    now: datetime,
+    next_run: datetime | None,
+) -> None:
+    await fetch(
+        conn,
+        "advance_schedule",
+        {
+            **scope,
+            "job": NIGHTLY,
+            "schedule": "daily",
+            "interval_days": 1,
+            "covered_until": covered,
+            "now": now,
+            "next_run": next_run,
+        },
+    )
+
+
+async def consolidate_period(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    user_id: str,
+    period: Period,
+    now: datetime,
+    *,
+    model: BaseChatModel,
+    config: ConsolidationConfig,
+    force: bool = False,
+) -> PeriodOutcome:
+    """Write the note of one period from its material (one model call), unless it exists and `force` is off."""
+    check_identity(tenant_id, user_id)
+    now = check_aware(now)
+    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    key = {**scope, "period": period.name, "period_start": period.start}
+    if not force and await fetch_one(conn, "note_exists", key):
+        return PeriodOutcome(period, "exists")
+    lines, content, consolidated = await _material(conn, scope, period, config)
+    if not lines:
+        return PeriodOutcome(period, "empty")
+    header = f"Period: {period.name} {period.start.isoformat()}..{period.end.isoformat()}\nNotes, oldest first:\n"
+    output, call = await call_consolidation_model(
+        model, CONSOLIDATE_PROMPT, header + "\n".join(lines), ConsolidationOutput
+    )
+    insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
+    if period.name != "daily":
+        # Rollups keep what matters; the compacted dailies keep everything.
+        insights = [i for i in insights if i.importance >= config.min_importance]
+    key_insights = [i.text for i in insights if i.importance >= config.min_importance][: config.key_insights]
+    row = await fetch_one(
+        conn,
+        "insert_note",
+        {
+            **key,
+            "period_end": period.end,
+            "content": content if period.name == "daily" else output.summary,
+            "consolidated": output.summary,
+            "insights": Jsonb([{"text": i.text, "importance": i.importance} for i in insights]),
+            "key_insights": key_insights,
+            "notes_consolidated": consolidated,
+            "model": call.model,
+            "input_tokens": call.input_tokens,
+            "output_tokens": call.output_tokens,
+            "now": now,
+            "force": force,
+        },
+    )
+    if row is None:  # written meanwhile by another run: that one stands
+        return PeriodOutcome(period, "exists")
+    return PeriodOutcome(period, "complete", row["note_id"], consolidated)
+
+
+async def _material(
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, config: ConsolidationConfig
+) -> tuple[list[str], str, int]:
+    """The period's input as '- ' lines for the model, the raw text a daily note keeps until compacted, and how
+    many notes it consolidates (a daily's inputs, a weekly's dailies, a monthly's weeklies)."""
+    if period.name == "daily":
+        start, end = day_bounds(period.start)
+        rows = await fetch(conn, "daily_inputs", {**scope, "start": start, "end": end})
+        lines = [f"- {' '.join(row['text'].split())}" for row in rows]
+        return lines, "\n".join(lines), len(lines)
+    source = "daily" if period.name == "weekly" else "weekly"
+    notes = await fetch(
+        conn,
+        "notes_ending_between",
+        {**scope, "period": source, "first_day": period.start, "last_day": period.end},
+    )
+    lines = []
+    for note in notes:
+        for insight in note["insights"]:
+            if insight["importance"] >= config.min_importance:
+                lines.append(f"- ({insight['importance']:.2f}) {insight['text']}")
+    return lines, "", len(notes)

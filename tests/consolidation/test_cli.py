@@ -1,0 +1,66 @@
+"""`memory-agent consolidate` and `memory-agent summaries` on the real clock: items of the last fourteen days."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from typer.testing import CliRunner
+
+from memory_agent.cli.main import app
+from memory_agent.long_term import remember
+from tests.conftest import query
+from tests.long_term.conftest import items
+
+
+def invoke(database_url: str, *args: str) -> Any:
+    env = {"MEMORY_AGENT_DATABASE_URL": database_url, "COLUMNS": "250", "NO_COLOR": "1", "OPENAI_API_KEY": ""}
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+async def test_consolidate_and_summaries(conn, database_url):
+    today = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+    for n in range(1, 15):
+        await remember(
+            conn,
+            tenant_id="default",
+            user_id="alice",
+            items=items(decisions=[(f"choice_{n}", f"Decided on option {n}")]),
+            conversation_id=None,
+            memory_id=None,
+            now=today - timedelta(days=n),
+        )
+
+    due = invoke(database_url, "consolidate", "--due", "--json")
+    assert due.exit_code == 0, due.output
+    (outcome,) = json.loads(due.stdout)
+    # The runs of these fourteen days meet two Sundays, whatever today is.
+    weeklies = query(database_url, "SELECT count(*) FROM consolidation_notes WHERE period = 'weekly'")[0][0]
+    assert weeklies == 2
+    assert outcome["userId"] == "alice" and outcome["outcome"].startswith(f"14 days: 14 daily, {weeklies} weekly")
+
+    again = invoke(database_url, "consolidate", "--user", "alice", "--period", "weekly", "--json")
+    assert again.exit_code == 0, again.output
+    first = json.loads(again.stdout)
+    assert first["status"] == "exists" and first["summaryId"] is None
+    forced = json.loads(
+        invoke(database_url, "consolidate", "--user", "alice", "--period", "weekly", "--force", "--json").stdout
+    )
+    assert forced["status"] == "complete" and forced["notesConsolidated"] == 7
+    assert query(database_url, "SELECT count(*) FROM consolidation_notes WHERE period = 'weekly'") == [(weeklies,)]
+
+    listed = invoke(database_url, "summaries", "--period", "weekly", "--limit", "1", "--json")
+    assert listed.exit_code == 0, listed.output
+    (weekly,) = json.loads(listed.stdout)
+    assert weekly["summaryId"] == forced["summaryId"] and weekly["notesConsolidated"] == 7
+    assert (weekly["startDate"], weekly["endDate"]) == (forced["startDate"], forced["endDate"])
+    assert len(weekly["keyInsights"]) == 5 and all("Decided on option" in k for k in weekly["keyInsights"])
+
+    table = invoke(database_url, "summaries", "--period", "weekly")
+    assert table.exit_code == 0 and "default/alice" in table.stdout and forced["startDate"] in table.stdout
+
+    bad = invoke(database_url, "summaries", "--period", "yearly")
+    assert bad.exit_code == 1 and "period must be one of daily, weekly, monthly" in bad.output
+    nobody = invoke(database_url, "consolidate", "--period", "weekly")
+    assert nobody.exit_code == 1 and "--user" in nobody.output
