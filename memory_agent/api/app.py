@@ -84,8 +84,15 @@ async def _tenant(
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {401: {"description": "no API key, or not a live one"}}
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "not in the key's tenant (or nowhere)"}}
 Tenant = Annotated[str, Depends(_tenant)]
-UserId = Annotated[str, Path(description="The user's id (at most 256 characters, 512 bytes in UTF-8).")]
-ConversationId = Annotated[str, Path(description="The conversation's thread id (at most 1024 bytes in UTF-8).")]
+# The schema states the character limits; the byte limits (UTF-8) and "not blank" are checked in the routes.
+UserId = Annotated[
+    str,
+    Path(min_length=1, max_length=256, description="The user's id: 1-256 characters, at most 512 bytes in UTF-8."),
+]
+ConversationId = Annotated[
+    str,
+    Path(min_length=1, max_length=1024, description="The conversation's thread id: at most 1024 bytes in UTF-8."),
+]
 
 
 def _user(user_id: str) -> str:
