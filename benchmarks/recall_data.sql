@@ -1,16 +1,23 @@
 -- Data of the recall benchmark stage (benchmarks/recall.py), generated in the server.
 
 -- recall_bench_conversations --
--- `conversations` conversations of `turns` messages for every user.
-INSERT INTO conversations (conversation_id, next_sequence, round_count)
-SELECT u || ':c' || c, %(turns)s, (%(turns)s + 1) / 2
-FROM unnest(%(users)s::text[]) AS u, generate_series(1, %(conversations)s) AS c
+-- `conversations` conversations of `turns` messages for every user of tenant 'bench', with their owner rows.
+WITH owners AS (
+    INSERT INTO conversation_owners (conversation_id, tenant_id, user_id)
+    SELECT u || ':c' || c, 'bench', u
+    FROM unnest(%(users)s::text[]) AS u, generate_series(1, %(conversations)s) AS c
+    RETURNING conversation_id, tenant_id, user_id
+)
+INSERT INTO conversations (user_id, tenant_id, conversation_id, next_sequence, round_count)
+SELECT user_id, tenant_id, conversation_id, %(turns)s, (%(turns)s + 1) / 2
+FROM owners
 
 -- recall_bench_messages --
 -- Alternating user/assistant turns of 8-20 words, word k of the vocabulary drawn with probability ~1/(k + 100)
 -- (Zipf-Mandelbrot: the head of real text is function words, which the text-search configuration drops).
-INSERT INTO messages (conversation_id, sequence_number, round_number, role, content, message, created_at)
-SELECT u || ':c' || c, s, s / 2 + 1, CASE WHEN mod(s, 2) = 0 THEN 'user' ELSE 'assistant' END, body.text,
+INSERT INTO messages (user_id, tenant_id, conversation_id, sequence_number, round_number, role, content, message,
+                      created_at)
+SELECT u, 'bench', u || ':c' || c, s, s / 2 + 1, CASE WHEN mod(s, 2) = 0 THEN 'user' ELSE 'assistant' END, body.text,
        jsonb_build_object('type', 'human', 'data', jsonb_build_object('content', body.text)),
        now() - make_interval(days => %(conversations)s - c, secs => %(turns)s - s)
 FROM unnest(%(users)s::text[]) AS u, generate_series(1, %(conversations)s) AS c,

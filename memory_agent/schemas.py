@@ -123,6 +123,11 @@ class RoundInfo(BaseModel):
     truncation: dict[str, Any] | None = None
     load_ms: float | None = None
     started: float = Field(description="time.perf_counter() at round start")
+    prepared: float | None = Field(default=None, description="time.perf_counter() when the context was ready")
+    recall: dict[str, Any] = Field(
+        default_factory=dict, description="round_metrics fields of recall at round start (query, hits, path, ...)"
+    )
+    recall_error: str | None = Field(default=None, description="Why recall failed (the round ran without it).")
 
     context_fingerprints: list[str] = Field(
         default_factory=list, description="fingerprint() of every message the graph was given at round start"

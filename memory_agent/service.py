@@ -11,21 +11,25 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.messages import round_identity, validate_conversation_id, validate_identity
+from memory_agent.conversation.recalled import check_recall_settings, recall_settings
 from memory_agent.conversation.rounds import Rounds
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.conversation.window import calculate_summary_range
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
-from memory_agent.db.keys import ConversationKey
+from memory_agent.db.keys import DEFAULT_TENANT_ID, ConversationKey
 from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
+from memory_agent.long_term.block import RecallHit
+from memory_agent.long_term.recall import recall
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
 from memory_agent.settings import MemorySettings
@@ -130,7 +134,9 @@ class MemoryService:
             runner = SummaryRunner(settings, backend, agent)
             trigger = SummaryTrigger(settings, backend, dispatch=self._dispatch, enqueue=self._enqueue)
             executor = make_executor(settings, SummaryJobs(runner.run_summary, trigger.sweep), backend)
-            self._opened = _Opened(backend, agent, runner, trigger, Rounds(settings, backend, loop, trigger), executor)
+            rounds = Rounds(settings, backend, loop, trigger)
+            await check_recall_settings(backend, recall_settings(settings))
+            self._opened = _Opened(backend, agent, runner, trigger, rounds, executor)
             await executor.start()
         except BaseException:
             self._opened = None
@@ -346,6 +352,39 @@ class MemoryService:
         """Delete a conversation, its messages and its memory versions; False when it did not exist."""
         key = await self._owned(conversation_id, user_id, tenant_id)
         return await self.loop.arun(self.backend.delete_conversation(key.conversation_id, user_id=key.user_id))
+
+    async def recall(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        tenant_id: str | None = None,
+        limit: int = 10,
+        as_of: datetime | None = None,
+    ) -> list[RecallHit]:
+        """What recall at round start would find for `user_id` across their conversations and long-term items,
+        best first, within the MEMORY_AGENT_RECALL_* guardrails: each hit's `kind` (turn | item | summary),
+        `text`, `score` and provenance (`conversation_id` + `sequences`, `item_ids`, `sources`). `as_of` reads
+        the items valid then. Never calls a model."""
+        validate_identity(user_id, "user_id")
+        if tenant_id is not None:
+            validate_identity(tenant_id, "tenant_id")
+        settings = recall_settings(self.settings)
+
+        async def run() -> list[RecallHit]:
+            async with self.backend.connection() as conn:
+                found = await recall(
+                    conn,
+                    tenant_id=tenant_id or DEFAULT_TENANT_ID,
+                    user_id=user_id,
+                    query=query,
+                    limit=limit,
+                    as_of=as_of,
+                    settings=settings,
+                )
+            return found.results
+
+        return await self.loop.arun(run())
 
     async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
         """One memory version by its key (user_id, memory_id)."""

@@ -102,6 +102,28 @@ class MemorySettings(BaseSettings):
         "'… [truncated by memory_agent: N tokens over the cap]'. Stored messages stay whole. None: no cap.",
     )
 
+    # --- recall at round start (long-term memory) ---
+    recall: bool = Field(
+        default=True,
+        description="A round with a user (config user_id) gets that user's relevant long-term items, cluster "
+        "summaries and earlier turns as a block of its own. Off, or a round without a user: no recall.",
+    )
+    recall_max_tokens: int = Field(
+        default=2000, ge=1, description="Token budget of the recalled block (count_tokens_approximately)."
+    )
+    recall_max_turns: int = Field(default=6, ge=1, description="Most earlier turns in the recalled block.")
+    recall_max_turn_chars: int = Field(
+        default=600, ge=1, description="A recalled turn longer than this is cut (ends with '…')."
+    )
+    recall_text_search_config: str = Field(
+        default="english",
+        description="PostgreSQL text-search configuration of recall's full-text path ('english' measured best; "
+        "'simple' is language-neutral; CJK is found through trigrams either way).",
+    )
+    recall_trgm_threshold: float = Field(
+        default=0.3, ge=0, le=1, description="Word similarity a trigram hit needs (the short-query and CJK path)."
+    )
+
     # --- identity ---
     user_id_key: str = Field(
         default="user_id",

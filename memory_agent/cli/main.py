@@ -105,12 +105,8 @@ def _register_optional_commands() -> None:
     # Each command group lives in its own module and adds itself to `app`.
     import importlib
 
-    for module in (
-        "memory_agent.cli.observe",
-        "memory_agent.cli.worker",
-        "memory_agent.cli.consolidate",
-        "memory_agent.cli.serve",
-    ):
+    modules = ("observe", "worker", "consolidate", "eval", "serve")
+    for module in (f"memory_agent.cli.{name}" for name in modules):
         try:
             importlib.import_module(module).register(app)
         except ModuleNotFoundError as exc:

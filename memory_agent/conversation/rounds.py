@@ -1,8 +1,8 @@
 """A round from start to end: its context at the start, the round stored whole at the end.
 
 Round START (`prepare`): take the conversation's lease, read the latest *completed* memory and the gap
-after it in one statement, and build the model's context (tool calls closed, memory injected, token budget
-applied). The round's input is every message the caller holds that is not stored yet: stored is a fact of
+after it in one statement (and, beside it, recall the user's long-term memory: recalled.py), and build the
+model's context (tool calls closed, memory and recalled block injected, token budget applied). The round's input is every message the caller holds that is not stored yet: stored is a fact of
 the database (message ids), not a guess from message shapes.
 Round END (`finish`): one write transaction stores the round, gives the lease back, applies the trigger
 rule and records the round's metrics; the new `processing` row is dispatched after commit.
@@ -10,6 +10,7 @@ rule and records the round's metrics; the new `processing` row is dispatched aft
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.budget import apply_budget, close_unanswered_tool_calls
-from memory_agent.conversation.context import gap_cap_record, inject_memory, load_context
+from memory_agent.conversation.context import gap_cap_record, inject_context, load_context
 from memory_agent.conversation.leases import RoundLeases
 from memory_agent.conversation.messages import (
     check_user_messages,
@@ -27,6 +28,7 @@ from memory_agent.conversation.messages import (
     validate_conversation_id,
     validate_round_input,
 )
+from memory_agent.conversation.recalled import RoundRecall, recall_query, recall_settings, round_recall
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
@@ -37,9 +39,15 @@ from memory_agent.settings import MemorySettings
 logger = logging.getLogger("memory_agent")
 
 
-def round_metrics_row(info: RoundInfo, saved: RoundSaved | None, trigger: TriggerResult | None) -> dict[str, Any]:
+def round_metrics_row(
+    info: RoundInfo, saved: RoundSaved | None, trigger: TriggerResult | None, graph_ended: float | None = None
+) -> dict[str, Any]:
     """The round_metrics row for a round (saved and trigger are None when it failed before being stored)."""
+    ended = time.perf_counter() if graph_ended is None else graph_ended
+    recall = {**RoundRecall().metrics(""), **info.recall}
     return {
+        **recall,
+        "latency_llm_ms": (ended - info.prepared) * 1000 if info.prepared is not None else None,
         "conversation_id": info.conversation_id,
         "round_number": saved.round_number if saved else None,
         "first_sequence": saved.first_sequence if saved else None,
@@ -59,8 +67,9 @@ def round_metrics_row(info: RoundInfo, saved: RoundSaved | None, trigger: Trigge
         "summary_triggered": bool(trigger and trigger.started),
         "trigger_outcome": trigger.outcome if trigger else None,
         "triggered_memory_id": trigger.memory_id if trigger and trigger.started else None,
-        "error_stage": None,
-        "error": None,
+        # A failed recall does not fail the round: the stored round says so.
+        "error_stage": "retrieval" if info.recall_error else None,
+        "error": info.recall_error,
     }
 
 
@@ -81,6 +90,8 @@ class Rounds:
         self.loop = loop
         self.trigger = trigger
         self.leases = RoundLeases(settings, backend, loop)
+        # A bad setting is a ConfigurationError at open; None: recall is off.
+        self.recall_settings = recall_settings(settings) if settings.recall else None
 
     async def context(self, key: ConversationKey, current_messages: Sequence[BaseMessage]) -> ConversationContext:
         """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
@@ -108,9 +119,9 @@ class Rounds:
     ) -> tuple[list[BaseMessage], RoundInfo]:
         settings = self.settings
         conversation_id = key.conversation_id
-        context, stored_ids = await self.loop.arun(
-            load_context(self.backend, key, [m.id for m in messages if m.id], settings.gap_message_cap)
-        )
+        query = recall_query(messages)
+        context, stored_ids, recalled = await self.loop.arun(self._load(key, messages, query))
+        recalled = recalled.without_window(conversation_id, context.gap_start_sequence)
         incoming = not_stored(messages, stored_ids)
         check_user_messages(incoming)
         serialize_round(incoming)  # refuse what cannot be stored before the model is called
@@ -121,7 +132,7 @@ class Rounds:
         budget = apply_budget(
             gap,
             current,
-            lambda messages: inject_memory(context.memory_text, messages, settings.injection_mode),
+            lambda messages: inject_context(context.memory_text, recalled.block, messages, settings.injection_mode),
             max_context_tokens=settings.max_context_tokens,
             max_message_tokens=settings.max_message_tokens,
         )
@@ -164,18 +175,37 @@ class Rounds:
             truncation=truncation,
             load_ms=(time.perf_counter() - started) * 1000,
             started=started,
+            prepared=time.perf_counter(),
+            recall=recalled.metrics(query),
+            recall_error=recalled.error,
         )
         return workflow, info
+
+    async def _load(
+        self, key: ConversationKey, messages: list[BaseMessage], query: str
+    ) -> tuple[ConversationContext, set[str], RoundRecall]:
+        """Memory + gap and recall side by side, each on a connection of its own: recall adds its excess over
+        the load to the round, not its whole time. A failing load cancels recall."""
+        recalling = asyncio.ensure_future(round_recall(self.backend, key, query, self.recall_settings))
+        try:
+            context, stored_ids = await load_context(
+                self.backend, key, [m.id for m in messages if m.id], self.settings.gap_message_cap
+            )
+        except BaseException:
+            recalling.cancel()
+            raise
+        return context, stored_ids, await recalling
 
     async def finish(
         self, key: ConversationKey, messages: Sequence[BaseMessage], info: RoundInfo | None = None
     ) -> tuple[RoundSaved | None, TriggerResult]:
         validate_conversation_id(key.conversation_id)
+        graph_ended = time.perf_counter()
         roles, contents, payloads = serialize_round(messages)
         check_user_messages(messages)
         # Shielded: a caller cancelled mid-way (client disconnect, timeout) neither half-commits the round
         # (one transaction) nor leaves its new `processing` row without a summary until it is reclaimed.
-        return await self.loop.arun(self._finish(key, roles, contents, payloads, info), shield=True)
+        return await self.loop.arun(self._finish(key, roles, contents, payloads, info, graph_ended), shield=True)
 
     async def _finish(
         self,
@@ -184,6 +214,7 @@ class Rounds:
         contents: list[str],
         payloads: list[dict[str, Any]],
         info: RoundInfo | None,
+        graph_ended: float,
     ) -> tuple[RoundSaved | None, TriggerResult]:
         conversation_id, user_id = key.conversation_id, key.user_id
         async with self.backend.round_transaction() as conn:
@@ -198,7 +229,7 @@ class Rounds:
             trigger = await self.trigger.apply(conn, key, saved.last_sequence, saved.first_sequence)
             if info is not None:
                 await self.backend.insert_round_metrics(
-                    conn, round_metrics_row(info, saved, trigger), tenant_id=key.tenant_id, user_id=user_id
+                    conn, round_metrics_row(info, saved, trigger, graph_ended), tenant_id=key.tenant_id, user_id=user_id
                 )
             await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
         await self.trigger.dispatch(key, trigger)

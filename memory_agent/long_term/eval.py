@@ -114,9 +114,16 @@ def scored(question: Question) -> bool:
 
 
 async def store_conversation(
-    conn: AsyncConnection[Any], conversation_id: str, turns: Sequence[tuple[str, str, datetime]]
+    conn: AsyncConnection[Any],
+    conversation_id: str,
+    turns: Sequence[tuple[str, str, datetime]],
+    *,
+    tenant_id: str,
+    user_id: str,
 ) -> None:
-    """Store (role, text, created_at) turns as a conversation's messages, rounds numbered by user turns."""
+    """Store (role, text, created_at) turns as the messages of a conversation of (tenant_id, user_id), rounds
+    numbered by user turns."""
+    keys = {"tenant_id": tenant_id, "user_id": user_id}
     queries = resources.queries()
     rows, round_number = [], 0
     for sequence, (role, text, created_at) in enumerate(turns):
@@ -125,6 +132,7 @@ async def store_conversation(
         message = {"type": "human" if role == "user" else "ai", "data": {"content": text, "type": role}}
         rows.append(
             {
+                **keys,
                 "conversation_id": conversation_id,
                 "sequence_number": sequence,
                 "round_number": round_number,
@@ -138,6 +146,7 @@ async def store_conversation(
         await conn.execute(
             queries["eval_insert_conversation"],
             {
+                **keys,
                 "conversation_id": conversation_id,
                 "next_sequence": len(rows),
                 "round_count": round_number,
@@ -221,7 +230,7 @@ async def ingest_directly(conn: AsyncConnection[Any], sample: Sample) -> dict[tu
             )
             for i, t in enumerate(session.turns)
         ]
-        await store_conversation(conn, conversation_id, turns)
+        await store_conversation(conn, conversation_id, turns, tenant_id=EVAL_TENANT, user_id=sample.sample_id)
         provenance.update({(conversation_id, i): t.dia_id for i, t in enumerate(session.turns)})
         statements = [Statement(i, role, text) for i, (role, text, _) in enumerate(turns)]
         for item_type, item in extract_items(statements).typed():
@@ -306,7 +315,6 @@ async def evaluate(
     latencies: list[float] = []
     for sample in samples:
         provenance = await ingest(conn, sample)
-        conversations = sorted({c for c, _ in provenance})
         if embedder is not None:
             await index_items(conn, tenant_id=EVAL_TENANT, user_id=sample.sample_id, embedder=embedder)
         for question in filter(scored, sample.questions):
@@ -317,7 +325,6 @@ async def evaluate(
                     tenant_id=EVAL_TENANT,
                     user_id=sample.sample_id,
                     query=question.question,
-                    conversation_ids=conversations,
                     limit=max(KS),
                     embedder=embedder,
                     settings=settings,

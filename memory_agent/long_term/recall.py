@@ -1,7 +1,7 @@
 """Recall at round start: a user's relevant items, cluster summaries and earlier turns, as a bounded block.
 
-Order (the seed's): items and summaries → full-text search → trigram fallback (short or CJK queries, or too few
-full-text hits) → vectors over items and summaries only (never turns), also a fallback → the latest turns when
+Order (the seed's): items and summaries → full-text search → trigram fallback (CJK queries, or too few
+full-text hits: a short query that full text answers skips it, measured in docs/recall.md) → vectors over items and summaries only (never turns), also a fallback → the latest turns when
 nothing matched; the lists are fused by reciprocal rank in one statement (`recall_search` in sql/recall.sql),
 run a second time with the vector path only when the first found too little. Scope: this
 conversation's turns first, the user's other conversations too when this one has few hits or the message points
@@ -34,7 +34,6 @@ SearchPath = Literal["fts", "trgm", "vector", "recent"]
 ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_WORD = re.compile(r"\w+", re.UNICODE)
 _CONFIG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 # A message that points to the past is answered from every conversation of the user, not only this one.
 PAST_POINTING = re.compile(
@@ -55,7 +54,6 @@ class RecallSettings:
     max_turns: int = 6
     max_turn_chars: int = 600
     min_hits: int = 2  # fewer full-text hits than this → trigrams; fewer in this conversation → user-wide
-    short_query_words: int = 2  # a query of at most this many words also gets trigrams
     trgm_threshold: float = 0.3  # word_similarity a trigram hit needs (CJK bigram matches need none)
     vectors_always: bool = False  # False: vectors only when full text and trigrams found too little (V1.1-4)
     vector_min_similarity: float = 0.15  # cosine similarity a vector hit needs: the nearest are not always near
@@ -104,8 +102,8 @@ def points_to_past(text: str) -> bool:
     return PAST_POINTING.search(text) is not None
 
 
-def is_short_or_cjk(text: str, short_query_words: int) -> bool:
-    return _CJK.search(text) is not None or len(_WORD.findall(text)) <= short_query_words
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
 
 
 def cjk_bigrams(text: str, limit: int = 24) -> list[str]:
@@ -191,16 +189,14 @@ async def recall(
     user_id: str,
     query: str,
     conversation_id: str | None = None,
-    conversation_ids: Collection[str] | None = None,
     limit: int = 10,
     as_of: datetime | None = None,
     embedder: Embeddings | None = None,
     settings: RecallSettings | None = None,
     paths: Collection[SearchPath] = ALL_PATHS,
 ) -> RecallResult:
-    """Recall for one user. `conversation_ids` are the user's conversations whose turns may be searched (until
-    messages carry user_id; default: `conversation_id` alone); `as_of` reads items valid then and turns stored by
-    then; `paths` restricts the retrieval paths (the evaluation measures each alone: a path named alone always
+    """Recall for one user: turns of every conversation of theirs, `conversation_id` (the round's) first; `as_of`
+    reads items valid then and turns stored by then; `paths` restricts the retrieval paths (the evaluation measures each alone: a path named alone always
     runs, trigrams included). Vectors run only with an `embedder` and pgvector on the server."""
     started = time.perf_counter()
     settings = settings or RecallSettings()
@@ -216,22 +212,18 @@ async def recall(
     query = (query or "").strip()
     if not query:
         return RecallResult(results=[], query=query, latency_ms=(time.perf_counter() - started) * 1000)
-    if conversation_ids is None:
-        conversation_ids = [conversation_id] if conversation_id else []
-
     params: dict[str, Any] = {
         "tenant_id": tenant_id,
         "user_id": user_id,
         "query": query,
         "conversation_id": conversation_id,
-        "conversation_ids": list(conversation_ids),
         "as_of": as_of,
         "config": settings.text_search_config,
         "or_terms": settings.or_terms,
         "use_fts": "fts" in paths,
         "trgm_always": "trgm" in paths and "fts" not in paths,
         "trgm_fallback": "trgm" in paths,
-        "short_or_cjk": is_short_or_cjk(query, settings.short_query_words),
+        "cjk": has_cjk(query),
         "bigrams": cjk_bigrams(query),
         "trgm_threshold": settings.trgm_threshold,
         "min_hits": settings.min_hits,
@@ -283,16 +275,19 @@ async def recall(
 
 
 async def source_turns(
-    conn: AsyncConnection[Any], hit: RecallHit, *, conversation_ids: Collection[str]
+    conn: AsyncConnection[Any], hit: RecallHit, *, tenant_id: str, user_id: str
 ) -> list[dict[str, Any]]:
-    """The stored turns behind a hit (its provenance re-expanded), limited to the user's conversations."""
-    allowed = set(conversation_ids)
-    pairs = [(c, s) for c, s in hit.sources if c in allowed]
-    if not pairs:
+    """The stored turns behind a hit (its provenance re-expanded), only ever the user's own."""
+    if not hit.sources:
         return []
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
             resources.queries()["recall_source_turns"],
-            {"conversation_ids": [c for c, _ in pairs], "sequences": [s for _, s in pairs]},
+            {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "conversation_ids": [c for c, _ in hit.sources],
+                "sequences": [s for _, s in hit.sources],
+            },
         )
         return await cur.fetchall()

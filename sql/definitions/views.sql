@@ -338,7 +338,7 @@ CREATE VIEW round_report_weekly AS
 WITH rounds AS (
     SELECT date_trunc('week', r.created_at) AS week,
            count(*) AS rounds,
-           count(*) FILTER (WHERE r.error_stage IS NOT NULL) AS failed_rounds,
+           count(*) FILTER (WHERE r.error_stage IS NOT NULL AND r.error_stage <> 'retrieval') AS failed_rounds,
            round(avg((r.retrieval_path = 'raw')::int), 4) AS fallback_share,
            round(avg(r.truncated::int), 4) AS truncation_share,
            round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_round_ms)::numeric, 1) AS p50_latency_ms,

@@ -1,7 +1,7 @@
 """Recall on the real PostgreSQL: scope switch, trigram fallback, provenance, guardrails, as_of, isolation, vectors.
 
-Items are written with the evaluation's direct writer (long_term.eval.store_item); until 0008_long_term lands,
-the items tables are 0009's minimal copy of its columns.
+Turns and items are written with the evaluation's direct writers (long_term.eval.store_conversation,
+store_item), keyed by (tenant, user) like the round path's.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fi
 
 TENANT, USER = "t1", "ana"
 OLD, CURRENT = "ana-old", "ana-current"
-ANA = [OLD, CURRENT]
 
 
 async def seed(conn: Any) -> None:
@@ -39,6 +38,8 @@ async def seed(conn: Any) -> None:
             ("user", "My violin teacher is called Ingrid.", at(0)),
             ("assistant", "Ingrid, got it.", at(0)),
         ],
+        tenant_id=TENANT,
+        user_id=USER,
     )
     await store_conversation(
         conn,
@@ -49,6 +50,8 @@ async def seed(conn: Any) -> None:
             ("user", "Great, and a soup for tonight?", at(10)),
             ("assistant", "A leek and potato soup is easy.", at(10)),
         ],
+        tenant_id=TENANT,
+        user_id=USER,
     )
 
 
@@ -58,9 +61,7 @@ def turns_of(result: Any) -> set[tuple[str, int]]:
 
 async def test_this_conversation_first_when_it_has_enough_hits(conn: Any) -> None:
     await seed(conn)
-    result = await recall(
-        conn, tenant_id=TENANT, user_id=USER, query="peanuts dessert", conversation_id=CURRENT, conversation_ids=ANA
-    )
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="peanuts dessert", conversation_id=CURRENT)
     assert result.fts_hits >= 2 and not result.user_wide
     assert turns_of(result) and {c for c, _ in turns_of(result)} == {CURRENT}
     assert result.retrieval_path == "fts"
@@ -74,7 +75,6 @@ async def test_user_wide_when_this_conversation_has_few_hits(conn: Any) -> None:
         user_id=USER,
         query="Who teaches the violin?",
         conversation_id=CURRENT,
-        conversation_ids=ANA,
     )
     assert result.user_wide
     assert (OLD, 4) in turns_of(result)
@@ -83,9 +83,7 @@ async def test_user_wide_when_this_conversation_has_few_hits(conn: Any) -> None:
 @pytest.mark.parametrize("query", ["What did I say last time about peanuts?", "我之前说过 peanuts 的事吗？"])
 async def test_user_wide_when_the_message_points_to_the_past(conn: Any, query: str) -> None:
     await seed(conn)
-    result = await recall(
-        conn, tenant_id=TENANT, user_id=USER, query=query, conversation_id=CURRENT, conversation_ids=ANA
-    )
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query=query, conversation_id=CURRENT)
     assert result.user_wide
     assert (OLD, 0) in turns_of(result)  # the old conversation's statement, although this one mentions peanuts too
     plain = await recall(
@@ -94,7 +92,6 @@ async def test_user_wide_when_the_message_points_to_the_past(conn: Any, query: s
         user_id=USER,
         query="peanuts",
         conversation_id=CURRENT,
-        conversation_ids=ANA,
         paths=("fts",),
     )
     assert not plain.user_wide and (OLD, 0) not in turns_of(plain)
@@ -108,9 +105,7 @@ def test_past_pointing_words() -> None:
 
 async def test_trigram_fallback_finds_cjk_text(conn: Any) -> None:
     await seed(conn)
-    result = await recall(
-        conn, tenant_id=TENANT, user_id=USER, query="里昂", conversation_id=CURRENT, conversation_ids=ANA
-    )
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="里昂", conversation_id=CURRENT)
     assert result.fts_hits == 0 and result.used_fallback
     assert result.retrieval_path == "trgm"
     assert (OLD, 2) in turns_of(result)
@@ -119,9 +114,7 @@ async def test_trigram_fallback_finds_cjk_text(conn: Any) -> None:
 
 async def test_trigram_fallback_finds_a_misspelled_short_query(conn: Any) -> None:
     await seed(conn)
-    result = await recall(
-        conn, tenant_id=TENANT, user_id=USER, query="Ingrit", conversation_id=CURRENT, conversation_ids=ANA
-    )
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Ingrit", conversation_id=CURRENT)
     assert result.fts_hits == 0 and result.trgm_hits >= 1
     assert (OLD, 4) in turns_of(result)
 
@@ -159,18 +152,16 @@ async def test_provenance_re_expands_to_the_source_turns(conn: Any) -> None:
         is_summary=True,
         source_item_ids=[fact, other],
     )
-    result = await recall(
-        conn, tenant_id=TENANT, user_id=USER, query="allergic peanuts", conversation_id=CURRENT, conversation_ids=ANA
-    )
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="allergic peanuts", conversation_id=CURRENT)
     by_id = {hit.item_ids[0]: hit for hit in result.results if hit.kind != "turn"}
     assert by_id[fact].kind == "item" and by_id[fact].sources == [(OLD, 0)]
     assert by_id[summary].kind == "summary" and by_id[summary].source_item_ids == [fact, other]
     assert set(by_id[summary].sources) == {(OLD, 0), (CURRENT, 0)}
-    turns = await source_turns(conn, by_id[fact], conversation_ids=ANA)
+    turns = await source_turns(conn, by_id[fact], tenant_id=TENANT, user_id=USER)
     assert [t["content"] for t in turns] == ["I'm allergic to peanuts, please remember it."]
-    assert await source_turns(conn, by_id[summary], conversation_ids=[CURRENT]) == [
-        {**(await source_turns(conn, by_id[other], conversation_ids=ANA))[0]}
-    ]
+    summary_turns = await source_turns(conn, by_id[summary], tenant_id=TENANT, user_id=USER)
+    assert [(t["conversation_id"], t["sequence_number"]) for t in summary_turns] == [(CURRENT, 0), (OLD, 0)]
+    assert await source_turns(conn, by_id[fact], tenant_id=TENANT, user_id="bob") == []
 
 
 async def test_guardrails_hold(conn: Any) -> None:
@@ -178,11 +169,9 @@ async def test_guardrails_hold(conn: Any) -> None:
         ("user" if i % 2 == 0 else "assistant", f"Turn {i} about the garden: " + "tomatoes " * 80, at(1))
         for i in range(20)
     ]
-    await store_conversation(conn, OLD, long_turns)
+    await store_conversation(conn, OLD, long_turns, tenant_id=TENANT, user_id=USER)
     settings = RecallSettings(max_tokens=300, max_turns=3, max_turn_chars=200)
-    result = await recall(
-        conn, tenant_id=TENANT, user_id=USER, query="garden tomatoes", conversation_ids=[OLD], settings=settings
-    )
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="garden tomatoes", settings=settings)
     turns = [hit for hit in result.results if hit.kind == "turn"]
     assert 1 <= len(turns) <= 3
     assert all(len(hit.text) <= 200 and hit.truncated for hit in turns)
@@ -192,11 +181,10 @@ async def test_guardrails_hold(conn: Any) -> None:
         tenant_id=TENANT,
         user_id=USER,
         query="garden tomatoes",
-        conversation_ids=[OLD],
         settings=RecallSettings(max_tokens=120, max_turns=6, max_turn_chars=200),
     )
     assert tight.estimated_tokens <= 120 and len(tight.results) < len(turns) + 1
-    defaults = await recall(conn, tenant_id=TENANT, user_id=USER, query="garden tomatoes", conversation_ids=[OLD])
+    defaults = await recall(conn, tenant_id=TENANT, user_id=USER, query="garden tomatoes")
     assert len([h for h in defaults.results if h.kind == "turn"]) == 6 and defaults.estimated_tokens <= 2000
 
 
@@ -232,7 +220,9 @@ async def test_as_of_reads_items_valid_then(conn: Any) -> None:
 
 async def test_other_users_and_tenants_are_never_returned(conn: Any) -> None:
     await seed(conn)
-    await store_conversation(conn, "bob-1", [("user", "I'm allergic to peanuts too, says Bob.", at(1))])
+    await store_conversation(
+        conn, "bob-1", [("user", "I'm allergic to peanuts too, says Bob.", at(1))], tenant_id=TENANT, user_id="bob"
+    )
     for tenant, user in (("t1", "bob"), ("t2", USER)):
         await store_item(
             conn,
@@ -254,7 +244,6 @@ async def test_other_users_and_tenants_are_never_returned(conn: Any) -> None:
             user_id=USER,
             query=query,
             conversation_id=CURRENT,
-            conversation_ids=ANA,
             embedder=embedder,
             settings=RecallSettings(vectors_always=True, vector_min_similarity=0.0),
         )
@@ -304,7 +293,6 @@ async def test_simple_configuration_and_and_ed_terms(conn: Any) -> None:
         tenant_id=TENANT,
         user_id=USER,
         query="allergic peanuts",
-        conversation_ids=ANA,
         settings=RecallSettings(text_search_config="simple"),
         paths=("fts",),
     )
@@ -314,7 +302,6 @@ async def test_simple_configuration_and_and_ed_terms(conn: Any) -> None:
         tenant_id=TENANT,
         user_id=USER,
         query="allergic to peanuts and violin",
-        conversation_ids=ANA,
         settings=RecallSettings(or_terms=False),
         paths=("fts",),
     )
@@ -323,7 +310,6 @@ async def test_simple_configuration_and_and_ed_terms(conn: Any) -> None:
         tenant_id=TENANT,
         user_id=USER,
         query="allergic to peanuts and violin",
-        conversation_ids=ANA,
         paths=("fts",),
     )
     assert anded.fts_hits == 0 and ored.fts_hits >= 2
@@ -331,9 +317,7 @@ async def test_simple_configuration_and_and_ed_terms(conn: Any) -> None:
 
 async def test_nothing_found_gives_the_latest_turns_of_another_conversation(conn: Any) -> None:
     await seed(conn)
-    result = await recall(
-        conn, tenant_id=TENANT, user_id=USER, query="xyzzy plugh", conversation_id=CURRENT, conversation_ids=ANA
-    )
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="xyzzy plugh", conversation_id=CURRENT)
     assert result.fts_hits == result.trgm_hits == result.vector_hits == 0
     assert result.retrieval_path == "window" and result.used_fallback
     assert [(h.conversation_id, h.sequences[0]) for h in result.results] == [(OLD, 5), (OLD, 4)]
@@ -343,7 +327,14 @@ async def test_nothing_found_gives_the_latest_turns_of_another_conversation(conn
         user_id=USER,
         query="xyzzy plugh",
         conversation_id=CURRENT,
-        conversation_ids=ANA,
         settings=RecallSettings(recent_turns=0),
     )
     assert none.results == [] and none.block == "" and none.estimated_tokens == 0
+
+
+async def test_a_short_query_that_full_text_answers_skips_trigrams(conn: Any) -> None:
+    await seed(conn)
+    answered = await recall(conn, tenant_id=TENANT, user_id=USER, query="peanuts", conversation_id=CURRENT)
+    assert answered.fts_hits >= 2 and answered.trgm_hits == 0 and not answered.used_fallback
+    cjk = await recall(conn, tenant_id=TENANT, user_id=USER, query="里昂 peanuts", conversation_id=CURRENT)
+    assert cjk.fts_hits >= 2 and cjk.trgm_hits >= 1  # CJK text is one token to the parser: trigrams always run

@@ -1,0 +1,146 @@
+"""Recall at round start, as the round sees it: the query (the round's newest user message), the recalled
+block of a round whose user is named (long_term/recall.py retrieves it, in one statement, never through a
+model), and what round_metrics records of it.
+
+A round without a user (its scope is the conversation itself, 'conversation:<thread id>') never recalls: there
+is no one whose other conversations could be searched. A recall that fails never fails the round: the round
+runs without the block and its metrics row says error_stage 'retrieval'.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psycopg
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.keys import ConversationKey, default_user_id
+from memory_agent.errors import ConfigurationError
+from memory_agent.long_term.block import estimate_tokens, format_block
+from memory_agent.long_term.recall import RecallResult, RecallSettings, recall
+from memory_agent.settings import MemorySettings
+
+logger = logging.getLogger("memory_agent")
+
+
+def recall_settings(settings: MemorySettings) -> RecallSettings:
+    """Recall's knobs from the MEMORY_AGENT_RECALL_* settings."""
+    return RecallSettings(
+        text_search_config=settings.recall_text_search_config,
+        max_tokens=settings.recall_max_tokens,
+        max_turns=settings.recall_max_turns,
+        max_turn_chars=settings.recall_max_turn_chars,
+        trgm_threshold=settings.recall_trgm_threshold,
+    )
+
+
+async def check_recall_settings(backend: MemoryBackend, settings: RecallSettings) -> None:
+    """At open: the text-search configuration exists on the server (a typo would otherwise fail every recall)."""
+    try:
+        async with backend.connection() as conn:
+            await conn.execute("SELECT %s::regconfig", (settings.text_search_config,))
+    except psycopg.errors.UndefinedObject as exc:
+        raise ConfigurationError(
+            f"MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG (got {settings.text_search_config!r}): the server has no such "
+            f"text search configuration ({exc.diag.message_primary}); use one such as 'english' or 'simple'"
+        ) from None
+
+
+def recall_query(messages: Sequence[BaseMessage]) -> str:
+    """The text recall searches: the newest user message of the round (its text parts)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            content = message.content
+            if isinstance(content, str):
+                return content.strip()
+            parts = [p if isinstance(p, str) else p.get("text", "") for p in content if isinstance(p, str | dict)]
+            return " ".join(part for part in parts if part).strip()
+    return ""
+
+
+@dataclass
+class RoundRecall:
+    """What recall gave a round: its result (None when it did not run or failed) and the failure."""
+
+    result: RecallResult | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+
+    @property
+    def block(self) -> str:
+        return self.result.block if self.result is not None else ""
+
+    def without_window(self, conversation_id: str, gap_start_sequence: int | None) -> RoundRecall:
+        """Without the turns the model gets in the round's own context (the gap): they would be there twice."""
+        result = self.result
+        if result is None or gap_start_sequence is None:
+            return self
+        in_gap = [
+            hit
+            for hit in result.results
+            if hit.kind == "turn" and hit.conversation_id == conversation_id and hit.sequences[0] >= gap_start_sequence
+        ]
+        if not in_gap:
+            return self
+        # A subset of hits that held the guardrails holds them too: only the block is written again.
+        rest = [hit for hit in result.results if hit not in in_gap]
+        block = format_block(rest)
+        trimmed = replace(result, results=rest, block=block, estimated_tokens=estimate_tokens(block))
+        return RoundRecall(trimmed, self.error, self.latency_ms)
+
+    def metrics(self, query: str) -> dict[str, Any]:
+        """The round_metrics fields of recall (all null when the round did not recall)."""
+        result = self.result
+        if result is None:
+            return {
+                "query": query if self.error is not None else None,
+                "fts_hits": None,
+                "trgm_hits": None,
+                "used_fallback": None,
+                "recall_path": None,
+                "context_items": None,
+                "estimated_tokens": None,
+                "recall_truncated": None,
+                "latency_retrieval_ms": self.latency_ms,
+            }
+        return {
+            "query": result.query,
+            "fts_hits": result.fts_hits,
+            "trgm_hits": result.trgm_hits,
+            "used_fallback": result.used_fallback,
+            "recall_path": result.retrieval_path,
+            "context_items": result.context_items,
+            "estimated_tokens": result.estimated_tokens,
+            "recall_truncated": result.truncated,
+            "latency_retrieval_ms": self.latency_ms,
+        }
+
+
+async def round_recall(
+    backend: MemoryBackend, key: ConversationKey, query: str, settings: RecallSettings | None
+) -> RoundRecall:
+    """Recall for a round of `key`'s user on a connection of its own; never raises (but for cancellation)."""
+    if settings is None or not query or key.user_id == default_user_id(key.conversation_id):
+        return RoundRecall()
+    started = time.perf_counter()
+    try:
+        async with backend.connection() as conn:
+            result = await recall(
+                conn,
+                tenant_id=key.tenant_id,
+                user_id=key.user_id,
+                query=query,
+                conversation_id=key.conversation_id,
+                settings=settings,
+            )
+    except Exception as exc:
+        logger.warning("Recall failed for a round of %s; the round runs without it: %s", key.conversation_id, exc)
+        return RoundRecall(
+            error=f"{type(exc).__name__}: {exc}"[:2000], latency_ms=(time.perf_counter() - started) * 1000
+        )
+    return RoundRecall(result, None, (time.perf_counter() - started) * 1000)
