@@ -9,6 +9,8 @@ Distributed tables (every table except the bookkeeping ones and conversation_own
   delete of the referenced row reads the whole referencing table, as `memory.base_memory_id` once did).
 conversation_owners (keyed by conversation_id): tenant_id and user_id NOT NULL, primary key (conversation_id),
 no foreign key to or from it.
+Reference tables (REFERENCE: api_keys, looked up by a key's hash before any user is named; replicated to every
+node on Citus, docs/scaling.md): tenant_id NOT NULL, a primary key, no foreign key to or from it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import psycopg
 
 BOOKKEEPING = ("schema_migrations", "schema_definitions", "schema_procrastinate")
 OWNERS = "conversation_owners"
+REFERENCE = ("api_keys",)
 
 TABLES_SQL = """
 SELECT c.oid, c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
@@ -66,13 +69,21 @@ def sharding_violations(url: str, schema: str) -> list[str]:
             if table in BOOKKEEPING or table.startswith("procrastinate_"):
                 continue
             columns = dict(_rows(conn, COLUMNS_SQL, [oid]))
+            unique = _rows(conn, UNIQUE_SQL, [oid])
+            foreign = _rows(conn, FOREIGN_KEYS_SQL, {"oid": oid})
+            if table in REFERENCE:
+                if not columns.get("tenant_id"):
+                    problems.append(f"{table}: tenant_id is missing or nullable")
+                if not any(is_pk for _, is_pk, _ in unique):
+                    problems.append(f"{table}: no primary key")
+                for name, *_ in foreign:
+                    problems.append(f"{table}: foreign key {name} (a reference table stands alone)")
+                continue
             for key in ("tenant_id", "user_id"):
                 if key not in columns:
                     problems.append(f"{table}: no {key} column")
                 elif not columns[key]:
                     problems.append(f"{table}: {key} is nullable")
-            unique = _rows(conn, UNIQUE_SQL, [oid])
-            foreign = _rows(conn, FOREIGN_KEYS_SQL, {"oid": oid})
             if table == OWNERS:
                 primary = [cols for _, is_pk, cols in unique if is_pk]
                 if primary != [["conversation_id"]]:

@@ -19,9 +19,15 @@ def test_every_table_is_keyed_by_user_id(database_url):
         )
     ]
     # The check covers the tables it should (a table missing here would be checked by no rule).
-    assert {"conversations", "messages", "memory", "round_metrics", "round_leases", "conversation_owners"} <= set(
-        tables
-    )
+    assert {
+        "conversations",
+        "messages",
+        "memory",
+        "round_metrics",
+        "round_leases",
+        "conversation_owners",
+        "api_keys",
+    } <= set(tables)
     assert sharding_violations(database_url, "memory_agent") == []
 
 
@@ -49,7 +55,13 @@ def test_the_check_finds_each_broken_rule(database_url):
             "CREATE TABLE conversation_owners (conversation_id text, tenant_id text NOT NULL,"
             " user_id text NOT NULL, PRIMARY KEY (user_id, conversation_id))"
         )
+        # A reference table needs no user_id, but a tenant, a primary key and no foreign key.
+        conn.execute("CREATE TABLE api_keys (key_hash bytea, tenant_id text, parent_id int REFERENCES parent (id))")
     problems = sharding_violations(database_url, "broken")
+    assert "api_keys: tenant_id is missing or nullable" in problems
+    assert "api_keys: no primary key" in problems
+    assert any(p.startswith("api_keys: foreign key") for p in problems)
+    assert not any(p.startswith("api_keys") and "user_id" in p for p in problems)
     assert "keyless: no tenant_id column" in problems
     assert "keyless: no user_id column" in problems
     assert any(p.startswith("keyless: primary key") and "does not lead with user_id" in p for p in problems)

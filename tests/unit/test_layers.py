@@ -88,14 +88,15 @@ def test_round_memories_take_what_the_protocol_passes(implementation):
 
 # What each sub-package must not import (its __init__ docstring says the same): lower layers never reach up.
 FORBIDDEN = {
-    "db": ("conversation", "summarize", "jobs", "integrations", "observability", "cli", "service"),
-    "conversation": ("summarize", "jobs", "integrations", "observability", "cli", "service"),
-    "summarize": ("jobs", "integrations", "observability", "cli", "service"),
-    "jobs": ("conversation", "summarize", "integrations", "observability", "cli", "service"),
-    "integrations": ("db", "summarize", "jobs", "observability", "cli", "service"),
-    "observability": ("summarize", "jobs", "integrations", "cli", "service"),
-    "long_term": ("integrations", "cli", "service"),
-    "consolidation": ("jobs", "conversation", "integrations", "observability", "cli", "service"),
+    "db": ("conversation", "api", "summarize", "jobs", "integrations", "observability", "cli", "service"),
+    "conversation": ("api", "summarize", "jobs", "integrations", "observability", "cli", "service"),
+    "summarize": ("api", "jobs", "integrations", "observability", "cli", "service"),
+    "jobs": ("api", "conversation", "summarize", "integrations", "observability", "cli", "service"),
+    "integrations": ("api", "db", "summarize", "jobs", "observability", "cli", "service"),
+    "observability": ("api", "summarize", "jobs", "integrations", "cli", "service"),
+    "long_term": ("api", "integrations", "cli", "service"),
+    "consolidation": ("api", "jobs", "conversation", "integrations", "observability", "cli", "service"),
+    "api": ("cli",),
 }
 
 

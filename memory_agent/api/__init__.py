@@ -1,0 +1,11 @@
+"""The HTTP API: a FastAPI app over a MemoryService (app.py) and the tenant API keys it checks (keys.py).
+
+Owns the table of sql/0012_api_keys.sql and the queries of sql/api.sql. A top layer like cli/: it may import
+anything in memory_agent (service.py, long_term/, db/); nothing but cli/ imports it. Needs the `api` extra
+(fastapi, uvicorn).
+"""
+
+from memory_agent.api.app import create_app
+from memory_agent.api.keys import create_api_key, tenant_of_key
+
+__all__ = ["create_api_key", "create_app", "tenant_of_key"]

@@ -1,0 +1,9 @@
+-- create_api_key --
+-- A new key of a tenant (its hash; the key itself is shown once and never stored).
+INSERT INTO api_keys (key_hash, key_prefix, tenant_id)
+VALUES (%(key_hash)s, %(key_prefix)s, %(tenant_id)s)
+RETURNING key_prefix, tenant_id, created_at;
+
+-- api_key_tenant --
+-- The tenant of a key that is not revoked (no row: unknown or revoked key).
+SELECT tenant_id FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL;

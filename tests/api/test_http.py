@@ -1,0 +1,147 @@
+"""The HTTP API over real HTTP: keys (401), tenant isolation (404, never 403), items as of a date, forgetting a
+user with everything derived from them, bad input (422 naming the field), and the OpenAPI document."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+from langchain_core.messages import HumanMessage
+
+from memory_agent import with_memory
+from memory_agent.long_term import remember
+from tests.api.conftest import Served
+from tests.conftest import query
+from tests.long_term.conftest import at, items
+from tests.long_term.test_forget import tables_holding
+from tests.support import EchoChat
+
+
+def client(served: Served, key: str | None = None) -> httpx.AsyncClient:
+    headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
+    return httpx.AsyncClient(base_url=served.url, headers=headers, timeout=10)
+
+
+async def chat(served: Served, thread: str, user: str, tenant: str, texts: list[str]) -> None:
+    app = with_memory(EchoChat().graph, served.memory)
+    for text in texts:
+        config = {"configurable": {"thread_id": thread, "user_id": user, "tenant_id": tenant}}
+        await app.ainvoke({"messages": [HumanMessage(text)]}, config)
+    assert await served.memory.drain(timeout=10)
+
+
+async def remember_on(served: Served, tenant: str, user: str, day: float, content: str, thread: str | None = None):
+    async def write() -> None:
+        async with served.memory.backend.pool.connection() as conn:
+            await remember(
+                conn,
+                tenant_id=tenant,
+                user_id=user,
+                conversation_id=thread,
+                memory_id=None,
+                now=at(day),
+                items=items(facts=[("home_city", content)]),
+            )
+
+    await served.memory.loop.arun(write())
+
+
+async def test_requests_without_a_live_key_get_401(served):
+    good = await served.key("acme")
+    for key in (None, "mak_not-a-key", "garbage", good + "x"):
+        async with client(served, key) as http:
+            for method, path in (
+                ("GET", "/users/ana/items"),
+                ("GET", "/conversations/t/memory"),
+                ("DELETE", "/users/ana"),
+            ):
+                response = await http.request(method, path)
+                assert response.status_code == 401, (key, path)
+                assert response.headers["www-authenticate"] == "Bearer"
+    async with client(served, good) as http:
+        assert (await http.get("/users/ana/items")).status_code == 200
+    # Only the hash is stored.
+    assert not any(good in str(row) for row in query(served.memory.database_url, "SELECT * FROM api_keys"))
+
+
+async def test_a_key_sees_its_tenant_only(served, database_url):
+    await chat(served, "acme-thread", "ana", "acme", [f"acme {n}" for n in range(4)])
+    await remember_on(served, "acme", "ana", 1, "The user lives in Lyon")
+    acme, other = await served.key("acme"), await served.key("globex")
+    async with client(served, acme) as http:
+        history = (await http.get("/conversations/acme-thread/memory")).json()
+        assert history and history[-1]["status"] == "completed"
+        assert [i["content"] for i in (await http.get("/users/ana/items")).json()] == ["The user lives in Lyon"]
+    async with client(served, other) as http:
+        missing = await http.get("/conversations/acme-thread/memory")
+        assert missing.status_code == 404
+        assert missing.json() == (await http.get("/conversations/never-seen/memory")).json()
+        assert (await http.get("/users/ana/items")).json() == []
+        assert (await http.delete("/users/ana")).status_code == 404
+    assert query(database_url, "SELECT count(*) FROM items WHERE tenant_id = 'acme'") == [(1,)]
+    assert query(database_url, "SELECT count(*) FROM conversations WHERE tenant_id = 'acme'") == [(1,)]
+
+
+async def test_items_as_of_a_date(served):
+    await remember_on(served, "acme", "ana", 1, "The user lives in Lyon")
+    await remember_on(served, "acme", "ana", 5, "The user lives in Lisbon")
+    async with client(served, await served.key("acme")) as http:
+
+        async def held(**params: str) -> list[str]:
+            response = await http.get("/users/ana/items", params=params)
+            assert response.status_code == 200, response.text
+            return [i["content"] for i in response.json()]
+
+        assert await held() == ["The user lives in Lisbon"]
+        assert await held(as_of=at(3).isoformat()) == ["The user lives in Lyon"]
+        assert await held(as_of=at(0).isoformat()) == []
+        bad = await http.get("/users/ana/items", params={"as_of": "last tuesday"})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "as_of"]
+        naive = await http.get("/users/ana/items", params={"as_of": "2026-01-03T00:00:00"})
+        assert naive.status_code == 422 and naive.json()["detail"][0]["loc"] == ["query", "as_of"]
+
+
+async def test_delete_forgets_the_user_everywhere(served, database_url):
+    canary = f"zq{uuid.uuid4().hex[:10]}canary"
+    await chat(served, "secret", "ana", "acme", [f"my code is {canary}", "more", "and more", "again"])
+    await remember_on(served, "acme", "ana", 1, f"The user's code is {canary}", thread="secret")
+    await chat(served, "kept", "bob", "acme", ["bob stays"])
+    assert "items.content" in tables_holding(database_url, canary)
+    assert "messages.content" in tables_holding(database_url, canary)
+    async with client(served, await served.key("acme")) as http:
+        response = await http.delete("/users/ana")
+        assert response.status_code == 200, response.text
+        assert response.json() == {"user_id": "ana", "items_deleted": 1, "conversations_deleted": 1}
+        assert (await http.get("/users/ana/items")).json() == []
+        assert (await http.get("/conversations/secret/memory")).status_code == 404
+        assert (await http.delete("/users/ana")).status_code == 404
+    assert tables_holding(database_url, canary) == []
+    assert query(database_url, "SELECT count(*) FROM messages WHERE user_id = 'bob'") == [(2,)]
+
+
+async def test_bad_ids_are_422_naming_the_field_and_write_nothing(served, database_url):
+    await remember_on(served, "acme", "ana", 1, "The user lives in Lyon")
+    async with client(served, await served.key("acme")) as http:
+        for method, path, field in (
+            ("GET", "/users/" + "u" * 600 + "/items", "user_id"),
+            ("GET", "/users/" + "é" * 300 + "/items", "user_id"),  # 300 characters, 600 bytes
+            ("DELETE", "/users/" + "u" * 300, "user_id"),  # within the bytes, over the items' 256 characters
+            ("GET", "/users/" + "\U0001f600" * 200 + "/items", "user_id"),  # 200 characters, 800 bytes
+            ("GET", "/users/%20/items", "user_id"),  # blank
+            ("GET", "/conversations/" + "c" * 1100 + "/memory", "conversation_id"),
+        ):
+            response = await http.request(method, path)
+            assert response.status_code == 422, (path, response.text)
+            assert response.json()["detail"][0]["loc"] == ["path", field]
+    assert query(database_url, "SELECT count(*) FROM items") == [(1,)]
+
+
+async def test_openapi_is_served(served):
+    async with client(served) as http:
+        spec = (await http.get("/openapi.json")).json()
+        assert {"/users/{user_id}/items", "/users/{user_id}", "/conversations/{conversation_id}/memory"} <= set(
+            spec["paths"]
+        )
+        assert "HTTPBearer" in spec["components"]["securitySchemes"]
+        docs = await http.get("/docs")
+        assert docs.status_code == 200 and "swagger" in docs.text.lower()
