@@ -14,10 +14,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from memory_agent.integrations.langgraph import with_memory
+from memory_agent.long_term.block import RecallHit
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.models import default_summary_model
+
+USER_ID = "ana"  # the demo's user: both of its conversations belong to her
+SECOND_CONVERSATION = "Back again! Any seafood restaurant ideas that are safe for Joao's shellfish allergy?"
 
 SCRIPT = [
     "Hi! I'm Ana, and I'm planning a trip to Lisbon in May.",
@@ -31,7 +35,7 @@ SCRIPT = [
     "Let's plan day 3 around museums. Any must-sees?",
     "We'd like one fado evening. Where should we go?",
     "Change of plan: we now have 6 days, not 5.",
-    "Can you recap our plan so far, with the allergy in mind?",
+    "Can you recap our plan so far, with Joao's shellfish allergy in mind?",
     "Thanks! Last question: what's a good day for Belem?",
     "Great, that's everything for now.",
 ]
@@ -49,7 +53,10 @@ class ScriptedChatModel(BaseChatModel):
 
         last = str(messages[-1].text).split("\n\n")[-1]
         has_memory = any("[Previous context:" in str(m.text) or m.type == "system" for m in messages)
+        recalled = any("[Long-term memory:" in str(m.text) or m.id == "memory_agent:long_term" for m in messages)
         source = "memory + recent messages" if has_memory else f"{len(messages) - 1} earlier messages"
+        if recalled:
+            source += " + long-term memory"
         reply = f"(offline assistant, seeing {source}) Noted: {last[:60]}"
         return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
 
@@ -111,10 +118,15 @@ async def _run(rounds: int, thread_id: str, console: Console) -> None:
         f"{settings.memory_summarize_after_seq}, injection '{settings.injection_mode}'"
     )
     async with MemoryService.from_settings(settings, model=summarizer) as memory:
-        if await memory.delete_conversation(thread_id):
-            console.print(f"(removed the previous demo conversation {thread_id!r})")
+        second_thread = f"{thread_id}-2"
+        for thread in (thread_id, second_thread):  # a thread id belongs to one user: start both afresh
+            if await memory.delete_conversation(thread):
+                console.print(f"(removed the previous demo conversation {thread!r})")
+        forgotten = await memory.forget_user(USER_ID)
+        if forgotten.items_deleted:
+            console.print(f"(forgot {len(forgotten.items_deleted)} long-term items of the previous demo)")
         app = with_memory(_chat_graph(chat_model), memory)
-        config = {"configurable": {"thread_id": thread_id}}
+        config = {"configurable": {"thread_id": thread_id, "user_id": USER_ID}}
         script = (SCRIPT * ((rounds // len(SCRIPT)) + 1))[:rounds]
         for number, text in enumerate(script, start=1):
             context = await memory.get_context_for_workflow(thread_id)
@@ -127,10 +139,12 @@ async def _run(rounds: int, thread_id: str, console: Console) -> None:
                     else "no gap"
                 )
                 given = f"memory #{context.memory_id} (seq {context.memory_start_sequence}-{context.memory_end_sequence}) + {gap} + the current one"
+            recalled = await _recalled(memory, text, context)
             result = await app.ainvoke({"messages": [HumanMessage(text)]}, config)
             console.print(f"\n[bold]Round {number}[/bold]")
             console.print(f"  user    : {text}", markup=False)
             console.print(f"  context : {given}", markup=False)
+            _print_recalled(console, recalled)
             console.print(f"  reply   : {result['messages'][-1].text[:100]}", markup=False)
             await memory.drain(timeout=120)  # only so the printed table is settled; rounds never wait
             records = await memory.get_memory_history(thread_id)
@@ -146,11 +160,51 @@ async def _run(rounds: int, thread_id: str, console: Console) -> None:
         if records:
             console.print("\n[bold]Latest memory text[/bold]")
             console.print(records[-1].memory_text, markup=False)
+        items = await memory.list_items(USER_ID)
+        console.print(
+            f"\n[bold]Long-term items of user {USER_ID!r}[/bold] (written by the summaries, never in a round)"
+        )
+        for item in items:
+            said = sorted({(s.conversation_id, s.sequence_number) for s in item.sources}, key=str)
+            sources = ", ".join(f"{c} seq {n}" for c, n in said) or "-"
+            console.print(f"  {item.item_type:<10} {item.key:<14} {item.content}  ({sources})", markup=False)
+        console.rule(f"A second conversation of {USER_ID!r}: {second_thread}")
+        second = {"configurable": {"thread_id": second_thread, "user_id": USER_ID}}
+        context = await memory.get_context_for_workflow(second_thread)
+        recalled = await _recalled(memory, SECOND_CONVERSATION, context)
+        result = await app.ainvoke({"messages": [HumanMessage(SECOND_CONVERSATION)]}, second)
+        console.print(f"  user    : {SECOND_CONVERSATION}", markup=False)
+        console.print("  context : a new conversation: no memory, no gap", markup=False)
+        _print_recalled(console, recalled)
+        console.print(f"  reply   : {result['messages'][-1].text[:100]}", markup=False)
         console.print(
             f"\nThe conversation's thread id is [bold]{escape(thread_id)}[/bold]. Look at it again with "
             f"`memory-agent inspect {thread_id}` or `memory-agent at {thread_id} 5`; `memory-agent db url` prints "
             "the database URL for psql."
         )
+
+
+async def _recalled(memory: MemoryService, text: str, context: Any) -> list[RecallHit]:
+    """What the round's long-term recall finds (the round itself leaves out turns its gap already holds)."""
+    gap = {
+        (context.conversation_id, s)
+        for s in range(context.gap_start_sequence or 0, (context.gap_end_sequence or -1) + 1)
+    }
+    hits = await memory.recall(USER_ID, text)
+    return [hit for hit in hits if not (hit.kind == "turn" and set(hit.sources) <= gap)]
+
+
+def _print_recalled(console: Console, hits: list[RecallHit], most: int = 4) -> None:
+    """Items and summaries first (what recall is for), then the best turns; `most` lines in all."""
+    ordered = sorted(hits, key=lambda hit: hit.kind == "turn")
+    for hit in ordered[:most]:
+        if hit.kind == "turn":
+            origin = f"turn {hit.conversation_id} seq {hit.sequences[0]}"
+        else:
+            origin = f"{hit.kind} #{hit.item_ids[0]} from " + (
+                ", ".join(f"{c} seq {s}" for c, s in sorted(set(hit.sources))) or "its source items"
+            )
+        console.print(f"  recalled: {hit.text[:80]}  <- {origin}", markup=False)
 
 
 def run_demo(rounds: int = 12, thread_id: str = "demo") -> None:

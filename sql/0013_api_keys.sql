@@ -1,4 +1,4 @@
--- 0012_api_keys: keys of the HTTP API (memory_agent.api). A key belongs to one tenant and sees only its rows.
+-- 0013_api_keys: keys of the HTTP API (memory_agent.api). A key belongs to one tenant and sees only its rows.
 -- Only the SHA-256 of a key is stored: a key is 32 random bytes, so a fast hash leaves nothing to guess, and a
 -- request finds its key by the hash alone. key_prefix (the key's first characters) names a key in listings.
 -- Not keyed by user_id: a request names its key before it names any user, so the table is a small reference
