@@ -1,0 +1,165 @@
+"""Writing a LoCoMo-format sample straight into the tables, for `eval recall` and the recall tests: turns as
+conversations and messages of one user, items from the offline extraction (the round path is not run)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from memory_agent import resources
+from memory_agent.long_term.eval_dataset import EVAL_TENANT, Sample
+from memory_agent.long_term.extract import Statement, extract_items
+from memory_agent.long_term.items import is_single_valued, normalize_content
+from memory_agent.long_term.recall import ALL_PATHS, SearchPath
+
+PATHS: dict[str, tuple[SearchPath, ...]] = {
+    "fts": ("fts",),
+    "trgm": ("trgm",),
+    "vector": ("vector",),
+    "fused": ALL_PATHS,
+}
+
+
+async def store_conversation(
+    conn: AsyncConnection[Any],
+    conversation_id: str,
+    turns: Sequence[tuple[str, str, datetime]],
+    *,
+    tenant_id: str,
+    user_id: str,
+) -> None:
+    """Store (role, text, created_at) turns as the messages of a conversation of (tenant_id, user_id), rounds
+    numbered by user turns."""
+    keys = {"tenant_id": tenant_id, "user_id": user_id}
+    queries = resources.queries()
+    rows, round_number = [], 0
+    for sequence, (role, text, created_at) in enumerate(turns):
+        if role == "user" or round_number == 0:
+            round_number += 1
+        message = {"type": "human" if role == "user" else "ai", "data": {"content": text, "type": role}}
+        rows.append(
+            {
+                **keys,
+                "conversation_id": conversation_id,
+                "sequence_number": sequence,
+                "round_number": round_number,
+                "role": role,
+                "content": text,
+                "message": Jsonb(message),
+                "created_at": created_at,
+            }
+        )
+    async with conn.transaction():
+        await conn.execute(
+            queries["eval_insert_conversation"],
+            {
+                **keys,
+                "conversation_id": conversation_id,
+                "next_sequence": len(rows),
+                "round_count": round_number,
+                "created_at": turns[0][2] if turns else datetime.now(UTC),
+            },
+        )
+        async with conn.cursor() as cur:
+            await cur.executemany(queries["eval_insert_message"], rows)
+
+
+async def store_item(
+    conn: AsyncConnection[Any],
+    *,
+    tenant_id: str,
+    user_id: str,
+    item_type: str,
+    key: str,
+    content: str,
+    valid_from: datetime,
+    valid_to: datetime | None = None,
+    sources: Sequence[tuple[str, int]] = (),
+    importance: float = 0.5,
+    is_summary: bool = False,
+    source_item_ids: Sequence[Any] = (),
+    single_valued: bool = False,
+) -> Any:
+    """Write one item directly (single-valued: closing the current value of its key); returns its id, None when
+    the same content was current already. Evaluation and tests only: items are the long-term writer's."""
+    queries = resources.queries()
+    content_norm = normalize_content(content)
+    value_slot = "summary" if is_summary else "" if single_valued else hashlib.md5(content_norm.encode()).hexdigest()
+    params = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "item_type": item_type,
+        "key": key,
+        "content": content,
+        "content_norm": content_norm,
+        "value_slot": value_slot,
+        "importance": importance,
+        "valid_from": valid_from,
+        "valid_to": valid_to,
+        "is_summary": is_summary,
+        "source_item_ids": list(source_item_ids),
+        "now": valid_from,
+    }
+    async with conn.transaction():
+        if single_valued:
+            await conn.execute(queries["eval_close_item"], params)
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(queries["eval_insert_item"], params)
+            row = await cur.fetchone()
+            if row is None:
+                return None
+            for conversation_id, sequence in sources:
+                await cur.execute(
+                    queries["eval_insert_item_source"],
+                    {
+                        "user_id": user_id,
+                        "tenant_id": tenant_id,
+                        "item_id": row["item_id"],
+                        "conversation_id": conversation_id,
+                        "sequence_number": sequence,
+                    },
+                )
+    return row["item_id"]
+
+
+async def ingest_directly(conn: AsyncConnection[Any], sample: Sample) -> dict[tuple[str, int], str]:
+    """Store a sample's sessions as messages rows and its items by the offline extraction; returns
+    (conversation_id, sequence) → dia_id. The integrator swaps this for rounds through the real round path
+    (offline summarizer, items written by the background job) via `evaluate(..., ingest=...)`."""
+    provenance: dict[tuple[str, int], str] = {}
+    for session in sample.sessions:
+        conversation_id = f"{sample.sample_id}:session_{session.number}"
+        turns = [
+            (
+                "user" if t.speaker == sample.speaker_a else "assistant",
+                t.text,
+                session.started_at + timedelta(seconds=i),
+            )
+            for i, t in enumerate(session.turns)
+        ]
+        await store_conversation(conn, conversation_id, turns, tenant_id=EVAL_TENANT, user_id=sample.sample_id)
+        provenance.update({(conversation_id, i): t.dia_id for i, t in enumerate(session.turns)})
+        statements = [Statement(i, role, text) for i, (role, text, _) in enumerate(turns)]
+        for item_type, item in extract_items(statements).typed():
+            await store_item(
+                conn,
+                tenant_id=EVAL_TENANT,
+                user_id=sample.sample_id,
+                item_type=item_type,
+                key=item.key,
+                content=item.content,
+                valid_from=session.started_at,
+                importance=item.importance,
+                sources=[(conversation_id, s) for s in item.source_sequences],
+                single_valued=is_single_valued(item_type, item),
+            )
+    return provenance
+
+
+Ingest = Callable[[AsyncConnection[Any], Sample], Awaitable[dict[tuple[str, int], str]]]
