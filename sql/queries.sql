@@ -23,10 +23,7 @@ WITH latest AS (
     ) AS from_sequence
 )
 SELECT latest.memory_id, latest.memory_text, latest.start_sequence, latest.end_sequence,
-       m.sequence_number, m.round_number, m.message, known.stored_ids, bound.from_sequence,
-       (SELECT c.round_number FROM messages AS c
-        WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s
-          AND c.sequence_number = bound.from_sequence - 1) AS cut_round
+       m.sequence_number, m.round_number, m.message, known.stored_ids, bound.from_sequence, m.cut_round
 FROM (SELECT 1) AS one
 LEFT JOIN latest ON true
 CROSS JOIN bound
@@ -44,12 +41,21 @@ CROSS JOIN LATERAL (
 -- cheaper path, and the scalar bound keeps it an index condition in generic plans too. Every index now starts
 -- with (user_id, conversation_id): the extended statistics of 0006 (conversation_id determines user_id) keep
 -- the planner from estimating a conversation at under one row, which made all of them look alike.
+-- The message just before the bound is read in the same primary-key range (one sequence earlier) for its round
+-- (`cut_round`), then left out: looked up on its own, stale statistics sent it to the round index, which
+-- filtered every message of the conversation.
 LEFT JOIN LATERAL (
-    SELECT sequence_number, round_number, message
-    FROM messages
-    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-      AND sequence_number >= (SELECT from_sequence FROM bound)
-    ORDER BY sequence_number
+    SELECT read.sequence_number, read.round_number, read.message, read.cut_round
+    FROM (
+        SELECT sequence_number, round_number, message,
+               max(round_number) FILTER (WHERE sequence_number = (SELECT from_sequence FROM bound) - 1)
+                   OVER () AS cut_round
+        FROM messages
+        WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
+          AND sequence_number >= (SELECT from_sequence FROM bound) - 1
+        ORDER BY sequence_number
+    ) AS read
+    WHERE read.sequence_number >= (SELECT from_sequence FROM bound)
 ) AS m ON true
 ORDER BY m.sequence_number;
 
