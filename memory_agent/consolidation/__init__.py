@@ -24,6 +24,7 @@ from memory_agent.consolidation.nightly import NightlyReport, PeriodOutcome, con
 from memory_agent.consolidation.periods import Period, latest_period, rollups_due_after
 from memory_agent.consolidation.reads import list_notes, search_key_insights
 from memory_agent.consolidation.schedule import ConsolidationRunner, register_tasks
+from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 
 __all__ = [
     "BatchReport",
@@ -37,6 +38,8 @@ __all__ = [
     "OfflineConsolidationModel",
     "Period",
     "PeriodOutcome",
+    "PeriodSummary",
+    "SummarizeResult",
     "call_consolidation_model",
     "consolidate_period",
     "default_consolidation_model",
@@ -47,5 +50,6 @@ __all__ = [
     "run_batch_summaries",
     "run_nightly",
     "search_key_insights",
+    "summarize_latest",
     "system_clock",
 ]
