@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# `make demo DAYS=35`: the simulated month of nightly consolidation instead of the scripted conversation.
 demo: $(STAMP)
-	$(BIN)/memory-agent demo
+	$(BIN)/memory-agent demo $(if $(DAYS),--days $(DAYS))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

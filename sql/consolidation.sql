@@ -70,7 +70,7 @@ ORDER BY period_start;
 
 -- note_exists --
 -- Whether the note of (user, period, period_start) is written (saves a model call; the insert still decides).
-SELECT note_id FROM consolidation_notes
+SELECT note_id, notes_consolidated FROM consolidation_notes
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND period = %(period)s
   AND period_start = %(period_start)s;
 

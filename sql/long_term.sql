@@ -200,6 +200,15 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND is_summary
 -- Erase every long-term row of a user (lineage cascades).
 DELETE FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s RETURNING item_id;
 
+-- delete_user_consolidation --
+-- Erase a user's consolidation rows (notes and batch summaries hold their text; the schedule would bring them due).
+WITH batches AS (
+    DELETE FROM batch_summaries WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+), schedules AS (
+    DELETE FROM consolidation_schedules WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+)
+DELETE FROM consolidation_notes WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s RETURNING note_id;
+
 -- lock_user_conversations --
 -- Hold the user's conversations (all, or the one named) until the forget commits: a summary job already holding
 -- one (hold_conversation) is waited for, and the items it wrote are then seen and erased; a later job finds the

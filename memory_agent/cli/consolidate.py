@@ -15,13 +15,12 @@ from memory_agent.cli.observe import _cell, _fail, _opened, _print_json, escape
 from memory_agent.consolidation import (
     ConsolidationConfig,
     ConsolidationRunner,
-    consolidate_period,
     default_consolidation_model,
-    latest_period,
     list_notes,
     system_clock,
 )
 from memory_agent.consolidation.periods import PERIODS
+from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.errors import MemoryAgentError
 from memory_agent.settings import MemorySettings
 
@@ -68,28 +67,16 @@ def consolidate(
         return
     if not user:
         raise _fail("give --user USER (or --due for every due user)")
-    try:
-        target = latest_period(period, now)
-    except MemoryAgentError as exc:
-        raise _fail(str(exc)) from exc
 
-    async def run_one(pool: Any) -> Any:
+    async def run_one(pool: Any) -> SummarizeResult:
         async with pool.connection() as conn:
-            return await consolidate_period(conn, tenant, user, target, now, model=model, config=config, force=force)
+            return await summarize_latest(conn, tenant, user, period, now, model=model, config=config, force=force)
 
-    outcome = _with_pool(run_one)
-    result = {
-        "summaryId": outcome.note_id,
-        "period": target.name,
-        "startDate": target.start.isoformat(),
-        "endDate": target.end.isoformat(),
-        "notesConsolidated": outcome.notes_consolidated,
-        "status": outcome.status,
-    }
+    result = _with_pool(run_one).model_dump(mode="json")
     if as_json:
         _print_json(result)
         return
-    table = Table(show_header=False, title=f"consolidate {escape(user)} ({target.name})", title_justify="left")
+    table = Table(show_header=False, title=f"consolidate {escape(user)} ({period})", title_justify="left")
     for key, value in result.items():
         table.add_row(key, _cell(value))
     Console().print(table)
@@ -111,19 +98,7 @@ def summaries(
             return await list_notes(conn, period, tenant_id=tenant, user_id=user, limit=limit)
 
     rows = _with_pool(read)
-    shaped = [
-        {
-            "summaryId": row["note_id"],
-            "tenantId": row["tenant_id"],
-            "userId": row["user_id"],
-            "period": row["period"],
-            "startDate": row["period_start"].isoformat(),
-            "endDate": row["period_end"].isoformat(),
-            "keyInsights": list(row["key_insights"]),
-            "notesConsolidated": row["notes_consolidated"],
-        }
-        for row in rows
-    ]
+    shaped = [{"tenantId": row["tenant_id"], **PeriodSummary.from_row(row).model_dump(mode="json")} for row in rows]
     if as_json:
         _print_json(shaped)
         return

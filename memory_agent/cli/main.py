@@ -23,8 +23,22 @@ def main(
 def demo(
     rounds: int = typer.Option(12, min=10, help="Rounds of the scripted conversation."),
     thread_id: str = typer.Option("demo", help="Conversation id (thread_id) to use."),
+    days: int = typer.Option(
+        None,
+        "--days",
+        min=1,
+        max=366,
+        help="Instead: simulate this many days of one user under a manual clock (35: a month ending in 5 weekly "
+        "and 1 monthly rollups) and show what the nightly consolidation writes.",
+    ),
 ) -> None:
-    """Drive a scripted conversation through a memory-wrapped graph and show the memory evolve."""
+    """Drive a scripted conversation through a memory-wrapped graph and show the memory evolve (or, with
+    --days, a simulated month of nightly consolidation)."""
+    if days is not None:
+        from memory_agent.cli.demo_month import run_month_demo
+
+        run_month_demo(days)
+        return
     from memory_agent.cli.demo import run_demo
 
     run_demo(rounds=rounds, thread_id=thread_id)

@@ -1,5 +1,6 @@
 """Scheduled consolidation: daily notes, their compaction, weekly and monthly rollups, batch summaries of old
-long-term items with a retention pass, and the procrastinate schedules that run them for every user.
+long-term items with a retention pass, the procrastinate schedules that run them for every user, and the manual
+run of one user's period with the seed's JSON shapes (summaries.py, for the HTTP API and the CLI).
 
 Owns the tables of sql/0010_consolidation.sql and the queries of sql/consolidation.sql. Every job function takes
 the caller's psycopg AsyncConnection (autocommit, search_path on the memory_agent schema) and a `now` from an
@@ -24,6 +25,7 @@ from memory_agent.consolidation.nightly import NightlyReport, PeriodOutcome, con
 from memory_agent.consolidation.periods import Period, latest_period, rollups_due_after
 from memory_agent.consolidation.reads import list_notes, search_key_insights
 from memory_agent.consolidation.schedule import ConsolidationRunner, register_tasks
+from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 
 __all__ = [
     "BatchReport",
@@ -37,6 +39,8 @@ __all__ = [
     "OfflineConsolidationModel",
     "Period",
     "PeriodOutcome",
+    "PeriodSummary",
+    "SummarizeResult",
     "call_consolidation_model",
     "consolidate_period",
     "default_consolidation_model",
@@ -47,5 +51,6 @@ __all__ = [
     "run_batch_summaries",
     "run_nightly",
     "search_key_insights",
+    "summarize_latest",
     "system_clock",
 ]

@@ -5,7 +5,8 @@
   metrics, lease, the conversation).
 - forget_item: that item version (its lineage goes with it). Forgetting a cluster summary forgets the members
   it stands for too — otherwise the next refresh would write the same text back.
-- forget_user: every long-term row of the user and every conversation of theirs.
+- forget_user: every long-term row of the user (consolidation notes and batch summaries too) and every
+  conversation of theirs.
 A summary job holds its conversation while it writes (hold_conversation); forget_conversation and forget_user
 lock the conversations first, so a job racing a forget either commits before the forget reads or writes nothing.
 Each then regenerates the cluster summaries built from an erased item without it (or deletes them below
@@ -35,6 +36,7 @@ class ForgetReport:
     summaries_refreshed: tuple[int, ...] = ()
     summaries_deleted: tuple[int, ...] = ()
     conversations_deleted: tuple[str, ...] = ()
+    notes_deleted: tuple[int, ...] = ()  # consolidation notes (forget_user only)
 
 
 async def forget_conversation(
@@ -96,11 +98,16 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
         await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": None})
         conversations = [row["conversation_id"] for row in await fetch(conn, "user_conversations", scope)]
         items = await fetch(conn, "delete_user_items", scope)
+        notes = await fetch(conn, "delete_user_consolidation", scope)
         erased: list[str] = []
         for conversation_id in sorted(conversations):
             rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
             erased.extend(row["conversation_id"] for row in rows)
-    return ForgetReport(items_deleted=tuple(row["item_id"] for row in items), conversations_deleted=tuple(erased))
+    return ForgetReport(
+        items_deleted=tuple(row["item_id"] for row in items),
+        conversations_deleted=tuple(erased),
+        notes_deleted=tuple(row["note_id"] for row in notes),
+    )
 
 
 async def _erase_conversation_lineage(

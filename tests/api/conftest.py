@@ -1,25 +1,54 @@
-"""The HTTP API served by uvicorn on 127.0.0.1 (a free port, in a thread) over a service on the test database."""
+"""The HTTP API served by uvicorn on 127.0.0.1 (a free port, in a thread) over a service on the test database,
+with a manual clock and a consolidation model that records its calls (and can hold them until several are in
+flight, to make requests race)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import uvicorn
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+from pydantic import Field
 
 from memory_agent import MemoryService
 from memory_agent.api import create_api_key, create_app
+from memory_agent.consolidation import ManualClock, OfflineConsolidationModel
+
+# Thursday, January 8 2026 at noon (day 7 of tests.long_term.conftest.at): "daily" is January 7 (day 6), the
+# last complete week December 28 .. January 3 (days -4 .. 2), the last complete month December 2025.
+NOW = datetime(2026, 1, 8, 12, tzinfo=UTC)
+
+
+class RacingModel(OfflineConsolidationModel):
+    """The offline consolidator recording each call's first line; with `parties` > 1 every call waits (up to
+    5 s) until that many calls have arrived, so concurrent requests all pass their "is it written?" read."""
+
+    calls: list[str] = Field(default_factory=list)  # shared by the copies with_structured_output makes
+    parties: list[int] = Field(default_factory=lambda: [1])
+
+    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.calls.append(str(messages[-1].text).splitlines()[0])
+        deadline = time.monotonic() + 5
+        while len(self.calls) < self.parties[0] and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return self._generate(messages, *args, **kwargs)
 
 
 @dataclass(frozen=True)
 class Served:
     url: str
     memory: MemoryService
+    clock: ManualClock
+    model: RacingModel
 
     async def key(self, tenant_id: str) -> str:
         async def create() -> str:
@@ -40,8 +69,10 @@ def _free_port() -> int:
 @pytest.fixture
 async def served(open_memory: Any) -> AsyncIterator[Served]:
     memory = await open_memory()
+    clock, model = ManualClock(NOW), RacingModel()
+    app = create_app(memory, clock=clock, consolidation_model=model)
     server = uvicorn.Server(
-        uvicorn.Config(create_app(memory), host="127.0.0.1", port=_free_port(), log_level="warning", lifespan="on")
+        uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan="on")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -51,7 +82,7 @@ async def served(open_memory: Any) -> AsyncIterator[Served]:
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield Served(f"http://127.0.0.1:{port}", memory)
+        yield Served(f"http://127.0.0.1:{port}", memory, clock, model)
     finally:
         server.should_exit = True
         thread.join(10)

@@ -43,11 +43,12 @@ async def test_consolidate_and_summaries(conn, database_url):
     again = invoke(database_url, "consolidate", "--user", "alice", "--period", "weekly", "--json")
     assert again.exit_code == 0, again.output
     first = json.loads(again.stdout)
-    assert first["status"] == "exists" and first["summaryId"] is None
+    assert first["status"] == "exists" and isinstance(first["summaryId"], int)
     forced = json.loads(
         invoke(database_url, "consolidate", "--user", "alice", "--period", "weekly", "--force", "--json").stdout
     )
     assert forced["status"] == "complete" and forced["notesConsolidated"] == 7
+    assert forced["summaryId"] == first["summaryId"]  # the same note, written again
     assert query(database_url, "SELECT count(*) FROM consolidation_notes WHERE period = 'weekly'") == [(weeklies,)]
 
     listed = invoke(database_url, "summaries", "--period", "weekly", "--limit", "1", "--json")

@@ -1,0 +1,81 @@
+"""What every route shares: the key check (the request's tenant), running work on the service's pool, the
+shape of a 422, and the checks of ids that the OpenAPI schema cannot state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, TypeVar
+
+import psycopg
+from fastapi import Depends, HTTPException, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from memory_agent.api.keys import tenant_of_key
+from memory_agent.conversation.messages import validate_identity
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.scope import check_id
+from memory_agent.service import MemoryService
+
+T = TypeVar("T")
+_bearer = HTTPBearer(auto_error=False, description="An API key of the tenant: `memory-agent api-key create`.")
+
+
+def unprocessable(location: str, field: str, message: str) -> HTTPException:
+    # The shape FastAPI gives its own validation errors, so clients read one format.
+    return HTTPException(422, detail=[{"loc": [location, field], "msg": message, "type": "value_error"}])
+
+
+def checked(field: str, check: Callable[[str], Any], value: str, location: str = "path") -> str:
+    try:
+        check(value)
+    except InvalidInputError as exc:
+        raise unprocessable(location, field, str(exc)) from None
+    return value
+
+
+def checked_user(user_id: str, *, location: str = "path", field: str = "user_id") -> str:
+    """A user id as the long-term tables take it: not blank, within the bytes and the characters."""
+    checked(field, lambda v: validate_identity(v, field), user_id, location)
+    return checked(field, lambda v: check_id(field, v), user_id, location)
+
+
+def memory_of(request: Request) -> MemoryService:
+    memory: MemoryService = request.app.state.memory
+    return memory
+
+
+async def on_pool(memory: MemoryService, work: Callable[[psycopg.AsyncConnection[Any]], Coroutine[Any, Any, T]]) -> T:
+    async def run() -> T:
+        async with memory.backend.pool.connection() as conn:
+            return await work(conn)
+
+    return await memory.loop.arun(run())
+
+
+async def _tenant(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> str:
+    """The tenant of the request's key; 401 without a key or with one that is not a live key."""
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise HTTPException(401, "an API key is required: Authorization: Bearer <key>", {"WWW-Authenticate": "Bearer"})
+    key = credentials.credentials
+
+    async def lookup(conn: psycopg.AsyncConnection[Any]) -> str | None:
+        return await tenant_of_key(conn, key)
+
+    tenant = await on_pool(memory_of(request), lookup)
+    if tenant is None:
+        raise HTTPException(401, "the API key is not valid", {"WWW-Authenticate": "Bearer"})
+    return tenant
+
+
+UNAUTHORIZED: dict[int | str, dict[str, Any]] = {401: {"description": "no API key, or not a live one"}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "not in the key's tenant (or nowhere)"}}
+Tenant = Annotated[str, Depends(_tenant)]
+USER_ID_LIMITS = "1-256 characters, at most 512 bytes in UTF-8"
+# The schema states the character limits; the byte limits (UTF-8) and "not blank" are checked in the routes.
+UserId = Annotated[str, Path(min_length=1, max_length=256, description=f"The user's id: {USER_ID_LIMITS}.")]
+ConversationId = Annotated[
+    str,
+    Path(min_length=1, max_length=1024, description="The conversation's thread id: at most 1024 bytes in UTF-8."),
+]

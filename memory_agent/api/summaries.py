@@ -1,0 +1,99 @@
+"""The seed's consolidation endpoints: POST /memory/summarize (a manual run of one user's period) and
+GET /memory/summaries (the notes of a period), in the key's tenant only.
+
+The run happens in the request, at the app's clock (create_app(clock=...)), with consolidate_period's writes:
+a repeat answers `exists` and writes nothing, `force` replaces the note, and concurrent identical requests
+write one note because the database's unique key decides, not a check in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import psycopg
+from fastapi import APIRouter, HTTPException, Query, Request
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from memory_agent.api.deps import NOT_FOUND, UNAUTHORIZED, USER_ID_LIMITS, Tenant, checked_user, memory_of, on_pool
+from memory_agent.consolidation import ConsolidationConfig, default_consolidation_model, list_notes
+from memory_agent.consolidation.clock import check_aware
+from memory_agent.consolidation.periods import PeriodName
+from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
+from memory_agent.errors import SummarizationError
+from memory_agent.long_term import tenant_transaction
+from memory_agent.long_term.scope import fetch_one
+
+router = APIRouter(tags=["consolidation"])
+
+
+class SummarizeRequest(BaseModel):
+    """The seed's body: which user's latest complete period to consolidate, and whether to redo a done one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(alias="userId", min_length=1, max_length=256, description=f"The user's id: {USER_ID_LIMITS}.")
+    period: PeriodName = Field(description="daily (yesterday), weekly (the last Sunday..Saturday) or monthly.")
+    force: StrictBool = Field(default=False, description="Write the note again even if this cycle's exists.")
+
+
+MODEL_FAILED: dict[int | str, dict[str, Any]] = {502: {"description": "the consolidation model failed"}}
+
+
+def _model(request: Request) -> BaseChatModel:
+    if request.app.state.consolidation_model is None:
+        request.app.state.consolidation_model = default_consolidation_model(memory_of(request).settings)
+    model: BaseChatModel = request.app.state.consolidation_model
+    return model
+
+
+@router.post(
+    "/memory/summarize", response_model=SummarizeResult, responses={**UNAUTHORIZED, **NOT_FOUND, **MODEL_FAILED}
+)
+async def summarize(body: SummarizeRequest, tenant: Tenant, request: Request) -> SummarizeResult:
+    """Consolidate the user's latest complete period now (a rollup's missing inputs first); a repeat is a no-op
+    unless `force`. A user the key's tenant does not hold answers 404."""
+    user_id = checked_user(body.user_id, location="body", field="userId")
+    now = check_aware(request.app.state.clock())
+    service = memory_of(request)
+    model = _model(request)
+    config = ConsolidationConfig.from_settings(service.settings)
+
+    async def run(conn: psycopg.AsyncConnection[Any]) -> SummarizeResult | None:
+        known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user_id})
+        if not (known and known["known"]):
+            return None
+        return await summarize_latest(
+            conn, tenant, user_id, body.period, now, model=model, config=config, force=body.force
+        )
+
+    try:
+        result = await on_pool(service, run)
+    except SummarizationError as exc:
+        raise HTTPException(502, str(exc)) from exc
+    if result is None:
+        raise HTTPException(404, "no such user")
+    return result
+
+
+@router.get("/memory/summaries", response_model=list[PeriodSummary], responses=UNAUTHORIZED)
+async def summaries(
+    tenant: Tenant,
+    request: Request,
+    period: Annotated[PeriodName, Query(description="daily, weekly or monthly.")],
+    user_id: Annotated[
+        str | None,
+        Query(alias="userId", min_length=1, max_length=256, description=f"Only this user: {USER_ID_LIMITS}."),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=500, description="Most summaries returned, newest first.")] = 50,
+) -> Any:
+    """The key's tenant's summaries of a period, newest first, in the seed's shape."""
+    if user_id is not None:
+        checked_user(user_id, location="query", field="userId")
+
+    async def read(conn: psycopg.AsyncConnection[Any]) -> list[PeriodSummary]:
+        async with tenant_transaction(conn, tenant):
+            rows = await list_notes(conn, period, tenant_id=tenant, user_id=user_id, limit=limit)
+        return [PeriodSummary.from_row(row) for row in rows]
+
+    return await on_pool(memory_of(request), read)

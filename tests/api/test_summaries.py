@@ -1,0 +1,163 @@
+"""POST /memory/summarize and GET /memory/summaries over real HTTP: keys (401), tenant isolation (404, and
+lists of the key's tenant only), bad bodies (422 naming the field, nothing written), a repeat as a no-op and
+`force` replacing the note, concurrent identical requests writing one note, a rollup's missing inputs written
+first, and DELETE /users/{id} erasing the user's notes."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+
+from tests.api.conftest import Served
+from tests.api.test_http import client, remember_on
+from tests.conftest import query
+from tests.long_term.test_forget import tables_holding
+
+SEED_KEYS = {"summaryId", "userId", "period", "startDate", "endDate", "keyInsights", "notesConsolidated"}
+
+
+def notes(url: str) -> list[tuple[str, str, str]]:
+    return [
+        (tenant, period, start.isoformat())
+        for tenant, period, start in query(
+            url, "SELECT tenant_id, period, period_start FROM consolidation_notes ORDER BY 1, 2, 3"
+        )
+    ]
+
+
+async def test_both_routes_need_a_live_key(served: Served):
+    await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")
+    for key in (None, "mak_not-a-key"):
+        async with client(served, key) as http:
+            posted = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})
+            listed = await http.get("/memory/summaries", params={"period": "daily"})
+            assert posted.status_code == listed.status_code == 401
+            assert posted.headers["www-authenticate"] == "Bearer"
+    assert served.model.calls == []
+
+
+async def test_a_repeat_is_a_no_op_and_force_replaces_the_note(served: Served, database_url):
+    await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")  # January 7: yesterday at NOW
+    async with client(served, await served.key("acme")) as http:
+
+        async def summarize(**body: object) -> dict[str, object]:
+            response = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily", **body})
+            assert response.status_code == 200, response.text
+            return dict(response.json())
+
+        first = await summarize()
+        assert first == {
+            "summaryId": first["summaryId"],
+            "period": "daily",
+            "startDate": "2026-01-07",
+            "endDate": "2026-01-07",
+            "notesConsolidated": 1,
+            "status": "complete",
+        }
+        assert isinstance(first["summaryId"], int) and len(served.model.calls) == 1
+        again = await summarize(force=False)
+        assert again == {**first, "status": "exists"} and len(served.model.calls) == 1  # no model call
+        forced = await summarize(force=True)
+        assert forced == first and len(served.model.calls) == 2  # written again, same note
+        assert notes(database_url) == [("acme", "daily", "2026-01-07")]
+
+        listed = await http.get("/memory/summaries", params={"period": "daily"})
+        assert listed.status_code == 200
+        (summary,) = listed.json()
+        assert set(summary) == SEED_KEYS
+        assert summary["summaryId"] == first["summaryId"] and summary["userId"] == "ana"
+        assert summary["keyInsights"] == ["fact home_city: The user lives in Lyon"]
+
+
+async def test_a_rollup_writes_its_missing_inputs_first(served: Served, database_url):
+    for day in (0, 1, 2):  # January 1 .. 3: the week of December 28 .. January 3
+        await remember_on(served, "acme", "ana", day, f"The user lives in city {day}")
+    async with client(served, await served.key("acme")) as http:
+        week = (await http.post("/memory/summarize", json={"userId": "ana", "period": "weekly"})).json()
+        assert (week["status"], week["startDate"], week["endDate"]) == ("complete", "2025-12-28", "2026-01-03")
+        assert week["notesConsolidated"] == 3  # the three dailies, written by this request
+        december = (await http.post("/memory/summarize", json={"userId": "ana", "period": "monthly"})).json()
+        assert december["status"] == "nothing_to_consolidate" and december["summaryId"] is None
+        served.clock.set(datetime(2026, 2, 2, 5, tzinfo=UTC))
+        january = (await http.post("/memory/summarize", json={"userId": "ana", "period": "monthly"})).json()
+        assert (january["status"], january["notesConsolidated"]) == ("complete", 1)  # the week ending January 3
+        monthly = (await http.get("/memory/summaries", params={"period": "monthly", "userId": "ana"})).json()
+        assert [(m["startDate"], m["endDate"]) for m in monthly] == [("2026-01-01", "2026-01-31")]
+        assert monthly[0]["keyInsights"] == ["fact home_city: The user lives in city 2"]  # the latest value
+    daily = [("acme", "daily", f"2026-01-0{d}") for d in (1, 2, 3)]
+    assert notes(database_url) == [*daily, ("acme", "monthly", "2026-01-01"), ("acme", "weekly", "2025-12-28")]
+    # Three dailies, one weekly, one monthly: the empty days and the empty December cost no model call.
+    assert len(served.model.calls) == 5
+
+
+async def test_another_tenants_user_is_404_and_lists_show_the_keys_tenant_only(served: Served, database_url):
+    await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")
+    acme, globex = await served.key("acme"), await served.key("globex")
+    async with client(served, globex) as http:
+        for user in ("ana", "nobody"):
+            response = await http.post("/memory/summarize", json={"userId": user, "period": "daily", "force": True})
+            assert response.status_code == 404 and response.json() == {"detail": "no such user"}
+    assert notes(database_url) == [] and served.model.calls == []
+    async with client(served, acme) as http:
+        assert (await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})).status_code == 200
+        assert len((await http.get("/memory/summaries", params={"period": "daily"})).json()) == 1
+    async with client(served, globex) as http:
+        assert (await http.get("/memory/summaries", params={"period": "daily"})).json() == []
+        assert (await http.get("/memory/summaries", params={"period": "daily", "userId": "ana"})).json() == []
+
+
+async def test_bad_input_is_422_naming_the_problem_and_writes_nothing(served: Served, database_url):
+    await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")
+    async with client(served, await served.key("acme")) as http:
+        for body, loc in (
+            ({"userId": "ana", "period": "yearly"}, ["body", "period"]),
+            ({"period": "daily"}, ["body", "userId"]),
+            ({"userId": "ana"}, ["body", "period"]),
+            ({"userId": "ana", "period": "daily", "force": "yes"}, ["body", "force"]),
+            ({"userId": "ana", "period": "daily", "extra": 1}, ["body", "extra"]),
+            ({"userId": 7, "period": "daily"}, ["body", "userId"]),
+            ({"userId": "  ", "period": "daily"}, ["body", "userId"]),  # blank
+            ({"userId": "é" * 300, "period": "daily"}, ["body", "userId"]),  # 300 characters, 600 bytes
+            ({"userId": "u" * 300, "period": "daily"}, ["body", "userId"]),
+        ):
+            response = await http.post("/memory/summarize", json=body)
+            assert response.status_code == 422, (body, response.text)
+            assert response.json()["detail"][0]["loc"] == loc, (body, response.json())
+        not_json = await http.post("/memory/summarize", content=b"{", headers={"content-type": "application/json"})
+        assert not_json.status_code == 422
+        for params, loc in (
+            ({}, ["query", "period"]),
+            ({"period": "hourly"}, ["query", "period"]),
+            ({"period": "daily", "userId": " "}, ["query", "userId"]),
+            ({"period": "daily", "limit": "0"}, ["query", "limit"]),
+        ):
+            response = await http.get("/memory/summaries", params=params)
+            assert response.status_code == 422 and response.json()["detail"][0]["loc"] == loc, (params, response.text)
+    assert notes(database_url) == [] and served.model.calls == []
+
+
+async def test_concurrent_identical_requests_write_one_note(served: Served, database_url):
+    await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")
+    served.model.parties[0] = 4  # every model call waits until all four requests have passed their read
+    async with client(served, await served.key("acme")) as http:
+        responses = await asyncio.gather(
+            *(http.post("/memory/summarize", json={"userId": "ana", "period": "daily"}) for _ in range(4))
+        )
+    answers = [response.json() for response in responses]
+    assert all(response.status_code == 200 for response in responses), answers
+    assert len(served.model.calls) == 4  # the race happened: none of them saw the note before writing
+    assert sorted(a["status"] for a in answers) == ["complete", "exists", "exists", "exists"]
+    assert len({a["summaryId"] for a in answers}) == 1  # the losers answer with the note that stands
+    assert notes(database_url) == [("acme", "daily", "2026-01-07")]
+
+
+async def test_forgetting_the_user_erases_their_notes(served: Served, database_url):
+    canary = f"zq{uuid.uuid4().hex[:10]}canary"
+    await remember_on(served, "acme", "ana", 6, f"The user's code is {canary}")
+    async with client(served, await served.key("acme")) as http:
+        assert (await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})).status_code == 200
+        assert "consolidation_notes.content" in tables_holding(database_url, canary)
+        assert (await http.delete("/users/ana")).status_code == 200
+        assert (await http.get("/memory/summaries", params={"period": "daily"})).json() == []
+    assert tables_holding(database_url, canary) == []
