@@ -216,21 +216,27 @@ WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
   AND sequence_number BETWEEN %(start_sequence)s AND %(end_sequence)s
 ORDER BY sequence_number;
 
--- hold_conversation --
--- The summary job's hold on its conversation until its version and items commit. FOR KEY SHARE: rounds (which
--- update the row, never its key) go on; a forget (FOR UPDATE) waits for the job, or the job finds the row gone.
-SELECT conversation_id FROM conversations
-WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-FOR KEY SHARE;
-
 -- complete_memory --
--- Record a finished summary; only a row still in `processing` (not reclaimed meanwhile) is updated.
+-- Record a finished summary, in the job's transaction, one statement: hold the conversation against erasure until
+-- the version and its items commit (FOR KEY SHARE: rounds, which update the row but never its key, go on; a forget
+-- takes FOR UPDATE and waits for the job, or ran first and left no row to hold), name the tenant row-level security
+-- filters the items written next by (as set_tenant), and complete the row if it is still `processing` (not
+-- reclaimed meanwhile). No row: the conversation is gone or the version was reclaimed; nothing written.
+WITH held AS (
+    SELECT conversation_id, set_config('memory_agent.tenant_id', %(tenant_id)s, true) AS tenant_id
+    FROM conversations
+    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
+    FOR KEY SHARE
+)
 UPDATE memory
 SET status = 'completed', memory_text = %(memory_text)s, items = %(items)s, generation_time_ms = %(generation_time_ms)s,
     model_name = %(model_name)s, input_tokens = %(input_tokens)s, output_tokens = %(output_tokens)s,
     summarized_start = %(summarized_start)s, summarized_end = %(summarized_end)s,
     error = NULL, finished_at = now()
 WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
+  AND conversation_id = %(conversation_id)s
+  -- Uncorrelated: evaluated once, before the row is read, so the hold comes first whatever happens to the row.
+  AND EXISTS (SELECT 1 FROM held)
 RETURNING memory_id;
 
 -- fail_memory --

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from memory_agent.cli.observe import _cell, _fail, _opened, _print_json, escape
+from memory_agent.cli.output import _cell, _fail, _opened, _print_json, escape
 from memory_agent.consolidation import (
     ConsolidationConfig,
     ConsolidationRunner,

@@ -15,6 +15,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, me
 
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
+from memory_agent.db.named import Row
 from memory_agent.errors import ConfigurationError
 from memory_agent.schemas import ConversationContext
 
@@ -98,8 +99,12 @@ async def load_context(
     backend: MemoryBackend, key: ConversationKey, message_ids: Sequence[str], gap_message_cap: int
 ) -> tuple[ConversationContext, set[str]]:
     """Latest completed memory + gap (one statement), and which of `message_ids` are stored already."""
-    conversation_id = key.conversation_id
-    rows = await backend.load_context(conversation_id, message_ids, gap_message_cap, user_id=key.user_id)
+    rows = await backend.load_context(key.conversation_id, message_ids, gap_message_cap, user_id=key.user_id)
+    return context_from_rows(key.conversation_id, rows)
+
+
+def context_from_rows(conversation_id: str, rows: Sequence[Row]) -> tuple[ConversationContext, set[str]]:
+    """The context in the rows of the `load_context` statement, and which of the given message ids are stored."""
     first = rows[0]
     stored = [row for row in rows if row["sequence_number"] is not None]
     memory_end = first["end_sequence"] if first["end_sequence"] is not None else -1

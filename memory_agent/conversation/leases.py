@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import RoundInProgressError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.settings import MemorySettings
+
+T = TypeVar("T")
 
 
 class RoundLeases:
@@ -26,21 +30,18 @@ class RoundLeases:
         # take over at once; other processes wait for their expiry.
         self._unreleased: dict[str, str] = {}
 
-    async def acquire(self, key: ConversationKey, token: str | None = None) -> str:
-        """The conversation's lease for a new round. A resumed round passes the token it holds and gets it
-        renewed. Runs on the memory loop."""
+    async def acquire(
+        self, key: ConversationKey, attempt: Callable[[str], Awaitable[T | None]], token: str | None = None
+    ) -> tuple[str, T]:
+        """The conversation's lease for a new round, and what `attempt` read with it. `attempt(token)` takes
+        the lease (None while another round holds it) and reads the round start in the same round trip. A
+        resumed round passes the token it holds and gets it renewed. Runs on the memory loop."""
         settings = self.settings
         conversation_id = key.conversation_id
         token = token or self._unreleased.get(conversation_id) or uuid.uuid4().hex
         deadline = time.monotonic() + settings.multitask_timeout_s
         delay = 0.01
-        while not await self.backend.acquire_round_lease(
-            conversation_id,
-            token,
-            settings.round_lease_s,
-            tenant_id=key.tenant_id,
-            user_id=key.user_id,
-        ):
+        while (taken := await attempt(token)) is None:
             if settings.multitask_strategy == "reject":
                 raise RoundInProgressError(
                     f"another round of conversation {conversation_id!r} is running; wait for it to finish "
@@ -54,7 +55,7 @@ class RoundLeases:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.25)
         self._unreleased.pop(conversation_id, None)
-        return token
+        return token, taken
 
     async def release(self, key: ConversationKey, token: str) -> None:
         """Give the lease back; shielded, so a cancelled caller still frees the conversation."""

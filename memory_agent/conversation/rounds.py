@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.budget import apply_budget, close_unanswered_tool_calls
-from memory_agent.conversation.context import gap_cap_record, inject_context, load_context
+from memory_agent.conversation.context import context_from_rows, gap_cap_record, inject_context, load_context
 from memory_agent.conversation.leases import RoundLeases
 from memory_agent.conversation.messages import (
     check_user_messages,
@@ -107,21 +107,56 @@ class Rounds:
         started = time.perf_counter()
         validate_conversation_id(key.conversation_id)
         checked = validate_round_input(messages, need_user=False)
-        token = await self.loop.arun(self.leases.acquire(key, lease))
+        query = recall_query(checked)
+        token, (context, stored_ids), recalled = await self.loop.arun(self._begin(key, checked, query, lease))
         try:
-            return await self._prepare(key, checked, token, started)
+            recalled = recalled.without_window(key.conversation_id, context.gap_start_sequence)
+            return await self._prepare(key, checked, token, started, context, stored_ids, recalled, query)
         except BaseException:
             await self.leases.give_back(key, token)
             raise
 
+    async def _begin(
+        self, key: ConversationKey, messages: list[BaseMessage], query: str, lease: str | None
+    ) -> tuple[str, tuple[ConversationContext, set[str]], RoundRecall]:
+        """The lease, memory + gap read with it in one round trip, and recall beside them on a connection of
+        its own: recall adds its excess over the round start, not its whole time. A failing start cancels
+        recall."""
+        message_ids = [m.id for m in messages if m.id]
+        recalling = asyncio.ensure_future(round_recall(self.backend, key, query, self.recall_settings))
+
+        async def attempt(token: str) -> tuple[ConversationContext, set[str]] | None:
+            rows = await self.backend.begin_round(
+                key.conversation_id,
+                token,
+                self.settings.round_lease_s,
+                message_ids,
+                self.settings.gap_message_cap,
+                tenant_id=key.tenant_id,
+                user_id=key.user_id,
+            )
+            return None if rows is None else context_from_rows(key.conversation_id, rows)
+
+        try:
+            token, loaded = await self.leases.acquire(key, attempt, lease)
+        except BaseException:
+            recalling.cancel()
+            raise
+        return token, loaded, await recalling
+
     async def _prepare(
-        self, key: ConversationKey, messages: list[BaseMessage], lease: str, started: float
+        self,
+        key: ConversationKey,
+        messages: list[BaseMessage],
+        lease: str,
+        started: float,
+        context: ConversationContext,
+        stored_ids: set[str],
+        recalled: RoundRecall,
+        query: str,
     ) -> tuple[list[BaseMessage], RoundInfo]:
         settings = self.settings
         conversation_id = key.conversation_id
-        query = recall_query(messages)
-        context, stored_ids, recalled = await self.loop.arun(self._load(key, messages, query))
-        recalled = recalled.without_window(conversation_id, context.gap_start_sequence)
         incoming = not_stored(messages, stored_ids)
         check_user_messages(incoming)
         serialize_round(incoming)  # refuse what cannot be stored before the model is called
@@ -180,21 +215,6 @@ class Rounds:
             recall_error=recalled.error,
         )
         return workflow, info
-
-    async def _load(
-        self, key: ConversationKey, messages: list[BaseMessage], query: str
-    ) -> tuple[ConversationContext, set[str], RoundRecall]:
-        """Memory + gap and recall side by side, each on a connection of its own: recall adds its excess over
-        the load to the round, not its whole time. A failing load cancels recall."""
-        recalling = asyncio.ensure_future(round_recall(self.backend, key, query, self.recall_settings))
-        try:
-            context, stored_ids = await load_context(
-                self.backend, key, [m.id for m in messages if m.id], self.settings.gap_message_cap
-            )
-        except BaseException:
-            recalling.cancel()
-            raise
-        return context, stored_ids, await recalling
 
     async def finish(
         self, key: ConversationKey, messages: Sequence[BaseMessage], info: RoundInfo | None = None

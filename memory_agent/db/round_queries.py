@@ -20,6 +20,16 @@ from memory_agent.schemas import RoundSaved
 logger = logging.getLogger("memory_agent.backend")
 
 
+def _lease_params(conversation_id: str, holder: str, lease_s: float, tenant_id: str, user_id: str) -> dict[str, Any]:
+    return {
+        "conversation_id": conversation_id,
+        "holder": holder,
+        "lease_s": lease_s,
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+    }
+
+
 class RoundQueries(NamedQueries):
     # ------------------------------------------------------------------ round path
 
@@ -42,16 +52,44 @@ class RoundQueries(NamedQueries):
         self, conversation_id: str, holder: str, lease_s: float, *, tenant_id: str, user_id: str
     ) -> bool:
         """Claim the conversation for (tenant_id, user_id) and take its lease; False while another round holds
-        it. InvalidInputError when the conversation belongs to another tenant or user (nothing written)."""
-        params = {
-            "conversation_id": conversation_id,
-            "holder": holder,
-            "lease_s": lease_s,
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-        }
+        it. ConversationOwnerError when the conversation belongs to another tenant or user (nothing written)."""
+        params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
         row = await self._fetch_one("acquire_round_lease", params)
         assert row is not None
+        return await self._lease_taken(row, params)
+
+    async def begin_round(
+        self,
+        conversation_id: str,
+        holder: str,
+        lease_s: float,
+        message_ids: Sequence[str],
+        max_gap: int,
+        *,
+        tenant_id: str,
+        user_id: str,
+    ) -> list[Row] | None:
+        """Round start in one round trip: take the lease (acquire_round_lease), then read memory + gap
+        (load_context) on the same connection, pipelined. None while another round holds the lease;
+        ConversationOwnerError as acquire_round_lease. The read runs after the lease statement, so it sees
+        every round that gave the lease back."""
+        params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
+        load_params = {"message_ids": list(message_ids), "max_gap": max_gap, **params}
+        async with self.connection() as conn, conn.pipeline():
+            lease_cursor = await conn.execute(self._queries["acquire_round_lease"], params)
+            load_cursor = await conn.execute(self._queries["load_context"], load_params)
+            lease_row = await lease_cursor.fetchone()
+            rows = await load_cursor.fetchall()
+        assert lease_row is not None
+        if lease_row["owner_user_id"] is None:  # a concurrent first claim: settled by _lease_taken, read again
+            if not await self._lease_taken(lease_row, params):
+                return None
+            return await self.load_context(conversation_id, message_ids, max_gap, user_id=user_id)
+        return rows if await self._lease_taken(lease_row, params) else None
+
+    async def _lease_taken(self, row: Row, params: dict[str, Any]) -> bool:
+        """Whether acquire_round_lease's `row` took the lease; raises when the conversation is someone else's."""
+        conversation_id, tenant_id, user_id = params["conversation_id"], params["tenant_id"], params["user_id"]
         owner = (row["owner_tenant_id"], row["owner_user_id"])
         if row["owner_user_id"] is None:
             # Another process claimed the thread after this statement's snapshot: its row is committed now.
@@ -59,8 +97,9 @@ class RoundQueries(NamedQueries):
             assert found is not None
             owner = (found["tenant_id"], found["user_id"])
             if owner == (tenant_id, user_id):
-                row = await self._fetch_one("acquire_round_lease", params)
-                assert row is not None
+                retried = await self._fetch_one("acquire_round_lease", params)
+                assert retried is not None
+                row = retried
         if owner != (tenant_id, user_id):
             raise ConversationOwnerError(
                 f"conversation {conversation_id!r} belongs to another user or tenant; a round for user "

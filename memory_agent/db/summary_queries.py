@@ -30,19 +30,21 @@ class SummaryQueries(NamedQueries):
             },
         )
 
-    async def hold_conversation(
-        self, conn: psycopg.AsyncConnection[Row], conversation_id: str, *, user_id: str
-    ) -> bool:
-        """Lock the conversation against erasure for the rest of `conn`'s transaction; False when it is gone."""
-        params = {"user_id": user_id, "conversation_id": conversation_id}
-        return await self._fetch_one("hold_conversation", params, conn) is not None
-
     async def complete_memory(
-        self, *, user_id: str, conn: psycopg.AsyncConnection[Row] | None = None, **fields: Any
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        *,
+        user_id: str,
+        tenant_id: str,
+        conversation_id: str,
+        **fields: Any,
     ) -> bool:
-        """Record a finished summary (in `conn`'s transaction when given); False when the row was reclaimed."""
+        """Record a finished summary in `conn`'s transaction, holding its conversation against erasure and
+        naming the tenant for row-level security until commit; False when the conversation is gone or the row
+        was reclaimed (nothing written)."""
         fields.setdefault("items", None)
-        return await self._fetch_one("complete_memory", {**fields, "user_id": user_id}, conn) is not None
+        params = {**fields, "user_id": user_id, "tenant_id": tenant_id, "conversation_id": conversation_id}
+        return await self._fetch_one("complete_memory", params, conn) is not None
 
     async def fail_memory(self, *, user_id: str, **fields: Any) -> bool:
         return await self._fetch_one("fail_memory", {**fields, "user_id": user_id}) is not None

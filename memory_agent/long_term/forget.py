@@ -7,7 +7,7 @@
   it stands for too — otherwise the next refresh would write the same text back.
 - forget_user: every long-term row of the user (consolidation notes and batch summaries too) and every
   conversation of theirs.
-A summary job holds its conversation while it writes (hold_conversation); forget_conversation and forget_user
+A summary job holds its conversation while it writes (complete_memory); forget_conversation and forget_user
 lock the conversations first, so a job racing a forget either commits before the forget reads or writes nothing.
 Each then regenerates the cluster summaries built from an erased item without it (or deletes them below
 min_items). A summary that cannot be regenerated — no summarizer given, or its new text rejected — is deleted

@@ -140,13 +140,12 @@ class SummaryRunner:
         now = self.clock()
         try:
             async with self.backend.transaction() as conn:
-                await long_term.set_tenant(conn, tenant_id)
                 # Erasing the conversation waits for this transaction, or ran first and left nothing to write.
-                if not await self.backend.hold_conversation(conn, row["conversation_id"], user_id=user_id):
-                    return False
                 if not await self.backend.complete_memory(
-                    conn=conn,
+                    conn,
                     user_id=user_id,
+                    tenant_id=tenant_id,
+                    conversation_id=row["conversation_id"],
                     memory_id=memory_id,
                     memory_text=storable_text(result.text),
                     items=Jsonb(stored),

@@ -99,15 +99,30 @@ async def test_forget_item_and_forget_user(open_memory, database_url):
     assert query(database_url, "SELECT conversation_id FROM conversations") == [("b1",)]
 
 
+COMPLETE_FIELDS = [
+    "memory_text",
+    "items",
+    "generation_time_ms",
+    "model_name",
+    "input_tokens",
+    "output_tokens",
+    "summarized_start",
+    "summarized_end",
+]
+
+
 async def test_a_summary_job_racing_delete_conversation_is_waited_for(open_memory, database_url, connect):
     canary = f"zq{uuid.uuid4().hex[:10]}canary"
     memory = await open_memory(model=OfflineSummaryModel())
     app = with_memory(EchoChat().graph, memory)
     await say(memory, app, "race", ["I'm allergic to peanuts.", "Hi.", "Bye."])
 
-    job = await connect()  # a summary job of the conversation, between its hold and its commit
+    job = await connect()  # a summary job of the conversation, between its completing statement and its commit
     async with job.transaction():
-        await job.execute(resources.queries()["hold_conversation"], {"user_id": "ana", "conversation_id": "race"})
+        # The version it completes was reclaimed meanwhile: the statement holds the conversation all the same.
+        completing = {name: None for name in COMPLETE_FIELDS}
+        completing.update(user_id="ana", tenant_id="default", conversation_id="race", memory_id=-1)
+        await job.execute(resources.queries()["complete_memory"], completing)
         # Rounds go on under the job's hold.
         await asyncio.wait_for(say(memory, app, "race", ["Still here."]), timeout=10)
         delete = asyncio.create_task(memory.delete_conversation("race"))

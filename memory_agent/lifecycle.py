@@ -1,0 +1,188 @@
+"""The lifecycle of MemoryService: the memory loop (runtime.py), the database (db/), the summarizer (summarize/),
+the executor (jobs/) and the round logic (conversation/), opened and closed together.
+
+service.py's MemoryService inherits it and adds the design's public methods, each a delegation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Self
+
+from langchain_core.language_models import BaseChatModel
+
+from memory_agent.conversation.recalled import check_recall_settings, recall_settings
+from memory_agent.conversation.rounds import Rounds
+from memory_agent.conversation.trigger import SummaryTrigger
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connect import open_backend
+from memory_agent.jobs.base import Executor, SummaryJobs
+from memory_agent.jobs.executor import make_executor
+from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.runtime import MemoryLoop
+from memory_agent.settings import MemorySettings
+from memory_agent.summarize.agent import MemoryAgent
+from memory_agent.summarize.models import default_summary_model
+from memory_agent.summarize.runner import SummaryRunner
+
+logger = logging.getLogger("memory_agent")
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """What exists while the service is open."""
+
+    backend: MemoryBackend
+    agent: MemoryAgent
+    runner: SummaryRunner
+    trigger: SummaryTrigger
+    rounds: Rounds
+    executor: Executor
+
+
+class ServiceLifecycle:
+    """Open and close everything a MemoryService uses; the parts while open."""
+
+    def __init__(
+        self,
+        settings: MemorySettings | None = None,
+        *,
+        model: BaseChatModel | None = None,
+        database_url: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.settings = settings or MemorySettings()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self._model = model
+        self._database_url = database_url or self.settings.database_url
+        self.database_url: str | None = None  # resolved at open (the embedded server's URI when unset)
+        self._loop: MemoryLoop | None = None
+        self._opened: _Opened | None = None
+
+    @property
+    def _parts(self) -> _Opened:
+        if self._opened is None:
+            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
+        return self._opened
+
+    @property
+    def loop(self) -> MemoryLoop:
+        if self._loop is None:
+            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
+        return self._loop
+
+    @property
+    def backend(self) -> MemoryBackend:
+        return self._parts.backend
+
+    @property
+    def agent(self) -> MemoryAgent:
+        return self._parts.agent
+
+    @property
+    def cluster_summarizer(self) -> ClusterSummarizer:
+        """What writes cluster summaries: the summary model, or the offline one's deterministic counterpart."""
+        return self._parts.runner.cluster_summarizer
+
+    @property
+    def executor(self) -> Executor:
+        """The executor running background summaries (inline or procrastinate)."""
+        return self._parts.executor
+
+    def _resolve_database_url(self) -> str:
+        if self._database_url:
+            return self._database_url
+        from memory_agent.db.embedded import start_embedded_postgres
+
+        return start_embedded_postgres(self.settings.data_dir)
+
+    async def _open_on_loop(self, url: str, loop: MemoryLoop) -> None:
+        settings = self.settings
+        self.database_url = url
+        if settings.memory_rolling_window_size % 2:
+            logger.warning(
+                "MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE=%s is odd: a window starts at a round, so with "
+                "user/assistant pairs it covers %s messages",
+                settings.memory_rolling_window_size,
+                settings.memory_rolling_window_size - 1,
+            )
+        backend = await open_backend(url, settings)
+        try:
+            agent = MemoryAgent(
+                self._model or default_summary_model(settings),
+                max_words=settings.memory_max_words,
+                max_tokens=settings.memory_max_tokens_cap,
+            )
+            runner = SummaryRunner(settings, backend, agent, clock=self.clock)
+            trigger = SummaryTrigger(settings, backend, dispatch=self._dispatch, enqueue=self._enqueue)
+            jobs = SummaryJobs(runner.run_summary, trigger.sweep, runner.refresh_pending)
+            executor = make_executor(settings, jobs, backend)
+            rounds = Rounds(settings, backend, loop, trigger)
+            await check_recall_settings(backend, recall_settings(settings))
+            self._opened = _Opened(backend, agent, runner, trigger, rounds, executor)
+            await executor.start()
+        except BaseException:
+            self._opened = None
+            await backend.pool.close()
+            raise
+
+    async def _dispatch(self, memory_id: int, user_id: str) -> None:
+        await self.executor.dispatch(memory_id, user_id)
+
+    async def _enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
+        await self.executor.enqueue(conn, memory_id, user_id)
+
+    def open(self) -> Self:
+        """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations."""
+        if self._opened is not None:
+            return self
+        url = self._resolve_database_url()
+        self._loop = MemoryLoop()
+        try:
+            self._loop.run(self._open_on_loop(url, self._loop))
+        except BaseException:
+            self._loop.stop()
+            self._loop = None
+            raise
+        return self
+
+    async def aopen(self) -> Self:
+        await asyncio.to_thread(self.open)
+        return self
+
+    async def _close_on_loop(self, timeout: float) -> None:
+        if self._opened is None:
+            return
+        await self._opened.executor.drain(timeout)
+        await self._opened.executor.stop()
+        await self._opened.backend.pool.close()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Drain in-flight summaries for up to `timeout` (default drain_timeout_s), then close."""
+        if self._loop is None:
+            return
+        try:
+            self._loop.run(self._close_on_loop(self.settings.drain_timeout_s if timeout is None else timeout))
+        finally:
+            self._loop.stop()
+            self._loop = None
+            self._opened = None
+
+    async def aclose(self, timeout: float | None = None) -> None:
+        await asyncio.to_thread(self.close, timeout)
+
+    async def __aenter__(self) -> Self:
+        return await self.aopen()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Self:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
