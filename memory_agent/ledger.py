@@ -51,9 +51,11 @@ class LLMCall:
 
 @dataclass
 class CallLog:
-    """The calls one job made, noted as they are answered."""
+    """The calls one job made, noted as they are answered, and whose they are once the job knows."""
 
     calls: list[LLMCall] = field(default_factory=list)
+    tenant_id: str | None = None
+    user_id: str | None = None
 
 
 _current: ContextVar[CallLog | None] = ContextVar("memory_agent_call_log", default=None)

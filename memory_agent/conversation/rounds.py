@@ -186,7 +186,11 @@ class Rounds:
     ) -> tuple[ConversationContext, set[str], RoundRecall]:
         """Memory + gap and recall side by side, each on a connection of its own: recall adds its excess over
         the load to the round, not its whole time. A failing load cancels recall."""
-        recalling = asyncio.ensure_future(round_recall(self.backend, key, query, self.recall_settings))
+        recalling = asyncio.ensure_future(
+            round_recall(
+                self.backend, key, query, self.recall_settings, cost_ceiling=self.settings.monthly_cost_ceiling
+            )
+        )
         try:
             context, stored_ids = await load_context(
                 self.backend, key, [m.id for m in messages if m.id], self.settings.gap_message_cap
