@@ -66,7 +66,9 @@ async def test_at_most_n_summary_jobs_per_user_and_run_the_rest_waits_for_the_ne
     assert first == {("nightly", "acme", "alice"): "4 days: 4 daily, 0 weekly, 0 monthly, 0 compacted, stopped: capped"}
     assert len(model.calls) == 4
     second = await runner.run_due(day(9, 6))  # still due: the capped run did not move next_run
-    assert second == {("nightly", "acme", "alice"): "3 days: 3 daily, 1 weekly, 0 monthly, 0 compacted, stopped: capped"}
+    assert second == {
+        ("nightly", "acme", "alice"): "3 days: 3 daily, 1 weekly, 0 monthly, 0 compacted, stopped: capped"
+    }
     third = await runner.run_due(day(9, 7))
     assert third == {("nightly", "acme", "alice"): "2 days: 2 daily, 0 weekly, 0 monthly, 0 compacted"}
     assert query(database_url, NOTES) == [("daily", 9), ("weekly", 1)]
@@ -147,9 +149,7 @@ HOLDER = textwrap.dedent(
 
 
 async def test_slots_are_shared_across_processes_and_freed_when_a_worker_dies(pool, database_url):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, database_url, "3"], stdout=subprocess.PIPE, text=True
-    )
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, database_url, "3"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(TenantBusy):
