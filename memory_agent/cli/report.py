@@ -65,9 +65,25 @@ def report(
         _print_json(rows)
         return
     scope = f" of tenant {tenant}" if tenant else ""
-    Console().print(table(rows, f"Upgrade report{escape(scope)}, last {weeks} weeks"))
+    console = Console()
+    console.print(table(rows, f"Upgrade report{escape(scope)}, last {weeks} weeks"))
     if not rows:
-        Console().print("no rounds and no LLM calls in these weeks")
+        console.print("no rounds and no LLM calls in these weeks")
+    for line in verdicts(rows):
+        console.print(line)
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[str]:
+    """Per tenant, its newest week read off the table: which thresholds it crossed."""
+    newest: dict[str, dict[str, Any]] = {}
+    for row in rows:  # newest weeks first
+        newest.setdefault(row["tenantId"], row)
+    lines = []
+    for tenant_id, row in sorted(newest.items()):
+        crossed = [m.label for m in METRICS if row["metrics"][m.key]["crossed"]]
+        verdict = f"upgrade signals: {', '.join(crossed)}" if crossed else "no threshold crossed"
+        lines.append(f"{escape(tenant_id)}, {row['week']}: {len(crossed)} of {len(METRICS)} crossed, {verdict}")
+    return lines
 
 
 def register(app: typer.Typer) -> None:

@@ -136,6 +136,7 @@ def test_memory_agent_report_prints_one_table_to_read_the_answer_off(database_ur
     for cell in ("30.0% no", "50.0% no", "20.0% no", "40.0% no", "3.00 s no", "25.0% no"):
         assert cell in calm
     assert "YES" not in calm
+    assert f"crossing, {week}: 6 of 6 crossed, upgrade signals: FTS hits < 3, fallback" in text
 
     as_json = json.loads(invoke(database_url, "--weeks", "4", "--tenant", "crossing", "--json").stdout)
     assert [row["tenantId"] for row in as_json] == ["crossing"]
