@@ -1,5 +1,5 @@
 """The weekly upgrade report (memory-system-evolution-plan.md, section 5), read from the view
-upgrade_report_weekly (sql/definitions/upgrade_report.sql): per ISO week and tenant, each of the seed's metrics
+upgrade_report_weekly (sql/definitions/views.sql): per ISO week and tenant, each of the seed's metrics
 beside its threshold and whether it is crossed. `memory-agent report` prints it."""
 
 from __future__ import annotations
