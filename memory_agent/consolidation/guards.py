@@ -4,8 +4,9 @@
   previous run does nothing for it; one conditional upsert of tenant_scheduler_runs decides, so two schedulers
   ticking at once run a tenant once.
 - summary jobs per run (MEMORY_AGENT_MAX_SUMMARY_JOBS_PER_RUN, 20): a *summary job* is one model call that
-  writes a summary — a period note (daily, weekly, monthly) of the nightly run, or one batch summary. At most
-  that many per (tenant, user, project) in one run; nightly notes are not per project (project ''), batch
+  writes a summary — a period note (daily, weekly, monthly) of the nightly run, one batch summary, or one
+  cluster summary refreshed by the periodic safety net (summarize/runner.py applies the same limit there). At
+  most that many per (tenant, user, project) in one run; nightly notes are not per project (project ''), batch
   summaries are per (project, environment) partition. What a capped run leaves stays due for the next run.
 - concurrent jobs (MEMORY_AGENT_MAX_CONCURRENT_JOBS_PER_TENANT, 3): a job holds one of its tenant's N slots, a
   session advisory lock on a connection of its own, for its whole run, whatever process runs it; a job that
