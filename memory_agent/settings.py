@@ -8,9 +8,10 @@ from typing import Any, Literal
 
 import platformdirs
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from memory_agent.errors import ConfigurationError
+from memory_agent.guard_settings import GuardSettings
 
 # Durations are sent to PostgreSQL as integer seconds (int4) and to timers: a year is the most that means anything.
 MAX_SECONDS = 365 * 24 * 3600
@@ -26,7 +27,7 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_cache_dir("memory_agent")) / "pgdata"
 
 
-class MemorySettings(BaseSettings):
+class MemorySettings(GuardSettings):
     """Settings; each field can be set as MEMORY_AGENT_<FIELD NAME> in the environment."""
 
     model_config = SettingsConfigDict(env_prefix="MEMORY_AGENT_", extra="ignore")

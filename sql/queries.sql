@@ -263,7 +263,7 @@ INSERT INTO round_metrics (
     gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens, truncated, truncation,
     retrieval_path, latency_load_ms, latency_round_ms, summary_triggered, trigger_outcome,
     triggered_memory_id, error_stage, error, query, fts_hits, trgm_hits, used_fallback, recall_path, context_items,
-    estimated_tokens, recall_truncated, latency_retrieval_ms, latency_llm_ms)
+    estimated_tokens, recall_truncated, latency_retrieval_ms, latency_llm_ms, recall_status)
 VALUES (
     %(tenant_id)s, %(user_id)s, %(conversation_id)s, %(round_number)s, %(first_sequence)s, %(last_sequence)s, %(memory_id)s,
     %(memory_end_sequence)s, %(gap_start_sequence)s, %(gap_end_sequence)s, %(gap_size)s,
@@ -271,7 +271,7 @@ VALUES (
     %(latency_load_ms)s, %(latency_round_ms)s, %(summary_triggered)s, %(trigger_outcome)s,
     %(triggered_memory_id)s, %(error_stage)s, %(error)s, %(query)s, %(fts_hits)s, %(trgm_hits)s, %(used_fallback)s,
     %(recall_path)s, %(context_items)s, %(estimated_tokens)s, %(recall_truncated)s, %(latency_retrieval_ms)s,
-    %(latency_llm_ms)s);
+    %(latency_llm_ms)s, %(recall_status)s);
 
 -- delete_conversation --
 -- Remove a conversation and everything derived from it (messages, memory versions, round metrics, its owner row), in one statement.

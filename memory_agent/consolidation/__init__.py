@@ -7,13 +7,16 @@ the caller's psycopg AsyncConnection (autocommit, search_path on the memory_agen
 injectable clock: SQL gets `now` as a parameter, so a test drives days of schedule in seconds. Every model call
 goes through model.call_consolidation_model (one per period or batch, never per message), which returns its
 token counts.
-May import: db/, long_term/, summarize/ models, settings, errors, resources. Never jobs/, integrations/, cli/,
-observability/ nor service.py (jobs/ registers this package's tasks, not the other way round).
+The tenant guards (guards.py: cooldown, summary jobs per run, concurrent-job slots, monthly cost ceiling) wrap
+the schedules, and every model call is recorded in the cost ledger (memory_agent/ledger.py).
+May import: db/, long_term/, summarize/ models, ledger, settings, errors, resources. Never jobs/, integrations/,
+cli/, observability/ nor service.py (jobs/ registers this package's tasks, not the other way round).
 """
 
 from memory_agent.consolidation.batches import BatchReport, run_batch_summaries
 from memory_agent.consolidation.clock import Clock, ManualClock, system_clock
 from memory_agent.consolidation.config import ConsolidationConfig
+from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, tenant_slot
 from memory_agent.consolidation.model import (
     Insight,
     ModelCall,
@@ -41,6 +44,8 @@ __all__ = [
     "PeriodOutcome",
     "PeriodSummary",
     "SummarizeResult",
+    "SummaryJobCap",
+    "TenantBusy",
     "call_consolidation_model",
     "consolidate_period",
     "default_consolidation_model",
@@ -53,4 +58,5 @@ __all__ = [
     "search_key_insights",
     "summarize_latest",
     "system_clock",
+    "tenant_slot",
 ]

@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.config import ConsolidationConfig
+from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, before_summary_job, record_model_call
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, call_consolidation_model
 from memory_agent.long_term import forget_item
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
@@ -30,6 +31,7 @@ BATCH_JOB = "batch_summaries"
 class BatchReport:
     summaries: list[int] = field(default_factory=list)  # batch_summaries.summary_id written
     forgotten: list[int] = field(default_factory=list)  # originals erased by the TTL pass
+    stopped: str | None = None  # the guard that stopped the summaries (capped, over_budget): the rest stays due
 
 
 async def run_batch_summaries(
@@ -40,17 +42,25 @@ async def run_batch_summaries(
     *,
     model: BaseChatModel,
     config: ConsolidationConfig,
+    cap: SummaryJobCap | None = None,
 ) -> BatchReport:
-    """Summarize every due batch of the user, then run the TTL pass and schedule the next run."""
+    """Summarize every due batch of the user, then run the TTL pass and schedule the next run (not when a guard
+    stopped the summaries: the user stays due)."""
     check_identity(tenant_id, user_id)
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     report = BatchReport()
     before = now - timedelta(days=config.min_age_days)
     for partition in await fetch(conn, "batch_partitions", {**scope, "before": before}):
+        if report.stopped == OVER_BUDGET:
+            break
         where = {**scope, **partition, "before": before, "limit": config.max_memories_per_batch}
         while batch := await fetch(conn, "next_batch", where):
-            summary_id = await _summarize(conn, where, batch, now, model)
+            stopped = await before_summary_job(conn, scope, now, config, cap, partition["project"])
+            if stopped is not None:
+                report.stopped = stopped  # capped: this project waits, the others go on
+                break
+            summary_id = await _summarize(conn, where, batch, now, model, config)
             if summary_id is None:
                 break  # another run summarized some of these meanwhile: it owns this partition now
             report.summaries.append(summary_id)
@@ -58,6 +68,8 @@ async def run_batch_summaries(
     for row in await fetch(conn, "expired_originals", {**scope, "before": expired}):
         forgotten = await forget_item(conn, tenant_id, user_id, row["item_id"], now=now)
         report.forgotten.extend(forgotten.items_deleted)
+    if report.stopped is not None:
+        return report
     await fetch(
         conn,
         "advance_schedule",
@@ -80,9 +92,11 @@ async def _summarize(
     batch: list[dict[str, Any]],
     now: datetime,
     model: BaseChatModel,
+    config: ConsolidationConfig,
 ) -> int | None:
     material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
     output, call = await call_consolidation_model(model, BATCH_PROMPT, material, BatchSummaryOutput)
+    await record_model_call(conn, where, "batch_summary", call, now, config)
     content = output.summary.strip() or material
     async with conn.transaction():
         await fetch(conn, "lock_batch_summaries", where)

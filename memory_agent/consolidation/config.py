@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from memory_agent.consolidation.periods import parse_schedule_time
+from memory_agent.errors import InvalidInputError
+from memory_agent.guard_settings import ModelPrice
 from memory_agent.settings import MemorySettings
 
 
@@ -22,9 +25,26 @@ class ConsolidationConfig:
     min_age_days: int = 7
     max_memories_per_batch: int = 50
     keep_original_days: int = 365
+    # The tenant guards (consolidation/guards.py) and the price table of the ledger.
+    tenant_cooldown_s: float = 120.0
+    max_summary_jobs_per_run: int = 20
+    max_concurrent_jobs_per_tenant: int = 3
+    tenant_slot_retry_s: float = 30.0
+    monthly_cost_ceiling: float | None = None
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         parse_schedule_time(self.schedule_time)
+        for name, value, least in (
+            ("tenant_cooldown_s", self.tenant_cooldown_s, 0),
+            ("max_summary_jobs_per_run", self.max_summary_jobs_per_run, 1),
+            ("max_concurrent_jobs_per_tenant", self.max_concurrent_jobs_per_tenant, 1),
+            ("monthly_cost_ceiling", 0 if self.monthly_cost_ceiling is None else self.monthly_cost_ceiling, 0),
+        ):
+            if not isinstance(value, int | float) or value < least:
+                raise InvalidInputError(f"MEMORY_AGENT_{name.upper()} must be a number >= {least}, got {value!r}")
+        if not self.tenant_slot_retry_s > 0:
+            raise InvalidInputError(f"MEMORY_AGENT_TENANT_SLOT_RETRY_S must be > 0, got {self.tenant_slot_retry_s!r}")
 
     @classmethod
     def from_settings(cls, settings: MemorySettings) -> ConsolidationConfig:
@@ -40,6 +60,12 @@ class ConsolidationConfig:
             min_age_days=settings.min_age_days,
             max_memories_per_batch=settings.max_memories_per_batch,
             keep_original_days=settings.keep_original_days,
+            tenant_cooldown_s=settings.tenant_cooldown_s,
+            max_summary_jobs_per_run=settings.max_summary_jobs_per_run,
+            max_concurrent_jobs_per_tenant=settings.max_concurrent_jobs_per_tenant,
+            tenant_slot_retry_s=settings.tenant_slot_retry_s,
+            monthly_cost_ceiling=settings.monthly_cost_ceiling,
+            prices=settings.llm_prices,
         )
 
     @property

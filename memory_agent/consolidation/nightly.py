@@ -18,6 +18,13 @@ from psycopg.types.json import Jsonb
 
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.config import ConsolidationConfig
+from memory_agent.consolidation.guards import (
+    CAPPED,
+    OVER_BUDGET,
+    SummaryJobCap,
+    before_summary_job,
+    record_model_call,
+)
 from memory_agent.consolidation.model import (
     CONSOLIDATE_PROMPT,
     ConsolidationOutput,
@@ -39,7 +46,8 @@ NIGHTLY = "nightly"
 @dataclass(frozen=True)
 class PeriodOutcome:
     """What consolidating one period did: complete (written), exists (already written, nothing done), empty
-    (nothing to consolidate, nothing written)."""
+    (nothing to consolidate, nothing written), capped or over_budget (a tenant guard stopped it before its
+    model call: guards.py)."""
 
     period: Period
     status: str
@@ -52,6 +60,7 @@ class NightlyReport:
     days: list[date] = field(default_factory=list)
     outcomes: list[PeriodOutcome] = field(default_factory=list)
     compacted: list[int] = field(default_factory=list)
+    stopped: str | None = None  # the guard that stopped the run (capped, over_budget): the rest stays due
 
     def written(self, period: str) -> int:
         return sum(1 for o in self.outcomes if o.period.name == period and o.status == "complete")
@@ -65,8 +74,10 @@ async def run_nightly(
     *,
     model: BaseChatModel,
     config: ConsolidationConfig,
+    cap: SummaryJobCap | None = None,
 ) -> NightlyReport:
-    """Consolidate every day of the user not yet covered, up to yesterday (UTC) at `now`."""
+    """Consolidate every day of the user not yet covered, up to yesterday (UTC) at `now`; a guard that stops a
+    period (`cap`, the cost ceiling) ends the run there, the day not covered, the user still due."""
     check_identity(tenant_id, user_id)
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
@@ -79,8 +90,13 @@ async def run_nightly(
     day = first
     while day is not None and day <= yesterday:
         for period in [Period("daily", day, day), *rollups_due_after(day)]:
-            outcome = await consolidate_period(conn, tenant_id, user_id, period, now, model=model, config=config)
+            outcome = await consolidate_period(
+                conn, tenant_id, user_id, period, now, model=model, config=config, cap=cap
+            )
             report.outcomes.append(outcome)
+            if outcome.status in (CAPPED, OVER_BUDGET):
+                report.stopped = outcome.status
+                return report
         async with conn.transaction():
             run_day = day + timedelta(days=1)
             before = run_day - timedelta(days=config.retain_days)
@@ -126,6 +142,7 @@ async def consolidate_period(
     model: BaseChatModel,
     config: ConsolidationConfig,
     force: bool = False,
+    cap: SummaryJobCap | None = None,
 ) -> PeriodOutcome:
     """Write the note of one period from its material (one model call), unless it exists and `force` is off."""
     check_identity(tenant_id, user_id)
@@ -137,10 +154,14 @@ async def consolidate_period(
     lines, content, consolidated = await _material(conn, scope, period, config)
     if not lines:
         return PeriodOutcome(period, "empty")
+    stopped = await before_summary_job(conn, scope, now, config, cap)
+    if stopped is not None:
+        return PeriodOutcome(period, stopped)
     header = f"Period: {period.name} {period.start.isoformat()}..{period.end.isoformat()}\nNotes, oldest first:\n"
     output, call = await call_consolidation_model(
         model, CONSOLIDATE_PROMPT, header + "\n".join(lines), ConsolidationOutput
     )
+    await record_model_call(conn, scope, "consolidation", call, now, config)
     insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
     if period.name != "daily":
         # Rollups keep what matters; the compacted dailies keep everything.

@@ -13,11 +13,13 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from memory_agent import ledger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey, default_user_id
 from memory_agent.errors import ConfigurationError
@@ -70,6 +72,7 @@ class RoundRecall:
     result: RecallResult | None = None
     error: str | None = None
     latency_ms: float | None = None
+    status: str | None = None  # 'over_budget': the tenant's cost ceiling left the summaries out
 
     @property
     def block(self) -> str:
@@ -91,7 +94,7 @@ class RoundRecall:
         rest = [hit for hit in result.results if hit not in in_gap]
         block = format_block(rest)
         trimmed = replace(result, results=rest, block=block, estimated_tokens=estimate_tokens(block))
-        return RoundRecall(trimmed, self.error, self.latency_ms)
+        return RoundRecall(trimmed, self.error, self.latency_ms, self.status)
 
     def metrics(self, query: str) -> dict[str, Any]:
         """The round_metrics fields of recall (all null when the round did not recall)."""
@@ -107,6 +110,7 @@ class RoundRecall:
                 "estimated_tokens": None,
                 "recall_truncated": None,
                 "latency_retrieval_ms": self.latency_ms,
+                "recall_status": None,
             }
         return {
             "query": result.query,
@@ -118,18 +122,30 @@ class RoundRecall:
             "estimated_tokens": result.estimated_tokens,
             "recall_truncated": result.truncated,
             "latency_retrieval_ms": self.latency_ms,
+            "recall_status": self.status,
         }
 
 
 async def round_recall(
-    backend: MemoryBackend, key: ConversationKey, query: str, settings: RecallSettings | None
+    backend: MemoryBackend,
+    key: ConversationKey,
+    query: str,
+    settings: RecallSettings | None,
+    *,
+    cost_ceiling: float | None = None,
+    now: datetime | None = None,
 ) -> RoundRecall:
-    """Recall for a round of `key`'s user on a connection of its own; never raises (but for cancellation)."""
+    """Recall for a round of `key`'s user on a connection of its own; never raises (but for cancellation).
+    With a `cost_ceiling` the tenant's month has reached (at `now`, default the current time), recall returns
+    raw items and turns only, no cluster summaries: status 'over_budget', and a WARNING."""
     if settings is None or not query or key.user_id == default_user_id(key.conversation_id):
         return RoundRecall()
     started = time.perf_counter()
     try:
         async with backend.connection() as conn:
+            budget = await ledger.tenant_budget(conn, key.tenant_id, cost_ceiling, now or datetime.now(UTC))
+            if budget.over:
+                logger.warning("%s: recall returns raw items, no summaries", budget.describe())
             result = await recall(
                 conn,
                 tenant_id=key.tenant_id,
@@ -137,10 +153,12 @@ async def round_recall(
                 query=query,
                 conversation_id=key.conversation_id,
                 settings=settings,
+                include_summaries=not budget.over,
             )
     except Exception as exc:
         logger.warning("Recall failed for a round of %s; the round runs without it: %s", key.conversation_id, exc)
         return RoundRecall(
             error=f"{type(exc).__name__}: {exc}"[:2000], latency_ms=(time.perf_counter() - started) * 1000
         )
-    return RoundRecall(result, None, (time.perf_counter() - started) * 1000)
+    status = "over_budget" if budget.over else None
+    return RoundRecall(result, None, (time.perf_counter() - started) * 1000, status)

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -92,6 +93,12 @@ class Rounds:
         self.leases = RoundLeases(settings, backend, loop)
         # A bad setting is a ConfigurationError at open; None: recall is off.
         self.recall_settings = recall_settings(settings) if settings.recall else None
+        # The app model's answers go to the cost ledger once prices or the app's model are configured.
+        self.app_prices = (
+            {model: price.model_dump() for model, price in settings.llm_prices.items()}
+            if settings.llm_prices or settings.app_model
+            else None
+        )
 
     async def context(self, key: ConversationKey, current_messages: Sequence[BaseMessage]) -> ConversationContext:
         """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
@@ -123,7 +130,11 @@ class Rounds:
         its own: recall adds its excess over the round start, not its whole time. A failing start cancels
         recall."""
         message_ids = [m.id for m in messages if m.id]
-        recalling = asyncio.ensure_future(round_recall(self.backend, key, query, self.recall_settings))
+        recalling = asyncio.ensure_future(
+            round_recall(
+                self.backend, key, query, self.recall_settings, cost_ceiling=self.settings.monthly_cost_ceiling
+            )
+        )
 
         async def attempt(token: str) -> tuple[ConversationContext, set[str]] | None:
             rows = await self.backend.begin_round(
@@ -250,6 +261,17 @@ class Rounds:
             if info is not None:
                 await self.backend.insert_round_metrics(
                     conn, round_metrics_row(info, saved, trigger, graph_ended), tenant_id=key.tenant_id, user_id=user_id
+                )
+            if self.app_prices is not None:
+                await self.backend.record_app_calls(
+                    conn,
+                    saved,
+                    tenant_id=key.tenant_id,
+                    user_id=user_id,
+                    conversation_id=conversation_id,
+                    prices=self.app_prices,
+                    app_model=self.settings.app_model,
+                    now=datetime.now(UTC),
                 )
             await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
         await self.trigger.dispatch(key, trigger)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -221,6 +222,31 @@ class RoundQueries(NamedQueries):
             {"timeout_s": timeout_s, "user_id": user_id, "conversation_id": conversation_id},
             conn,
         )
+
+    async def record_app_calls(
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        saved: RoundSaved,
+        *,
+        tenant_id: str,
+        user_id: str,
+        conversation_id: str,
+        prices: dict[str, Any],
+        app_model: str | None,
+        now: datetime,
+    ) -> None:
+        """The cost ledger's 'app' rows: one per answer of the round that reports its usage (memory_agent/ledger.py)."""
+        params = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "first_sequence": saved.first_sequence,
+            "last_sequence": saved.last_sequence,
+            "prices": Jsonb(prices),
+            "app_model": app_model,
+            "now": now,
+        }
+        await conn.execute(self._queries["record_app_calls"], params)
 
     async def insert_round_metrics(
         self, conn: psycopg.AsyncConnection[Row] | None, row: dict[str, Any], *, tenant_id: str, user_id: str

@@ -194,10 +194,12 @@ async def recall(
     embedder: Embeddings | None = None,
     settings: RecallSettings | None = None,
     paths: Collection[SearchPath] = ALL_PATHS,
+    include_summaries: bool = True,
 ) -> RecallResult:
     """Recall for one user: turns of every conversation of theirs, `conversation_id` (the round's) first; `as_of`
     reads items valid then and turns stored by then; `paths` restricts the retrieval paths (the evaluation measures each alone: a path named alone always
-    runs, trigrams included). Vectors run only with an `embedder` and pgvector on the server."""
+    runs, trigrams included). Vectors run only with an `embedder` and pgvector on the server. `include_summaries`
+    False leaves cluster summaries out of the results (their source items still compete)."""
     started = time.perf_counter()
     settings = settings or RecallSettings()
     if not tenant_id or not user_id:
@@ -255,6 +257,8 @@ async def recall(
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
     hits = [_hit(row, settings.max_turn_chars) for row in rows if row["kind"] is not None]
+    if not include_summaries:  # raw items and turns only (a tenant over its cost ceiling); the counts stay the search's
+        hits = [hit for hit in hits if hit.kind != "summary"]
     kept, block, tokens, truncated = apply_guardrails(
         hits, limit=limit, max_tokens=settings.max_tokens, max_turns=settings.max_turns
     )

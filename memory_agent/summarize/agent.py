@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import ValidationError
 
-from memory_agent import resources
+from memory_agent import ledger, resources
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.long_term.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.schemas import MemorySummaryOutput
@@ -168,14 +168,19 @@ class MemoryAgent:
     async def summarize_cluster(self, members: list[str]) -> str:
         """A long_term ClusterSummarizer through the summary model: one plain call per cluster (no tool), its
         text checked by the long-term tier before it is stored."""
-        prompt = resources.prompt("cluster_summary").format(members="\n".join(f"- {m}" for m in members))
-        answer = await self.model.ainvoke([HumanMessage(prompt)], config={"callbacks": []})
+        prompt = [
+            HumanMessage(resources.prompt("cluster_summary").format(members="\n".join(f"- {m}" for m in members)))
+        ]
+        answer = await self.model.ainvoke(prompt, config={"callbacks": []})
+        ledger.note_answer("cluster_summary", self.model_name, answer, prompt)
         return str(answer.text).strip()
 
     async def _ask(self, prompt: list[BaseMessage]) -> Any:
         # No callbacks of any caller's run (an empty list replaces inherited ones; None would not), and the
         # background task starts from a fresh context: summarizer tokens never reach a user's stream.
-        return await self._bound.ainvoke(prompt, config={"callbacks": []})
+        answer = await self._bound.ainvoke(prompt, config={"callbacks": []})
+        ledger.note_answer("conversation_summary", self.model_name, answer, prompt)  # the retry's too
+        return answer
 
     async def summarize(self, **window: Any) -> SummaryResult:
         """Call the model with `build_prompt(**window)`, once more when the answer does not validate (the

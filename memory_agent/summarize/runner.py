@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +23,7 @@ import psycopg
 from langchain_core.messages import messages_from_dict
 from psycopg.types.json import Jsonb
 
-from memory_agent import long_term
+from memory_agent import ledger, long_term
 from memory_agent.conversation.messages import storable_text
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError, SummarizationError
@@ -59,7 +60,21 @@ class SummaryRunner:
 
     async def run_summary(self, memory_id: int, user_id: str) -> str:
         """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
-        the final status."""
+        the final status. Every model call it made (failed attempts and cluster summaries included) goes to
+        the cost ledger afterwards."""
+        with ledger.collecting() as log:
+            status = await self._run_summary(memory_id, user_id, log)
+        if log.calls and log.tenant_id is not None:
+            try:
+                async with self.backend.connection() as conn:
+                    await ledger.record_log(
+                        conn, log.tenant_id, user_id, log, now=self.clock(), prices=self.settings.llm_prices
+                    )
+            except Exception as exc:  # the database may be away; the summary itself is done
+                logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
+        return status
+
+    async def _run_summary(self, memory_id: int, user_id: str, log: ledger.CallLog) -> str:
         backend = self.backend
         try:
             row = await backend.start_memory(memory_id, user_id=user_id)
@@ -69,6 +84,7 @@ class SummaryRunner:
         if row is None:
             logger.debug("Memory %s is no longer processing; nothing to do", memory_id)
             return "skipped"
+        log.tenant_id = row["tenant_id"]
         conversation_id = row["conversation_id"]
         start_seq, end_seq = row["start_sequence"], row["end_sequence"]
         base_end = row["base_end_sequence"]
@@ -179,11 +195,13 @@ class SummaryRunner:
 
     async def _refresh_clusters(self, clusters: list[long_term.Cluster], now: datetime) -> None:
         """After the version's commit: each touched cluster in its own transaction. A failure is logged and left
-        to the periodic safety net (refresh_pending)."""
+        to the periodic safety net (refresh_pending); a tenant over its cost ceiling gets no summary call."""
         if not clusters:
             return
         try:
             async with self.backend.connection() as conn:
+                if await self._over_budget(conn, clusters[0].tenant_id, now):
+                    return
                 for cluster in clusters:
                     async with long_term.tenant_transaction(conn, cluster.tenant_id):
                         await long_term.refresh_cluster(
@@ -196,20 +214,45 @@ class SummaryRunner:
         except Exception as exc:
             logger.warning("Cluster summaries not refreshed (the periodic task will): %s", exc)
 
+    async def _over_budget(self, conn: Any, tenant_id: str, now: datetime) -> bool:
+        budget = await ledger.tenant_budget(conn, tenant_id, self.settings.monthly_cost_ceiling, now)
+        if budget.over:
+            logger.warning(
+                "%s: no cluster summary is written for this tenant (recall reads raw items)", budget.describe()
+            )
+        return budget.over
+
     async def refresh_pending(self, limit: int = 100) -> int:
         """The periodic safety net: refresh up to `limit` clusters whose summary is missing, stale or due for
-        deletion (their inline refresh failed or never ran). Returns how many it handled."""
+        deletion (their inline refresh failed or never ran), at most max_summary_jobs_per_run per (tenant, user,
+        project) and none of a tenant over its cost ceiling; each cluster's calls go to the ledger. Returns how
+        many it handled."""
         if not self.settings.long_term:
             return 0
+        settings, now = self.settings, self.clock()
+        per_scope: Counter[tuple[str, str, str]] = Counter()
+        over: dict[str, bool] = {}
+        handled = 0
         async with self.backend.connection() as conn:
-            outcomes = await long_term.refresh_pending_clusters(
-                conn,
-                self.cluster_summarizer,
-                now=self.clock(),
-                min_items=self.settings.summary_min_cluster_items,
-                limit=limit,
-            )
-        return len(outcomes)
+            pending = await long_term.pending_clusters(conn, min_items=settings.summary_min_cluster_items, limit=limit)
+            for cluster in pending:
+                scope = (cluster.tenant_id, cluster.user_id, cluster.project)
+                if per_scope[scope] >= settings.max_summary_jobs_per_run:
+                    continue  # the next run takes it
+                if cluster.tenant_id not in over:
+                    over[cluster.tenant_id] = await self._over_budget(conn, cluster.tenant_id, now)
+                if over[cluster.tenant_id]:
+                    continue
+                per_scope[scope] += 1
+                with ledger.collecting() as log:
+                    await long_term.refresh_cluster(
+                        conn, cluster, self.cluster_summarizer, now=now, min_items=settings.summary_min_cluster_items
+                    )
+                await ledger.record_log(
+                    conn, cluster.tenant_id, cluster.user_id, log, now=now, prices=settings.llm_prices
+                )
+                handled += 1
+        return handled
 
     async def _summarize_with_retries(
         self,

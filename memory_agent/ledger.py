@@ -1,0 +1,189 @@
+"""The cost ledger: every LLM call memory_agent makes, with its tokens and cost, in `llm_calls`.
+
+The calls are the conversation summarizer's (summarize/agent.py, its retry included), the cluster summaries'
+(the same agent), and consolidation's (consolidation/model.py: call_consolidation_model); purpose 'app' is the
+app's own model, recorded by the round from its answers' usage. Cost is priced at call time from the price
+table (MEMORY_AGENT_LLM_PRICES: USD, or any one currency, per 1M input and output tokens per model); a model
+the table does not name costs 0 and its row says priced = false, its tokens still counted. A call that fails
+without an answer records nothing: no usage is known.
+
+Model code has no SQL: it notes each answer's usage in the CallLog of the job it runs in (a context variable,
+so concurrent jobs on one agent never mix their calls), and the job writes the log with record_calls.
+May import: errors, resources, guard_settings. Imported by summarize/, consolidation/, conversation/.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+import psycopg
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from psycopg.rows import dict_row
+
+from memory_agent import resources
+from memory_agent.errors import InvalidInputError
+from memory_agent.guard_settings import ModelPrice
+
+logger = logging.getLogger("memory_agent.ledger")
+
+Purpose = Literal["conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app"]
+PURPOSES: tuple[Purpose, ...] = ("conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app")
+PER_TOKENS = Decimal(1_000_000)
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """One model call: why, which model, its tokens."""
+
+    purpose: Purpose
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass
+class CallLog:
+    """The calls one job made, noted as they are answered, and whose they are once the job knows."""
+
+    calls: list[LLMCall] = field(default_factory=list)
+    tenant_id: str | None = None
+    user_id: str | None = None
+
+
+_current: ContextVar[CallLog | None] = ContextVar("memory_agent_call_log", default=None)
+
+
+@contextmanager
+def collecting() -> Iterator[CallLog]:
+    """Note every model call made inside the block (and in tasks it starts) in the returned log."""
+    log = CallLog()
+    token = _current.set(log)
+    try:
+        yield log
+    finally:
+        _current.reset(token)
+
+
+def note_call(call: LLMCall) -> None:
+    """Add a call to the log of the running job, if any (a call outside a job is not recorded)."""
+    log = _current.get()
+    if log is not None:
+        log.calls.append(call)
+
+
+def usage_of(answer: Any, prompt: Sequence[BaseMessage]) -> tuple[int, int]:
+    """(input, output) tokens of an answer: the provider's usage when it reports one, else an estimate."""
+    usage = getattr(answer, "usage_metadata", None) or {}
+    input_tokens = usage.get("input_tokens") or count_tokens_approximately(list(prompt))
+    if usage.get("output_tokens"):
+        return int(input_tokens), int(usage["output_tokens"])
+    answered = answer if isinstance(answer, BaseMessage) else AIMessage(str(answer))
+    return int(input_tokens), int(count_tokens_approximately([answered]))
+
+
+def note_answer(purpose: Purpose, model: str, answer: Any, prompt: Sequence[BaseMessage]) -> None:
+    """note_call for a model's answer to `prompt`."""
+    input_tokens, output_tokens = usage_of(answer, prompt)
+    note_call(LLMCall(purpose, model, input_tokens, output_tokens))
+
+
+def price(call: LLMCall, prices: Mapping[str, ModelPrice]) -> tuple[Decimal, bool]:
+    """The call's cost from the price table, and whether the table names its model (unnamed: 0)."""
+    entry = prices.get(call.model)
+    if entry is None:
+        return Decimal(0), False
+    cost = (
+        Decimal(call.input_tokens) * Decimal(str(entry.input))
+        + Decimal(call.output_tokens) * Decimal(str(entry.output))
+    ) / PER_TOKENS
+    return cost, True
+
+
+async def record_calls(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    user_id: str,
+    calls: Sequence[LLMCall],
+    *,
+    now: datetime,
+    prices: Mapping[str, ModelPrice],
+) -> Decimal:
+    """Write the calls of one user (one statement: the rows and the tenant's monthly total); their cost."""
+    if not calls:
+        return Decimal(0)
+    if now.tzinfo is None:
+        raise InvalidInputError(f"now must be a timezone-aware datetime, got {now!r}")
+    unknown = {c.purpose for c in calls} - set(PURPOSES)
+    if unknown:
+        raise InvalidInputError(f"unknown LLM call purposes {sorted(unknown)}; use one of {list(PURPOSES)}")
+    priced = [price(call, prices) for call in calls]
+    params = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "now": now,
+        "purposes": [c.purpose for c in calls],
+        "models": [c.model for c in calls],
+        "input_tokens": [max(0, c.input_tokens) for c in calls],
+        "output_tokens": [max(0, c.output_tokens) for c in calls],
+        "costs": [cost for cost, _ in priced],
+        "priced": [known for _, known in priced],
+    }
+    await conn.execute(resources.queries()["record_llm_calls"], params)
+    return sum((cost for cost, _ in priced), Decimal(0))
+
+
+async def record_log(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    user_id: str,
+    log: CallLog,
+    *,
+    now: datetime,
+    prices: Mapping[str, ModelPrice],
+) -> None:
+    """record_calls for a job's log; a failure is logged, never raised (the job's work is done already)."""
+    try:
+        await record_calls(conn, tenant_id, user_id, log.calls, now=now, prices=prices)
+    except Exception as exc:
+        logger.warning("LLM calls of %s/%s not recorded in the ledger: %s", tenant_id, user_id, exc)
+
+
+async def tenant_spend(conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime) -> Decimal:
+    """What memory_agent's calls cost the tenant in the calendar month (UTC) of `now`."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(resources.queries()["tenant_month_spend"], {"tenant_id": tenant_id, "now": now})
+        row = await cur.fetchone()
+    return Decimal(row["cost"]) if row else Decimal(0)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A tenant's month against its ceiling: over when the spend reached it."""
+
+    tenant_id: str
+    spent: Decimal
+    ceiling: Decimal | None
+
+    @property
+    def over(self) -> bool:
+        return self.ceiling is not None and self.spent >= self.ceiling
+
+    def describe(self) -> str:
+        return f"tenant {self.tenant_id!r} spent {self.spent:.4f} of its monthly cost ceiling {self.ceiling}"
+
+
+async def tenant_budget(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, ceiling: Decimal | float | None, now: datetime
+) -> Budget:
+    """The tenant's budget at `now`; no ceiling (None) reads nothing."""
+    if ceiling is None:
+        return Budget(tenant_id, Decimal(0), None)
+    return Budget(tenant_id, await tenant_spend(conn, tenant_id, now), Decimal(str(ceiling)))

@@ -1,0 +1,89 @@
+-- Named queries of the cost ledger (memory_agent/ledger.py) and the tenant guards
+-- (memory_agent/consolidation/guards.py). `now` is the caller's clock, never now(); months are UTC.
+
+-- record_llm_calls --
+-- A user's model calls, and their cost added to the tenant's month (memory_agent's own calls only, not 'app').
+WITH calls AS (
+    INSERT INTO llm_calls
+        (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
+    SELECT %(user_id)s, %(tenant_id)s, c.purpose, c.model, c.input_tokens, c.output_tokens, c.cost, c.priced,
+           %(now)s
+    FROM unnest(%(purposes)s::text[], %(models)s::text[], %(input_tokens)s::integer[],
+                %(output_tokens)s::integer[], %(costs)s::numeric[], %(priced)s::boolean[])
+        AS c (purpose, model, input_tokens, output_tokens, cost, priced)
+    RETURNING purpose, cost
+)
+INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
+SELECT '', %(tenant_id)s, date_trunc('month', %(now)s::timestamptz AT TIME ZONE 'UTC')::date,
+       sum(cost), count(*)
+FROM calls
+WHERE purpose <> 'app'
+HAVING count(*) > 0
+ON CONFLICT (user_id, tenant_id, month) DO UPDATE
+SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls;
+
+-- tenant_month_spend --
+-- What memory_agent's calls cost a tenant in the calendar month (UTC) of `now`: 0 when nothing was recorded.
+SELECT COALESCE((SELECT cost FROM tenant_monthly_spend
+                 WHERE user_id = '' AND tenant_id = %(tenant_id)s
+                   AND month = date_trunc('month', %(now)s::timestamptz AT TIME ZONE 'UTC')::date), 0) AS cost;
+
+-- list_llm_calls --
+-- A tenant's recorded calls (one user's when named), oldest first.
+SELECT user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at
+FROM llm_calls
+WHERE tenant_id = %(tenant_id)s AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s)
+ORDER BY created_at, call_id;
+
+-- claim_scheduler_run --
+-- The tenant's run at `now`, unless its previous run is less than `cooldown` ago: a row when this run may go on.
+INSERT INTO tenant_scheduler_runs AS r (user_id, tenant_id, last_run)
+VALUES ('', %(tenant_id)s, %(now)s)
+ON CONFLICT (user_id, tenant_id) DO UPDATE
+SET last_run = EXCLUDED.last_run
+WHERE r.last_run <= EXCLUDED.last_run - %(cooldown)s::interval
+RETURNING last_run;
+
+-- scheduler_last_run --
+-- When the tenant's scheduler last ran (what a run in its cooldown reports).
+SELECT last_run FROM tenant_scheduler_runs WHERE user_id = '' AND tenant_id = %(tenant_id)s;
+
+-- try_tenant_slot --
+-- Take slot `slot` of the tenant's concurrent-job slots for this session (held until tenant_slot_release or
+-- the connection ends: a killed worker frees its slot).
+SELECT pg_try_advisory_lock(hashtextextended(
+    concat_ws(chr(31), 'memory_agent.tenant_job_slot', %(tenant_id)s::text, %(slot)s::text), 0)) AS taken;
+
+-- release_tenant_slot --
+-- Give back slot `slot` of the tenant taken by this session.
+SELECT pg_advisory_unlock(hashtextextended(
+    concat_ws(chr(31), 'memory_agent.tenant_job_slot', %(tenant_id)s::text, %(slot)s::text), 0)) AS released;
+
+-- upgrade_report --
+-- The weekly upgrade report (view upgrade_report_weekly), newest weeks first; one tenant when named.
+SELECT *
+FROM upgrade_report_weekly
+WHERE (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+  AND week_start >= %(since)s::date
+ORDER BY week_start DESC, tenant_id;
+
+-- record_app_calls --
+-- Round end: the app model's answers of the round that report their usage, priced from `prices` (as the ledger).
+WITH answers AS (
+    SELECT COALESCE(NULLIF(m.message #>> '{data,response_metadata,model_name}', ''),
+                    NULLIF(m.message #>> '{data,response_metadata,model}', ''),
+                    %(app_model)s::text, 'unknown') AS model,
+           COALESCE((m.message #>> '{data,usage_metadata,input_tokens}')::integer, 0) AS input_tokens,
+           COALESCE((m.message #>> '{data,usage_metadata,output_tokens}')::integer, 0) AS output_tokens
+    FROM messages AS m
+    WHERE m.user_id = %(user_id)s AND m.conversation_id = %(conversation_id)s
+      AND m.sequence_number BETWEEN %(first_sequence)s AND %(last_sequence)s
+      AND m.role = 'assistant' AND jsonb_typeof(m.message #> '{data,usage_metadata}') = 'object'
+)
+INSERT INTO llm_calls (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
+SELECT %(user_id)s, %(tenant_id)s, 'app', a.model, greatest(a.input_tokens, 0), greatest(a.output_tokens, 0),
+       (greatest(a.input_tokens, 0) * COALESCE((p.price ->> 'input')::numeric, 0)
+        + greatest(a.output_tokens, 0) * COALESCE((p.price ->> 'output')::numeric, 0)) / 1000000,
+       p.price IS NOT NULL, %(now)s
+FROM answers AS a
+CROSS JOIN LATERAL (SELECT %(prices)s::jsonb -> a.model AS price) AS p;
