@@ -1,14 +1,17 @@
 -- Named queries of recall (memory_agent/long_term/recall.py and embeddings.py).
--- Every statement runs with search_path set to the memory_agent schema. `recall_search` has one placeholder,
+-- Every statement runs with search_path set to the memory_agent schema. `recall_search` has placeholders:
 -- {vector_hits}, filled with `recall_vector_hits` when an embedder is configured and `recall_no_vector_hits`
--- otherwise (the embeddings table exists only where pgvector does).
+-- otherwise (the embeddings table exists only where pgvector does); {message_fts} and {item_fts}, the stored
+-- 'english' vectors or vectors computed in the configured one.
 
 -- recall_settings --
--- For recall's transaction: the word similarity a trigram hit needs (the operator's index reads it), and custom
--- plans only: the configuration and the path switches must be constants for the planner to pick the indexes,
--- and a generic plan of the prepared statement (psycopg prepares a query run five times) scans every row.
+-- For recall's transaction: the word similarity a trigram hit needs (the operator's index reads it), and the plan
+-- cache mode. With the stored 'english' vectors the statement has no configuration-dependent expression, so one
+-- generic plan per connection serves every call (planning was ~1.5 ms of a ~4 ms recall); with any other
+-- configuration the configuration must be a constant for the planner to match the expression index, hence
+-- custom plans.
 SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
-       set_config('plan_cache_mode', 'force_custom_plan', true)
+       set_config('plan_cache_mode', %(plan_cache_mode)s, true)
 
 -- recall_search --
 -- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank.
@@ -16,8 +19,7 @@ WITH user_turns AS NOT MATERIALIZED (
     -- The one place turns are scoped to a user: every conversation of theirs (the messages key leads with
     -- user_id), in their tenant.
     SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at, m.has_cjk,
-           CASE WHEN %(config)s::regconfig = 'english'::regconfig THEN m.fts_english
-                ELSE to_tsvector(%(config)s::regconfig, m.content) END AS fts
+           {message_fts} AS fts
     FROM messages AS m
     WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s
       AND m.role IN ('user', 'assistant')
@@ -25,8 +27,7 @@ WITH user_turns AS NOT MATERIALIZED (
 ), user_items AS NOT MATERIALIZED (
     -- Items and cluster summaries valid at `as_of`, current ones without it.
     SELECT i.item_id, i.is_summary, i.content, i.has_cjk,
-           CASE WHEN %(config)s::regconfig = 'english'::regconfig THEN i.fts_english
-                ELSE to_tsvector(%(config)s::regconfig, i.content) END AS fts
+           {item_fts} AS fts
     FROM items AS i
     WHERE i.tenant_id = %(tenant_id)s AND i.user_id = %(user_id)s
       AND CASE WHEN %(as_of)s::timestamptz IS NULL THEN upper_inf(i.valid_during)
@@ -150,6 +151,22 @@ LEFT JOIN LATERAL (
       AND s.conversation_id IS NOT NULL AND s.sequence_number IS NOT NULL
 ) AS src ON true
 ORDER BY f.score DESC NULLS LAST, i.is_summary DESC NULLS LAST, f.kind, f.sequence_number
+
+-- recall_message_fts_stored --
+-- The full-text vector of a turn when the configuration is 'english': the stored column (and its index).
+m.fts_english
+
+-- recall_item_fts_stored --
+-- The full-text vector of an item when the configuration is 'english': the stored column (and its index).
+i.fts_english
+
+-- recall_message_fts_computed --
+-- The full-text vector of a turn in any other configuration, computed (an expression index serves 'simple').
+to_tsvector(%(config)s::regconfig, m.content)
+
+-- recall_item_fts_computed --
+-- The full-text vector of an item in any other configuration, computed (an expression index serves 'simple').
+to_tsvector(%(config)s::regconfig, i.content)
 
 -- recall_vector_hits --
 -- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded); a

@@ -120,21 +120,40 @@ def cjk_bigrams(text: str, limit: int = 24) -> list[str]:
     return list(dict.fromkeys(grams))[:limit]
 
 
-def _statement(vectors: bool) -> sql.Composed:
+_STORED_CONFIGS = ("english", "pg_catalog.english")
+
+
+def stored_vectors(settings: RecallSettings) -> bool:
+    """Whether the configuration is the one whose vectors are stored (0009): then the statement is the same for
+    every call and runs on one generic plan per connection."""
+    return settings.text_search_config.lower() in _STORED_CONFIGS
+
+
+def _statement(vectors: bool, stored: bool) -> sql.Composed:
     queries = resources.queries()
-    fragment = queries["recall_vector_hits" if vectors else "recall_no_vector_hits"]
-    return sql.SQL(queries["recall_search"]).format(vector_hits=sql.SQL(fragment))
+    fts = "stored" if stored else "computed"
+    return sql.SQL(queries["recall_search"]).format(
+        vector_hits=sql.SQL(queries["recall_vector_hits" if vectors else "recall_no_vector_hits"]),
+        message_fts=sql.SQL(queries[f"recall_message_fts_{fts}"]),
+        item_fts=sql.SQL(queries[f"recall_item_fts_{fts}"]),
+    )
 
 
 async def _search(
     conn: AsyncConnection[Any], params: dict[str, Any], settings: RecallSettings, vectors: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """One run of `recall_search` (with the vector path when `vectors` gives its parameters); its settings hold
-    for its transaction only."""
+    for its transaction only. The transaction's four statements go in one pipeline: one round trip, not four."""
+    stored = stored_vectors(settings)
+    settings_params = {
+        "threshold": str(settings.trgm_threshold),
+        "plan_cache_mode": "force_generic_plan" if stored else "force_custom_plan",
+    }
     try:
-        async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(resources.queries()["recall_settings"], {"threshold": str(settings.trgm_threshold)})
-            await cur.execute(_statement(vectors is not None), {**params, **(vectors or {})})
+        async with conn.pipeline(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(resources.queries()["recall_settings"], settings_params)
+            # Prepared at once: the generic plan is made once per connection and reused.
+            await cur.execute(_statement(vectors is not None, stored), {**params, **(vectors or {})}, prepare=stored)
             return await cur.fetchall()
     except psycopg.errors.UndefinedObject as exc:
         raise ConfigurationError(
