@@ -200,6 +200,19 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND is_summary
 -- Erase every long-term row of a user (lineage cascades).
 DELETE FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s RETURNING item_id;
 
+-- delete_user_consolidation --
+-- Erase the user's consolidation rows: daily/weekly/monthly notes (their text and key insights, which recall
+-- reads), batch summaries, and the schedule state that names them.
+WITH notes AS (
+    DELETE FROM consolidation_notes WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s RETURNING note_id
+), batches AS (
+    DELETE FROM batch_summaries WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s RETURNING summary_id
+), schedules AS (
+    DELETE FROM consolidation_schedules WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s RETURNING job
+)
+SELECT (SELECT count(*) FROM notes) AS notes, (SELECT count(*) FROM batches) AS batch_summaries,
+       (SELECT count(*) FROM schedules) AS schedules
+
 -- lock_user_conversations --
 -- Hold the user's conversations (all, or the one named) until the forget commits: a summary job already holding
 -- one (hold_conversation) is waited for, and the items it wrote are then seen and erased; a later job finds the

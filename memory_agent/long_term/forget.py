@@ -5,7 +5,8 @@
   metrics, lease, the conversation).
 - forget_item: that item version (its lineage goes with it). Forgetting a cluster summary forgets the members
   it stands for too — otherwise the next refresh would write the same text back.
-- forget_user: every long-term row of the user and every conversation of theirs.
+- forget_user: every long-term row of the user (items, and the consolidation notes and batch summaries made
+  from them) and every conversation of theirs.
 A summary job holds its conversation while it writes (hold_conversation); forget_conversation and forget_user
 lock the conversations first, so a job racing a forget either commits before the forget reads or writes nothing.
 Each then regenerates the cluster summaries built from an erased item without it (or deletes them below
@@ -89,13 +90,15 @@ async def forget_item(
 
 
 async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str) -> ForgetReport:
-    """Erase every long-term row of the user and every conversation of theirs."""
+    """Erase every long-term row of the user (consolidation notes and batch summaries included) and every
+    conversation of theirs."""
     check_identity(tenant_id, user_id)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     async with conn.transaction():
         await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": None})
         conversations = [row["conversation_id"] for row in await fetch(conn, "user_conversations", scope)]
         items = await fetch(conn, "delete_user_items", scope)
+        await fetch(conn, "delete_user_consolidation", scope)
         erased: list[str] = []
         for conversation_id in sorted(conversations):
             rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})

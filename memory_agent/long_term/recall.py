@@ -12,6 +12,7 @@ source items), so a caller can re-expand it. Recall never calls an LLM. docs/rec
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Collection, Sequence
@@ -129,6 +130,7 @@ def stored_vectors(settings: RecallSettings) -> bool:
     return settings.text_search_config.lower() in _STORED_CONFIGS
 
 
+@functools.cache
 def _statement(vectors: bool, stored: bool) -> sql.Composed:
     queries = resources.queries()
     fts = "stored" if stored else "computed"
@@ -136,6 +138,7 @@ def _statement(vectors: bool, stored: bool) -> sql.Composed:
         vector_hits=sql.SQL(queries["recall_vector_hits" if vectors else "recall_no_vector_hits"]),
         message_fts=sql.SQL(queries[f"recall_message_fts_{fts}"]),
         item_fts=sql.SQL(queries[f"recall_item_fts_{fts}"]),
+        note_fts=sql.SQL(queries[f"recall_note_fts_{fts}"]),
     )
 
 
@@ -143,14 +146,14 @@ async def _search(
     conn: AsyncConnection[Any], params: dict[str, Any], settings: RecallSettings, vectors: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """One run of `recall_search` (with the vector path when `vectors` gives its parameters); its settings hold
-    for its transaction only. The transaction's four statements go in one pipeline: one round trip, not four."""
+    for its transaction only."""
     stored = stored_vectors(settings)
     settings_params = {
         "threshold": str(settings.trgm_threshold),
         "plan_cache_mode": "force_generic_plan" if stored else "force_custom_plan",
     }
     try:
-        async with conn.pipeline(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(resources.queries()["recall_settings"], settings_params)
             # Prepared at once: the generic plan is made once per connection and reused.
             await cur.execute(_statement(vectors is not None, stored), {**params, **(vectors or {})}, prepare=stored)
@@ -177,6 +180,17 @@ def _hit(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
             conversation_id=row["conversation_id"],
             sequences=[row["sequence_number"]],
             sources=[(row["conversation_id"], row["sequence_number"])],
+            **common,
+        )
+    if row["kind"] == "insight":
+        # A key insight of a weekly or monthly consolidation note: the summaries tier, its note as provenance.
+        return RecallHit(
+            kind="summary",
+            text=text,
+            role=f"{row['period']} insight",
+            note_id=row["note_id"],
+            period=row["period"],
+            period_start=row["period_start"],
             **common,
         )
     sources = sorted((str(c), int(s)) for c, s in (row["sources"] or []))
