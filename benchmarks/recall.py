@@ -1,8 +1,8 @@
 """The recall stage of `make bench` (`python -m benchmarks.run --only recall` runs it alone).
 
 Quality: `memory-agent eval recall` on the synthetic LoCoMo-format dataset (benchmarks/data), for every
-text-search configuration and term operator the default was chosen from. Latency: recall at 10,000 items and
-5,000 turns per user (data generated in SQL), against a bare `load_context` of the same run, the statement a
+text-search configuration and term operator the default was chosen from. Latency: recall at 10,000 items,
+5,000 turns and two years of weekly and monthly consolidation notes per user (data generated in SQL), against a bare `load_context` of the same run, the statement a
 round starts with: the ratio is what recall would add to a round's database time at round start.
 """
 
@@ -322,6 +322,7 @@ async def recall_latency(
                 "recall_bench_conversations",
                 "recall_bench_messages",
                 "recall_bench_items",
+                "recall_bench_notes",
                 "recall_bench_embeddings",
                 "recall_bench_analyze",
             ):

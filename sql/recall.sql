@@ -36,7 +36,7 @@ WITH user_turns AS NOT MATERIALIZED (
 ), user_notes AS NOT MATERIALIZED (
     -- Weekly and monthly consolidation notes, whose key insights are recalled as summaries (dailies are the raw
     -- material of those rollups, and compacted after a month). Written by then, with `as_of`.
-    SELECT n.note_id, n.key_insights, {note_fts} AS fts
+    SELECT n.note_id, n.period_start, n.key_insights, {note_fts} AS fts
     FROM consolidation_notes AS n
     WHERE n.user_id = %(user_id)s AND n.tenant_id = %(tenant_id)s AND n.period IN ('weekly', 'monthly')
       AND (%(as_of)s::timestamptz IS NULL OR n.created_at <= %(as_of)s::timestamptz)
@@ -60,13 +60,17 @@ WITH user_turns AS NOT MATERIALIZED (
         WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
         UNION ALL
         -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
-        -- The note's index finds the notes; each of their few insights is matched on its own.
+        -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
+        -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
         SELECT 'insight', NULL, k.ordinal::integer, n.note_id,
                ts_rank(to_tsvector(%(config)s::regconfig, k.insight), (SELECT q FROM terms))
-        FROM user_notes AS n
+        FROM (SELECT b.note_id, b.key_insights
+              FROM user_notes AS b
+              WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
+              ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
+              LIMIT 4) AS n
         CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
-        WHERE %(use_fts)s AND n.fts @@ (SELECT q FROM terms)
-          AND to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
+        WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
