@@ -38,6 +38,47 @@ class RecallHit:
     period_start: date | None = None
 
 
+def hit_from_row(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
+    """A row of `recall_search` as a hit, its text cut at `max_turn_chars`."""
+    text: str = row["text"] or ""
+    truncated = len(text) > max_turn_chars
+    if truncated:
+        text = text[: max_turn_chars - 1].rstrip() + "…"
+    common: dict[str, Any] = {"score": float(row["score"]), "paths": list(row["paths"] or []), "truncated": truncated}
+    if row["kind"] == "turn":
+        return RecallHit(
+            kind="turn",
+            text=text,
+            role=row["role"],
+            conversation_id=row["conversation_id"],
+            sequences=[row["sequence_number"]],
+            sources=[(row["conversation_id"], row["sequence_number"])],
+            **common,
+        )
+    if row["kind"] == "insight":
+        # A key insight of a weekly or monthly consolidation note: the summaries tier, its note as provenance.
+        return RecallHit(
+            kind="summary",
+            text=text,
+            role=f"{row['period']} insight",
+            note_id=row["note_id"],
+            period=row["period"],
+            period_start=row["period_start"],
+            **common,
+        )
+    sources = sorted((str(c), int(s)) for c, s in (row["sources"] or []))
+    return RecallHit(
+        kind="summary" if row["is_summary"] else "item",
+        text=text,
+        role=row["role"] or "item",
+        item_ids=[row["item_id"]],
+        source_item_ids=list(row["source_item_ids"] or []),
+        sources=sources,
+        key=row["key"],
+        **common,
+    )
+
+
 def format_hit(hit: RecallHit) -> str:
     if hit.kind == "turn":
         return f"- [{hit.conversation_id} #{hit.sequences[0]} {hit.role}] {hit.text}"

@@ -1,13 +1,16 @@
-"""Recall at round start: a user's relevant items, cluster summaries and earlier turns, as a bounded block.
+"""Recall at round start: a user's relevant items, cluster summaries, key insights of their weekly and monthly
+consolidation notes, and earlier turns, as a bounded block.
 
 Order (the seed's): items and summaries → full-text search → trigram fallback (CJK queries, or too few
-full-text hits: a short query that full text answers skips it, measured in docs/recall.md) → vectors over items and summaries only (never turns), also a fallback → the latest turns when
-nothing matched; the lists are fused by reciprocal rank in one statement (`recall_search` in sql/recall.sql),
-run a second time with the vector path only when the first found too little. Scope: this
-conversation's turns first, the user's other conversations too when this one has few hits or the message points
-to the past ("last time", "之前", …). Guardrails: a token budget for the block, a number of turns, a per-turn
-character cap (long_term/block.py). Every result says where it came from (conversation + sequences, item ids,
-source items), so a caller can re-expand it. Recall never calls an LLM. docs/recall.md has the measurements.
+full-text hits: a short query that full text answers skips it, measured in docs/recall.md) → vectors over items
+and summaries only (never turns), also a fallback → the latest turns when nothing matched; the lists are fused
+by reciprocal rank in one statement (`recall_search` in sql/recall.sql), run a second time with the vector path
+only when the first found too little. With the stored 'english' vectors the statement is prepared once per
+connection and runs on a generic plan. Scope: this conversation's turns first, the user's other conversations
+too when this one has few hits or the message points to the past ("last time", "之前", …). Guardrails: a token
+budget for the block, a number of turns, a per-turn character cap (long_term/block.py). Every result says where
+it came from (conversation + sequences, item ids, source items, a key insight's note), so a caller can re-expand
+it. Recall never calls an LLM. docs/recall.md has the measurements.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.errors import ConfigurationError, InvalidInputError
-from memory_agent.long_term.block import RecallHit, apply_guardrails
+from memory_agent.long_term.block import RecallHit, apply_guardrails, hit_from_row
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
@@ -166,46 +169,6 @@ async def _search(
         ) from exc
 
 
-def _hit(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
-    text: str = row["text"] or ""
-    truncated = len(text) > max_turn_chars
-    if truncated:
-        text = text[: max_turn_chars - 1].rstrip() + "…"
-    common: dict[str, Any] = {"score": float(row["score"]), "paths": list(row["paths"] or []), "truncated": truncated}
-    if row["kind"] == "turn":
-        return RecallHit(
-            kind="turn",
-            text=text,
-            role=row["role"],
-            conversation_id=row["conversation_id"],
-            sequences=[row["sequence_number"]],
-            sources=[(row["conversation_id"], row["sequence_number"])],
-            **common,
-        )
-    if row["kind"] == "insight":
-        # A key insight of a weekly or monthly consolidation note: the summaries tier, its note as provenance.
-        return RecallHit(
-            kind="summary",
-            text=text,
-            role=f"{row['period']} insight",
-            note_id=row["note_id"],
-            period=row["period"],
-            period_start=row["period_start"],
-            **common,
-        )
-    sources = sorted((str(c), int(s)) for c, s in (row["sources"] or []))
-    return RecallHit(
-        kind="summary" if row["is_summary"] else "item",
-        text=text,
-        role=row["role"] or "item",
-        item_ids=[row["item_id"]],
-        source_item_ids=list(row["source_item_ids"] or []),
-        sources=sources,
-        key=row["key"],
-        **common,
-    )
-
-
 def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
     if not hits or all(hit.paths == ["recent"] for hit in hits):
         return "window"
@@ -287,7 +250,7 @@ async def recall(
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
-    hits = [_hit(row, settings.max_turn_chars) for row in rows if row["kind"] is not None]
+    hits = [hit_from_row(row, settings.max_turn_chars) for row in rows if row["kind"] is not None]
     kept, block, tokens, truncated = apply_guardrails(
         hits, limit=limit, max_tokens=settings.max_tokens, max_turns=settings.max_turns
     )
