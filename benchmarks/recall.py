@@ -1,8 +1,8 @@
 """The recall stage of `make bench` (`python -m benchmarks.run --only recall` runs it alone).
 
 Quality: `memory-agent eval recall` on the synthetic LoCoMo-format dataset (benchmarks/data), for every
-text-search configuration and term operator the default was chosen from. Latency: recall at 10,000 items and
-5,000 turns per user (data generated in SQL), against a bare `load_context` of the same run, the statement a
+text-search configuration and term operator the default was chosen from. Latency: recall at 10,000 items,
+5,000 turns and two years of weekly and monthly consolidation notes per user (data generated in SQL), against a bare `load_context` of the same run, the statement a
 round starts with: the ratio is what recall would add to a round's database time at round start.
 """
 
@@ -272,6 +272,9 @@ QUERIES = (
 )
 
 
+NOTES_PER_USER = 104 + 24  # recall_bench_notes: two years of weekly and monthly consolidation notes
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
@@ -322,6 +325,7 @@ async def recall_latency(
                 "recall_bench_conversations",
                 "recall_bench_messages",
                 "recall_bench_items",
+                "recall_bench_notes",
                 "recall_bench_embeddings",
                 "recall_bench_analyze",
             ):
@@ -364,7 +368,7 @@ async def recall_latency(
     figures = {key: {"p50_ms": statistics.median(v), "p95_ms": percentile(v, 95)} for key, v in samples.items()}
     base = figures["load_context"]["p95_ms"]
     return {
-        "per_user": {"turns": conversations * turns, "items": items, "users": users},
+        "per_user": {"turns": conversations * turns, "items": items, "notes": NOTES_PER_USER, "users": users},
         "figures": figures,
         "retrieval_paths": paths,
         "recall_p50_ms_by_query": {query: statistics.median(v) for query, v in by_query.items()},
@@ -392,8 +396,8 @@ def render(stage: dict[str, Any]) -> str:
     per_user, figures = latency["per_user"], latency["figures"]
     lines += [
         "",
-        f"Recall latency at {per_user['items']:,} items and {per_user['turns']:,} turns per user "
-        f"({per_user['users']} users):",
+        f"Recall latency at {per_user['items']:,} items, {per_user['turns']:,} turns and "
+        f"{per_user.get('notes', 0)} weekly/monthly notes per user ({per_user['users']} users):",
     ]
     for key, label in (
         ("load_context", "bare load_context (round start)"),

@@ -50,6 +50,28 @@ SELECT user_id, tenant_id, item_id, user_id || ':c' || (1 + mod(item_id, %(conve
        mod(item_id, %(turns)s)
 FROM made
 
+-- recall_bench_notes --
+-- Two years of weekly and monthly consolidation notes for every user (104 + 24), five key insights each, drawn
+-- like the turns: recall reads their key insights.
+INSERT INTO consolidation_notes (user_id, tenant_id, period, period_start, period_end, content, consolidated,
+                                 key_insights, key_insights_text, notes_consolidated, model, created_at)
+SELECT u, 'bench', p.period, p.start, p.start + p.days - 1, body.text, body.text, body.insights,
+       array_to_string(body.insights, E'\n'), 7, 'bench', p.start + p.days
+FROM unnest(%(users)s::text[]) AS u,
+     LATERAL (SELECT 'weekly' AS period, (current_date - 7 * w)::date AS start, 7 AS days
+              FROM generate_series(1, 104) AS w
+              UNION ALL
+              SELECT 'monthly', (date_trunc('month', current_date) - make_interval(months => m))::date, 28
+              FROM generate_series(1, 24) AS m) AS p,
+     LATERAL (
+         SELECT array_agg(insight) AS insights, string_agg(insight, ' ') AS text
+         FROM (SELECT 'The user ' || string_agg(w.words[greatest(1, floor(101 * power((cardinality(w.words) + 100) / 101.0, random()))::int - 100)], ' ') AS insight
+               FROM (SELECT %(vocabulary)s::text[] AS words) AS w, generate_series(1, 5) AS k,
+                    generate_series(1, 10) AS n
+               WHERE p.start IS NOT NULL AND u IS NOT NULL
+               GROUP BY k) AS one
+     ) AS body
+
 -- recall_bench_embeddings --
 -- A random unit-scale vector of `dims` for every item (latency only: the vectors carry no meaning).
 INSERT INTO item_embeddings (user_id, tenant_id, item_id, model, embedding)

@@ -120,8 +120,9 @@ class UserMemory:
     ) -> list[RecallHit]:
         """What recall at round start would find for `user_id` across their conversations and long-term items,
         best first, within the MEMORY_AGENT_RECALL_* guardrails: each hit's `kind` (turn | item | summary),
-        `text`, `score` and provenance (`conversation_id` + `sequences`, `item_ids`, `sources`). `as_of` reads
-        the items valid then. Never calls a model."""
+        `text`, `score` and provenance (`conversation_id` + `sequences`, `item_ids`, `sources`; a key insight of
+        a weekly or monthly consolidation note is a `summary` with `note_id`, `period`, `period_start`). `as_of`
+        reads the items valid then. Never calls a model."""
         tenant, user = self._user(user_id, tenant_id)
         settings = recall_settings(self.settings)
 

@@ -1,23 +1,26 @@
 -- Named queries of recall (memory_agent/long_term/recall.py and embeddings.py).
--- Every statement runs with search_path set to the memory_agent schema. `recall_search` has one placeholder,
+-- Every statement runs with search_path set to the memory_agent schema. `recall_search` has placeholders:
 -- {vector_hits}, filled with `recall_vector_hits` when an embedder is configured and `recall_no_vector_hits`
--- otherwise (the embeddings table exists only where pgvector does).
+-- otherwise (the embeddings table exists only where pgvector does); {message_fts}, {item_fts}, {note_fts}: the stored
+-- 'english' vectors or vectors computed in the configured one.
 
 -- recall_settings --
--- For recall's transaction: the word similarity a trigram hit needs (the operator's index reads it), and custom
--- plans only: the configuration and the path switches must be constants for the planner to pick the indexes,
--- and a generic plan of the prepared statement (psycopg prepares a query run five times) scans every row.
+-- For recall's transaction: the word similarity a trigram hit needs (the operator's index reads it), and the plan
+-- cache mode. With the stored 'english' vectors the statement has no configuration-dependent expression, so one
+-- generic plan per connection serves every call (planning was ~1.5 ms of a ~4 ms recall); with any other
+-- configuration the configuration must be a constant for the planner to match the expression index, hence
+-- custom plans.
 SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
-       set_config('plan_cache_mode', 'force_custom_plan', true)
+       set_config('plan_cache_mode', %(plan_cache_mode)s, true)
 
 -- recall_search --
--- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank.
+-- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank:
+-- turns, items and cluster summaries, and the key insights of weekly and monthly consolidation notes.
 WITH user_turns AS NOT MATERIALIZED (
     -- The one place turns are scoped to a user: every conversation of theirs (the messages key leads with
     -- user_id), in their tenant.
     SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at, m.has_cjk,
-           CASE WHEN %(config)s::regconfig = 'english'::regconfig THEN m.fts_english
-                ELSE to_tsvector(%(config)s::regconfig, m.content) END AS fts
+           {message_fts} AS fts
     FROM messages AS m
     WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s
       AND m.role IN ('user', 'assistant')
@@ -25,12 +28,18 @@ WITH user_turns AS NOT MATERIALIZED (
 ), user_items AS NOT MATERIALIZED (
     -- Items and cluster summaries valid at `as_of`, current ones without it.
     SELECT i.item_id, i.is_summary, i.content, i.has_cjk,
-           CASE WHEN %(config)s::regconfig = 'english'::regconfig THEN i.fts_english
-                ELSE to_tsvector(%(config)s::regconfig, i.content) END AS fts
+           {item_fts} AS fts
     FROM items AS i
     WHERE i.tenant_id = %(tenant_id)s AND i.user_id = %(user_id)s
       AND CASE WHEN %(as_of)s::timestamptz IS NULL THEN upper_inf(i.valid_during)
                ELSE i.valid_during @> %(as_of)s::timestamptz END
+), user_notes AS NOT MATERIALIZED (
+    -- Weekly and monthly consolidation notes, whose key insights are recalled as summaries (dailies are the raw
+    -- material of those rollups, and compacted after a month). Written by then, with `as_of`.
+    SELECT n.note_id, n.period_start, n.key_insights, {note_fts} AS fts
+    FROM consolidation_notes AS n
+    WHERE n.user_id = %(user_id)s AND n.tenant_id = %(tenant_id)s AND n.period IN ('weekly', 'monthly')
+      AND (%(as_of)s::timestamptz IS NULL OR n.created_at <= %(as_of)s::timestamptz)
 ), terms AS (
     -- OR-ed terms: AND-ed terms (plainto/websearch_to_tsquery) match almost no question.
     SELECT CASE WHEN %(or_terms)s
@@ -49,6 +58,19 @@ WITH user_turns AS NOT MATERIALIZED (
         SELECT 'item', NULL, NULL, i.item_id, ts_rank(i.fts, (SELECT q FROM terms))
         FROM user_items AS i
         WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
+        UNION ALL
+        -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
+        -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
+        -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
+        SELECT 'insight', NULL, k.ordinal::integer, n.note_id,
+               ts_rank(to_tsvector(%(config)s::regconfig, k.insight), (SELECT q FROM terms))
+        FROM (SELECT b.note_id, b.key_insights
+              FROM user_notes AS b
+              WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
+              ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
+              LIMIT 4) AS n
+        CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
+        WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
@@ -79,6 +101,13 @@ WITH user_turns AS NOT MATERIALIZED (
     FROM user_items AS i
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND i.has_cjk
       AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(i.content, b) > 0)
+    UNION
+    -- CJK key insights by their bigrams (a user has a few weekly and monthly notes: read through their key).
+    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, k.insight
+    FROM user_notes AS n
+    CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
+    WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(k.insight, b) > 0)
 ), trgm AS (
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
@@ -121,7 +150,7 @@ WITH user_turns AS NOT MATERIALIZED (
     SELECT r.kind, r.conversation_id, r.sequence_number, r.item_id,
            sum(1.0 / (%(rrf_k)s + r.rank)) AS score, array_agg(r.path ORDER BY r.path) AS paths
     FROM ranked AS r, scope
-    WHERE r.kind = 'item' OR r.conversation_id = %(conversation_id)s OR scope.user_wide
+    WHERE r.kind <> 'turn' OR r.conversation_id = %(conversation_id)s OR scope.user_wide
     GROUP BY r.kind, r.conversation_id, r.sequence_number, r.item_id
     ORDER BY score DESC
     LIMIT %(fused_limit)s
@@ -131,9 +160,10 @@ WITH user_turns AS NOT MATERIALIZED (
            (SELECT open FROM trgm_gate) AS trgm_ran, (SELECT user_wide FROM scope) AS user_wide
 )
 SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f.sequence_number, f.item_id,
-       coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END) AS role,
-       coalesce(t.content, i.content) AS text, i.is_summary, i.source_item_ids, i.item_type, i.key,
-       lower(i.valid_during) AS valid_from, t.created_at,
+       coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period) AS role,
+       coalesce(t.content, i.content, n.key_insights[f.sequence_number]) AS text,
+       coalesce(i.is_summary, n.note_id IS NOT NULL) AS is_summary, i.source_item_ids, i.item_type, i.key,
+       lower(i.valid_during) AS valid_from, t.created_at, n.note_id, n.period, n.period_start,
        src.sources
 FROM counts
 LEFT JOIN fused AS f ON true
@@ -141,6 +171,7 @@ LEFT JOIN messages AS t
        ON f.kind = 'turn' AND t.user_id = %(user_id)s AND t.conversation_id = f.conversation_id
       AND t.sequence_number = f.sequence_number
 LEFT JOIN items AS i ON f.kind = 'item' AND i.user_id = %(user_id)s AND i.item_id = f.item_id
+LEFT JOIN consolidation_notes AS n ON f.kind = 'insight' AND n.user_id = %(user_id)s AND n.note_id = f.item_id
 LEFT JOIN LATERAL (
     -- Provenance: the turns an item came from; for a cluster summary, also those of its source items.
     SELECT jsonb_agg(DISTINCT jsonb_build_array(s.conversation_id, s.sequence_number)) AS sources
@@ -149,7 +180,32 @@ LEFT JOIN LATERAL (
       AND (s.item_id = f.item_id OR s.item_id = ANY(i.source_item_ids))
       AND s.conversation_id IS NOT NULL AND s.sequence_number IS NOT NULL
 ) AS src ON true
-ORDER BY f.score DESC NULLS LAST, i.is_summary DESC NULLS LAST, f.kind, f.sequence_number
+ORDER BY f.score DESC NULLS LAST, coalesce(i.is_summary, n.note_id IS NOT NULL) DESC NULLS LAST, f.kind,
+         f.sequence_number
+
+-- recall_message_fts_stored --
+-- The full-text vector of a turn when the configuration is 'english': the stored column (and its index).
+m.fts_english
+
+-- recall_item_fts_stored --
+-- The full-text vector of an item when the configuration is 'english': the stored column (and its index).
+i.fts_english
+
+-- recall_note_fts_stored --
+-- The full-text vector of a note's key insights when the configuration is 'english': the stored column (0015).
+n.key_insights_fts_english
+
+-- recall_message_fts_computed --
+-- The full-text vector of a turn in any other configuration, computed (an expression index serves 'simple').
+to_tsvector(%(config)s::regconfig, m.content)
+
+-- recall_item_fts_computed --
+-- The full-text vector of an item in any other configuration, computed (an expression index serves 'simple').
+to_tsvector(%(config)s::regconfig, i.content)
+
+-- recall_note_fts_computed --
+-- The full-text vector of a note's key insights in any other configuration, computed.
+to_tsvector(%(config)s::regconfig, n.key_insights_text)
 
 -- recall_vector_hits --
 -- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded); a

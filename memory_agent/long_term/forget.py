@@ -91,7 +91,8 @@ async def forget_item(
 
 
 async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str) -> ForgetReport:
-    """Erase every long-term row of the user and every conversation of theirs."""
+    """Erase every long-term row of the user (consolidation notes and batch summaries included) and every
+    conversation of theirs."""
     check_identity(tenant_id, user_id)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     async with conn.transaction():
