@@ -5,6 +5,7 @@ a missing extra is a configuration error that names the variable and the extra."
 
 from __future__ import annotations
 
+import logging
 import sys
 import uuid
 
@@ -63,6 +64,7 @@ async def test_a_failed_embedding_is_a_warning_and_the_catch_up_embeds_it(open_m
         async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
             raise RuntimeError("embedding service away")
 
+    caplog.set_level(logging.WARNING, logger="memory_agent")  # another test's logging setup may have raised it
     memory = await open_memory(model=OfflineSummaryModel(), embedder=Failing())
     app = with_memory(EchoChat().graph, memory)
     await rounds(app, "f-1", ["I live in Lisbon.", "Hi.", "Bye."])
