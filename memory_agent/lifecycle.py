@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Self
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 from memory_agent.conversation.recalled import check_recall_settings, recall_settings
@@ -23,6 +24,7 @@ from memory_agent.db.connect import open_backend
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
 from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.long_term.embeddings import embedder_from_setting
 from memory_agent.runtime import MemoryLoop
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
@@ -42,6 +44,7 @@ class _Opened:
     trigger: SummaryTrigger
     rounds: Rounds
     executor: Executor
+    embedder: Embeddings | None
 
 
 class ServiceLifecycle:
@@ -54,10 +57,12 @@ class ServiceLifecycle:
         model: BaseChatModel | None = None,
         database_url: str | None = None,
         clock: Callable[[], datetime] | None = None,
+        embeddings: Embeddings | None = None,
     ) -> None:
         self.settings = settings or MemorySettings()
         self.clock = clock or (lambda: datetime.now(UTC))
         self._model = model
+        self._embeddings = embeddings
         self._database_url = database_url or self.settings.database_url
         self.database_url: str | None = None  # resolved at open (the embedded server's URI when unset)
         self._loop: MemoryLoop | None = None
@@ -89,6 +94,12 @@ class ServiceLifecycle:
         return self._parts.runner.cluster_summarizer
 
     @property
+    def embedder(self) -> Embeddings | None:
+        """What embeds items, summaries and recall's query: the `embeddings` given, else MEMORY_AGENT_EMBEDDINGS's
+        (None: vectors off)."""
+        return self._parts.embedder
+
+    @property
     def executor(self) -> Executor:
         """The executor running background summaries (inline or procrastinate)."""
         return self._parts.executor
@@ -110,6 +121,8 @@ class ServiceLifecycle:
                 settings.memory_rolling_window_size,
                 settings.memory_rolling_window_size - 1,
             )
+        # Before the database: a missing extra is a configuration error with nothing opened.
+        embedder = self._embeddings if self._embeddings is not None else embedder_from_setting(settings.embeddings)
         backend = await open_backend(url, settings)
         try:
             agent = MemoryAgent(
@@ -117,13 +130,13 @@ class ServiceLifecycle:
                 max_words=settings.memory_max_words,
                 max_tokens=settings.memory_max_tokens_cap,
             )
-            runner = SummaryRunner(settings, backend, agent, clock=self.clock)
+            runner = SummaryRunner(settings, backend, agent, clock=self.clock, embedder=embedder)
             trigger = SummaryTrigger(settings, backend, dispatch=self._dispatch, enqueue=self._enqueue)
             jobs = SummaryJobs(runner.run_summary, trigger.sweep, runner.refresh_pending)
             executor = make_executor(settings, jobs, backend)
-            rounds = Rounds(settings, backend, loop, trigger)
+            rounds = Rounds(settings, backend, loop, trigger, embedder=embedder)
             await check_recall_settings(backend, recall_settings(settings))
-            self._opened = _Opened(backend, agent, runner, trigger, rounds, executor)
+            self._opened = _Opened(backend, agent, runner, trigger, rounds, executor, embedder)
             await executor.start()
         except BaseException:
             self._opened = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
@@ -26,18 +27,25 @@ from memory_agent.user_memory import UserMemory
 class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
     """Conversation memory over PostgreSQL. Use as `async with` (or `with`) to open and close it.
 
-    `clock` gives the long-term tier its times (an item's valid_from / valid_to); default: UTC now."""
+    `clock` gives the long-term tier its times (an item's valid_from / valid_to); default: UTC now. `embeddings`
+    (any LangChain Embeddings) turns recall's vector path on; default: MEMORY_AGENT_EMBEDDINGS."""
 
     @classmethod
     def from_settings(
-        cls, settings: MemorySettings | None = None, *, model: BaseChatModel | None = None
+        cls,
+        settings: MemorySettings | None = None,
+        *,
+        model: BaseChatModel | None = None,
+        embeddings: Embeddings | None = None,
     ) -> MemoryService:
         """A service for `settings` (default: from the environment) and summarizer `model`.
 
         `model` is any LangChain chat model; by default ChatOpenAI(settings.memory_model) when
-        OPENAI_API_KEY or OPENAI_BASE_URL is set, the offline summarizer otherwise.
+        OPENAI_API_KEY or OPENAI_BASE_URL is set, the offline summarizer otherwise. `embeddings` is any
+        LangChain Embeddings for long-term items, cluster summaries and recall's vector fallback; by default
+        the one MEMORY_AGENT_EMBEDDINGS names (none: vectors off).
         """
-        return cls(settings, model=model)
+        return cls(settings, model=model, embeddings=embeddings)
 
     def round_identity(self, config: Any) -> tuple[str, str | None, str | None]:
         """(thread id, user id, tenant id) of a run's config: `thread_id`, and the keys MEMORY_AGENT_USER_ID_KEY

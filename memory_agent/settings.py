@@ -124,6 +124,12 @@ class MemorySettings(GuardSettings):
     recall_trgm_threshold: float = Field(
         default=0.3, ge=0, le=1, description="Word similarity a trigram hit needs (the short-query and CJK path)."
     )
+    embeddings: Literal["none", "hashing", "e5"] = Field(
+        default="none",
+        description="Embedder of long-term items and cluster summaries (the summary job embeds them; recall's "
+        "vector fallback embeds the query): none (vectors off), hashing (offline, deterministic n-grams), e5 "
+        "(bundled multilingual-e5-small, the `embeddings` extra). An `embeddings=` object given to the service wins.",
+    )
 
     # --- identity ---
     user_id_key: str = Field(
@@ -262,7 +268,9 @@ class MemorySettings(GuardSettings):
         except ValidationError as exc:
             raise ConfigurationError(describe_errors(exc)) from None
 
-    @field_validator("injection_mode", "executor", "multitask_strategy", "batch_summaries_schedule", mode="before")
+    @field_validator(
+        "injection_mode", "executor", "multitask_strategy", "batch_summaries_schedule", "embeddings", mode="before"
+    )
     @classmethod
     def _case_insensitive(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.embeddings import Embeddings
+
 from memory_agent import long_term
 from memory_agent.conversation.messages import validate_identity
 from memory_agent.conversation.recalled import recall_settings
@@ -43,6 +45,10 @@ class UserMemory:
 
     @property
     def cluster_summarizer(self) -> ClusterSummarizer:
+        raise NotImplementedError
+
+    @property
+    def embedder(self) -> Embeddings | None:
         raise NotImplementedError
 
     def _user(self, user_id: Any, tenant_id: Any) -> tuple[str, str]:
@@ -122,9 +128,11 @@ class UserMemory:
         best first, within the MEMORY_AGENT_RECALL_* guardrails: each hit's `kind` (turn | item | summary),
         `text`, `score` and provenance (`conversation_id` + `sequences`, `item_ids`, `sources`; a key insight of
         a weekly or monthly consolidation note is a `summary` with `note_id`, `period`, `period_start`). `as_of`
-        reads the items valid then. Never calls a model."""
+        reads the items valid then. Never calls a chat model; with an embedder, the query is embedded only when full text
+        and trigrams find fewer than two hits (the vector fallback)."""
         tenant, user = self._user(user_id, tenant_id)
         settings = recall_settings(self.settings)
+        embedder = self.embedder
 
         async def run() -> list[RecallHit]:
             async with self.backend.connection() as conn:
@@ -136,6 +144,7 @@ class UserMemory:
                     limit=limit,
                     as_of=as_of,
                     settings=settings,
+                    embedder=embedder,
                 )
             return found.results
 

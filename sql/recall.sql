@@ -243,6 +243,20 @@ INSERT INTO item_embeddings (user_id, tenant_id, item_id, model, embedding)
 VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(model)s, %(embedding)s::vector)
 ON CONFLICT (user_id, item_id) DO UPDATE SET model = excluded.model, embedding = excluded.embedding
 
+-- users_to_embed --
+-- Users with a current item or summary that has no vector of `model` (the periodic catch-up of indexing).
+SELECT DISTINCT i.tenant_id, i.user_id
+FROM items AS i
+WHERE upper_inf(i.valid_during)
+  AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
+                  WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
+LIMIT %(limit)s
+
+-- delete_item_embedding --
+-- The vector of one item (a cluster summary whose text was refreshed in place: the vector was the old text's).
+DELETE FROM item_embeddings
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s
+
 -- vectors_available --
 -- Whether the embeddings table exists (pgvector was installed when the migrations ran).
 SELECT to_regclass('item_embeddings') IS NOT NULL AS available

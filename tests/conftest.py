@@ -91,13 +91,13 @@ def empty_database_url(request: pytest.FixtureRequest, server_url: str) -> Itera
 
 @pytest.fixture
 async def open_memory(database_url: str) -> AsyncIterator[Callable[..., Any]]:
-    """open_memory(model=..., **settings) -> an open MemoryService on the test's database."""
+    """open_memory(model=..., embedder=..., **settings) -> an open MemoryService on the test's database."""
     opened: list[MemoryService] = []
 
-    async def factory(model: Any = None, **overrides: Any) -> MemoryService:
+    async def factory(model: Any = None, embedder: Any = None, **overrides: Any) -> MemoryService:
         overrides.setdefault("database_url", database_url)
         overrides.setdefault("drain_timeout_s", 5)
-        service = MemoryService.from_settings(MemorySettings(**overrides), model=model)
+        service = MemoryService.from_settings(MemorySettings(**overrides), model=model, embeddings=embedder)
         await service.aopen()
         opened.append(service)
         return service

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory_agent import ledger
@@ -134,8 +135,11 @@ async def round_recall(
     *,
     cost_ceiling: float | None = None,
     now: datetime | None = None,
+    embedder: Embeddings | None = None,
 ) -> RoundRecall:
     """Recall for a round of `key`'s user on a connection of its own; never raises (but for cancellation).
+    With an `embedder`, the vector fallback runs when full text and trigrams found too little (the query is
+    embedded then only, through the embedder's async method: a CPU-bound model runs in a thread).
     With a `cost_ceiling` the tenant's month has reached (at `now`, default the current time), recall returns
     raw items and turns only, no cluster summaries: status 'over_budget', and a WARNING."""
     if settings is None or not query or key.user_id == default_user_id(key.conversation_id):
@@ -154,6 +158,7 @@ async def round_recall(
                 conversation_id=key.conversation_id,
                 settings=settings,
                 include_summaries=not budget.over,
+                embedder=embedder,
             )
     except Exception as exc:
         logger.warning("Recall failed for a round of %s; the round runs without it: %s", key.conversation_id, exc)

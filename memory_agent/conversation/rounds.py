@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.budget import apply_budget, close_unanswered_tool_calls
@@ -84,9 +85,16 @@ class Rounds:
     memory loop (`loop.arun`), the context building on the caller's."""
 
     def __init__(
-        self, settings: MemorySettings, backend: MemoryBackend, loop: MemoryLoop, trigger: SummaryTrigger
+        self,
+        settings: MemorySettings,
+        backend: MemoryBackend,
+        loop: MemoryLoop,
+        trigger: SummaryTrigger,
+        *,
+        embedder: Embeddings | None = None,
     ) -> None:
         self.settings = settings
+        self.embedder = embedder  # recall's vector fallback; None: off
         self.backend = backend
         self.loop = loop
         self.trigger = trigger
@@ -132,7 +140,12 @@ class Rounds:
         message_ids = [m.id for m in messages if m.id]
         recalling = asyncio.ensure_future(
             round_recall(
-                self.backend, key, query, self.recall_settings, cost_ceiling=self.settings.monthly_cost_ceiling
+                self.backend,
+                key,
+                query,
+                self.recall_settings,
+                cost_ceiling=self.settings.monthly_cost_ceiling,
+                embedder=self.embedder,
             )
         )
 

@@ -16,6 +16,13 @@ from memory_agent.long_term.clusters import (
     refresh_pending_clusters,
     touched_clusters,
 )
+from memory_agent.long_term.embeddings import (
+    BundledE5Embeddings,
+    HashingEmbeddings,
+    embedder_from_setting,
+    index_items,
+    index_pending,
+)
 from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
 from memory_agent.long_term.reads import ItemSource, LongTermItem, item_history, list_items
 from memory_agent.long_term.scope import Cluster
@@ -26,17 +33,22 @@ from memory_agent.long_term.writer import DONE_PREFIX, LongTermWriteError, Remem
 __all__ = [
     "DONE_PREFIX",
     "SUMMARY_MIN_CLUSTER_ITEMS",
+    "BundledE5Embeddings",
     "Cluster",
     "ClusterOutcome",
     "ForgetReport",
+    "HashingEmbeddings",
     "ItemSource",
     "LongTermItem",
     "LongTermWriteError",
     "MemoryStore",
     "RememberOutcome",
+    "embedder_from_setting",
     "forget_conversation",
     "forget_item",
     "forget_user",
+    "index_items",
+    "index_pending",
     "item_history",
     "list_items",
     "offline_cluster_summarizer",

@@ -7,7 +7,8 @@ refresh_cluster() is the whole life cycle:
 - fewer than min_items current members → the summary row is deleted (recall reads the raw items again);
 - the same members as the summary's → no model call; only importance/confidence follow the members;
 - otherwise the summarizer writes a new text over the members, checked by cluster_text.summary_rejection:
-  accepted → the row is created or refreshed in place (same item_id); rejected or failed → nothing changes.
+  accepted → the row is created or refreshed in place (same item_id; its vector, the old text's, is dropped
+  for the next indexing); rejected or failed → nothing changes.
 Importance is the members' highest (a cluster matters as much as its most important member, the allergy among
 preferences); confidence their lowest (a summary is no surer than its least sure member). Members are the
 current versions only: a closed version is history (item_history), not something held.
@@ -26,6 +27,7 @@ from psycopg import errors
 
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.cluster_text import ClusterSummarizer, summary_rejection
+from memory_agent.long_term.embeddings import drop_item_vector
 from memory_agent.long_term.items import normalize_content
 from memory_agent.long_term.scope import Cluster, check_now, fetch, fetch_one
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError, RememberOutcome
@@ -142,6 +144,7 @@ async def _refresh(
         assert row is not None
         return ClusterOutcome("created", cluster, row["item_id"])
     await fetch(conn, "update_cluster_summary", {**values, "item_id": summary["item_id"]})
+    await drop_item_vector(conn, tenant_id=cluster.tenant_id, user_id=cluster.user_id, item_id=summary["item_id"])
     return ClusterOutcome("refreshed", cluster, summary["item_id"])
 
 

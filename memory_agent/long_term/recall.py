@@ -181,6 +181,10 @@ async def _search(
 def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
     if not hits or all(hit.paths == ["recent"] for hit in hits):
         return "window"
+    found = {path for hit in hits for path in hit.paths}
+    # Vectors search items and summaries only: read as summaries_only, a vector answer would never show.
+    if "vector" in found and not found & {"fts", "trgm"}:
+        return "vector"
     if all(hit.kind != "turn" for hit in hits):
         return "summaries_only"
     paths: tuple[RetrievalPath, ...] = ("fts", "trgm", "vector")

@@ -6,7 +6,9 @@ writes them to the user's long-term tier (long_term.remember) in the transaction
 leaves both or neither, and a failing write rolls the completion back and records the version `failed` (the
 next version covers the same window, so its items are written then, before the messages slide out). The
 clusters the write touched are refreshed after that commit, one model call each; what fails there is left to
-the periodic safety net (refresh_pending), so a cluster summary never holds back the version.
+the periodic safety net (refresh_pending), so a cluster summary never holds back the version. With an embedder,
+the user's items and summaries without a vector are embedded last (index_items: idempotent, best effort); what
+fails there stays findable by text, and refresh_pending's catch-up (index_pending) embeds it later.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import messages_from_dict
 from psycopg.types.json import Jsonb
 
@@ -28,6 +31,7 @@ from memory_agent.conversation.messages import storable_text
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError, SummarizationError
 from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.long_term.embeddings import index_items, index_pending
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, SequencedMessage, SummaryResult
 from memory_agent.summarize.offline import OfflineSummaryModel
@@ -47,8 +51,10 @@ class SummaryRunner:
         *,
         clock: Callable[[], datetime] | None = None,
         cluster_summarizer: ClusterSummarizer | None = None,
+        embedder: Embeddings | None = None,
     ) -> None:
         self.settings = settings
+        self.embedder = embedder
         self.backend = backend
         self.agent = agent
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -191,7 +197,21 @@ class SummaryRunner:
             logger.error("Memory %s: long-term items not written, the version is not completed: %s", memory_id, exc)
             return f"long-term write failed: {type(exc).__name__}: {exc}"
         await self._refresh_clusters(long_term.touched_clusters(outcomes), now)
+        if outcomes:
+            await self._index(tenant_id, user_id, memory_id)
         return True
+
+    async def _index(self, tenant_id: str, user_id: str, memory_id: int) -> None:
+        """After the version's commit and its clusters' refresh: embed the user's items and summaries that have
+        no vector yet (the ones just written, and any an earlier run missed). A failure is a WARNING; the items
+        stay findable by text and refresh_pending embeds them later."""
+        if self.embedder is None:
+            return
+        try:
+            async with self.backend.connection() as conn:
+                await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=self.embedder)
+        except Exception as exc:
+            logger.warning("Memory %s: items not embedded (the periodic task will): %s", memory_id, exc)
 
     async def _refresh_clusters(self, clusters: list[long_term.Cluster], now: datetime) -> None:
         """After the version's commit: each touched cluster in its own transaction. A failure is logged and left
@@ -226,9 +246,19 @@ class SummaryRunner:
         """The periodic safety net: refresh up to `limit` clusters whose summary is missing, stale or due for
         deletion (their inline refresh failed or never ran), at most max_summary_jobs_per_run per (tenant, user,
         project) and none of a tenant over its cost ceiling; each cluster's calls go to the ledger. Returns how
-        many it handled."""
+        many it handled. Then, with an embedder, the catch-up of vectors (index_pending)."""
         if not self.settings.long_term:
             return 0
+        handled = await self._refresh_pending_clusters(limit)
+        if self.embedder is not None:
+            try:
+                async with self.backend.connection() as conn:
+                    await index_pending(conn, self.embedder)
+            except Exception as exc:
+                logger.warning("Pending items not embedded (the next run retries): %s", exc)
+        return handled
+
+    async def _refresh_pending_clusters(self, limit: int) -> int:
         settings, now = self.settings, self.clock()
         per_scope: Counter[tuple[str, str, str]] = Counter()
         over: dict[str, bool] = {}

@@ -269,7 +269,7 @@ async def test_vectors_are_off_without_an_embedder(conn: Any) -> None:
     off = await recall(conn, tenant_id=TENANT, user_id=USER, query=query, paths=("fts", "vector"))
     assert off.vector_hits == 0 and off.results == []
     on = await recall(conn, tenant_id=TENANT, user_id=USER, query=query, paths=("fts", "vector"), embedder=embedder)
-    assert on.vector_hits == 1 and on.retrieval_path == "summaries_only"
+    assert on.vector_hits == 1 and on.retrieval_path == "vector"
     assert on.results[0].paths == ["vector"] and on.results[0].text == "The user prefers the dark theme"
 
 

