@@ -31,6 +31,7 @@ from memory_agent.conversation.messages import (
     validate_round_input,
 )
 from memory_agent.conversation.recalled import RoundRecall, recall_query, recall_settings, round_recall
+from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
@@ -39,45 +40,6 @@ from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, Tri
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
-
-
-def round_metrics_row(
-    info: RoundInfo, saved: RoundSaved | None, trigger: TriggerResult | None, graph_ended: float | None = None
-) -> dict[str, Any]:
-    """The round_metrics row for a round (saved and trigger are None when it failed before being stored)."""
-    ended = time.perf_counter() if graph_ended is None else graph_ended
-    recall = {**RoundRecall().metrics(""), **info.recall}
-    return {
-        **recall,
-        "latency_llm_ms": (ended - info.prepared) * 1000 if info.prepared is not None else None,
-        "conversation_id": info.conversation_id,
-        "round_number": saved.round_number if saved else None,
-        "first_sequence": saved.first_sequence if saved else None,
-        "last_sequence": saved.last_sequence if saved else None,
-        "memory_id": info.memory_id,
-        "memory_end_sequence": info.memory_end_sequence,
-        "gap_start_sequence": info.gap_start_sequence,
-        "gap_end_sequence": info.gap_end_sequence,
-        "gap_size": info.gap_size,
-        "context_messages": info.context_messages,
-        "context_tokens": info.context_tokens,
-        "truncated": info.truncated,
-        "truncation": info.truncation,
-        "retrieval_path": info.retrieval_path,
-        "latency_load_ms": info.load_ms,
-        "latency_round_ms": (time.perf_counter() - info.started) * 1000,
-        "summary_triggered": bool(trigger and trigger.started),
-        "trigger_outcome": trigger.outcome if trigger else None,
-        "triggered_memory_id": trigger.memory_id if trigger and trigger.started else None,
-        # A failed recall does not fail the round: the stored round says so.
-        "error_stage": "retrieval" if info.recall_error else None,
-        "error": info.recall_error,
-    }
-
-
-def not_stored(messages: Sequence[BaseMessage], stored_ids: set[str]) -> list[BaseMessage]:
-    """The messages of `messages` the conversation does not hold yet (a message without an id is new)."""
-    return [m for m in messages if not m.id or m.id not in stored_ids]
 
 
 class Rounds:

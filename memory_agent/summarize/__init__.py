@@ -2,7 +2,8 @@
 
 Owns MemoryAgent (prompt + model call, one retry on output that does not validate, no SQL: agent.py), the
 runner with retries and timeouts that reads the window and records the outcome — the version's structured
-items written to the long-term tier in the same transaction, its clusters refreshed after it (runner.py) — and
+items written to the long-term tier in the same transaction (runner.py), its clusters refreshed and its items
+embedded after it, with the periodic safety net for what that missed (follow_ups.py) — and
 the summarizer models: the default ChatOpenAI and the offline one (models.py, offline.py).
 May import: db/, conversation/ (text that PostgreSQL can store), long_term/, errors, settings, schemas, resources.
 Never jobs/, integrations/, observability/, cli/ nor service.py.
