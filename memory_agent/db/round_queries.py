@@ -3,6 +3,7 @@ storing the round, the trigger rule's reads and claims, the round's metrics."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -77,10 +78,15 @@ class RoundQueries(NamedQueries):
         params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
         load_params = {"message_ids": list(message_ids), "max_gap": max_gap, **params}
         async with self.connection() as conn, conn.pipeline():
-            lease_cursor = await conn.execute(self._queries["acquire_round_lease"], params)
-            load_cursor = await conn.execute(self._queries["load_context"], load_params)
-            lease_row = await lease_cursor.fetchone()
-            rows = await load_cursor.fetchall()
+            # On an autocommit connection the three share the implicit transaction the pipeline's Sync ends, so
+            # the setting holds for these statements only.
+            transaction = conn.transaction() if not conn.autocommit else contextlib.nullcontext()
+            async with transaction:
+                await conn.execute(self._queries["round_start_settings"])
+                lease_cursor = await conn.execute(self._queries["acquire_round_lease"], params)
+                load_cursor = await conn.execute(self._queries["load_context"], load_params, prepare=True)
+                lease_row = await lease_cursor.fetchone()
+                rows = await load_cursor.fetchall()
         assert lease_row is not None
         if lease_row["owner_user_id"] is None:  # a concurrent first claim: settled by _lease_taken, read again
             if not await self._lease_taken(lease_row, params):
