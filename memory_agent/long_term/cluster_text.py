@@ -16,10 +16,11 @@ import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 
+from memory_agent.long_term.query_text import CJK_RUN
+
 ClusterSummarizer = Callable[[list[str]], Awaitable[str]]
 
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 MEMBER_SEPARATOR = "; "
 
 
@@ -30,8 +31,8 @@ def _fold(text: str) -> str:
 def terms(text: str) -> set[str]:
     """Words of 3+ letters, numbers, and pairs of adjacent CJK characters (CJK has no spaces to split on)."""
     folded = _fold(text)
-    found = {word for word in _WORD.findall(_CJK.sub(" ", folded))}
-    for run in _CJK.findall(folded):
+    found = {word for word in _WORD.findall(CJK_RUN.sub(" ", folded))}
+    for run in CJK_RUN.findall(folded):
         found.update({run} if len(run) == 1 else {run[i : i + 2] for i in range(len(run) - 1)})
     return found
 

@@ -24,12 +24,12 @@ from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.errors import ConfigurationError
+from memory_agent.long_term.query_text import CJK_RUN
 from memory_agent.long_term.tenancy import tenant_transaction
 
 EmbeddingsSetting = Literal["none", "hashing", "e5"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 class HashingEmbeddings(Embeddings):
@@ -50,7 +50,7 @@ class HashingEmbeddings(Embeddings):
         text = unicodedata.normalize("NFKC", text).casefold()
         features: list[tuple[str, float]] = []
         for word in _WORD.findall(text):
-            if _CJK.search(word):
+            if CJK_RUN.search(word):
                 chars = [c for c in word]
                 features.extend((a + b, 1.0) for a, b in itertools.pairwise(chars))
                 features.extend((c, 0.3) for c in chars)

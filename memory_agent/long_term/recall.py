@@ -33,20 +33,13 @@ from memory_agent import resources
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.block import RecallHit, apply_guardrails, hit_from_row
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
+from memory_agent.long_term.query_text import cjk_bigrams, has_cjk, points_to_past
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
 ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _CONFIG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
-# A message that points to the past is answered from every conversation of the user, not only this one.
-PAST_POINTING = re.compile(
-    r"\b(?:before|earlier|previously|last (?:time|week|month|year|session|conversation|chat)|ago|used to|"
-    r"remember|recall|you said|(?:i|we) (?:told|said|mentioned|talked|discussed|spoke))\b"
-    r"|之前|以前|上次|上回|先前|早先|曾经|記得|记得|前回|この前|以前に|지난번|예전에",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -101,28 +94,6 @@ class RecallResult:
     @property
     def context_items(self) -> int:
         return len(self.results)
-
-
-def points_to_past(text: str) -> bool:
-    return PAST_POINTING.search(text) is not None
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
-
-
-def cjk_bigrams(text: str, limit: int = 24) -> list[str]:
-    """The character bigrams of the CJK runs of `text` (a run shorter than two characters stays whole when it
-    is the whole query). Text-search parsers keep a CJK sentence as one token, and a short CJK query has too few
-    trigrams for word_similarity to find it inside a sentence."""
-    grams: list[str] = []
-    for run in _CJK.findall(text):
-        if len(run) < 2:
-            if len(text.strip()) == 1:
-                grams.append(run)
-            continue
-        grams.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return list(dict.fromkeys(grams))[:limit]
 
 
 _STORED_CONFIGS = ("english", "pg_catalog.english")
