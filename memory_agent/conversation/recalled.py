@@ -127,6 +127,12 @@ class RoundRecall:
         }
 
 
+def recalls(key: ConversationKey, query: str, settings: RecallSettings | None) -> bool:
+    """Whether a round of `key` recalls: recall is on, the round has a query, and a user of its own (a
+    conversation's own scope has no other conversations to recall from)."""
+    return settings is not None and bool(query) and key.user_id != default_user_id(key.conversation_id)
+
+
 async def round_recall(
     backend: MemoryBackend,
     key: ConversationKey,
@@ -142,7 +148,7 @@ async def round_recall(
     embedded then only, through the embedder's async method: a CPU-bound model runs in a thread).
     With a `cost_ceiling` the tenant's month has reached (at `now`, default the current time), recall returns
     raw items and turns only, no cluster summaries: status 'over_budget', and a WARNING."""
-    if settings is None or not query or key.user_id == default_user_id(key.conversation_id):
+    if not recalls(key, query, settings):
         return RoundRecall()
     started = time.perf_counter()
     try:

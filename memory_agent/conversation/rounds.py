@@ -30,7 +30,7 @@ from memory_agent.conversation.messages import (
     validate_conversation_id,
     validate_round_input,
 )
-from memory_agent.conversation.recalled import RoundRecall, recall_query, recall_settings, round_recall
+from memory_agent.conversation.recalled import RoundRecall, recall_query, recall_settings, recalls, round_recall
 from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
@@ -100,16 +100,18 @@ class Rounds:
         its own: recall adds its excess over the round start, not its whole time. A failing start cancels
         recall."""
         message_ids = [m.id for m in messages if m.id]
-        recalling = asyncio.ensure_future(
-            round_recall(
-                self.backend,
-                key,
-                query,
-                self.recall_settings,
-                cost_ceiling=self.settings.monthly_cost_ceiling,
-                embedder=self.embedder,
+        recalling: asyncio.Future[RoundRecall] | None = None
+        if recalls(key, query, self.recall_settings):  # no task on the round path when nothing is recalled
+            recalling = asyncio.ensure_future(
+                round_recall(
+                    self.backend,
+                    key,
+                    query,
+                    self.recall_settings,
+                    cost_ceiling=self.settings.monthly_cost_ceiling,
+                    embedder=self.embedder,
+                )
             )
-        )
 
         async def attempt(token: str) -> tuple[ConversationContext, set[str]] | None:
             rows = await self.backend.begin_round(
@@ -126,9 +128,10 @@ class Rounds:
         try:
             token, loaded = await self.leases.acquire(key, attempt, lease)
         except BaseException:
-            recalling.cancel()
+            if recalling is not None:
+                recalling.cancel()
             raise
-        return token, loaded, await recalling
+        return token, loaded, await recalling if recalling is not None else RoundRecall()
 
     async def _prepare(
         self,
