@@ -63,10 +63,11 @@ LEFT JOIN LATERAL (
 ) AS m ON true
 ORDER BY m.sequence_number;
 
--- round_start_settings --
--- For the round start's statements only (sent with them in one pipeline): one generic plan per connection.
--- load_context was planned at every round start (0.44 of its 0.74 ms, measured); its plan does not depend on the
--- parameters (the bound is a scalar, every read goes through a key given in full), so one plan serves every round.
+-- round_plan_settings --
+-- For the statements of a round start or end only (sent first in their transaction's pipeline): one generic plan per
+-- connection. load_context was planned at every round start (0.44 of its 0.74 ms, measured) and save_round at every
+-- round end (0.38 of its 1.0 ms); their plans do not depend on the parameters (bounds are scalars, every read goes
+-- through a key given in full, the round's messages are arrays), so one plan serves every round.
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- acquire_round_lease --
@@ -126,7 +127,7 @@ WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s;
 -- allocated under the conversation row lock. Nothing new: no row is written and `stored` is 0.
 WITH candidate AS (
     SELECT m.role, m.content, m.message, m.ord
-    FROM unnest(%(roles)s::text[], %(contents)s::text[], %(messages)s::jsonb[])
+    FROM unnest(%(roles)s::text[], %(contents)s::text[], %(messages)s::text[]::jsonb[])
              WITH ORDINALITY AS m (role, content, message, ord)
     WHERE m.message -> 'data' ->> 'id' IS NULL
        -- One probe of the partial message_id index per message of the round. OFFSET 0 keeps the probe a
@@ -164,7 +165,15 @@ FROM (SELECT 1) AS one
 LEFT JOIN conv ON true;
 
 -- trigger_state --
--- Round end, trigger rule: the in-flight row, the latest completed memory and the round starts at or after a sequence.
+-- Round end, trigger rule: the in-flight row, the latest completed memory and the round starts inside the window that
+-- ends at `last_sequence` and is `window` messages long. `last_sequence` null: the conversation's last stored message,
+-- so the round end sends this statement right behind save_round, in the same round trip.
+WITH bound AS (
+    SELECT GREATEST(0, COALESCE(%(last_sequence)s::integer,
+                                (SELECT next_sequence - 1 FROM conversations
+                                 WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s))
+                       - %(window)s::integer + 1) AS from_sequence
+)
 SELECT p.memory_id AS processing_memory_id,
        EXTRACT(EPOCH FROM now() - COALESCE(p.started_at, p.created_at))::float8 AS processing_age_s,
        b.memory_id AS base_memory_id,
@@ -179,9 +188,10 @@ SELECT p.memory_id AS processing_memory_id,
                       lag(round_number) OVER (ORDER BY sequence_number) AS previous_round
                FROM messages
                WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-                 AND sequence_number >= %(from_sequence)s - 1
+                 AND sequence_number >= (SELECT from_sequence FROM bound) - 1
            ) AS w
-           WHERE w.sequence_number >= %(from_sequence)s AND w.round_number IS DISTINCT FROM w.previous_round
+           WHERE w.sequence_number >= (SELECT from_sequence FROM bound)
+             AND w.round_number IS DISTINCT FROM w.previous_round
            ORDER BY 1
        ) AS round_starts
 FROM (SELECT 1) AS one
@@ -218,24 +228,29 @@ WHERE status = 'processing'
 RETURNING memory_id, user_id, tenant_id, conversation_id;
 
 -- start_memory --
--- A summarizer picks up a processing row; returns it with its base memory's text and end.
+-- A summarizer picks up a processing row; returns it with its base memory's text and end, and the messages it
+-- summarizes (incremental: after the base memory, never before the window start), one row per message, oldest first
+-- (one row with a null sequence_number when there are none). No row: the memory is no longer processing.
 WITH target AS (
     UPDATE memory
     SET started_at = now(), attempts = attempts + 1
     WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
     RETURNING memory_id, user_id, tenant_id, conversation_id, start_sequence, end_sequence, base_memory_id, attempts
+), picked AS (
+    SELECT target.*, b.memory_text AS base_memory_text, b.end_sequence AS base_end_sequence
+    FROM target
+    LEFT JOIN memory AS b ON b.user_id = target.user_id AND b.memory_id = target.base_memory_id
 )
-SELECT target.*, b.memory_text AS base_memory_text, b.end_sequence AS base_end_sequence
-FROM target
-LEFT JOIN memory AS b ON b.user_id = target.user_id AND b.memory_id = target.base_memory_id;
-
--- get_messages --
--- Messages of a conversation in a sequence range, oldest first.
-SELECT sequence_number, round_number, message
-FROM messages
-WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-  AND sequence_number BETWEEN %(start_sequence)s AND %(end_sequence)s
-ORDER BY sequence_number;
+SELECT picked.*, m.sequence_number, m.message
+FROM picked
+LEFT JOIN LATERAL (
+    SELECT sequence_number, message
+    FROM messages
+    WHERE user_id = picked.user_id AND conversation_id = picked.conversation_id
+      AND sequence_number BETWEEN GREATEST(picked.start_sequence, COALESCE(picked.base_end_sequence + 1, 0))
+                              AND picked.end_sequence
+) AS m ON true
+ORDER BY m.sequence_number;
 
 -- complete_memory --
 -- Record a finished summary, in the job's transaction, one statement: hold the conversation against erasure until

@@ -7,6 +7,7 @@ turns LangChain messages into the (role, content, message dict) rows of the `mes
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -111,30 +112,24 @@ def _check_message(message: Any, position: int) -> BaseMessage:
     )
 
 
-def _contains_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_contains_nul(v) for v in value)
-    return False
+# A NUL in any string of a message: JSON writes it as \u0000, and a literal backslash before "u0000" as \\.
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
-def serialize_round(messages: Sequence[Any]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
-    """(roles, contents, message dicts) ready to store; raises InvalidInputError naming the bad message."""
+def serialize_round(messages: Sequence[Any]) -> tuple[list[str], list[str], list[str]]:
+    """(roles, contents, message JSON texts) ready to store; raises InvalidInputError naming the bad message."""
     if not messages:
         raise InvalidInputError("a round needs a user message (HumanMessage); none was given")
     roles, contents, payloads = [], [], []
     for position, message in enumerate(messages):
         _check_message(message, position)
         what = f"message {position} ({type(message).__name__})"
-        payload = json.loads(json.dumps(message_to_dict(message), default=str, ensure_ascii=False))  # JSON types only
-        if _contains_nul(payload):
+        payload = json.dumps(message_to_dict(message), default=str, ensure_ascii=False)  # JSON types only
+        if _JSON_NUL.search(payload):
             raise InvalidInputError(
                 f"{what} contains a NUL character, which PostgreSQL cannot store; remove it before sending the message"
             )
-        _utf8_size(json.dumps(payload, ensure_ascii=False), what)
+        _utf8_size(payload, what)
         if message.id is not None and _utf8_size(str(message.id), f"{what} id") > MAX_MESSAGE_ID_BYTES:
             raise InvalidInputError(f"{what} has an id over {MAX_MESSAGE_ID_BYTES} bytes; use a shorter id")
         roles.append(role_of(message))

@@ -4,8 +4,9 @@ Round START (`prepare`): take the conversation's lease, read the latest *complet
 after it in one statement (and, beside it, recall the user's long-term memory: recalled.py), and build the
 model's context (tool calls closed, memory and recalled block injected, token budget applied). The round's input is every message the caller holds that is not stored yet: stored is a fact of
 the database (message ids), not a guess from message shapes.
-Round END (`finish`): one write transaction stores the round, gives the lease back, applies the trigger
-rule and records the round's metrics; the new `processing` row is dispatched after commit.
+Round END (`finish`): one write transaction gives the lease back, stores the round and reads the trigger
+rule's state (one round trip), claims a summary when one is due and records the round's metrics with the
+commit; the new `processing` row is dispatched after commit.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import logging
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
@@ -221,21 +221,27 @@ class Rounds:
         key: ConversationKey,
         roles: list[str],
         contents: list[str],
-        payloads: list[dict[str, Any]],
+        payloads: list[str],
         info: RoundInfo | None,
         graph_ended: float,
     ) -> tuple[RoundSaved | None, TriggerResult]:
         conversation_id, user_id = key.conversation_id, key.user_id
         async with self.backend.round_transaction() as conn:
-            if info is not None and info.lease is not None:
-                await self.backend.release_round_lease(conversation_id, info.lease, conn, user_id=user_id)
-            saved = await self.backend.save_round(
-                conn, conversation_id, roles, contents, payloads, tenant_id=key.tenant_id, user_id=user_id
+            saved, state = await self.backend.end_round(
+                conn,
+                conversation_id,
+                roles,
+                contents,
+                payloads,
+                tenant_id=key.tenant_id,
+                user_id=user_id,
+                holder=info.lease if info is not None else None,
+                window=self.settings.memory_rolling_window_size,
             )
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
                 return None, TriggerResult(outcome="nothing_new")
-            trigger = await self.trigger.apply(conn, key, saved.last_sequence, saved.first_sequence)
+            trigger = await self.trigger.apply(conn, key, saved.last_sequence, saved.first_sequence, state)
             if info is not None:
                 await self.backend.insert_round_metrics(
                     conn, round_metrics_row(info, saved, trigger, graph_ended), tenant_id=key.tenant_id, user_id=user_id

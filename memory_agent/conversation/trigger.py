@@ -51,22 +51,30 @@ class SummaryTrigger:
         """What `apply` would decide now, without writing: a stale `processing` row does not count."""
         if last_saved_seq < self.settings.memory_summarize_after_seq:
             return False
-        nominal_start = max(0, last_saved_seq - self.settings.memory_rolling_window_size + 1)
+        window = self.settings.memory_rolling_window_size
         async with self.backend.connection() as conn:
-            state = await self.backend.trigger_state(conn, key.conversation_id, nominal_start, user_id=key.user_id)
+            state = await self.backend.trigger_state(
+                conn, key.conversation_id, last_saved_seq, window, user_id=key.user_id
+            )
         return self._due(last_saved_seq, state) is None
 
     async def apply(
-        self, conn: Any, key: ConversationKey, last_saved_seq: int, round_first_seq: int | None
+        self,
+        conn: Any,
+        key: ConversationKey,
+        last_saved_seq: int,
+        round_first_seq: int | None,
+        state: dict[str, Any] | None = None,
     ) -> TriggerResult:
         """The rule inside the caller's transaction on `conn`; a started result is dispatched by the caller
-        after commit."""
+        after commit. `state`: trigger_state as the caller read it in this transaction (else read here)."""
         settings = self.settings
         if last_saved_seq < settings.memory_summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
-        nominal_start = max(0, last_saved_seq - settings.memory_rolling_window_size + 1)
         conversation_id, user_id = key.conversation_id, key.user_id
-        state = await self.backend.trigger_state(conn, conversation_id, nominal_start, user_id=user_id)
+        if state is None:
+            window = settings.memory_rolling_window_size
+            state = await self.backend.trigger_state(conn, conversation_id, last_saved_seq, window, user_id=user_id)
         outcome = self._due(last_saved_seq, state)
         if outcome == "already_processing":
             logger.debug("Summarization already in progress for %s", conversation_id)

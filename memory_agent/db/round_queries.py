@@ -32,6 +32,39 @@ def _lease_params(conversation_id: str, holder: str, lease_s: float, tenant_id: 
     }
 
 
+def _save_params(
+    conversation_id: str,
+    roles: Sequence[str],
+    contents: Sequence[str],
+    messages: Sequence[str],
+    tenant_id: str,
+    user_id: str,
+) -> dict[str, Any]:
+    return {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "conversation_id": conversation_id,
+        "roles": list(roles),
+        "contents": list(contents),
+        "messages": list(messages),
+    }
+
+
+def _saved(conversation_id: str, row: Row | None) -> RoundSaved | None:
+    """save_round's row as a RoundSaved; None when nothing was new."""
+    if row is None:  # pragma: no cover - the statement always returns one row
+        raise MemoryAgentError(f"storing the round of {conversation_id!r} returned no row")
+    if not row["stored"]:
+        return None
+    return RoundSaved(
+        conversation_id=conversation_id,
+        round_number=row["round_number"],
+        first_sequence=row["first_sequence"],
+        last_sequence=row["last_sequence"],
+        stored_positions=[position - 1 for position in row["stored_positions"]],
+    )
+
+
 class RoundQueries(NamedQueries):
     # ------------------------------------------------------------------ round path
 
@@ -82,7 +115,7 @@ class RoundQueries(NamedQueries):
             # the setting holds for these statements only.
             transaction = conn.transaction() if not conn.autocommit else contextlib.nullcontext()
             async with transaction:
-                await conn.execute(self._queries["round_start_settings"])
+                await conn.execute(self._queries["round_plan_settings"])
                 lease_cursor = await conn.execute(self._queries["acquire_round_lease"], params)
                 load_cursor = await conn.execute(self._queries["load_context"], load_params, prepare=True)
                 lease_row = await lease_cursor.fetchone()
@@ -146,42 +179,55 @@ class RoundQueries(NamedQueries):
         conversation_id: str,
         roles: Sequence[str],
         contents: Sequence[str],
-        messages: Sequence[dict[str, Any]],
+        messages: Sequence[str],
         *,
         tenant_id: str,
         user_id: str,
     ) -> RoundSaved | None:
-        """Store the messages not stored yet (same id and content); None when every one of them was."""
-        row = await self._fetch_one(
-            "save_round",
-            {
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "conversation_id": conversation_id,
-                "roles": list(roles),
-                "contents": list(contents),
-                "messages": [Jsonb(m) for m in messages],
-            },
-            conn,
+        """Store the messages (serialize_round's JSON texts) not stored yet (same id and content); None when every
+        one of them was."""
+        params = _save_params(conversation_id, roles, contents, messages, tenant_id, user_id)
+        return _saved(conversation_id, await self._fetch_one("save_round", params, conn))
+
+    async def end_round(
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        conversation_id: str,
+        roles: Sequence[str],
+        contents: Sequence[str],
+        messages: Sequence[str],
+        *,
+        tenant_id: str,
+        user_id: str,
+        holder: str | None,
+        window: int,
+    ) -> tuple[RoundSaved | None, Row]:
+        """A round end's first round trip on `conn` (a round_transaction): generic plans for the rest of the
+        transaction (round_plan_settings), give the lease back (when `holder` holds it), store the round
+        (save_round), and read the trigger rule's state after it (trigger_state over the last `window`
+        messages). Sent together, read together: one round trip in pipeline mode."""
+        await conn.execute(self._queries["round_plan_settings"])
+        if holder is not None:
+            await self.release_round_lease(conversation_id, holder, conn, user_id=user_id)
+        params = _save_params(conversation_id, roles, contents, messages, tenant_id, user_id)
+        saving = await conn.execute(self._queries["save_round"], params, prepare=True)
+        reading = await conn.execute(
+            self._queries["trigger_state"],
+            {"user_id": user_id, "conversation_id": conversation_id, "last_sequence": None, "window": window},
+            prepare=True,
         )
-        if row is None:  # pragma: no cover - the statement always returns one row
-            raise MemoryAgentError(f"storing the round of {conversation_id!r} returned no row")
-        if not row["stored"]:
-            return None
-        return RoundSaved(
-            conversation_id=conversation_id,
-            round_number=row["round_number"],
-            first_sequence=row["first_sequence"],
-            last_sequence=row["last_sequence"],
-            stored_positions=[position - 1 for position in row["stored_positions"]],
-        )
+        saved = _saved(conversation_id, await saving.fetchone())
+        state = await reading.fetchone()
+        assert state is not None
+        return saved, state
 
     async def trigger_state(
-        self, conn: psycopg.AsyncConnection[Row], conversation_id: str, from_sequence: int, *, user_id: str
+        self, conn: psycopg.AsyncConnection[Row], conversation_id: str, last_sequence: int, window: int, *, user_id: str
     ) -> Row:
+        """The trigger rule's state for the window of `window` messages that ends at `last_sequence`."""
         row = await self._fetch_one(
             "trigger_state",
-            {"user_id": user_id, "conversation_id": conversation_id, "from_sequence": from_sequence},
+            {"user_id": user_id, "conversation_id": conversation_id, "last_sequence": last_sequence, "window": window},
             conn,
         )
         assert row is not None

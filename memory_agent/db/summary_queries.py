@@ -14,21 +14,13 @@ from memory_agent.schemas import MemoryRecord
 class SummaryQueries(NamedQueries):
     # ------------------------------------------------------------------ summarization
 
-    async def start_memory(self, memory_id: int, *, user_id: str) -> Row | None:
-        return await self._fetch_one("start_memory", {"user_id": user_id, "memory_id": memory_id})
-
-    async def get_messages(
-        self, conversation_id: str, start_sequence: int, end_sequence: int, *, user_id: str
-    ) -> list[Row]:
-        return await self._fetch_all(
-            "get_messages",
-            {
-                "user_id": user_id,
-                "conversation_id": conversation_id,
-                "start_sequence": start_sequence,
-                "end_sequence": end_sequence,
-            },
-        )
+    async def start_memory(self, memory_id: int, *, user_id: str) -> tuple[Row, list[Row]] | None:
+        """Pick up a `processing` row: (the row with its base memory's text and end, the messages it summarizes,
+        oldest first), in one statement; None when it is no longer processing."""
+        rows = await self._fetch_all("start_memory", {"user_id": user_id, "memory_id": memory_id})
+        if not rows:
+            return None
+        return rows[0], [row for row in rows if row["sequence_number"] is not None]
 
     async def complete_memory(
         self,

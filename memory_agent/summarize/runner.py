@@ -65,11 +65,12 @@ class SummaryRunner(LongTermFollowUps):
 
     async def run_summary(self, memory_id: int, user_id: str) -> str:
         """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
-        the final status. Every model call it made (failed attempts and cluster summaries included) goes to
-        the cost ledger afterwards."""
+        the final status. Every model call it made goes to the cost ledger: the summarizer's (failed attempts
+        included) with the completed version, in its transaction; the rest (a failed version's, the cluster
+        summaries') afterwards."""
         with ledger.collecting() as log:
             status = await self._run_summary(memory_id, user_id, log)
-        if log.calls and log.tenant_id is not None:
+        if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
                 async with self.backend.connection() as conn:
                     await ledger.record_log(
@@ -82,13 +83,14 @@ class SummaryRunner(LongTermFollowUps):
     async def _run_summary(self, memory_id: int, user_id: str, log: ledger.CallLog) -> str:
         backend = self.backend
         try:
-            row = await backend.start_memory(memory_id, user_id=user_id)
+            started_row = await backend.start_memory(memory_id, user_id=user_id)
         except Exception as exc:
             logger.error("Memory %s: could not start summarization: %s", memory_id, exc)
             return "processing"
-        if row is None:
+        if started_row is None:
             logger.debug("Memory %s is no longer processing; nothing to do", memory_id)
             return "skipped"
+        row, rows = started_row
         log.tenant_id = row["tenant_id"]
         conversation_id = row["conversation_id"]
         start_seq, end_seq = row["start_sequence"], row["end_sequence"]
@@ -98,7 +100,6 @@ class SummaryRunner(LongTermFollowUps):
         started = time.perf_counter()
         error: str | None = None
         try:
-            rows = await backend.get_messages(conversation_id, new_start, end_seq, user_id=user_id)
             if not rows:
                 logger.debug("No new messages to summarize for %s", conversation_id)
                 raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
@@ -114,7 +115,7 @@ class SummaryRunner(LongTermFollowUps):
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         try:
             if result is not None:
-                completed = await self._complete(row, result, elapsed_ms, new_start)
+                completed = await self._complete(row, result, elapsed_ms, new_start, log)
                 if isinstance(completed, str):
                     error = completed
                     result = None
@@ -143,14 +144,15 @@ class SummaryRunner(LongTermFollowUps):
             return "failed"
         except Exception as exc:
             # The row stays `processing` and is reclaimed after processing_timeout_s.
-            logger.error("Memory %s: could not record the summarization outcome: %s", memory_id, exc)
+            logger.error("Memory %s: could not record the summarization outcome: %r", memory_id, exc, exc_info=True)
             return "processing"
 
     async def _complete(
-        self, row: dict[str, Any], result: SummaryResult, elapsed_ms: int, new_start: int
+        self, row: dict[str, Any], result: SummaryResult, elapsed_ms: int, new_start: int, log: ledger.CallLog
     ) -> bool | str:
-        """Complete the version and write its items in one transaction. True when done, False when the row was
-        reclaimed meanwhile (nothing written), the error text when the long-term write failed (rolled back)."""
+        """Complete the version, write its items and record the model calls made for it (`log`, emptied once
+        they are recorded) in one transaction. True when done, False when the row was reclaimed meanwhile
+        (nothing written), the error text when a write failed (rolled back)."""
         user_id, tenant_id, memory_id = row["user_id"], row["tenant_id"], row["memory_id"]
         items = result.items.within(row["start_sequence"], row["end_sequence"])
         stored = items.model_dump(mode="json")
@@ -159,8 +161,12 @@ class SummaryRunner(LongTermFollowUps):
             stored["dropped"] = list(result.dropped_items)
         outcomes: list[long_term.RememberOutcome] = []
         now = self.clock()
+        calls = list(log.calls)
+        remembering = self.settings.long_term and not items.is_empty()
+        # Pipeline mode (two round trips) unless the long-term write runs: its statements read results one by one.
+        transaction = self.backend.transaction() if remembering else self.backend.round_transaction()
         try:
-            async with self.backend.transaction() as conn:
+            async with transaction as conn:
                 # Erasing the conversation waits for this transaction, or ran first and left nothing to write.
                 if not await self.backend.complete_memory(
                     conn,
@@ -178,7 +184,7 @@ class SummaryRunner(LongTermFollowUps):
                     summarized_end=row["end_sequence"],
                 ):
                     return False
-                if self.settings.long_term and not items.is_empty():
+                if remembering:
                     outcomes = await long_term.remember(
                         conn,
                         tenant_id=tenant_id,
@@ -190,11 +196,13 @@ class SummaryRunner(LongTermFollowUps):
                         project=self.settings.project,
                         environment=self.settings.environment,
                     )
+                await ledger.record_calls(conn, tenant_id, user_id, calls, now=now, prices=self.settings.llm_prices)
         except (psycopg.Error, InvalidInputError, long_term.LongTermWriteError) as exc:
             if isinstance(exc, psycopg.OperationalError):
                 raise  # the database is away: the row stays processing and is reclaimed
             logger.error("Memory %s: long-term items not written, the version is not completed: %s", memory_id, exc)
             return f"long-term write failed: {type(exc).__name__}: {exc}"
+        del log.calls[: len(calls)]
         await self._refresh_clusters(long_term.touched_clusters(outcomes), now)
         if outcomes:
             await self._index(tenant_id, user_id, memory_id)
