@@ -107,6 +107,30 @@ def price(call: LLMCall, prices: Mapping[str, ModelPrice]) -> tuple[Decimal, boo
     return cost, True
 
 
+def call_params(
+    tenant_id: str, user_id: str, calls: Sequence[LLMCall], *, now: datetime, prices: Mapping[str, ModelPrice]
+) -> dict[str, Any]:
+    """The parameters of record_llm_calls for `calls` of one user, priced; InvalidInputError on a naive `now` or
+    an unknown purpose."""
+    if now.tzinfo is None:
+        raise InvalidInputError(f"now must be a timezone-aware datetime, got {now!r}")
+    unknown = {c.purpose for c in calls} - set(PURPOSES)
+    if unknown:
+        raise InvalidInputError(f"unknown LLM call purposes {sorted(unknown)}; use one of {list(PURPOSES)}")
+    priced = [price(call, prices) for call in calls]
+    return {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "now": now,
+        "purposes": [c.purpose for c in calls],
+        "models": [c.model for c in calls],
+        "input_tokens": [max(0, c.input_tokens) for c in calls],
+        "output_tokens": [max(0, c.output_tokens) for c in calls],
+        "costs": [cost for cost, _ in priced],
+        "priced": [known for _, known in priced],
+    }
+
+
 async def record_calls(
     conn: psycopg.AsyncConnection[Any],
     tenant_id: str,
@@ -119,25 +143,9 @@ async def record_calls(
     """Write the calls of one user (one statement: the rows and the tenant's monthly total); their cost."""
     if not calls:
         return Decimal(0)
-    if now.tzinfo is None:
-        raise InvalidInputError(f"now must be a timezone-aware datetime, got {now!r}")
-    unknown = {c.purpose for c in calls} - set(PURPOSES)
-    if unknown:
-        raise InvalidInputError(f"unknown LLM call purposes {sorted(unknown)}; use one of {list(PURPOSES)}")
-    priced = [price(call, prices) for call in calls]
-    params = {
-        "tenant_id": tenant_id,
-        "user_id": user_id,
-        "now": now,
-        "purposes": [c.purpose for c in calls],
-        "models": [c.model for c in calls],
-        "input_tokens": [max(0, c.input_tokens) for c in calls],
-        "output_tokens": [max(0, c.output_tokens) for c in calls],
-        "costs": [cost for cost, _ in priced],
-        "priced": [known for _, known in priced],
-    }
+    params = call_params(tenant_id, user_id, calls, now=now, prices=prices)
     await conn.execute(resources.queries()["record_llm_calls"], params)
-    return sum((cost for cost, _ in priced), Decimal(0))
+    return sum(params["costs"], Decimal(0))
 
 
 async def record_log(

@@ -2,25 +2,10 @@
 -- (memory_agent/consolidation/guards.py). `now` is the caller's clock, never now(); months are UTC.
 
 -- record_llm_calls --
--- A user's model calls, and their cost added to the tenant's month (memory_agent's own calls only, not 'app').
-WITH calls AS (
-    INSERT INTO llm_calls
-        (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
-    SELECT %(user_id)s, %(tenant_id)s, c.purpose, c.model, c.input_tokens, c.output_tokens, c.cost, c.priced,
-           %(now)s
-    FROM unnest(%(purposes)s::text[], %(models)s::text[], %(input_tokens)s::integer[],
-                %(output_tokens)s::integer[], %(costs)s::numeric[], %(priced)s::boolean[])
-        AS c (purpose, model, input_tokens, output_tokens, cost, priced)
-    RETURNING purpose, cost
-)
-INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
-SELECT '', %(tenant_id)s, date_trunc('month', %(now)s::timestamptz AT TIME ZONE 'UTC')::date,
-       sum(cost), count(*)
-FROM calls
-WHERE purpose <> 'app'
-HAVING count(*) > 0
-ON CONFLICT (user_id, tenant_id, month) DO UPDATE
-SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls;
+-- A user's model calls, and their cost added to the tenant's month (the function record_llm_calls, sql/definitions).
+SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(purposes)s::text[], %(models)s::text[],
+                        %(input_tokens)s::integer[], %(output_tokens)s::integer[], %(costs)s::numeric[],
+                        %(priced)s::boolean[]) AS recorded;
 
 -- tenant_month_spend --
 -- What memory_agent's calls cost a tenant in the calendar month (UTC) of `now`: 0 when nothing was recorded.

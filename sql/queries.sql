@@ -257,7 +257,8 @@ ORDER BY m.sequence_number;
 -- the version and its items commit (FOR KEY SHARE: rounds, which update the row but never its key, go on; a forget
 -- takes FOR UPDATE and waits for the job, or ran first and left no row to hold), name the tenant row-level security
 -- filters the items written next by (as set_tenant), and complete the row if it is still `processing` (not
--- reclaimed meanwhile). No row: the conversation is gone or the version was reclaimed; nothing written.
+-- reclaimed meanwhile), and record the model calls made for it in the ledger (record_llm_calls; none when
+-- `call_purposes` is empty or null). No row: the conversation is gone or the version was reclaimed; nothing written.
 WITH held AS (
     SELECT conversation_id, set_config('memory_agent.tenant_id', %(tenant_id)s, true) AS tenant_id
     FROM conversations
@@ -273,7 +274,11 @@ WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processi
   AND conversation_id = %(conversation_id)s
   -- Uncorrelated: evaluated once, before the row is read, so the hold comes first whatever happens to the row.
   AND EXISTS (SELECT 1 FROM held)
-RETURNING memory_id;
+RETURNING memory_id, CASE WHEN cardinality(%(call_purposes)s::text[]) > 0 THEN
+    record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(call_purposes)s::text[], %(call_models)s::text[],
+                     %(call_input_tokens)s::integer[], %(call_output_tokens)s::integer[], %(call_costs)s::numeric[],
+                     %(call_priced)s::boolean[])
+END AS calls_recorded;
 
 -- fail_memory --
 -- Record a failed summary with its error text; only a row still in `processing` is updated.

@@ -24,18 +24,23 @@ class SummaryQueries(NamedQueries):
 
     async def complete_memory(
         self,
-        conn: psycopg.AsyncConnection[Row],
+        conn: psycopg.AsyncConnection[Row] | None,
         *,
         user_id: str,
         tenant_id: str,
         conversation_id: str,
+        calls: dict[str, Any] | None = None,
         **fields: Any,
     ) -> bool:
-        """Record a finished summary in `conn`'s transaction, holding its conversation against erasure and
-        naming the tenant for row-level security until commit; False when the conversation is gone or the row
-        was reclaimed (nothing written)."""
+        """Record a finished summary and the model calls made for it (`calls`: ledger.call_params) in `conn`'s
+        transaction (None: one statement of its own), holding its conversation against erasure and naming the
+        tenant for row-level security until commit; False when the conversation is gone or the row was
+        reclaimed (nothing written)."""
         fields.setdefault("items", None)
         params = {**fields, "user_id": user_id, "tenant_id": tenant_id, "conversation_id": conversation_id}
+        params["now"] = calls["now"] if calls else None
+        for name in ("purposes", "models", "input_tokens", "output_tokens", "costs", "priced"):
+            params[f"call_{name}"] = calls[name] if calls else None
         return await self._fetch_one("complete_memory", params, conn) is not None
 
     async def fail_memory(self, *, user_id: str, **fields: Any) -> bool:

@@ -162,29 +162,31 @@ class SummaryRunner(LongTermFollowUps):
         outcomes: list[long_term.RememberOutcome] = []
         now = self.clock()
         calls = list(log.calls)
-        remembering = self.settings.long_term and not items.is_empty()
-        # Pipeline mode (two round trips) unless the long-term write runs: its statements read results one by one.
-        transaction = self.backend.transaction() if remembering else self.backend.round_transaction()
+        completing = {
+            "user_id": user_id,
+            "tenant_id": tenant_id,
+            "conversation_id": row["conversation_id"],
+            "memory_id": memory_id,
+            "memory_text": storable_text(result.text),
+            "items": Jsonb(stored),
+            "generation_time_ms": elapsed_ms,
+            "model_name": storable_text(result.model_name),
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+            "summarized_start": new_start,
+            "summarized_end": row["end_sequence"],
+        }
         try:
-            async with transaction as conn:
-                # Erasing the conversation waits for this transaction, or ran first and left nothing to write.
-                if not await self.backend.complete_memory(
-                    conn,
-                    user_id=user_id,
-                    tenant_id=tenant_id,
-                    conversation_id=row["conversation_id"],
-                    memory_id=memory_id,
-                    memory_text=storable_text(result.text),
-                    items=Jsonb(stored),
-                    generation_time_ms=elapsed_ms,
-                    model_name=storable_text(result.model_name),
-                    input_tokens=result.input_tokens,
-                    output_tokens=result.output_tokens,
-                    summarized_start=new_start,
-                    summarized_end=row["end_sequence"],
-                ):
+            ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.llm_prices)
+            if not (self.settings.long_term and not items.is_empty()):
+                # Nothing for the long-term tier: one statement (the version and its calls), no transaction.
+                if not await self.backend.complete_memory(None, calls=ledger_rows, **completing):
                     return False
-                if remembering:
+            else:
+                async with self.backend.transaction() as conn:
+                    # Erasing the conversation waits for this transaction, or ran first and left nothing to write.
+                    if not await self.backend.complete_memory(conn, calls=ledger_rows, **completing):
+                        return False
                     outcomes = await long_term.remember(
                         conn,
                         tenant_id=tenant_id,
@@ -196,7 +198,6 @@ class SummaryRunner(LongTermFollowUps):
                         project=self.settings.project,
                         environment=self.settings.environment,
                     )
-                await ledger.record_calls(conn, tenant_id, user_id, calls, now=now, prices=self.settings.llm_prices)
         except (psycopg.Error, InvalidInputError, long_term.LongTermWriteError) as exc:
             if isinstance(exc, psycopg.OperationalError):
                 raise  # the database is away: the row stays processing and is reclaimed

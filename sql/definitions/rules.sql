@@ -36,3 +36,33 @@ AS $$
         'conversation:' || p_conversation_id
     )
 $$;
+
+-- "Record a user's model calls": their rows in llm_calls and their cost added to the tenant's month (memory_agent's
+-- own calls only, not 'app'). The ledger's statement (record_llm_calls) and a summary's completion (complete_memory,
+-- so the version and its calls commit together) apply it. `now` is the caller's clock; months are UTC.
+CREATE FUNCTION record_llm_calls(
+    p_tenant_id text, p_user_id text, p_now timestamptz, p_purposes text[], p_models text[],
+    p_input_tokens integer[], p_output_tokens integer[], p_costs numeric[], p_priced boolean[]
+)
+RETURNS integer
+LANGUAGE sql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+    WITH calls AS (
+        INSERT INTO llm_calls
+            (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
+        SELECT p_user_id, p_tenant_id, c.purpose, c.model, c.input_tokens, c.output_tokens, c.cost, c.priced, p_now
+        FROM unnest(p_purposes, p_models, p_input_tokens, p_output_tokens, p_costs, p_priced)
+            AS c (purpose, model, input_tokens, output_tokens, cost, priced)
+        RETURNING purpose, cost
+    ), month AS (
+        INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
+        SELECT '', p_tenant_id, date_trunc('month', p_now AT TIME ZONE 'UTC')::date, sum(cost), count(*)
+        FROM calls
+        WHERE purpose <> 'app'
+        HAVING count(*) > 0
+        ON CONFLICT (user_id, tenant_id, month) DO UPDATE
+        SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls
+    )
+    SELECT count(*)::integer FROM calls
+$$;

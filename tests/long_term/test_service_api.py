@@ -108,6 +108,13 @@ COMPLETE_FIELDS = [
     "output_tokens",
     "summarized_start",
     "summarized_end",
+    "now",
+    "call_purposes",
+    "call_models",
+    "call_input_tokens",
+    "call_output_tokens",
+    "call_costs",
+    "call_priced",
 ]
 
 
