@@ -5,10 +5,11 @@ No SQL and no window maths here: the nodes call a RoundMemory (MemoryService).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import TypedDict
@@ -83,7 +84,29 @@ def _with_messages(state: Any, messages: list[BaseMessage]) -> Any:
     return state.model_copy(update={"messages": messages})
 
 
-def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> RunnableLambda:
+class _RoundNode(Runnable[Any, Any]):
+    """The round node's runnable. Like the nodes LangGraph makes of plain functions, it starts no run of its own
+    in the callbacks (no child task, no callback manager per round: 0.3-0.5 ms of a round, measured): the
+    wrapped graph's runs are children of the node's task, and its streams reach the caller as before."""
+
+    def __init__(
+        self,
+        run: Callable[[Any, RunnableConfig], Any],
+        arun: Callable[[Any, RunnableConfig], Awaitable[Any]],
+        name: str,
+    ) -> None:
+        self.name = name
+        self._run = run
+        self._arun = arun
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._run(input, ensure_config(config))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self._arun(input, ensure_config(config))
+
+
+def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[Any, Any]:
     """One node for a whole round: load memory + gap, run `graph` on that context, persist the round.
 
     Its update carries only the messages `graph` added, which is all a caller's stream shows. One node
@@ -122,7 +145,7 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> RunnableLam
         memory.call_sync(persist_round(memory, info, messages))
         return result(output, messages)
 
-    return RunnableLambda(run, afunc=arun, name=name)
+    return _RoundNode(run, arun, name)
 
 
 def with_memory(graph: Any, memory: RoundMemory, *, name: str = "agent") -> Any:
