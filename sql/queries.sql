@@ -4,99 +4,26 @@
 -- distribution column) and joins on it; only the sweep (reclaim_stale without a conversation) reads all users.
 
 -- load_context --
--- Round start, one statement: the latest completed memory, the messages after it (all messages when none) but at
--- most the last `max_gap` of the conversation, and which of the graph state's message ids are stored already.
--- `from_sequence` is where the read started; `cut_round` the round of the message just before it (a round cut in
--- two by the bound is dropped whole by the caller).
-WITH latest AS (
-    SELECT memory_id, memory_text, start_sequence, end_sequence
-    FROM latest_memory
-    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-    LIMIT 1
-), bound AS (
-    -- While summaries fail or lag the gap grows with every round: bounded here, read through the primary key.
-    SELECT GREATEST(
-        COALESCE((SELECT end_sequence FROM latest), -1) + 1,
-        COALESCE((SELECT next_sequence FROM conversations
-                  WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s), 0)
-            - %(max_gap)s
-    ) AS from_sequence
-)
-SELECT latest.memory_id, latest.memory_text, latest.start_sequence, latest.end_sequence,
-       m.sequence_number, m.round_number, m.message, known.stored_ids, bound.from_sequence, m.cut_round
-FROM (SELECT 1) AS one
-LEFT JOIN latest ON true
-CROSS JOIN bound
-CROSS JOIN LATERAL (
-    -- One probe of the partial message_id index per id, kept a correlated subplan (OFFSET 0) as in save_round:
-    -- read as one `= ANY` scan, stale statistics sent it through the round index (every message, 2 ms at 2,000).
-    SELECT ARRAY(
-        SELECT DISTINCT given.id FROM unnest(%(message_ids)s::text[]) AS given (id)
-        WHERE EXISTS (SELECT 1 FROM messages AS s
-                      WHERE s.user_id = %(user_id)s AND s.conversation_id = %(conversation_id)s
-                        AND s.message_id IS NOT NULL AND s.message_id = given.id
-                      OFFSET 0)
-    ) AS stored_ids
-) AS known
--- The gap must be read through the primary key (user_id, conversation_id, sequence_number) with the bound as an
--- index condition. Joined directly, with stale statistics (a conversation that grew since ANALYZE) the
--- planner took the (conversation_id, round_number) index and filtered: every message of the conversation
--- read at every round start, 3-5 ms at 10,000 messages. The ordered subquery makes the primary key the
--- cheaper path, and the scalar bound keeps it an index condition in generic plans too. Every index now starts
--- with (user_id, conversation_id): the extended statistics of 0006 (conversation_id determines user_id) keep
--- the planner from estimating a conversation at under one row, which made all of them look alike.
--- The message just before the bound is read in the same primary-key range (one sequence earlier) for its round
--- (`cut_round`), then left out: looked up on its own, stale statistics sent it to the round index, which
--- filtered every message of the conversation.
-LEFT JOIN LATERAL (
-    SELECT read.sequence_number, read.round_number, read.message, read.cut_round
-    FROM (
-        SELECT sequence_number, round_number, message,
-               max(round_number) FILTER (WHERE sequence_number = (SELECT from_sequence FROM bound) - 1)
-                   OVER () AS cut_round
-        FROM messages
-        WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-          AND sequence_number >= (SELECT from_sequence FROM bound) - 1
-        ORDER BY sequence_number
-    ) AS read
-    WHERE read.sequence_number >= (SELECT from_sequence FROM bound)
-) AS m ON true
-ORDER BY m.sequence_number;
+-- Memory + gap (round_context, sql/definitions): the latest completed memory, the messages after it but at most the
+-- last `max_gap` of the conversation, and which of the given message ids are stored already.
+SELECT * FROM round_context(%(user_id)s, %(conversation_id)s, %(message_ids)s::text[], %(max_gap)s::integer);
 
 -- round_plan_settings --
--- For the statements of a round start or end only (sent first in their transaction's pipeline): one generic plan per
--- connection. load_context was planned at every round start (0.44 of its 0.74 ms, measured) and save_round at every
--- round end (0.38 of its 1.0 ms); their plans do not depend on the parameters (bounds are scalars, every read goes
--- through a key given in full, the round's messages are arrays), so one plan serves every round.
+-- For the statements of a round end only (sent first in its transaction's pipeline): one generic plan per connection.
+-- save_round was planned at every round end (0.38 of its 1.0 ms, measured); its plan does not depend on the
+-- parameters (every read goes through a key given in full, the round's messages are arrays), so one plan serves
+-- every round. (The round start's function, begin_round, sets the same for its own statements.)
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- acquire_round_lease --
--- Round start: claim the conversation for its (tenant, user) and, when they own it, take its lease unless another round holds a live one.
--- One row: the owner (null when a concurrent first claim is not visible yet: re-read with conversation_owner)
--- and `holder`, null when the lease was refused or the conversation belongs to someone else.
-WITH claimed AS (
-    INSERT INTO conversation_owners (conversation_id, tenant_id, user_id)
-    VALUES (%(conversation_id)s, %(tenant_id)s, %(user_id)s)
-    ON CONFLICT (conversation_id) DO NOTHING
-    RETURNING tenant_id, user_id
-), owner AS (
-    SELECT tenant_id, user_id FROM claimed
-    UNION ALL
-    SELECT tenant_id, user_id FROM conversation_owners WHERE conversation_id = %(conversation_id)s
-    LIMIT 1
-), lease AS (
-    INSERT INTO round_leases AS l (tenant_id, user_id, conversation_id, holder, expires_at)
-    SELECT owner.tenant_id, owner.user_id, %(conversation_id)s, %(holder)s, now() + make_interval(secs => %(lease_s)s)
-    FROM owner
-    WHERE owner.tenant_id = %(tenant_id)s AND owner.user_id = %(user_id)s
-    ON CONFLICT (user_id, conversation_id) DO UPDATE
-        SET holder = EXCLUDED.holder, acquired_at = now(), expires_at = EXCLUDED.expires_at
-        WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
-    RETURNING holder
-)
-SELECT owner.tenant_id AS owner_tenant_id, owner.user_id AS owner_user_id, (SELECT holder FROM lease) AS holder
-FROM (SELECT 1) AS one
-LEFT JOIN owner ON true;
+-- Claim the conversation for its (tenant, user) and take its lease (take_round_lease, sql/definitions): one row, the
+-- owner (null while a concurrent first claim is not visible yet) and `holder` (null: refused or not theirs).
+SELECT * FROM take_round_lease(%(conversation_id)s, %(tenant_id)s, %(user_id)s, %(holder)s, %(lease_s)s::float8);
+
+-- begin_round --
+-- The round start in one statement (begin_round, sql/definitions): the lease, then memory + gap.
+SELECT * FROM begin_round(%(conversation_id)s, %(tenant_id)s, %(user_id)s, %(holder)s, %(lease_s)s::float8,
+                          %(message_ids)s::text[], %(max_gap)s::integer);
 
 -- conversation_owner --
 -- The (tenant, user) a conversation id belongs to (no row for a thread no round has named yet).

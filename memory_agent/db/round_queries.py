@@ -3,7 +3,6 @@ storing the round, the trigger rule's reads and claims, the round's metrics."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -104,23 +103,19 @@ class RoundQueries(NamedQueries):
         tenant_id: str,
         user_id: str,
     ) -> list[Row] | None:
-        """Round start in one round trip: take the lease (acquire_round_lease), then read memory + gap
-        (load_context) on the same connection, pipelined. None while another round holds the lease;
-        ConversationOwnerError as acquire_round_lease. The read runs after the lease statement, so it sees
-        every round that gave the lease back."""
+        """Round start in one statement (the SQL function begin_round): take the lease (acquire_round_lease),
+        then read memory + gap (load_context) in a statement of its own, so the read sees every round that gave
+        the lease back. None while another round holds the lease; ConversationOwnerError as
+        acquire_round_lease."""
         params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
-        load_params = {"message_ids": list(message_ids), "max_gap": max_gap, **params}
-        async with self.connection() as conn, conn.pipeline():
-            # On an autocommit connection the three share the implicit transaction the pipeline's Sync ends, so
-            # the setting holds for these statements only.
-            transaction = conn.transaction() if not conn.autocommit else contextlib.nullcontext()
-            async with transaction:
-                await conn.execute(self._queries["round_plan_settings"])
-                lease_cursor = await conn.execute(self._queries["acquire_round_lease"], params)
-                load_cursor = await conn.execute(self._queries["load_context"], load_params, prepare=True)
-                lease_row = await lease_cursor.fetchone()
-                rows = await load_cursor.fetchall()
-        assert lease_row is not None
+        async with self.connection() as conn:
+            cursor = await conn.execute(
+                self._queries["begin_round"],
+                {"message_ids": list(message_ids), "max_gap": max_gap, **params},
+                prepare=True,
+            )
+            rows = await cursor.fetchall()
+        lease_row = rows[0]
         if lease_row["owner_user_id"] is None:  # a concurrent first claim: settled by _lease_taken, read again
             if not await self._lease_taken(lease_row, params):
                 return None
