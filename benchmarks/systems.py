@@ -170,7 +170,7 @@ class MemoryAgentSystem(System):
             async with backend.transaction() as conn:
                 for messages in rounds:
                     roles, contents, payloads = serialize_round(messages)
-                    await backend.save_round(
+                    await backend.end_round(
                         conn,
                         thread_id,
                         roles,
@@ -178,6 +178,8 @@ class MemoryAgentSystem(System):
                         payloads,
                         tenant_id=DEFAULT_TENANT_ID,
                         user_id=default_user_id(thread_id),
+                        holder=None,
+                        window=self.memory.settings.memory_rolling_window_size,
                     )
 
         await self.memory.loop.arun(store())

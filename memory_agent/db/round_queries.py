@@ -168,22 +168,6 @@ class RoundQueries(NamedQueries):
             {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence},
         )
 
-    async def save_round(
-        self,
-        conn: psycopg.AsyncConnection[Row],
-        conversation_id: str,
-        roles: Sequence[str],
-        contents: Sequence[str],
-        messages: Sequence[str],
-        *,
-        tenant_id: str,
-        user_id: str,
-    ) -> RoundSaved | None:
-        """Store the messages (serialize_round's JSON texts) not stored yet (same id and content); None when every
-        one of them was."""
-        params = _save_params(conversation_id, roles, contents, messages, tenant_id, user_id)
-        return _saved(conversation_id, await self._fetch_one("save_round", params, conn))
-
     async def end_round(
         self,
         conn: psycopg.AsyncConnection[Row],
@@ -198,9 +182,10 @@ class RoundQueries(NamedQueries):
         window: int,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first round trip on `conn` (a round_transaction): generic plans for the rest of the
-        transaction (round_plan_settings), give the lease back (when `holder` holds it), store the round
-        (save_round), and read the trigger rule's state after it (trigger_state over the last `window`
-        messages). Sent together, read together: one round trip in pipeline mode."""
+        transaction (round_plan_settings), give the lease back (when `holder` holds it), store the messages
+        (serialize_round's JSON texts) not stored yet (save_round: same id and content; None when every one of
+        them was), and read the trigger rule's state after it (trigger_state over the last `window` messages).
+        Sent together, read together: one round trip in pipeline mode."""
         await conn.execute(self._queries["round_plan_settings"])
         if holder is not None:
             await self.release_round_lease(conversation_id, holder, conn, user_id=user_id)
