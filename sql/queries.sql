@@ -8,6 +8,10 @@
 -- last `max_gap` of the conversation, and which of the given message ids are stored already.
 SELECT * FROM round_context(%(user_id)s, %(conversation_id)s, %(message_ids)s::text[], %(max_gap)s::integer);
 
+-- session_settings --
+-- At connection open: the timeout after which the views count a quiet `processing` row as stuck (processing_timeout()).
+SELECT set_config('memory_agent.processing_timeout_s', %(processing_timeout_s)s, false);
+
 -- round_plan_settings --
 -- For the statements of a round end only (sent first in its transaction's pipeline): one generic plan per connection.
 -- save_round was planned at every round end (0.38 of its 1.0 ms, measured); its plan does not depend on the

@@ -14,6 +14,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from memory_agent import resources
 from memory_agent.db.migrate import MigrationReport, Migrator
 from memory_agent.db.named import Row, check_pooled_connection
 from memory_agent.db.round_queries import RoundQueries
@@ -42,13 +43,18 @@ class MemoryBackend(RoundQueries, SummaryQueries):
         max_size: int = 10,
         timeout: float = 5.0,
         name: str = "memory_agent",
+        processing_timeout_s: float | None = None,
     ) -> AsyncConnectionPool:
-        """A closed pool whose connections are autocommit and see only `schema` (then public)."""
+        """A closed pool whose connections are autocommit and see only `schema` (then public); with
+        `processing_timeout_s`, the views count a `processing` row as stuck after it (processing_timeout())."""
         search_path = sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema))
 
         async def configure(conn: psycopg.AsyncConnection) -> None:
             await conn.set_autocommit(True)
             await conn.execute(search_path)
+            if processing_timeout_s is not None:
+                settings = {"processing_timeout_s": str(processing_timeout_s)}
+                await conn.execute(resources.queries()["session_settings"], settings)
 
         return AsyncConnectionPool(
             conninfo,

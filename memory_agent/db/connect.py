@@ -51,6 +51,7 @@ async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
         timeout=settings.connect_timeout_s,
+        processing_timeout_s=settings.processing_timeout_s,
     )
     try:
         await pool.open(wait=True, timeout=settings.connect_timeout_s)

@@ -33,10 +33,21 @@ LEFT JOIN messages AS last_message
        ON last_message.user_id = m.user_id AND last_message.conversation_id = m.conversation_id
       AND last_message.sequence_number = m.end_sequence;
 
+-- The timeout after which a quiet `processing` row is stuck, for the views: memory_agent's connections set
+-- memory_agent.processing_timeout_s to MEMORY_AGENT_PROCESSING_TIMEOUT_S (so `inspect` counts what the reclaimer
+-- reclaims); elsewhere (psql) it is the design's 5 minutes, the default, unless the session sets it.
+CREATE FUNCTION processing_timeout()
+RETURNS interval
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT make_interval(secs => COALESCE(NULLIF(current_setting('memory_agent.processing_timeout_s', true), '')::float8,
+                                          300))
+$$;
+
 -- The seed's "stuck 'processing' tasks" with the timeout as a parameter: the rows memory_is_stuck() holds
 -- stuck after `older_than` (the reclaimer applies it with processing_timeout_s, so these are exactly the rows
 -- the next sweep will mark failed).
-CREATE FUNCTION stuck_processing_after(older_than interval DEFAULT interval '5 minutes')
+CREATE FUNCTION stuck_processing_after(older_than interval DEFAULT processing_timeout())
 RETURNS TABLE (
     conversation_id text,
     memory_id integer,
@@ -61,9 +72,9 @@ AS $$
     ORDER BY m.created_at
 $$;
 
--- The seed's query as a view: its 5 minutes, the default processing_timeout_s (300 s).
+-- The seed's query as a view: after processing_timeout() (the seed's 5 minutes unless the session says otherwise).
 CREATE VIEW stuck_processing AS
-SELECT * FROM stuck_processing_after(interval '5 minutes');
+SELECT * FROM stuck_processing_after(processing_timeout());
 
 -- The seed's "sliding window progression" (without its LIMIT 20; add ORDER BY created_at DESC LIMIT 20).
 -- dropped_messages: sequences 0..start_sequence-1 are outside the window.
@@ -244,7 +255,7 @@ $$;
 -- (every message counts when nothing is summarized yet); rounds_behind is the same in rounds.
 -- served_memory_age: time since the memory a round would be given now was finished.
 -- compression_ratio: summarizer input tokens / summary output tokens, completed rows. stuck: as stuck_processing
--- (memory_is_stuck with the seed's 5 minutes).
+-- (memory_is_stuck after processing_timeout()).
 CREATE VIEW memory_health AS
 SELECT c.conversation_id,
        c.round_count AS rounds,
@@ -277,7 +288,7 @@ LEFT JOIN LATERAL (
            COALESCE(sum(m.input_tokens) FILTER (WHERE m.status = 'completed'), 0) AS input_tokens,
            COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS output_tokens,
            count(*) FILTER (WHERE memory_is_stuck(m.status, m.started_at, m.created_at,
-                                                  interval '5 minutes', now())) AS stuck
+                                                  processing_timeout(), now())) AS stuck
     FROM memory AS m
     WHERE m.user_id = c.user_id AND m.conversation_id = c.conversation_id
 ) AS versions ON true;

@@ -273,6 +273,23 @@ async def test_health_agrees_with_the_0003_views(open_memory, database_url):
     assert health.models == view_models
 
 
+async def test_inspect_counts_stuck_rows_after_the_configured_timeout(open_memory, database_url):
+    # Conversation 57's processing row has been quiet for 10 minutes (stage). A psql reader's views use the
+    # design's 5 minutes; `inspect` (observe_conversation, on memory_agent's connections) uses the service's
+    # processing_timeout_s, the reclaimer's: with 900 s the row is not stuck yet, as the sweep would not reclaim it.
+    stage(database_url)
+    stuck_57 = "SELECT stuck FROM memory_health WHERE conversation_id = 'conv-0000057'"
+    assert rows(database_url, stuck_57) == [{"stuck": 1}]
+    assert rows(database_url, "SELECT count(*) AS n FROM stuck_processing WHERE conversation_id = 'conv-0000057'") == [
+        {"n": 1}
+    ]
+    for timeout_s, stuck in ((900, 0), (300, 1)):
+        memory = await open_memory(processing_timeout_s=timeout_s)
+        row = await read(memory, obs.conversation, "conv-0000057")
+        assert row["stuck"] == stuck, timeout_s
+        await memory.aclose()
+
+
 async def test_health_of_an_empty_database_and_a_bad_limit(open_memory):
     memory = await open_memory()
     health = await read(memory, obs.health, 300.0, 5)
