@@ -62,9 +62,13 @@ SELECT name, checksum FROM schema_definitions ORDER BY name;
 
 -- drop_definitions --
 -- Drop every view and function of the schema except procrastinate's and extensions': the definitions files own them.
+-- The functions' signatures are read as text before the first drop: a CASCADE drops the functions that depend on
+-- the one dropped (a default that calls it), and a signature read after that would name a missing function.
 DO $$
 DECLARE
     object record;
+    signatures text[];
+    signature text;
 BEGIN
     FOR object IN
         SELECT c.relname FROM pg_class AS c
@@ -74,13 +78,12 @@ BEGIN
     LOOP
         EXECUTE format('DROP VIEW IF EXISTS %I CASCADE', object.relname);
     END LOOP;
-    FOR object IN
-        SELECT p.oid::regprocedure AS signature FROM pg_proc AS p
-        WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
-          AND p.proname NOT LIKE 'procrastinate%'
-          AND NOT EXISTS (SELECT 1 FROM pg_depend AS d WHERE d.objid = p.oid AND d.deptype = 'e')
-    LOOP
-        EXECUTE format('DROP FUNCTION IF EXISTS %s CASCADE', object.signature);
+    SELECT array_agg(p.oid::regprocedure::text) INTO signatures FROM pg_proc AS p
+    WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+      AND p.proname NOT LIKE 'procrastinate%'
+      AND NOT EXISTS (SELECT 1 FROM pg_depend AS d WHERE d.objid = p.oid AND d.deptype = 'e');
+    FOREACH signature IN ARRAY COALESCE(signatures, '{}') LOOP
+        EXECUTE format('DROP FUNCTION IF EXISTS %s CASCADE', signature);
     END LOOP;
 END
 $$;
