@@ -144,7 +144,7 @@ class SummaryRunner(LongTermFollowUps):
             return "failed"
         except Exception as exc:
             # The row stays `processing` and is reclaimed after processing_timeout_s.
-            logger.error("Memory %s: could not record the summarization outcome: %r", memory_id, exc, exc_info=True)
+            logger.error("Memory %s: could not record the summarization outcome: %s", memory_id, exc)
             return "processing"
 
     async def _complete(
@@ -162,6 +162,7 @@ class SummaryRunner(LongTermFollowUps):
         outcomes: list[long_term.RememberOutcome] = []
         now = self.clock()
         calls = list(log.calls)
+        remembering = self.settings.long_term and not items.is_empty()
         completing = {
             "user_id": user_id,
             "tenant_id": tenant_id,
@@ -178,7 +179,7 @@ class SummaryRunner(LongTermFollowUps):
         }
         try:
             ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.llm_prices)
-            if not (self.settings.long_term and not items.is_empty()):
+            if not remembering:
                 # Nothing for the long-term tier: one statement (the version and its calls), no transaction.
                 if not await self.backend.complete_memory(None, calls=ledger_rows, **completing):
                     return False
@@ -201,8 +202,9 @@ class SummaryRunner(LongTermFollowUps):
         except (psycopg.Error, InvalidInputError, long_term.LongTermWriteError) as exc:
             if isinstance(exc, psycopg.OperationalError):
                 raise  # the database is away: the row stays processing and is reclaimed
-            logger.error("Memory %s: long-term items not written, the version is not completed: %s", memory_id, exc)
-            return f"long-term write failed: {type(exc).__name__}: {exc}"
+            what = "long-term write" if remembering else "completion"
+            logger.error("Memory %s: %s failed, the version is not completed: %s", memory_id, what, exc)
+            return f"{what} failed: {type(exc).__name__}: {exc}"
         del log.calls[: len(calls)]
         await self._refresh_clusters(long_term.touched_clusters(outcomes), now)
         if outcomes:
