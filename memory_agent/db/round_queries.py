@@ -31,24 +31,6 @@ def _lease_params(conversation_id: str, holder: str, lease_s: float, tenant_id: 
     }
 
 
-def _save_params(
-    conversation_id: str,
-    roles: Sequence[str],
-    contents: Sequence[str],
-    messages: Sequence[str],
-    tenant_id: str,
-    user_id: str,
-) -> dict[str, Any]:
-    return {
-        "tenant_id": tenant_id,
-        "user_id": user_id,
-        "conversation_id": conversation_id,
-        "roles": list(roles),
-        "contents": list(contents),
-        "messages": list(messages),
-    }
-
-
 def _saved(conversation_id: str, row: Row | None) -> RoundSaved | None:
     """save_round's row as a RoundSaved; None when nothing was new."""
     if row is None:  # pragma: no cover - the statement always returns one row
@@ -189,7 +171,14 @@ class RoundQueries(NamedQueries):
         await conn.execute(self._queries["round_plan_settings"])
         if holder is not None:
             await self.release_round_lease(conversation_id, holder, conn, user_id=user_id)
-        params = _save_params(conversation_id, roles, contents, messages, tenant_id, user_id)
+        params = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "roles": list(roles),
+            "contents": list(contents),
+            "messages": list(messages),
+        }
         saving = await conn.execute(self._queries["save_round"], params, prepare=True)
         reading = await conn.execute(
             self._queries["trigger_state"],
