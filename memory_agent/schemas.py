@@ -111,6 +111,29 @@ class TriggerResult(BaseModel):
         return self.outcome == "started"
 
 
+class SummaryClaim(BaseModel):
+    """A summary the trigger rule found due, before it is claimed: the window to claim and the stale rows
+    reclaimed on the way. `result` is the rule's outcome once the claim statement has answered."""
+
+    start_sequence: int
+    end_sequence: int
+    base_memory_id: int | None = None
+    reclaimed_memory_ids: list[int] = Field(default_factory=list)
+
+    def result(self, memory_id: int | None) -> TriggerResult:
+        """`memory_id`: the claimed `processing` row; None when another process held the conversation's slot."""
+        if memory_id is None:
+            return TriggerResult(outcome="already_processing", reclaimed_memory_ids=self.reclaimed_memory_ids)
+        return TriggerResult(
+            outcome="started",
+            memory_id=memory_id,
+            start_sequence=self.start_sequence,
+            end_sequence=self.end_sequence,
+            base_memory_id=self.base_memory_id,
+            reclaimed_memory_ids=self.reclaimed_memory_ids,
+        )
+
+
 class RoundInfo(BaseModel):
     """What a round was given at its start; recorded in round_metrics when the round ends."""
 

@@ -12,13 +12,6 @@ SELECT * FROM round_context(%(user_id)s, %(conversation_id)s, %(message_ids)s::t
 -- At connection open: the timeout after which the views count a quiet `processing` row as stuck (processing_timeout()).
 SELECT set_config('memory_agent.processing_timeout_s', %(processing_timeout_s)s, false);
 
--- round_plan_settings --
--- For the statements of a round end only (sent first in its transaction's pipeline): one generic plan per connection.
--- save_round was planned at every round end (0.38 of its 1.0 ms, measured); its plan does not depend on the
--- parameters (every read goes through a key given in full, the round's messages are arrays), so one plan serves
--- every round. (The round start's function, begin_round, sets the same for its own statements.)
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
-
 -- acquire_round_lease --
 -- Claim the conversation for its (tenant, user) and take its lease (take_round_lease, sql/definitions): one row, the
 -- owner (null while a concurrent first claim is not visible yet) and `holder` (null: refused or not theirs).
@@ -34,9 +27,9 @@ SELECT * FROM begin_round(%(conversation_id)s, %(tenant_id)s, %(user_id)s, %(hol
 SELECT tenant_id, user_id FROM conversation_owners WHERE conversation_id = %(conversation_id)s;
 
 -- release_round_lease --
--- Round end (in its transaction), failure, cancellation or interrupt: give the conversation's lease back.
-DELETE FROM round_leases
-WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND holder = %(holder)s;
+-- Failure, cancellation or interrupt: give the conversation's lease back (release_round_lease, sql/definitions; the
+-- round end's end_round gives it back in its transaction).
+SELECT release_round_lease(%(user_id)s, %(conversation_id)s, %(holder)s);
 
 -- gap_cap_cause --
 -- Why a round's gap hit the bound: the newest memory row of the conversation and how many rounds no memory covers.
@@ -53,96 +46,22 @@ LEFT JOIN LATERAL (
 ) AS newest ON true
 WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s;
 
--- save_round --
--- Round end: store the round's messages that are not stored yet (same id and same content), with sequence numbers
--- allocated under the conversation row lock. Nothing new: no row is written and `stored` is 0.
-WITH candidate AS (
-    SELECT m.role, m.content, m.message, m.ord
-    FROM unnest(%(roles)s::text[], %(contents)s::text[], %(messages)s::text[]::jsonb[])
-             WITH ORDINALITY AS m (role, content, message, ord)
-    WHERE m.message -> 'data' ->> 'id' IS NULL
-       -- One probe of the partial message_id index per message of the round. OFFSET 0 keeps the probe a
-       -- correlated subplan: otherwise the planner, with statistics stale after fast growth (a conversation
-       -- estimated at one row), turned it into one hashed read of every message of the conversation through
-       -- the round index (2,000 messages: 583 buffers, 4 ms at every round end, growing with the conversation).
-       -- `message_id IS NOT NULL` written out lets the planner use the partial index.
-       OR NOT EXISTS (SELECT 1 FROM messages AS s
-                      WHERE s.user_id = %(user_id)s AND s.conversation_id = %(conversation_id)s
-                        AND s.message_id IS NOT NULL
-                        AND s.message_id = m.message -> 'data' ->> 'id' AND s.message = m.message
-                      OFFSET 0)
-), fresh AS (
-    SELECT role, content, message, ord, row_number() OVER (ORDER BY ord)::int AS position FROM candidate
-), conv AS (
-    INSERT INTO conversations AS c (tenant_id, user_id, conversation_id, next_sequence, round_count)
-    SELECT %(tenant_id)s, %(user_id)s, %(conversation_id)s, count(*), 1 FROM fresh HAVING count(*) > 0
-    ON CONFLICT (user_id, conversation_id) DO UPDATE
-        SET next_sequence = c.next_sequence + EXCLUDED.next_sequence,
-            round_count = c.round_count + 1,
-            updated_at = now()
-    RETURNING c.next_sequence - (SELECT count(*) FROM fresh)::int AS first_sequence,
-              c.next_sequence - 1 AS last_sequence, c.round_count AS round_number
-), stored AS (
-    INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content, message)
-    SELECT %(tenant_id)s, %(user_id)s, %(conversation_id)s, conv.first_sequence + fresh.position - 1, conv.round_number,
-           fresh.role, fresh.content, fresh.message
-    FROM conv, fresh
-    RETURNING sequence_number
-)
-SELECT conv.first_sequence, conv.last_sequence, conv.round_number,
-       (SELECT count(*) FROM stored)::int AS stored,
-       (SELECT array_agg(ord::int ORDER BY ord) FROM fresh) AS stored_positions
-FROM (SELECT 1) AS one
-LEFT JOIN conv ON true;
+-- end_round --
+-- Round end (end_round, sql/definitions): give the lease back, store the round's messages not stored yet, and read
+-- the trigger rule's state after them. One row (`stored` 0 when nothing was new).
+SELECT * FROM end_round(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(holder)s, %(roles)s::text[],
+                        %(contents)s::text[], %(messages)s::text[]::jsonb[], %(window)s::integer);
 
 -- trigger_state --
--- Round end, trigger rule: the in-flight row, the latest completed memory and the round starts inside the window that
--- ends at `last_sequence` and is `window` messages long. `last_sequence` null: the conversation's last stored message,
--- so the round end sends this statement right behind save_round, in the same round trip.
-WITH bound AS (
-    SELECT GREATEST(0, COALESCE(%(last_sequence)s::integer,
-                                (SELECT next_sequence - 1 FROM conversations
-                                 WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s))
-                       - %(window)s::integer + 1) AS from_sequence
-)
-SELECT p.memory_id AS processing_memory_id,
-       EXTRACT(EPOCH FROM now() - COALESCE(p.started_at, p.created_at))::float8 AS processing_age_s,
-       b.memory_id AS base_memory_id,
-       b.end_sequence AS base_end_sequence,
-       -- A round starts where the round number changes (a round's messages have consecutive sequences): read
-       -- from one sequence earlier through the primary key, in its order. Looked up by round number instead,
-       -- stale statistics sent both lookups through the round index (every message of the conversation).
-       ARRAY(
-           SELECT w.sequence_number
-           FROM (
-               SELECT sequence_number, round_number,
-                      lag(round_number) OVER (ORDER BY sequence_number) AS previous_round
-               FROM messages
-               WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-                 AND sequence_number >= (SELECT from_sequence FROM bound) - 1
-           ) AS w
-           WHERE w.sequence_number >= (SELECT from_sequence FROM bound)
-             AND w.round_number IS DISTINCT FROM w.previous_round
-           ORDER BY 1
-       ) AS round_starts
-FROM (SELECT 1) AS one
-LEFT JOIN LATERAL (
-    SELECT memory_id, created_at, started_at FROM memory
-    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND status = 'processing'
-) AS p ON true
-LEFT JOIN LATERAL (
-    SELECT memory_id, end_sequence FROM latest_memory
-    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-    LIMIT 1
-) AS b ON true;
+-- The trigger rule's state (trigger_state, sql/definitions) for the window of `window` messages that ends at
+-- `last_sequence`.
+SELECT * FROM trigger_state(%(user_id)s, %(conversation_id)s, %(last_sequence)s::integer, %(window)s::integer);
 
--- insert_processing --
--- Claim the conversation's single in-flight slot; returns no row when another process holds it.
-INSERT INTO memory (tenant_id, user_id, conversation_id, memory_text, start_sequence, end_sequence, base_memory_id, status)
-VALUES (%(tenant_id)s, %(user_id)s, %(conversation_id)s, '', %(start_sequence)s, %(end_sequence)s, %(base_memory_id)s,
-        'processing')
-ON CONFLICT (user_id, conversation_id) WHERE status = 'processing' DO NOTHING
-RETURNING memory_id;
+-- claim_summary --
+-- Claim the conversation's single in-flight slot (claim_summary, sql/definitions): memory_id null when another
+-- process holds it.
+SELECT claim_summary(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
+                     %(end_sequence)s::integer, %(base_memory_id)s::integer) AS memory_id;
 
 -- reclaim_stale --
 -- Mark stuck `processing` rows (memory_is_stuck with the timeout) as failed: one conversation, or all users (the sweep).
@@ -229,7 +148,15 @@ SELECT * FROM memory WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s;
 SELECT * FROM memory WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s ORDER BY memory_id;
 
 -- insert_round_metrics --
--- Round end: the round's metrics row, written in the same transaction as its messages.
+-- Round end: the round's metrics row, written in the same transaction as its messages. `claim`: the trigger rule
+-- found a summary due and this statement claims it (claim_summary) for start_sequence-end_sequence, recording the
+-- outcome: 'started' and the new row's id, or 'already_processing' when another process holds the slot. Else the
+-- outcome given. Returns the claimed id (null when none), read with COMMIT's reply.
+WITH claim AS (
+    SELECT claim_summary(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
+                         %(end_sequence)s::integer, %(base_memory_id)s::integer) AS memory_id
+    WHERE %(claim)s::boolean
+)
 INSERT INTO round_metrics (
     tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id, memory_end_sequence,
     gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens, truncated, truncation,
@@ -240,10 +167,15 @@ VALUES (
     %(tenant_id)s, %(user_id)s, %(conversation_id)s, %(round_number)s, %(first_sequence)s, %(last_sequence)s, %(memory_id)s,
     %(memory_end_sequence)s, %(gap_start_sequence)s, %(gap_end_sequence)s, %(gap_size)s,
     %(context_messages)s, %(context_tokens)s, %(truncated)s, %(truncation)s, %(retrieval_path)s,
-    %(latency_load_ms)s, %(latency_round_ms)s, %(summary_triggered)s, %(trigger_outcome)s,
-    %(triggered_memory_id)s, %(error_stage)s, %(error)s, %(query)s, %(fts_hits)s, %(trgm_hits)s, %(used_fallback)s,
+    %(latency_load_ms)s, %(latency_round_ms)s,
+    COALESCE((SELECT memory_id IS NOT NULL FROM claim), %(summary_triggered)s),
+    COALESCE((SELECT CASE WHEN memory_id IS NULL THEN 'already_processing' ELSE 'started' END FROM claim),
+             %(trigger_outcome)s),
+    COALESCE((SELECT memory_id FROM claim), %(triggered_memory_id)s),
+    %(error_stage)s, %(error)s, %(query)s, %(fts_hits)s, %(trgm_hits)s, %(used_fallback)s,
     %(recall_path)s, %(context_items)s, %(estimated_tokens)s, %(recall_truncated)s, %(latency_retrieval_ms)s,
-    %(latency_llm_ms)s, %(recall_status)s);
+    %(latency_llm_ms)s, %(recall_status)s)
+RETURNING triggered_memory_id;
 
 -- delete_conversation --
 -- Remove a conversation and everything derived from it (messages, memory versions, round metrics, its owner row), in one statement.

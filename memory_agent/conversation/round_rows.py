@@ -10,13 +10,19 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.recalled import RoundRecall
-from memory_agent.schemas import RoundInfo, RoundSaved, TriggerResult
+from memory_agent.schemas import RoundInfo, RoundSaved, SummaryClaim, TriggerResult
 
 
 def round_metrics_row(
-    info: RoundInfo, saved: RoundSaved | None, trigger: TriggerResult | None, graph_ended: float | None = None
+    info: RoundInfo,
+    saved: RoundSaved | None,
+    trigger: TriggerResult | SummaryClaim | None,
+    graph_ended: float | None = None,
 ) -> dict[str, Any]:
-    """The round_metrics row for a round (saved and trigger are None when it failed before being stored)."""
+    """The round_metrics row for a round (saved and trigger are None when it failed before being stored). A
+    SummaryClaim's outcome is recorded by the statement that claims it (insert_round_metrics)."""
+    if isinstance(trigger, SummaryClaim):
+        trigger = None
     ended = time.perf_counter() if graph_ended is None else graph_ended
     recall = {**RoundRecall().metrics(""), **info.recall}
     return {

@@ -4,9 +4,9 @@ Round START (`prepare`): take the conversation's lease, read the latest *complet
 after it in one statement (and, beside it, recall the user's long-term memory: recalled.py), and build the
 model's context (tool calls closed, memory and recalled block injected, token budget applied). The round's input is every message the caller holds that is not stored yet: stored is a fact of
 the database (message ids), not a guess from message shapes.
-Round END (`finish`): one write transaction gives the lease back, stores the round and reads the trigger
-rule's state (one round trip), claims a summary when one is due and records the round's metrics with the
-commit; the new `processing` row is dispatched after commit.
+Round END (`finish`): one write transaction in two round trips: the first gives the lease back, stores the round
+and reads the trigger rule's state (one statement, end_round); the second records the round's metrics, claiming a
+summary in the same statement when one is due, and commits. The new `processing` row is dispatched after commit.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, TriggerResult, fingerprint
+from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, SummaryClaim, TriggerResult, fingerprint
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
@@ -241,10 +241,15 @@ class Rounds:
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
                 return None, TriggerResult(outcome="nothing_new")
-            trigger = await self.trigger.apply(conn, key, saved.last_sequence, saved.first_sequence, state)
-            if info is not None:
-                await self.backend.insert_round_metrics(
-                    conn, round_metrics_row(info, saved, trigger, graph_ended), tenant_id=key.tenant_id, user_id=user_id
+            decision = await self.trigger.decide(conn, key, saved.last_sequence, saved.first_sequence, state)
+            recorded = None
+            if info is not None:  # the metrics row claims a due summary in the same statement
+                recorded = await self.backend.insert_round_metrics(
+                    conn,
+                    round_metrics_row(info, saved, decision, graph_ended),
+                    tenant_id=key.tenant_id,
+                    user_id=user_id,
+                    claim=decision if isinstance(decision, SummaryClaim) else None,
                 )
             if self.app_prices is not None:
                 await self.backend.record_app_calls(
@@ -257,7 +262,12 @@ class Rounds:
                     app_model=self.settings.app_model,
                     now=datetime.now(UTC),
                 )
-            await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
+            trigger = None
+            if recorded is None or self.trigger.enqueues:  # the claim's id is needed before COMMIT
+                trigger = await self.trigger.claimed(conn, key, decision, recorded)
+                await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
+        if trigger is None:  # the metrics statement's reply came with COMMIT's
+            trigger = await self.trigger.claimed(None, key, decision, recorded)
         await self.trigger.dispatch(key, trigger)
         return saved, trigger
 

@@ -15,7 +15,7 @@ from typing import Any
 from memory_agent.conversation.window import calculate_summary_range, summary_due
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
-from memory_agent.schemas import TriggerOutcome, TriggerResult
+from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
@@ -58,16 +58,17 @@ class SummaryTrigger:
             )
         return self._due(last_saved_seq, state) is None
 
-    async def apply(
+    async def decide(
         self,
         conn: Any,
         key: ConversationKey,
         last_saved_seq: int,
         round_first_seq: int | None,
         state: dict[str, Any] | None = None,
-    ) -> TriggerResult:
-        """The rule inside the caller's transaction on `conn`; a started result is dispatched by the caller
-        after commit. `state`: trigger_state as the caller read it in this transaction (else read here)."""
+    ) -> TriggerResult | SummaryClaim:
+        """The rule inside the caller's transaction on `conn`, up to the claim: a stale row is reclaimed here;
+        a due summary comes back as the SummaryClaim to make (`claimed`). `state`: trigger_state as the caller
+        read it in this transaction (else read here)."""
         settings = self.settings
         if last_saved_seq < settings.memory_summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
@@ -98,26 +99,48 @@ class SummaryTrigger:
         start_seq, end_seq = calculate_summary_range(
             last_saved_seq, settings.memory_rolling_window_size, round_starts or None
         )
-        memory_id = await self.backend.insert_processing(
-            conn,
-            conversation_id,
-            start_seq,
-            end_seq,
-            state["base_memory_id"],
-            tenant_id=key.tenant_id,
-            user_id=user_id,
-        )
-        if memory_id is None:  # another process claimed the slot between our read and insert
-            logger.debug("Summarization already in progress for %s", conversation_id)
-            return TriggerResult(outcome="already_processing", reclaimed_memory_ids=reclaimed)
-        return TriggerResult(
-            outcome="started",
-            memory_id=memory_id,
+        return SummaryClaim(
             start_sequence=start_seq,
             end_sequence=end_seq,
             base_memory_id=state["base_memory_id"],
             reclaimed_memory_ids=reclaimed,
         )
+
+    async def claimed(
+        self, conn: Any, key: ConversationKey, decision: TriggerResult | SummaryClaim, recorded: Any = None
+    ) -> TriggerResult:
+        """`decision`'s outcome. A SummaryClaim is claimed here, in the transaction on `conn`, unless the round's
+        metrics statement claimed it (`recorded`, its cursor: read after COMMIT when nothing before needs it)."""
+        if isinstance(decision, TriggerResult):
+            return decision
+        if recorded is not None:
+            row = await recorded.fetchone()
+            memory_id = row["triggered_memory_id"] if row else None
+        else:
+            memory_id = await self.backend.claim_summary(
+                conn, key.conversation_id, decision, tenant_id=key.tenant_id, user_id=key.user_id
+            )
+        if memory_id is None:  # another process claimed the slot between our read and insert
+            logger.debug("Summarization already in progress for %s", key.conversation_id)
+        return decision.result(memory_id)
+
+    async def apply(
+        self,
+        conn: Any,
+        key: ConversationKey,
+        last_saved_seq: int,
+        round_first_seq: int | None,
+        state: dict[str, Any] | None = None,
+    ) -> TriggerResult:
+        """The whole rule inside the caller's transaction on `conn` (decide, then claim); a started result is
+        dispatched by the caller after commit."""
+        decision = await self.decide(conn, key, last_saved_seq, round_first_seq, state)
+        return await self.claimed(conn, key, decision)
+
+    @property
+    def enqueues(self) -> bool:
+        """Whether a new `processing` row is enqueued inside its transaction (its id is needed before COMMIT)."""
+        return self._enqueue is not None
 
     async def enqueue(self, conn: Any, key: ConversationKey, trigger: TriggerResult) -> None:
         """Inside the transaction that claimed a new `processing` row: its job commits with it or not at all."""

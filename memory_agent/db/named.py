@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import select
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, cast
 
 import psycopg
@@ -75,11 +75,23 @@ class NamedQueries:
 
     @asynccontextmanager
     async def round_transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
-        """`transaction()` in pipeline mode, for the round path: BEGIN travels with the first statement and a
-        statement whose result is not read travels with COMMIT (two round trips fewer). Only single
-        statements inside (no multi-statement strings)."""
-        async with self.connection() as conn, conn.pipeline(), conn.transaction():
-            yield conn
+        """`transaction()` in pipeline mode, for the round path: BEGIN travels with the first statement, COMMIT
+        with the statements whose results are not read before it, so a transaction whose result is read once
+        takes two round trips. (psycopg's transaction() in a pipeline syncs when it opens and twice when it
+        closes: five round trips for two statements, traced.) Only single statements inside (no
+        multi-statement strings), and no transaction() inside: it would sync. A failure anywhere inside —
+        a statement's error or the caller's — rolls the whole transaction back."""
+        async with self.connection() as conn:
+            try:
+                async with conn.pipeline():
+                    await conn.execute("BEGIN")
+                    yield conn
+                    await conn.execute("COMMIT")
+            except BaseException:
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    with suppress(psycopg.Error):  # a broken connection: the pool discards it
+                        await conn.execute("ROLLBACK")
+                raise
 
     async def _fetch_all(
         self, name: str, params: dict[str, Any], conn: psycopg.AsyncConnection[Row] | None = None

@@ -16,7 +16,7 @@ from memory_agent.errors import (
     ConversationOwnerError,
     MemoryAgentError,
 )
-from memory_agent.schemas import RoundSaved
+from memory_agent.schemas import RoundSaved, SummaryClaim
 
 logger = logging.getLogger("memory_agent.backend")
 
@@ -28,6 +28,15 @@ def _lease_params(conversation_id: str, holder: str, lease_s: float, tenant_id: 
         "lease_s": lease_s,
         "tenant_id": tenant_id,
         "user_id": user_id,
+    }
+
+
+def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str, Any]:
+    return {
+        "conversation_id": conversation_id,
+        "start_sequence": claim.start_sequence if claim else None,
+        "end_sequence": claim.end_sequence if claim else None,
+        "base_memory_id": claim.base_memory_id if claim else None,
     }
 
 
@@ -129,20 +138,10 @@ class RoundQueries(NamedQueries):
         row = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
         return (row["tenant_id"], row["user_id"]) if row else None
 
-    async def release_round_lease(
-        self,
-        conversation_id: str,
-        holder: str,
-        conn: psycopg.AsyncConnection[Row] | None = None,
-        *,
-        user_id: str,
-    ) -> None:
+    async def release_round_lease(self, conversation_id: str, holder: str, *, user_id: str) -> None:
         params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder}
-        if conn is not None:
+        async with self.connection() as conn:
             await conn.execute(self._queries["release_round_lease"], params)
-            return
-        async with self.connection() as own:
-            await own.execute(self._queries["release_round_lease"], params)
 
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
         return await self._fetch_one(
@@ -163,32 +162,24 @@ class RoundQueries(NamedQueries):
         holder: str | None,
         window: int,
     ) -> tuple[RoundSaved | None, Row]:
-        """A round end's first round trip on `conn` (a round_transaction): generic plans for the rest of the
-        transaction (round_plan_settings), give the lease back (when `holder` holds it), store the messages
-        (serialize_round's JSON texts) not stored yet (save_round: same id and content; None when every one of
-        them was), and read the trigger rule's state after it (trigger_state over the last `window` messages).
-        Sent together, read together: one round trip in pipeline mode."""
-        await conn.execute(self._queries["round_plan_settings"])
-        if holder is not None:
-            await self.release_round_lease(conversation_id, holder, conn, user_id=user_id)
+        """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
+        holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
+        when every one of them was) and read the trigger rule's state after them (over the last `window`
+        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it."""
         params = {
             "tenant_id": tenant_id,
             "user_id": user_id,
             "conversation_id": conversation_id,
+            "holder": holder,
             "roles": list(roles),
             "contents": list(contents),
             "messages": list(messages),
+            "window": window,
         }
-        saving = await conn.execute(self._queries["save_round"], params, prepare=True)
-        reading = await conn.execute(
-            self._queries["trigger_state"],
-            {"user_id": user_id, "conversation_id": conversation_id, "last_sequence": None, "window": window},
-            prepare=True,
-        )
-        saved = _saved(conversation_id, await saving.fetchone())
-        state = await reading.fetchone()
-        assert state is not None
-        return saved, state
+        cursor = await conn.execute(self._queries["end_round"], params, prepare=True)
+        row = await cursor.fetchone()
+        assert row is not None  # one row always
+        return _saved(conversation_id, row), row
 
     async def trigger_state(
         self, conn: psycopg.AsyncConnection[Row], conversation_id: str, last_sequence: int, window: int, *, user_id: str
@@ -202,28 +193,19 @@ class RoundQueries(NamedQueries):
         assert row is not None
         return row
 
-    async def insert_processing(
+    async def claim_summary(
         self,
         conn: psycopg.AsyncConnection[Row],
         conversation_id: str,
-        start_sequence: int,
-        end_sequence: int,
-        base_memory_id: int | None,
+        claim: SummaryClaim,
         *,
         tenant_id: str,
         user_id: str,
     ) -> int | None:
+        """Claim the conversation's single in-flight slot for `claim`'s window: the new `processing` row's id,
+        None when another process holds the slot."""
         row = await self._fetch_one(
-            "insert_processing",
-            {
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "conversation_id": conversation_id,
-                "start_sequence": start_sequence,
-                "end_sequence": end_sequence,
-                "base_memory_id": base_memory_id,
-            },
-            conn,
+            "claim_summary", {"tenant_id": tenant_id, "user_id": user_id, **_claim_params(conversation_id, claim)}, conn
         )
         return row["memory_id"] if row else None
 
@@ -270,13 +252,23 @@ class RoundQueries(NamedQueries):
         await conn.execute(self._queries["record_app_calls"], params)
 
     async def insert_round_metrics(
-        self, conn: psycopg.AsyncConnection[Row] | None, row: dict[str, Any], *, tenant_id: str, user_id: str
-    ) -> None:
-        params = {**row, "tenant_id": tenant_id, "user_id": user_id}
+        self,
+        conn: psycopg.AsyncConnection[Row] | None,
+        row: dict[str, Any],
+        *,
+        tenant_id: str,
+        user_id: str,
+        claim: SummaryClaim | None = None,
+    ) -> psycopg.AsyncCursor[Row] | None:
+        """The round's metrics row; with `claim`, the same statement claims the due summary and records the
+        outcome. On `conn` the cursor comes back unread (its row: `triggered_memory_id`), so a round end reads
+        it with COMMIT's reply."""
+        params = {**row, "tenant_id": tenant_id, "user_id": user_id, "claim": claim is not None}
+        params.update(_claim_params(row["conversation_id"], claim))
         if params.get("truncation") is not None:
             params["truncation"] = Jsonb(params["truncation"])
         if conn is not None:
-            await conn.execute(self._queries["insert_round_metrics"], params)
-            return
+            return await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
         async with self.connection() as own:
             await own.execute(self._queries["insert_round_metrics"], params)
+        return None
