@@ -62,16 +62,51 @@ class MemoryLoop:
 
         With `shield`, cancelling the caller does not cancel the work: a round end that has begun finishes
         (commit and dispatch) even when the request that started it is cancelled.
+
+        A round makes two of these trips (start, end), so they carry no concurrent.futures.Future: the task is
+        started on the memory loop and settles a future of the caller's loop directly (~30 µs of the ~120 µs
+        that `run_coroutine_threadsafe` + `wrap_future` cost a trip, measured).
         """
         if self.in_loop_thread:
             return await (asyncio.shield(coro) if shield else coro)
-        future = asyncio.wrap_future(self.submit(coro))
+        caller = asyncio.get_running_loop()
+        done: asyncio.Future[T] = caller.create_future()
+        started: list[asyncio.Task[T]] = []
+
+        def settle(task: asyncio.Task[T]) -> None:  # on the caller's loop
+            if done.cancelled():
+                return
+            if task.cancelled():
+                done.cancel()
+            elif (error := task.exception()) is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(task.result())
+
+        def finished(task: asyncio.Task[T]) -> None:  # on the memory loop
+            if not caller.is_closed():
+                caller.call_soon_threadsafe(settle, task)
+
+        def start() -> None:  # on the memory loop
+            task = self.loop.create_task(coro)
+            started.append(task)
+            task.add_done_callback(finished)
+
+        # Under the lock, as submit(): the call either starts (and stop() cancels it) or is refused.
+        with self._lock:
+            if self._closed:
+                coro.close()
+                raise ServiceClosedError(CLOSED)
+            self.loop.call_soon_threadsafe(start)
         try:
-            return await (asyncio.shield(future) if shield else future)
+            return await (asyncio.shield(done) if shield else done)
         except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if self._closed and future.cancelled() and not (task and task.cancelling()):
+            current = asyncio.current_task()
+            if self._closed and done.cancelled() and not (current and current.cancelling()):
                 raise ServiceClosedError(CLOSED_WHILE_RUNNING) from None
+            if not shield:  # the caller gave up: so does the work (`start` ran first: the loop's FIFO)
+                with contextlib.suppress(RuntimeError):  # the memory loop closed meanwhile
+                    self.loop.call_soon_threadsafe(lambda: started[0].cancel())
             raise
 
     async def _cancel_the_rest(self) -> None:
