@@ -70,13 +70,12 @@ $$;
 -- A round start, in the order its two steps must run (the round start's function begin_round, below; each step is
 -- also a named query of its own). take_round_lease:
 -- Round start: claim the conversation for its (tenant, user) and, when they own it, take its lease unless another round holds a live one.
--- One row: the owner (null when a concurrent first claim is not visible yet: re-read with conversation_owner),
--- `holder`, null when the lease was refused or the conversation belongs to someone else, and `claimed`, whether
--- this statement made the caller the owner (the conversation's first round).
+-- One row: the owner (null when a concurrent first claim is not visible yet: re-read with conversation_owner)
+-- and `holder`, null when the lease was refused or the conversation belongs to someone else.
 CREATE FUNCTION take_round_lease(
     p_conversation_id text, p_tenant_id text, p_user_id text, p_holder text, p_lease_s float8
 )
-RETURNS TABLE (owner_tenant_id text, owner_user_id text, holder text, claimed boolean)
+RETURNS TABLE (owner_tenant_id text, owner_user_id text, holder text)
 LANGUAGE sql VOLATILE
 SET search_path FROM CURRENT
 AS $$
@@ -100,8 +99,7 @@ AS $$
             WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
         RETURNING holder
     )
-    SELECT owner.tenant_id AS owner_tenant_id, owner.user_id AS owner_user_id, (SELECT holder FROM lease) AS holder,
-           EXISTS (SELECT 1 FROM claimed) AS claimed
+    SELECT owner.tenant_id AS owner_tenant_id, owner.user_id AS owner_user_id, (SELECT holder FROM lease) AS holder
     FROM (SELECT 1) AS one
     LEFT JOIN owner ON true
 $$;
@@ -197,13 +195,6 @@ DECLARE
     taken record;
 BEGIN
     SELECT * INTO taken FROM take_round_lease(p_conversation_id, p_tenant_id, p_user_id, p_holder, p_lease_s);
-    IF taken.holder IS NOT NULL AND NOT taken.claimed THEN
-        -- Only the lease was written: its commit need not wait for the WAL flush (one fsync, ~0.2 ms, off the
-        -- round's path). A lease lost in a server crash is harmless: the crash ended the round holding it, and
-        -- whatever a later transaction writes after reading it commits after it in the WAL, so flushing that
-        -- commit flushes the lease first. A first round's owner claim is not a lease: it commits durably.
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
     IF taken.holder IS NULL OR taken.owner_user_id IS NULL THEN
         RETURN QUERY SELECT taken.owner_tenant_id, taken.owner_user_id, taken.holder, NULL::integer, NULL::text,
             NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::jsonb, NULL::text[], NULL::integer,

@@ -157,32 +157,6 @@ async def test_a_failure_inside_the_round_transaction_leaves_nothing(open_memory
     assert trigger.outcome == "below_threshold"
 
 
-async def test_only_the_lease_of_a_known_owner_commits_without_waiting_for_the_wal_flush(open_memory):
-    """begin_round relaxes its commit when it wrote nothing but the lease; a conversation's first round start
-    (the owner's claim) commits durably. Read inside the statement's transaction."""
-    memory = await open_memory()
-    backend = memory.backend
-
-    async def start(holder: str) -> str:
-        async with backend.connection() as conn:
-            await conn.execute("BEGIN")
-            params = {"conversation_id": "flush", "tenant_id": DEFAULT_TENANT_ID, "user_id": default_user_id("flush")}
-            await conn.execute(
-                backend._queries["begin_round"],
-                {**params, "holder": holder, "lease_s": 60.0, "message_ids": [], "max_gap": 10},
-            )
-            cur = await conn.execute("SELECT current_setting('synchronous_commit') AS mode")
-            row = await cur.fetchone()
-            await conn.execute("COMMIT")
-            await conn.execute(backend._queries["release_round_lease"], {**params, "holder": holder})
-            assert row is not None
-            return row["mode"]
-
-    assert await memory.loop.arun(start("first")) == "on"
-    assert await memory.loop.arun(start("second")) == "off"
-    assert await memory.loop.arun(start("third")) == "off"
-
-
 async def test_round_ends_leave_the_connection_as_it_was(open_memory):
     memory = await open_memory(pool_min_size=1, pool_max_size=1)
     for n in range(4):
