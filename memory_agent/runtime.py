@@ -74,7 +74,9 @@ class MemoryLoop:
         started: list[asyncio.Task[T]] = []
 
         def settle(task: asyncio.Task[T]) -> None:  # on the caller's loop
-            if done.cancelled():
+            if done.cancelled():  # the caller gave up: the outcome is read here so it is not reported unread
+                if not task.cancelled():
+                    task.exception()
                 return
             if task.cancelled():
                 done.cancel()

@@ -41,7 +41,7 @@ def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str,
 
 
 def _saved(conversation_id: str, row: Row | None) -> RoundSaved | None:
-    """save_round's row as a RoundSaved; None when nothing was new."""
+    """end_round's row as a RoundSaved; None when nothing was new."""
     if row is None:  # pragma: no cover - the statement always returns one row
         raise MemoryAgentError(f"storing the round of {conversation_id!r} returned no row")
     if not row["stored"]:
