@@ -48,7 +48,7 @@ class SummaryTrigger:
         )
 
     async def is_due(self, key: ConversationKey, last_saved_seq: int) -> bool:
-        """What `apply` would decide now, without writing: a stale `processing` row does not count."""
+        """What `decide` would find now, without writing: a stale `processing` row does not count."""
         if last_saved_seq < self.settings.memory_summarize_after_seq:
             return False
         window = self.settings.memory_rolling_window_size
@@ -124,19 +124,6 @@ class SummaryTrigger:
             logger.debug("Summarization already in progress for %s", key.conversation_id)
         return decision.result(memory_id)
 
-    async def apply(
-        self,
-        conn: Any,
-        key: ConversationKey,
-        last_saved_seq: int,
-        round_first_seq: int | None,
-        state: dict[str, Any] | None = None,
-    ) -> TriggerResult:
-        """The whole rule inside the caller's transaction on `conn` (decide, then claim); a started result is
-        dispatched by the caller after commit."""
-        decision = await self.decide(conn, key, last_saved_seq, round_first_seq, state)
-        return await self.claimed(conn, key, decision)
-
     @property
     def enqueues(self) -> bool:
         """Whether a new `processing` row is enqueued inside its transaction (its id is needed before COMMIT)."""
@@ -175,7 +162,7 @@ class SummaryTrigger:
     async def trigger(self, key: ConversationKey, last_saved_seq: int) -> TriggerResult:
         """The rule in a transaction of its own, then the dispatch."""
         async with self.backend.transaction() as conn:
-            result = await self.apply(conn, key, last_saved_seq, None)
+            result = await self.claimed(conn, key, await self.decide(conn, key, last_saved_seq, None))
             await self.enqueue(conn, key, result)
         await self.dispatch(key, result)
         return result

@@ -67,10 +67,9 @@ AS $$
     SELECT count(*)::integer FROM calls
 $$;
 
--- A round start, in the order its two steps must run (the round start's function begin_round, below; each step is
--- also a named query of its own). take_round_lease:
--- Round start: claim the conversation for its (tenant, user) and, when they own it, take its lease unless another round holds a live one.
--- One row: the owner (null when a concurrent first claim is not visible yet: re-read with conversation_owner)
+-- A round start is two steps, in this order (begin_round, below, runs both; each is also a named query of its own).
+-- take_round_lease: claim the conversation for its (tenant, user) and, when they own it, take its lease unless
+-- another round holds a live one. One row: the owner (null when a concurrent first claim is not visible yet: re-read with conversation_owner)
 -- and `holder`, null when the lease was refused or the conversation belongs to someone else.
 CREATE FUNCTION take_round_lease(
     p_conversation_id text, p_tenant_id text, p_user_id text, p_holder text, p_lease_s float8
