@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Self
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -131,9 +131,21 @@ class ServiceLifecycle:
                 max_tokens=settings.memory_max_tokens_cap,
             )
             runner = SummaryRunner(settings, backend, agent, clock=self.clock, embedder=embedder)
-            trigger = SummaryTrigger(settings, backend, dispatch=self._dispatch, enqueue=self._enqueue)
-            jobs = SummaryJobs(runner.run_summary, trigger.sweep, runner.refresh_pending)
+
+            async def sweep() -> list[int]:  # the trigger is made after the executor it hands rows to
+                return await trigger.sweep()
+
+            jobs = SummaryJobs(runner.run_summary, sweep, runner.refresh_pending)
             executor = make_executor(settings, jobs, backend)
+            # An in-process executor: rows are picked up by their claim, nothing is enqueued in the round's
+            # transaction (so the claim's id is read with COMMIT's reply).
+            trigger = SummaryTrigger(
+                settings,
+                backend,
+                dispatch=executor.dispatch,
+                enqueue=None if executor.runs_in_process else executor.enqueue,
+                pick_up=executor.runs_in_process,
+            )
             rounds = Rounds(settings, backend, loop, trigger, embedder=embedder)
             await check_recall_settings(backend, recall_settings(settings))
             self._opened = _Opened(backend, agent, runner, trigger, rounds, executor, embedder)
@@ -142,12 +154,6 @@ class ServiceLifecycle:
             self._opened = None
             await backend.pool.close()
             raise
-
-    async def _dispatch(self, memory_id: int, user_id: str) -> None:
-        await self.executor.dispatch(memory_id, user_id)
-
-    async def _enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
-        await self.executor.enqueue(conn, memory_id, user_id)
 
     def open(self) -> Self:
         """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations."""

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from memory_agent.db.keys import ConversationKey
 from memory_agent.long_term.items import StructuredItems
@@ -105,10 +105,17 @@ class TriggerResult(BaseModel):
     end_sequence: int | None = None
     base_memory_id: int | None = None
     reclaimed_memory_ids: list[int] = Field(default_factory=list)
+    # A `started` row its claim picked up: (the row, its messages) as start_memory reads them, for the executor
+    # that runs it in this process; None: the job picks it up itself.
+    _picked_up: tuple[dict[str, Any], list[dict[str, Any]]] | None = PrivateAttr(default=None)
 
     @property
     def started(self) -> bool:
         return self.outcome == "started"
+
+    @property
+    def picked_up(self) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        return self._picked_up
 
 
 class SummaryClaim(BaseModel):

@@ -151,11 +151,27 @@ SELECT * FROM memory WHERE user_id = %(user_id)s AND conversation_id = %(convers
 -- Round end: the round's metrics row, written in the same transaction as its messages. `claim`: the trigger rule
 -- found a summary due and this statement claims it (claim_summary) for start_sequence-end_sequence, recording the
 -- outcome: 'started' and the new row's id, or 'already_processing' when another process holds the slot. Else the
--- outcome given. Returns the claimed id (null when none), read with COMMIT's reply.
+-- outcome given. Returns the claimed id (null when none), read with COMMIT's reply. With `pick_up` (this process
+-- runs the summary right after commit) the claim picks the row up too, and the statement returns what start_memory
+-- would read for it: the base memory's text and end, and the messages to summarize (incremental: after the base
+-- memory, never before the window start), oldest first; all null when nothing was claimed.
 WITH claim AS (
     SELECT claim_summary(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
-                         %(end_sequence)s::integer, %(base_memory_id)s::integer) AS memory_id
+                         %(end_sequence)s::integer, %(base_memory_id)s::integer, %(pick_up)s::boolean) AS memory_id
     WHERE %(claim)s::boolean
+), picked AS (
+    SELECT b.memory_text AS base_memory_text, b.end_sequence AS base_end_sequence, w.sequences, w.messages
+    FROM claim
+    LEFT JOIN memory AS b ON b.user_id = %(user_id)s AND b.memory_id = %(base_memory_id)s::integer
+    CROSS JOIN LATERAL (
+        SELECT array_agg(m.sequence_number ORDER BY m.sequence_number) AS sequences,
+               array_agg(m.message ORDER BY m.sequence_number) AS messages
+        FROM messages AS m
+        WHERE m.user_id = %(user_id)s AND m.conversation_id = %(conversation_id)s
+          AND m.sequence_number BETWEEN GREATEST(%(start_sequence)s::integer, COALESCE(b.end_sequence + 1, 0))
+                                    AND %(end_sequence)s::integer
+    ) AS w
+    WHERE %(pick_up)s::boolean AND claim.memory_id IS NOT NULL
 )
 INSERT INTO round_metrics (
     tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id, memory_end_sequence,
@@ -175,7 +191,9 @@ VALUES (
     %(error_stage)s, %(error)s, %(query)s, %(fts_hits)s, %(trgm_hits)s, %(used_fallback)s,
     %(recall_path)s, %(context_items)s, %(estimated_tokens)s, %(recall_truncated)s, %(latency_retrieval_ms)s,
     %(latency_llm_ms)s, %(recall_status)s)
-RETURNING triggered_memory_id;
+RETURNING triggered_memory_id, (SELECT base_memory_text FROM picked) AS base_memory_text,
+          (SELECT base_end_sequence FROM picked) AS base_end_sequence,
+          (SELECT sequences FROM picked) AS picked_sequences, (SELECT messages FROM picked) AS picked_messages;
 
 -- delete_conversation --
 -- Remove a conversation and everything derived from it (messages, memory versions, round metrics, its owner row), in one statement.

@@ -250,6 +250,7 @@ class Rounds:
                     tenant_id=key.tenant_id,
                     user_id=user_id,
                     claim=decision if isinstance(decision, SummaryClaim) else None,
+                    pick_up=self.trigger.pick_up,
                 )
             if self.app_prices is not None:
                 await self.backend.record_app_calls(

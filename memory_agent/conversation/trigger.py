@@ -15,25 +15,39 @@ from typing import Any
 from memory_agent.conversation.window import calculate_summary_range, summary_due
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
+from memory_agent.db.summary_queries import StartedSummary, picked_up_by_claim
 from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
 
-Dispatch = Callable[[int, str], Awaitable[None]]  # (memory_id, user_id), after commit
+# (memory_id, user_id, the row as its claim picked it up or None), after commit
+Dispatch = Callable[[int, str, StartedSummary | None], Awaitable[None]]
 Enqueue = Callable[[Any, int, str], Awaitable[None]]  # (conn, memory_id, user_id), in the claiming transaction
 
 
 class SummaryTrigger:
-    """Decides, claims and hands on summaries. Every coroutine here runs on the memory loop."""
+    """Decides, claims and hands on summaries. Every coroutine here runs on the memory loop.
+
+    `enqueue`: given when the executor records a job in the claiming transaction (a queue in PostgreSQL); the
+    claim's id is then read before COMMIT. `pick_up`: the executor runs the summary in this process right after
+    commit (inline), so the round's metrics statement picks the row up as it claims it and reads what the summary
+    needs: the summary starts without a statement of its own."""
 
     def __init__(
-        self, settings: MemorySettings, backend: MemoryBackend, dispatch: Dispatch, enqueue: Enqueue | None = None
+        self,
+        settings: MemorySettings,
+        backend: MemoryBackend,
+        dispatch: Dispatch,
+        enqueue: Enqueue | None = None,
+        *,
+        pick_up: bool = False,
     ) -> None:
         self.settings = settings
         self.backend = backend
         self._dispatch = dispatch
         self._enqueue = enqueue
+        self.pick_up = pick_up
 
     def _due(self, last_saved_seq: int, state: dict[str, Any]) -> TriggerOutcome | None:
         settings = self.settings
@@ -113,6 +127,7 @@ class SummaryTrigger:
         metrics statement claimed it (`recorded`, its cursor: read after COMMIT when nothing before needs it)."""
         if isinstance(decision, TriggerResult):
             return decision
+        row = None
         if recorded is not None:
             row = await recorded.fetchone()
             memory_id = row["triggered_memory_id"] if row else None
@@ -122,7 +137,19 @@ class SummaryTrigger:
             )
         if memory_id is None:  # another process claimed the slot between our read and insert
             logger.debug("Summarization already in progress for %s", key.conversation_id)
-        return decision.result(memory_id)
+        result = decision.result(memory_id)
+        if memory_id is not None and row is not None and self.pick_up:  # the metrics statement picked it up
+            result._picked_up = picked_up_by_claim(
+                row,
+                memory_id=memory_id,
+                tenant_id=key.tenant_id,
+                user_id=key.user_id,
+                conversation_id=key.conversation_id,
+                start_sequence=decision.start_sequence,
+                end_sequence=decision.end_sequence,
+                base_memory_id=decision.base_memory_id,
+            )
+        return result
 
     @property
     def enqueues(self) -> bool:
@@ -149,7 +176,7 @@ class SummaryTrigger:
             trigger.base_memory_id,
         )
         try:
-            await self._dispatch(trigger.memory_id, key.user_id)
+            await self._dispatch(trigger.memory_id, key.user_id, trigger.picked_up)
         except Exception as exc:
             logger.error(
                 "Memory %s of %s could not be dispatched (%s); it will be reclaimed after %ss",

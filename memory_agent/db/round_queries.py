@@ -259,11 +259,14 @@ class RoundQueries(NamedQueries):
         tenant_id: str,
         user_id: str,
         claim: SummaryClaim | None = None,
+        pick_up: bool = False,
     ) -> psycopg.AsyncCursor[Row] | None:
         """The round's metrics row; with `claim`, the same statement claims the due summary and records the
-        outcome. On `conn` the cursor comes back unread (its row: `triggered_memory_id`), so a round end reads
-        it with COMMIT's reply."""
+        outcome, and with `pick_up` picks the claimed row up and reads what its summary needs (see
+        picked_up_by_claim). On `conn` the cursor comes back unread (its row: `triggered_memory_id` and those
+        reads), so a round end reads it with COMMIT's reply."""
         params = {**row, "tenant_id": tenant_id, "user_id": user_id, "claim": claim is not None}
+        params["pick_up"] = pick_up and claim is not None
         params.update(_claim_params(row["conversation_id"], claim))
         if params.get("truncation") is not None:
             params["truncation"] = Jsonb(params["truncation"])

@@ -11,19 +11,33 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memory_agent.db.summary_queries import StartedSummary
+
+
+class RunSummary(Protocol):
+    def __call__(
+        self, memory_id: int, user_id: str, started: StartedSummary | None = None
+    ) -> Coroutine[Any, Any, str]: ...
+
 
 @dataclass(frozen=True)
 class SummaryJobs:
     """The work an executor runs, both on the memory loop."""
 
-    # One `processing` row, by its whole key (memory_id, user_id), to its final status; never raises.
-    run_summary: Callable[[int, str], Coroutine[Any, Any, str]]
+    # One `processing` row, by its whole key (memory_id, user_id), to its final status; never raises. `started`:
+    # the row as its claim picked it up (in-process executors), else the job picks it up (start_memory).
+    run_summary: RunSummary
     sweep: Callable[[], Awaitable[list[int]]]  # reclaim stale rows, re-run the trigger rule; the reclaimed ids
     # The long-term safety net: refresh the cluster summaries whose inline refresh failed; how many it handled.
     refresh_clusters: Callable[[], Awaitable[int]] | None = None
 
 
 class Executor(Protocol):
+    # True: `dispatch` runs the summary in this process right after commit, so the claim picks the row up (the
+    # summary then starts without a statement of its own) and nothing is recorded in the transaction. False: the
+    # job is recorded in the claiming transaction (`enqueue`) and a worker picks the row up.
+    runs_in_process: bool
+
     async def start(self) -> None: ...
 
     async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
@@ -31,8 +45,9 @@ class Executor(Protocol):
         PostgreSQL records the job here, so the row and its job commit together."""
         ...
 
-    async def dispatch(self, memory_id: int, user_id: str) -> None:
-        """Get memory (user_id, memory_id) summarized; called on the memory loop after the round's commit."""
+    async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:
+        """Get memory (user_id, memory_id) summarized; called on the memory loop after the round's commit.
+        `started`: the row as its claim picked it up (runs_in_process executors only)."""
         ...
 
     async def drain(self, timeout: float | None) -> bool:

@@ -9,6 +9,7 @@ import logging
 import time
 from typing import Any
 
+from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.jobs.base import SummaryJobs
 
 logger = logging.getLogger("memory_agent.executors")
@@ -16,6 +17,8 @@ logger = logging.getLogger("memory_agent.executors")
 
 class InlineExecutor:
     """Summarizes in this process, as a background task that the round never waits for."""
+
+    runs_in_process = True
 
     def __init__(self, jobs: SummaryJobs, sweep_interval_s: float) -> None:
         self.jobs = jobs
@@ -45,11 +48,14 @@ class InlineExecutor:
     async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
         """Nothing to record: the task starts after commit (a crash in between is reclaimed by the sweep)."""
 
-    async def dispatch(self, memory_id: int, user_id: str) -> None:
+    async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:
         # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing).
-        task = asyncio.get_running_loop().create_task(
-            self.jobs.run_summary(memory_id, user_id), context=contextvars.Context()
+        job = (
+            self.jobs.run_summary(memory_id, user_id)
+            if started is None
+            else self.jobs.run_summary(memory_id, user_id, started)
         )
+        task = asyncio.get_running_loop().create_task(job, context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -15,6 +15,7 @@ import procrastinate.exceptions
 import psycopg
 
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.settings import MemorySettings
 
@@ -73,6 +74,8 @@ def register_consolidation(app: procrastinate.App, settings: MemorySettings, poo
 class ProcrastinateExecutor:
     """Defers a job per new `processing` row; `memory-agent worker` runs them."""
 
+    runs_in_process = False  # a worker process picks the row up (start_memory)
+
     def __init__(self, jobs: SummaryJobs, settings: MemorySettings, backend: MemoryBackend) -> None:
         self.jobs = jobs
         self.settings = settings
@@ -98,7 +101,7 @@ class ProcrastinateExecutor:
                 raise exc.__cause__ from None
             raise
 
-    async def dispatch(self, memory_id: int, user_id: str) -> None:
+    async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:
         """Nothing after commit: the job was deferred with the row (`enqueue`)."""
 
     async def drain(self, timeout: float | None) -> bool:

@@ -28,6 +28,7 @@ from psycopg.types.json import Jsonb
 from memory_agent import ledger, long_term
 from memory_agent.conversation.messages import storable_text
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.errors import InvalidInputError, SummarizationError
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.settings import MemorySettings
@@ -63,13 +64,14 @@ class SummaryRunner(LongTermFollowUps):
             long_term.offline_cluster_summarizer if offline else agent.summarize_cluster
         )
 
-    async def run_summary(self, memory_id: int, user_id: str) -> str:
+    async def run_summary(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> str:
         """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
-        the final status. Every model call it made goes to the cost ledger: the summarizer's (failed attempts
-        included) with the completed version, in its transaction; the rest (a failed version's, the cluster
-        summaries') afterwards."""
+        the final status. `started`: the row as the round that claimed it picked it up (the inline executor);
+        else it is picked up here (start_memory). Every model call it made goes to the cost ledger: the
+        summarizer's (failed attempts included) with the completed version, in its transaction; the rest (a
+        failed version's, the cluster summaries') afterwards."""
         with ledger.collecting() as log:
-            status = await self._run_summary(memory_id, user_id, log)
+            status = await self._run_summary(memory_id, user_id, log, started)
         if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
                 async with self.backend.connection() as conn:
@@ -80,10 +82,12 @@ class SummaryRunner(LongTermFollowUps):
                 logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
         return status
 
-    async def _run_summary(self, memory_id: int, user_id: str, log: ledger.CallLog) -> str:
+    async def _run_summary(
+        self, memory_id: int, user_id: str, log: ledger.CallLog, picked_up: StartedSummary | None
+    ) -> str:
         backend = self.backend
         try:
-            started_row = await backend.start_memory(memory_id, user_id=user_id)
+            started_row = picked_up or await backend.start_memory(memory_id, user_id=user_id)
         except Exception as exc:
             logger.error("Memory %s: could not start summarization: %s", memory_id, exc)
             return "processing"

@@ -218,19 +218,21 @@ $$;
 -- claim_summary: claim the conversation's single in-flight slot (the partial unique index on `processing` rows
 -- decides between racing rounds) for the summary of start_sequence-end_sequence: the new row's memory_id, null when
 -- another process holds the slot. The trigger rule's claim (claim_summary, a named query) and the round end's
--- metrics statement (insert_round_metrics, which claims and records in one statement) apply it.
+-- metrics statement (insert_round_metrics, which claims and records in one statement) apply it. `p_picked_up`: the
+-- claimer also picks the row up (as start_memory does: started now, first attempt), because its process runs the
+-- summary right after commit (the inline executor); a queued job's row is picked up by start_memory instead.
 CREATE FUNCTION claim_summary(
     p_tenant_id text, p_user_id text, p_conversation_id text, p_start_sequence integer, p_end_sequence integer,
-    p_base_memory_id integer
+    p_base_memory_id integer, p_picked_up boolean DEFAULT false
 )
 RETURNS integer
 LANGUAGE sql VOLATILE
 SET search_path FROM CURRENT
 AS $$
     INSERT INTO memory (tenant_id, user_id, conversation_id, memory_text, start_sequence, end_sequence,
-                        base_memory_id, status)
+                        base_memory_id, status, started_at, attempts)
     VALUES (p_tenant_id, p_user_id, p_conversation_id, '', p_start_sequence, p_end_sequence, p_base_memory_id,
-            'processing')
+            'processing', CASE WHEN p_picked_up THEN now() END, CASE WHEN p_picked_up THEN 1 ELSE 0 END)
     ON CONFLICT (user_id, conversation_id) WHERE status = 'processing' DO NOTHING
     RETURNING memory_id
 $$;

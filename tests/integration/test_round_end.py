@@ -121,6 +121,49 @@ async def test_a_round_end_is_two_round_trips(open_memory):
     assert messages[:end].count("B CommandComplete") == 4  # BEGIN, end_round, the metrics statement, COMMIT
 
 
+async def test_a_round_end_that_starts_a_summary_is_two_round_trips(open_memory, database_url):
+    """The claim's id and what the summary reads come back with COMMIT's reply (nothing is enqueued in the
+    transaction by the inline executor), and the claim picks the row up: the summary needs no pick-up statement."""
+    memory = await open_memory(pool_min_size=1, pool_max_size=1)
+    for n in range(3):
+        await one_round(memory, "started", n)
+    assert await memory.drain(timeout=10)  # round 3's summary is complete: round 4's end claims the next one
+    user = HumanMessage("question 3")
+    _, info = await memory.prepare_round("started", [user])
+    fd, path = tempfile.mkstemp(suffix=".trace")
+
+    async def trace(on: bool) -> None:
+        async with memory.backend.connection() as conn:
+            if on:
+                conn.pgconn.trace(fd)
+                conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+            else:
+                conn.pgconn.untrace()
+
+    try:
+        await memory.loop.arun(trace(True))
+        _, trigger = await memory.finish_round("started", [user, AIMessage("answer 3")], info)
+        assert await memory.drain(timeout=10)
+        await memory.loop.arun(trace(False))
+        messages = protocol(path)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    assert trigger.started
+    end = messages.index("B ReadyForQuery")
+    sent = [m for m in messages[:end] if m.startswith("F ")]
+    waits = [m for i, m in enumerate(sent) if m == "F Sync" or (m == "F Flush" and sent[i - 1] != "F Sync")]
+    assert waits == ["F Flush", "F Sync"], messages[:end]
+    # After the round end, the summary's one statement (complete_memory): no pick-up statement before it.
+    assert messages[end:].count("B CommandComplete") == 1, messages[end:]
+    row = query(
+        database_url,
+        "SELECT status, attempts, started_at = created_at FROM memory WHERE memory_id = %s",
+        [trigger.memory_id],
+    )
+    assert row == [("completed", 1, True)]  # picked up in the claiming transaction (now() is its start)
+
+
 @pytest.mark.parametrize("failure", ["python", "statement"])
 async def test_a_failure_inside_the_round_transaction_leaves_nothing(open_memory, database_url, failure):
     memory = await open_memory(pool_min_size=1, pool_max_size=1)
