@@ -35,6 +35,16 @@ def protocol(trace_path: str) -> list[str]:
     return [f"{f[0]} {f[2].split(' ')[0]}" for f in fields if f[0] in ("F", "B") and len(f) > 2]
 
 
+async def trace(memory, fd: int, on: bool) -> None:
+    """libpq's trace of the (only) pooled connection into `fd`, on or off."""
+    async with memory.backend.connection() as conn:
+        if on:
+            conn.pgconn.trace(fd)
+            conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        else:
+            conn.pgconn.untrace()
+
+
 async def test_the_metrics_row_records_the_outcome_the_round_returns(open_memory, database_url):
     model = GatedSummaryModel()
     memory = await open_memory(model=model)
@@ -94,18 +104,10 @@ async def test_a_round_end_is_two_round_trips(open_memory):
     _, info = await memory.prepare_round("trips", [user])
     fd, path = tempfile.mkstemp(suffix=".trace")
 
-    async def trace(on: bool) -> None:
-        async with memory.backend.connection() as conn:
-            if on:
-                conn.pgconn.trace(fd)
-                conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
-            else:
-                conn.pgconn.untrace()
-
     try:
-        await memory.loop.arun(trace(True))
+        await memory.loop.arun(trace(memory, fd, True))
         _, trigger = await memory.finish_round("trips", [user, AIMessage("answer 3")], info)
-        await memory.loop.arun(trace(False))
+        await memory.loop.arun(trace(memory, fd, False))
         messages = protocol(path)
     finally:
         os.close(fd)
@@ -132,19 +134,11 @@ async def test_a_round_end_that_starts_a_summary_is_two_round_trips(open_memory,
     _, info = await memory.prepare_round("started", [user])
     fd, path = tempfile.mkstemp(suffix=".trace")
 
-    async def trace(on: bool) -> None:
-        async with memory.backend.connection() as conn:
-            if on:
-                conn.pgconn.trace(fd)
-                conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
-            else:
-                conn.pgconn.untrace()
-
     try:
-        await memory.loop.arun(trace(True))
+        await memory.loop.arun(trace(memory, fd, True))
         _, trigger = await memory.finish_round("started", [user, AIMessage("answer 3")], info)
         assert await memory.drain(timeout=10)
-        await memory.loop.arun(trace(False))
+        await memory.loop.arun(trace(memory, fd, False))
         messages = protocol(path)
     finally:
         os.close(fd)
