@@ -50,12 +50,9 @@ class InlineExecutor:
 
     async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:
         # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing).
-        job = (
-            self.jobs.run_summary(memory_id, user_id)
-            if started is None
-            else self.jobs.run_summary(memory_id, user_id, started)
+        task = asyncio.get_running_loop().create_task(
+            self.jobs.run_summary(memory_id, user_id, started), context=contextvars.Context()
         )
-        task = asyncio.get_running_loop().create_task(job, context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

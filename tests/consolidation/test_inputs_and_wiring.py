@@ -49,7 +49,7 @@ async def test_a_days_conversation_memory_is_daily_material(open_memory, conn, d
 
 
 def test_the_executor_app_schedules_the_tick_at_schedule_time():
-    async def run_summary(memory_id: int, user_id: str) -> str:
+    async def run_summary(memory_id: int, user_id: str, started=None) -> str:
         return "completed"
 
     async def sweep() -> list[int]:

@@ -192,7 +192,7 @@ async def test_the_periodic_task_refreshes_a_cluster_whose_inline_refresh_failed
 async def test_the_procrastinate_app_runs_the_safety_net_periodically():
     calls: list[str] = []
 
-    async def run_summary(memory_id: int, user_id: str) -> str:
+    async def run_summary(memory_id: int, user_id: str, started=None) -> str:
         return "completed"
 
     async def sweep() -> list[int]:

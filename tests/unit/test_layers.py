@@ -42,7 +42,7 @@ async def test_the_inline_executor_runs_summary_jobs_and_drains():
     ran: list[int] = []
     gate = asyncio.Event()
 
-    async def run_summary(memory_id: int, user_id: str) -> str:
+    async def run_summary(memory_id: int, user_id: str, started=None) -> str:
         await gate.wait()
         ran.append(memory_id)
         return "completed"
