@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from memory_agent.long_term.extract import Statement, extract_items
+from memory_agent.long_term.extract import RULES, Statement, extract_items, folded
 from memory_agent.long_term.items import (
     StructuredItems,
     SummaryItem,
@@ -104,3 +104,43 @@ def test_sources_outside_the_window_are_dropped():
 def test_someone_elses_allergy_is_kept_with_their_name():
     items = extract_items(said("We love seafood, but Joao is allergic to shellfish."))
     assert keyed(items) == {("fact", "allergies", "Joao is allergic to shellfish"): [0]}
+
+
+# One statement each rule matches, at least.
+RULE_SAMPLES = (
+    "Hi, my name is Ana and I'm allergic to peanuts.",
+    "Call me called Bea, I am very allergic to dust",
+    "Joao is severely allergic to shellfish",
+    "I recently relocated to Rio de Janeiro",
+    "I just moved to Lisbon",
+    "I live in New York and I work for Acme Robotics.",
+    "I'm a vegetarian. I prefer dark mode, I like tea, I love jazz",
+    "We agreed on Postgres. I chose to stay. We decided to ship; let's go with plan B",
+    "Remind me to call mom. Done: call mom. Mark the report as done.",
+    "My sister's name is Marta and my boss is Rui.",
+)
+
+
+def _spellings(text: str) -> list[str]:
+    """`text` as typed, in capitals, title case, and with the characters a case-insensitive search equates with
+    ASCII letters (dotless and dotted capital i, long s, the Kelvin sign)."""
+    return [
+        text,
+        text.upper(),
+        text.title(),
+        text.replace("i", "\u0131"),
+        text.replace("i", "\u0130").replace("I", "\u0130"),
+        text.replace("s", "\u017f"),
+        text.replace("k", "\u212a"),
+    ]
+
+
+def test_a_rule_that_matches_a_statement_finds_its_needles_in_it():
+    """The needles only spare searches that cannot match: wherever a rule's pattern matches, in any spelling, the
+    rule's needles are in the statement's folded text, so skipping on them never loses an item."""
+    for rule in RULES:
+        matched = [text for sample in RULE_SAMPLES for text in _spellings(sample) if rule.pattern.search(text)]
+        assert len(matched) >= 3, f"no samples for the rule of {rule.key!r}"
+        missed = [text for text in matched if not rule.may_match(folded(text))]
+        assert not missed, f"{rule.key!r}: needles {rule.needles} not found in {missed}"
+    assert not RULES[0].may_match(folded("Round 3 question: order invoice shipping refund?"))
