@@ -175,19 +175,21 @@ class MemoryAgent:
         ledger.note_answer("cluster_summary", self.model_name, answer, prompt)
         return str(answer.text).strip()
 
-    async def _ask(self, prompt: list[BaseMessage]) -> Any:
+    async def _ask(self, prompt: list[BaseMessage]) -> tuple[Any, int]:
+        """The model's answer to `prompt` and its input tokens (the provider's count, else an estimate)."""
         # No callbacks of any caller's run (an empty list replaces inherited ones; None would not), and the
         # background task starts from a fresh context: summarizer tokens never reach a user's stream.
         answer = await self._bound.ainvoke(prompt, config={"callbacks": []})
-        ledger.note_answer("conversation_summary", self.model_name, answer, prompt)  # the retry's too
-        return answer
+        input_tokens, output_tokens = ledger.usage_of(answer, prompt)
+        ledger.note_call(ledger.LLMCall("conversation_summary", self.model_name, input_tokens, output_tokens))
+        return answer, input_tokens  # the retry's is noted too
 
     async def summarize(self, **window: Any) -> SummaryResult:
         """Call the model with `build_prompt(**window)`, once more when the answer does not validate (the
         errors are shown to it). After that retry an unusable text raises SummarizationError, while invalid
         items are dropped and reported in `dropped_items`: the text summary is never lost to a bad item."""
         prompt = self.build_prompt(**window)
-        answer = await self._ask(prompt)
+        answer, input_tokens = await self._ask(prompt)
         try:
             parsed = parse_summary(answer)
             problems = list(parsed.invalid) + ([] if parsed.summary else ["summary: empty"])
@@ -195,7 +197,7 @@ class MemoryAgent:
             parsed, problems = None, [str(exc)]
         if problems:
             retry = resources.prompt("summarize_retry").format(problems="\n".join(f"- {p}" for p in problems[:20]))
-            answer = await self._ask([*prompt, HumanMessage(retry)])
+            answer, input_tokens = await self._ask([*prompt, HumanMessage(retry)])
             parsed = parse_summary(answer)
         assert parsed is not None
         text = parsed.summary
@@ -210,8 +212,8 @@ class MemoryAgent:
         usage = getattr(answer, "usage_metadata", None) or {}
         return SummaryResult(
             text=text,
-            input_tokens=usage.get("input_tokens") or count_tokens_approximately(prompt),
-            output_tokens=usage.get("output_tokens") or count_tokens_approximately([AIMessage(text)]),
+            input_tokens=input_tokens,
+            output_tokens=usage.get("output_tokens") or tokens,
             model_name=self.model_name,
             items=parsed.items,
             dropped_items=parsed.invalid,
