@@ -14,6 +14,7 @@ May import: errors, resources, guard_settings. Imported by summarize/, consolida
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -117,18 +118,22 @@ def call_params(
     unknown = {c.purpose for c in calls} - set(PURPOSES)
     if unknown:
         raise InvalidInputError(f"unknown LLM call purposes {sorted(unknown)}; use one of {list(PURPOSES)}")
-    priced = [price(call, prices) for call in calls]
-    return {
-        "tenant_id": tenant_id,
-        "user_id": user_id,
-        "now": now,
-        "purposes": [c.purpose for c in calls],
-        "models": [c.model for c in calls],
-        "input_tokens": [max(0, c.input_tokens) for c in calls],
-        "output_tokens": [max(0, c.output_tokens) for c in calls],
-        "costs": [cost for cost, _ in priced],
-        "priced": [known for _, known in priced],
-    }
+    rows, total = [], Decimal(0)
+    for call in calls:
+        cost, known = price(call, prices)
+        total += cost
+        rows.append(
+            {
+                "purpose": call.purpose,
+                "model": call.model,
+                "input_tokens": max(0, call.input_tokens),
+                "output_tokens": max(0, call.output_tokens),
+                "cost": str(cost),  # exact: numeric reads the text
+                "priced": known,
+            }
+        )
+    # `calls` is one JSON parameter (record_llm_calls' p_calls); `cost` is the calls' total, for the caller.
+    return {"tenant_id": tenant_id, "user_id": user_id, "now": now, "calls": json.dumps(rows), "cost": total}
 
 
 async def record_calls(
@@ -145,7 +150,7 @@ async def record_calls(
         return Decimal(0)
     params = call_params(tenant_id, user_id, calls, now=now, prices=prices)
     await conn.execute(resources.queries()["record_llm_calls"], params)
-    return sum(params["costs"], Decimal(0))
+    return params["cost"]
 
 
 async def record_log(

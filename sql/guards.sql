@@ -3,9 +3,7 @@
 
 -- record_llm_calls --
 -- A user's model calls, and their cost added to the tenant's month (the function record_llm_calls, sql/definitions).
-SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(purposes)s::text[], %(models)s::text[],
-                        %(input_tokens)s::integer[], %(output_tokens)s::integer[], %(costs)s::numeric[],
-                        %(priced)s::boolean[]) AS recorded;
+SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb) AS recorded;
 
 -- tenant_month_spend --
 -- What memory_agent's calls cost a tenant in the calendar month (UTC) of `now`: 0 when nothing was recorded.

@@ -49,8 +49,8 @@ WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s;
 -- end_round --
 -- Round end (end_round, sql/definitions): give the lease back, store the round's messages not stored yet, and read
 -- the trigger rule's state after them. One row (`stored` 0 when nothing was new).
-SELECT * FROM end_round(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(holder)s, %(roles)s::text[],
-                        %(contents)s::text[], %(messages)s::text[]::jsonb[], %(window)s::integer);
+SELECT * FROM end_round(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(holder)s, %(round)s::jsonb,
+                        %(window)s::integer);
 
 -- trigger_state --
 -- The trigger rule's state (trigger_state, sql/definitions) for the window of `window` messages that ends at
@@ -108,7 +108,7 @@ ORDER BY m.sequence_number;
 -- takes FOR UPDATE and waits for the job, or ran first and left no row to hold), name the tenant row-level security
 -- filters the items written next by (as set_tenant), and complete the row if it is still `processing` (not
 -- reclaimed meanwhile), and record the model calls made for it in the ledger (record_llm_calls; none when
--- `call_purposes` is empty or null). No row: the conversation is gone or the version was reclaimed; nothing written.
+-- `calls` is empty or null). No row: the conversation is gone or the version was reclaimed; nothing written.
 WITH held AS (
     SELECT conversation_id, set_config('memory_agent.tenant_id', %(tenant_id)s, true) AS tenant_id
     FROM conversations
@@ -124,10 +124,8 @@ WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processi
   AND conversation_id = %(conversation_id)s
   -- Uncorrelated: evaluated once, before the row is read, so the hold comes first whatever happens to the row.
   AND EXISTS (SELECT 1 FROM held)
-RETURNING memory_id, CASE WHEN cardinality(%(call_purposes)s::text[]) > 0 THEN
-    record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(call_purposes)s::text[], %(call_models)s::text[],
-                     %(call_input_tokens)s::integer[], %(call_output_tokens)s::integer[], %(call_costs)s::numeric[],
-                     %(call_priced)s::boolean[])
+RETURNING memory_id, CASE WHEN jsonb_array_length(%(calls)s::jsonb) > 0 THEN
+    record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb)
 END AS calls_recorded;
 
 -- fail_memory --

@@ -3,6 +3,7 @@ storing the round, the trigger rule's reads and claims, the round's metrics."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -38,6 +39,16 @@ def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str,
         "end_sequence": claim.end_sequence if claim else None,
         "base_memory_id": claim.base_memory_id if claim else None,
     }
+
+
+def round_json(roles: Sequence[str], contents: Sequence[str], messages: Sequence[str]) -> str:
+    """end_round's `round`: a JSON array of {role, content, message}, built from serialize_round's output. The
+    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again."""
+    items = (
+        f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}}}'
+        for role, content, message in zip(roles, contents, messages, strict=True)
+    )
+    return "[" + ",".join(items) + "]"
 
 
 def _saved(conversation_id: str, row: Row | None) -> RoundSaved | None:
@@ -171,9 +182,7 @@ class RoundQueries(NamedQueries):
             "user_id": user_id,
             "conversation_id": conversation_id,
             "holder": holder,
-            "roles": list(roles),
-            "contents": list(contents),
-            "messages": list(messages),
+            "round": round_json(roles, contents, messages),
             "window": window,
         }
         cursor = await conn.execute(self._queries["end_round"], params, prepare=True)

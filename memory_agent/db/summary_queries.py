@@ -72,8 +72,7 @@ class SummaryQueries(NamedQueries):
         fields.setdefault("items", None)
         params = {**fields, "user_id": user_id, "tenant_id": tenant_id, "conversation_id": conversation_id}
         params["now"] = calls["now"] if calls else None
-        for name in ("purposes", "models", "input_tokens", "output_tokens", "costs", "priced"):
-            params[f"call_{name}"] = calls[name] if calls else None
+        params["calls"] = calls["calls"] if calls else None
         return await self._fetch_one("complete_memory", params, conn) is not None
 
     async def fail_memory(self, *, user_id: str, **fields: Any) -> bool:

@@ -109,12 +109,7 @@ COMPLETE_FIELDS = [
     "summarized_start",
     "summarized_end",
     "now",
-    "call_purposes",
-    "call_models",
-    "call_input_tokens",
-    "call_output_tokens",
-    "call_costs",
-    "call_priced",
+    "calls",
 ]
 
 
