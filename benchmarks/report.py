@@ -185,6 +185,13 @@ def render_markdown(results: dict[str, Any], headline_only: bool = False) -> str
             "Systems: " + "; ".join(f"**{SHORT[n]}** = {systems[n]['label']}" for n in systems) + ".",
             f"Chat model: {meta['chat_model']}.",
             "Summarizers: " + "; ".join(f"{SHORT[k]}: {v}" for k, v in meta["summarizers"].items()) + ".",
+            "memory_agent settings: "
+            + (
+                ", ".join(f"{k}={v}" for k, v in settings.items())
+                if (settings := meta.get("config", {}).get("memory_settings"))
+                else "its defaults"
+            )
+            + ".",
             "Floors measured in the same run: "
             + "; ".join(f"{FLOOR_LABELS[k]} {_fmt(v)} ms" for k, v in meta["floors"].items() if k in FLOOR_LABELS)
             + ".",

@@ -70,6 +70,8 @@ class BenchConfig:
     obs_rounds: int = 10
     obs_repeats: int = 7
     only: str | None = None  # "observability" or "recall": that stage alone
+    # memory_agent's settings beyond its defaults (MemorySettings fields), e.g. {"event_loop": "caller"}
+    memory_settings: dict[str, str] = field(default_factory=dict)
     # recall stage: per user, conversations x turns turns and items items; recall_repeats passes over its queries
     recall_conversations: int = 50
     recall_turns: int = 100
@@ -433,7 +435,7 @@ def library_versions() -> dict[str, str]:
 
 
 async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
-    systems = all_systems()
+    systems = all_systems(config.memory_settings)
     results: dict[str, Any] = {
         "meta": {
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -572,7 +574,20 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     parser.add_argument("--obs-rounds", type=int, default=defaults.obs_rounds)
     parser.add_argument("--obs-repeats", type=int, default=defaults.obs_repeats)
     parser.add_argument("--only", choices=["observability", "recall"], default=None, help="run one stage alone")
+    parser.add_argument(
+        "--memory-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a MemorySettings field for memory_agent, e.g. event_loop=caller (default: every default)",
+    )
     args = parser.parse_args(argv)
+    memory_settings = {}
+    for item in args.memory_setting:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            parser.error(f"--memory-setting takes NAME=VALUE, got {item!r}")
+        memory_settings[name] = value
     return BenchConfig(
         rounds=args.rounds,
         block_rounds=args.block_rounds,
@@ -592,6 +607,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
         obs_rounds=args.obs_rounds,
         obs_repeats=args.obs_repeats,
         only=args.only,
+        memory_settings=memory_settings,
     )
 
 

@@ -156,7 +156,9 @@ class ServiceLifecycle:
             raise
 
     def open(self) -> Self:
-        """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations."""
+        """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations. Opened
+        here, without an event loop to attach to, the memory loop has a thread of its own whatever
+        MEMORY_AGENT_EVENT_LOOP says (`caller` applies to aopen)."""
         if self._opened is not None:
             return self
         url = self._resolve_database_url()
@@ -170,7 +172,20 @@ class ServiceLifecycle:
         return self
 
     async def aopen(self) -> Self:
-        await asyncio.to_thread(self.open)
+        """As open(); with MEMORY_AGENT_EVENT_LOOP=caller the pool and the summaries run on this event loop."""
+        if self.settings.event_loop == "own":
+            await asyncio.to_thread(self.open)
+            return self
+        if self._opened is not None:
+            return self
+        url = await asyncio.to_thread(self._resolve_database_url)  # the embedded server starts in a thread
+        self._loop = MemoryLoop(attach=asyncio.get_running_loop())
+        try:
+            await self._open_on_loop(url, self._loop)
+        except BaseException:
+            self._loop.stop()
+            self._loop = None
+            raise
         return self
 
     async def _close_on_loop(self, timeout: float) -> None:
@@ -184,6 +199,11 @@ class ServiceLifecycle:
         """Drain in-flight summaries for up to `timeout` (default drain_timeout_s), then close."""
         if self._loop is None:
             return
+        if not self._loop.owns_thread and self._loop.in_loop_thread:
+            raise RuntimeError(
+                "close() would block the event loop this MemoryService runs on (MEMORY_AGENT_EVENT_LOOP=caller) "
+                "and wait for it forever; use `await memory.aclose()`"
+            )
         try:
             self._loop.run(self._close_on_loop(self.settings.drain_timeout_s if timeout is None else timeout))
         finally:
@@ -192,7 +212,16 @@ class ServiceLifecycle:
             self._opened = None
 
     async def aclose(self, timeout: float | None = None) -> None:
-        await asyncio.to_thread(self.close, timeout)
+        loop = self._loop
+        if loop is None or loop.owns_thread:
+            await asyncio.to_thread(self.close, timeout)
+            return
+        try:  # on the loop the service runs on (a trip to it from another loop)
+            await loop.arun(self._close_on_loop(self.settings.drain_timeout_s if timeout is None else timeout))
+        finally:
+            loop.stop()
+            self._loop = None
+            self._opened = None
 
     async def __aenter__(self) -> Self:
         return await self.aopen()

@@ -212,6 +212,13 @@ class MemorySettings(ConsolidationSettings):
     drain_timeout_s: float = Field(
         default=30.0, ge=0, le=MAX_SECONDS, description="Grace period for in-flight summaries at close."
     )
+    event_loop: Literal["own", "caller"] = Field(
+        default="own",
+        description="own: the pool and background summaries run on an event loop of memory_agent's own thread, "
+        "which serves any caller (scripts, threads, any event loop). caller: on the loop that runs aopen(), "
+        "with no thread hop a round: for an async app that serves every round from that one loop and keeps it "
+        "running until aclose().",
+    )
 
     @property
     def memory_max_tokens_cap(self) -> int:
