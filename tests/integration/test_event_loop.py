@@ -75,3 +75,15 @@ def test_a_service_opened_without_an_event_loop_has_its_own_thread(database_url)
         assert app.invoke({"messages": [HumanMessage("sync")]}, CONFIG)["messages"][-1].content == "reply 1"
     finally:
         memory.close()
+
+
+async def test_a_blocking_close_on_that_loop_is_refused_and_the_service_stays_usable(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel(), event_loop="caller")
+    app = with_memory(EchoChat().graph, memory)
+    with pytest.raises(RuntimeError, match="aclose"):
+        memory.close()
+    await app.ainvoke({"messages": [HumanMessage("still open")]}, CONFIG)
+    await memory.aclose()
+    with pytest.raises(RuntimeError, match="not open"):  # as with a thread of its own
+        await app.ainvoke({"messages": [HumanMessage("closed")]}, CONFIG)
+    assert query(database_url, "SELECT count(*) FROM messages") == [(2,)]
