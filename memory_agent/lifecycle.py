@@ -166,8 +166,7 @@ class ServiceLifecycle:
         try:
             self._loop.run(self._open_on_loop(url, self._loop))
         except BaseException:
-            self._loop.stop()
-            self._loop = None
+            self._forget_loop()
             raise
         return self
 
@@ -183,10 +182,19 @@ class ServiceLifecycle:
         try:
             await self._open_on_loop(url, self._loop)
         except BaseException:
-            self._loop.stop()
-            self._loop = None
+            self._forget_loop()
             raise
         return self
+
+    def _drain_timeout(self, timeout: float | None) -> float:
+        return self.settings.drain_timeout_s if timeout is None else timeout
+
+    def _forget_loop(self) -> None:
+        """After a close (or a failed open): the memory loop stopped, nothing of the open service kept."""
+        if self._loop is not None:
+            self._loop.stop()
+        self._loop = None
+        self._opened = None
 
     async def _close_on_loop(self, timeout: float) -> None:
         if self._opened is None:
@@ -205,11 +213,9 @@ class ServiceLifecycle:
                 "and wait for it forever; use `await memory.aclose()`"
             )
         try:
-            self._loop.run(self._close_on_loop(self.settings.drain_timeout_s if timeout is None else timeout))
+            self._loop.run(self._close_on_loop(self._drain_timeout(timeout)))
         finally:
-            self._loop.stop()
-            self._loop = None
-            self._opened = None
+            self._forget_loop()
 
     async def aclose(self, timeout: float | None = None) -> None:
         loop = self._loop
@@ -217,11 +223,9 @@ class ServiceLifecycle:
             await asyncio.to_thread(self.close, timeout)
             return
         try:  # on the loop the service runs on (a trip to it from another loop)
-            await loop.arun(self._close_on_loop(self.settings.drain_timeout_s if timeout is None else timeout))
+            await loop.arun(self._close_on_loop(self._drain_timeout(timeout)))
         finally:
-            loop.stop()
-            self._loop = None
-            self._opened = None
+            self._forget_loop()
 
     async def __aenter__(self) -> Self:
         return await self.aopen()
