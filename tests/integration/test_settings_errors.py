@@ -152,10 +152,13 @@ def test_close_while_threads_run_sync_rounds_strands_nobody(database_url):
     memory.open()
     app = with_memory(EchoChat().graph, memory)
     outcomes: list[str] = []
-    stop = threading.Event()
+    closed = threading.Event()
 
     def chat(n: int) -> None:
-        while not stop.is_set():
+        # Each thread chats until a round fails; a round may still finish while close() drains, so a thread
+        # stops only on an error, or records a round that started after close() returned and still ran.
+        while True:
+            started_after_close = closed.is_set()
             try:
                 app.invoke({"messages": [HumanMessage("hi")]}, config(f"thread-{n}"))
             except (ServiceClosedError, RuntimeError) as exc:
@@ -164,17 +167,20 @@ def test_close_while_threads_run_sync_rounds_strands_nobody(database_url):
             except Exception as exc:  # a round cut off by the pool closing under it
                 outcomes.append(f"other: {type(exc).__name__}")
                 return
+            if started_after_close:
+                outcomes.append("a round ran after close()")
+                return
 
     threads = [threading.Thread(target=chat, args=(n,), daemon=True) for n in range(6)]
     for thread in threads:
         thread.start()
     time.sleep(0.5)
     memory.close()
-    stop.set()
+    closed.set()
     for thread in threads:
         thread.join(timeout=15)
     assert not any(thread.is_alive() for thread in threads), "a thread is blocked forever after close()"
-    assert len(outcomes) == 6
+    assert len(outcomes) == 6 and "a round ran after close()" not in outcomes, outcomes
 
 
 # ---------------------------------------------------------------- 20. deleting a conversation deletes its metrics
