@@ -10,9 +10,12 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
+from langgraph.channels.base import BaseChannel
+from langgraph.errors import InvalidUpdateError
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
-from typing_extensions import TypedDict
+from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import TypedDict, is_typeddict
 
 from memory_agent.errors import InvalidInputError
 from memory_agent.integrations.base import (
@@ -21,6 +24,7 @@ from memory_agent.integrations.base import (
     produced_messages,
     record_interrupted,
 )
+from memory_agent.integrations.direct import direct_round_config
 from memory_agent.schemas import RoundInfo
 
 # Tag on the memory nodes' own runs (tracing). In a graph of your own, their updates (the loaded context)
@@ -91,11 +95,13 @@ class _RoundNode(Runnable[Any, Any]):
 
     def __init__(
         self,
+        graph: Any,
         run: Callable[[Any, RunnableConfig], Any],
         arun: Callable[[Any, RunnableConfig], Awaitable[Any]],
         name: str,
     ) -> None:
         self.name = name
+        self.graph = graph
         self._run = run
         self._arun = arun
 
@@ -145,7 +151,69 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
         memory.call_sync(persist_round(memory, info, messages))
         return result(output, messages)
 
-    return _RoundNode(run, arun, name)
+    return _RoundNode(graph, run, arun, name)
+
+
+class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
+    """What `with_memory` returns for a graph whose state is only "messages": a compiled graph like any
+    other, whose `invoke`/`ainvoke` run the round node directly when nothing could tell the difference.
+
+    "Nothing could tell": a plain invoke (no stream mode, context or interrupt options), no checkpointer,
+    store or cache on this graph or the wrapped one, no callback handler (tracing included), not running
+    inside another graph (integrations/direct.py decides). Then LangGraph's runner around the one node adds
+    nothing but its cost (about 0.6 ms a round, measured: the no-op floor of `make bench`); the input and
+    the node's update go through this graph's own "messages" channel, so the result is the runner's.
+    Anything else (streams, `Command`, a checkpointer set later, tracing) takes the runner, unchanged.
+    """
+
+    def _direct(self, input: Any, config: RunnableConfig | None, options: dict[str, Any]) -> Any:
+        node = self.nodes[self._round_node_name()].bound if not options else None
+        if not isinstance(node, _RoundNode) or not isinstance(input, dict) or input.keys() != {"messages"}:
+            return None
+        if self.checkpointer or self.store is not None or self.cache is not None or self.debug:
+            return None
+        if self.interrupt_before_nodes or self.interrupt_after_nodes:
+            return None
+        run_config = direct_round_config(self.config, config, node.graph)
+        if run_config is None:
+            return None
+        template = self.channels["messages"]
+        if not isinstance(template, BaseChannel):
+            return None
+        channel = template.copy()
+        channel.update([input["messages"]])
+        return node, channel, run_config
+
+    def _round_node_name(self) -> str:
+        return next(name for name in self.nodes if name != START)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **options: Any) -> Any:
+        direct = self._direct(input, config, options)
+        if direct is None:
+            return super().invoke(input, config, **options)
+        node, channel, run_config = direct
+        return _apply(channel, node.invoke({"messages": channel.get()}, run_config))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **options: Any) -> Any:
+        direct = self._direct(input, config, options)
+        if direct is None:
+            return await super().ainvoke(input, config, **options)
+        node, channel, run_config = direct
+        return _apply(channel, await node.ainvoke({"messages": channel.get()}, run_config))
+
+
+def _apply(channel: BaseChannel[Any, Any, Any], update: Any) -> dict[str, Any]:
+    """The round node's update through the "messages" channel, and the graph's result, as the runner does."""
+    if not isinstance(update, dict):
+        raise InvalidUpdateError(f"Expected dict, got {update!r}")
+    if "messages" in update:
+        channel.update([update["messages"]])
+    return {"messages": channel.get()}
+
+
+def _only_messages(builder: Any) -> bool:
+    """A TypedDict state whose one key is "messages" (MessagesState and its like): what MemoryGraph serves."""
+    return is_typeddict(builder.state_schema) and list(builder.channels) == ["messages"] and not builder.managed
 
 
 def with_memory(graph: Any, memory: RoundMemory, *, name: str = "agent") -> Any:
@@ -164,4 +232,8 @@ def with_memory(graph: Any, memory: RoundMemory, *, name: str = "agent") -> Any:
     builder.add_node(name, memory_round_node(graph, memory, name))
     builder.add_edge(START, name)
     builder.add_edge(name, END)
-    return builder.compile(name=f"{getattr(graph, 'name', None) or name}_with_memory")
+    compiled = builder.compile(name=f"{getattr(graph, 'name', None) or name}_with_memory")
+    if not _only_messages(builder):
+        return compiled
+    # As Pregel.copy does: the same attributes, here under the class with the direct path.
+    return MemoryGraph(**{key: value for key, value in vars(compiled).items() if key != "__orig_class__"})

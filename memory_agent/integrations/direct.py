@@ -1,0 +1,39 @@
+"""When `with_memory`'s graph may run its round node without LangGraph's runner (MemoryGraph's direct
+path): the run's config, or None where the runner would make a difference someone could see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+try:  # LangGraph's own config merging and callback set-up, so that both paths see the same config and handlers
+    from langgraph._internal._config import ensure_config, get_async_callback_manager_for_config
+except ImportError:  # pragma: no cover - a LangGraph that moved them: every round takes the runner
+    ensure_config = get_async_callback_manager_for_config = None  # type: ignore[assignment]
+
+# configurable keys LangGraph's runner sets for the nodes it runs: present when the call comes from inside a
+# graph (this graph is then a subgraph: the parent's checkpointer, streams and namespace apply).
+_RUNNER_KEY_PREFIX = "__pregel_"
+
+
+def direct_round_config(
+    graph_config: RunnableConfig | None, config: RunnableConfig | None, wrapped: Any
+) -> RunnableConfig | None:
+    """The config the round node gets on the direct path, or None when the runner must run it.
+
+    The runner is needed when the wrapped graph keeps checkpoints of its own (run as a subgraph, they sit
+    under the node's namespace: a direct run would write them elsewhere), when the call comes from a parent
+    graph, and when any callback handler would see the runner's runs (tracing, a handler in the config,
+    LangChain's debug output): the same handlers LangGraph would start them on.
+    """
+    if ensure_config is None or getattr(wrapped, "checkpointer", None) not in (None, False):
+        return None
+    merged = ensure_config(graph_config, config)
+    if any(key.startswith(_RUNNER_KEY_PREFIX) for key in merged.get("configurable", {})):
+        return None
+    callbacks = get_async_callback_manager_for_config(merged)
+    if callbacks.handlers or callbacks.inheritable_handlers:
+        return None
+    merged.pop("run_id", None)
+    return merged
