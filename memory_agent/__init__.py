@@ -14,7 +14,13 @@ from memory_agent.errors import (
     SummarizationError,
 )
 from memory_agent.integrations.base import RoundMemory
-from memory_agent.integrations.langgraph import MemoryRoundState, memory_load_node, memory_save_node, with_memory
+from memory_agent.integrations.langgraph import (
+    MemoryGraph,
+    MemoryRoundState,
+    memory_load_node,
+    memory_save_node,
+    with_memory,
+)
 from memory_agent.integrations.middleware import MemoryMiddleware
 from memory_agent.long_term.store import MemoryStore
 from memory_agent.schemas import (
@@ -40,6 +46,7 @@ __all__ = [
     "MemoryAgent",
     "MemoryAgentError",
     "MemoryBackend",
+    "MemoryGraph",
     "MemoryMiddleware",
     "MemoryRecord",
     "MemoryRoundState",

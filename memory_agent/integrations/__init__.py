@@ -1,5 +1,6 @@
-"""Integrations: conversation memory for LangGraph graphs (langgraph.py: with_memory, memory_load_node,
-memory_save_node) and for `langchain.agents.create_agent` (middleware.py: MemoryMiddleware).
+"""Integrations: conversation memory for LangGraph graphs (langgraph.py: with_memory and the MemoryGraph it
+returns, memory_load_node, memory_save_node; direct.py: when MemoryGraph runs a round without LangGraph's
+runner) and for `langchain.agents.create_agent` (middleware.py: MemoryMiddleware).
 
 No SQL and no window maths here. Both depend on the RoundMemory protocol (base.py: prepare, finish,
 record or release a round), which MemoryService implements, not on the concrete service.
