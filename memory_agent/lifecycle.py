@@ -21,6 +21,7 @@ from memory_agent.conversation.rounds import Rounds
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
+from memory_agent.db.statistics import StatisticsKeeper
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
 from memory_agent.long_term.cluster_text import ClusterSummarizer
@@ -45,6 +46,7 @@ class _Opened:
     rounds: Rounds
     executor: Executor
     embedder: Embeddings | None
+    statistics: StatisticsKeeper
 
 
 class ServiceLifecycle:
@@ -148,8 +150,10 @@ class ServiceLifecycle:
             )
             rounds = Rounds(settings, backend, loop, trigger, embedder=embedder)
             await check_recall_settings(backend, recall_settings(settings))
-            self._opened = _Opened(backend, agent, runner, trigger, rounds, executor, embedder)
+            statistics = StatisticsKeeper(backend, settings.analyze_interval_s)
+            self._opened = _Opened(backend, agent, runner, trigger, rounds, executor, embedder, statistics)
             await executor.start()
+            await statistics.start()
         except BaseException:
             self._opened = None
             await backend.pool.close()
@@ -200,6 +204,7 @@ class ServiceLifecycle:
         if self._opened is None:
             return
         await self._opened.executor.drain(timeout)
+        await self._opened.statistics.stop()
         await self._opened.executor.stop()
         await self._opened.backend.pool.close()
 

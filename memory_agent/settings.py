@@ -205,6 +205,13 @@ class MemorySettings(ConsolidationSettings):
         le=MAX_SECONDS,
         description="inline executor: seconds between stale-row sweeps (0 turns the sweep off).",
     )
+    analyze_interval_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=MAX_SECONDS,
+        description="seconds between checks for round-path tables that doubled since their last ANALYZE (analyzed "
+        "then, so that cached plans are made on their real size; 0 leaves it to autovacuum).",
+    )
     sweep_cron: str = Field(
         default="* * * * * */30",
         description="procrastinate executor: cron (6th field = seconds) of the periodic stale-row sweep.",

@@ -219,3 +219,7 @@ SELECT ARRAY(
 -- The sequence number of a conversation's newest stored message (no row for an unknown conversation).
 SELECT next_sequence - 1 AS last_sequence FROM conversations
 WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND next_sequence > 0;
+
+-- analyze_young_tables --
+-- ANALYZE the round path's tables that grew past twice their analyzed size (analyze_young_tables, sql/definitions).
+SELECT analyze_young_tables(%(min_changes)s::bigint, %(max_rows)s::bigint) AS analyzed;

@@ -100,3 +100,9 @@ class MemoryBackend(RoundQueries, SummaryQueries):
         """Create or upgrade procrastinate's tables in our schema; returns what was applied."""
         async with self.connection() as conn:
             return await Migrator(conn, self.schema).migrate_procrastinate(apply=apply)
+
+    async def analyze_young_tables(self, min_changes: int = 50, max_rows: int = 1_000_000) -> list[str]:
+        """ANALYZE the round path's tables that grew past twice their analyzed size (below `max_rows` rows): the
+        cached plans of every connection are then made again on their real size (db/statistics.py)."""
+        rows = await self._fetch_all("analyze_young_tables", {"min_changes": min_changes, "max_rows": max_rows})
+        return [row["analyzed"] for row in rows]
