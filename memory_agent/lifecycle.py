@@ -203,10 +203,12 @@ class ServiceLifecycle:
     async def _close_on_loop(self, timeout: float) -> None:
         if self._opened is None:
             return
-        await self._opened.executor.drain(timeout)
         await self._opened.statistics.stop()
-        await self._opened.executor.stop()
-        await self._opened.backend.pool.close()
+        try:
+            await self._opened.executor.drain(timeout)
+            await self._opened.executor.stop()
+        finally:
+            await self._opened.backend.pool.close()
 
     def close(self, timeout: float | None = None) -> None:
         """Drain in-flight summaries for up to `timeout` (default drain_timeout_s), then close."""

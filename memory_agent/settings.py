@@ -209,7 +209,7 @@ class MemorySettings(ConsolidationSettings):
         default=5.0,
         ge=0,
         le=MAX_SECONDS,
-        description="seconds between checks for round-path tables that doubled since their last ANALYZE (analyzed "
+        description="seconds between checks for round-path tables that grew past twice their analyzed size (analyzed "
         "then, so that cached plans are made on their real size; 0 leaves it to autovacuum).",
     )
     sweep_cron: str = Field(

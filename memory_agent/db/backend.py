@@ -102,7 +102,8 @@ class MemoryBackend(RoundQueries, SummaryQueries):
             return await Migrator(conn, self.schema).migrate_procrastinate(apply=apply)
 
     async def analyze_young_tables(self, min_changes: int = 50, max_rows: int = 1_000_000) -> list[str]:
-        """ANALYZE the round path's tables that grew past twice their analyzed size (below `max_rows` rows): the
-        cached plans of every connection are then made again on their real size (db/statistics.py)."""
+        """ANALYZE the round path's tables that grew past twice their analyzed size plus `min_changes` rows (below
+        `max_rows` rows): the cached plans of every connection are then made again on their real size
+        (db/statistics.py). Empty when another process is at it."""
         rows = await self._fetch_all("analyze_young_tables", {"min_changes": min_changes, "max_rows": max_rows})
         return [row["analyzed"] for row in rows]

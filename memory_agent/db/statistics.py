@@ -14,7 +14,6 @@ a few thousand rows takes milliseconds, off the round path.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import logging
 
@@ -49,6 +48,5 @@ class StatisticsKeeper:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.gather(self._task, return_exceptions=True)  # a cancelled caller still sees its cancel
             self._task = None

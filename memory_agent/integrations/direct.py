@@ -6,11 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.base import BaseChannel
 
-try:  # LangGraph's own config merging and callback set-up, so that both paths see the same config and handlers
+try:  # LangGraph's own config merging, callback set-up and empty channel value, so both paths see the same
     from langgraph._internal._config import ensure_config, get_async_callback_manager_for_config
+    from langgraph._internal._typing import MISSING
 except ImportError:  # pragma: no cover - a LangGraph that moved them: every round takes the runner
     ensure_config = get_async_callback_manager_for_config = None  # type: ignore[assignment]
+    MISSING = None
 
 # configurable keys LangGraph's runner sets for the nodes it runs: present when the call comes from inside a
 # graph (this graph is then a subgraph: the parent's checkpointer, streams and namespace apply).
@@ -29,6 +32,11 @@ def direct_round_config(
     """
     if ensure_config is None or getattr(wrapped, "checkpointer", None) not in (None, False):
         return None
+    # Run as a subgraph, the wrapped graph takes the parent's store and cache (none here), not its own.
+    if getattr(wrapped, "store", None) is not None or getattr(wrapped, "cache", None) is not None:
+        return None
+    if getattr(wrapped, "interrupt_before_nodes", None) or getattr(wrapped, "interrupt_after_nodes", None):
+        return None
     merged = ensure_config(graph_config, config)
     if any(key.startswith(_RUNNER_KEY_PREFIX) for key in merged.get("configurable", {})):
         return None
@@ -37,3 +45,8 @@ def direct_round_config(
         return None
     merged.pop("run_id", None)
     return merged
+
+
+def fresh_channel(template: BaseChannel[Any, Any, Any]) -> BaseChannel[Any, Any, Any]:
+    """An empty channel like the runner makes for each run (`from_checkpoint`), sharing nothing with `template`."""
+    return template.from_checkpoint(MISSING)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 from langgraph.channels.base import BaseChannel
-from langgraph.errors import InvalidUpdateError
+from langgraph.errors import ErrorCode, GraphInterrupt, InvalidUpdateError, create_error_message
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.graph.state import CompiledStateGraph
@@ -24,12 +24,14 @@ from memory_agent.integrations.base import (
     produced_messages,
     record_interrupted,
 )
-from memory_agent.integrations.direct import direct_round_config
+from memory_agent.integrations.direct import direct_round_config, fresh_channel
 from memory_agent.schemas import RoundInfo
 
 # Tag on the memory nodes' own runs (tracing). In a graph of your own, their updates (the loaded context)
 # still show in stream_mode "updates"; with_memory runs the whole round in one node and shows only new messages.
 NOSTREAM_TAG = "langsmith:nostream"
+# The key of a graph result's interrupts (LangGraph keeps its own constant private).
+INTERRUPT = "__interrupt__"
 
 
 class MemoryRoundState(TypedDict, total=False):
@@ -112,6 +114,14 @@ class _RoundNode(Runnable[Any, Any]):
         return await self._arun(input, ensure_config(config))
 
 
+def _raise_interrupts(output: Any) -> Any:
+    """A wrapped graph run as a graph of its own (MemoryGraph's direct path) returns its interrupts in its
+    result; run as a subgraph it raises them. Either way the round is paused, not finished: raised here too."""
+    if isinstance(output, dict) and output.get(INTERRUPT):
+        raise GraphInterrupt(output[INTERRUPT])
+    return output
+
+
 def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[Any, Any]:
     """One node for a whole round: load memory + gap, run `graph` on that context, persist the round.
 
@@ -132,7 +142,7 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
     async def arun(state: Any, config: RunnableConfig) -> Any:
         workflow, info = await begin(state, config)
         try:
-            output = await graph.ainvoke(_with_messages(state, workflow), config)
+            output = _raise_interrupts(await graph.ainvoke(_with_messages(state, workflow), config))
         except BaseException as exc:
             await record_interrupted(memory, info, exc)
             raise
@@ -143,7 +153,7 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
     def run(state: Any, config: RunnableConfig) -> Any:
         workflow, info = memory.call_sync(begin(state, config))
         try:
-            output = graph.invoke(_with_messages(state, workflow), config)
+            output = _raise_interrupts(graph.invoke(_with_messages(state, workflow), config))
         except BaseException as exc:
             memory.call_sync(record_interrupted(memory, info, exc))
             raise
@@ -167,20 +177,21 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
     """
 
     def _direct(self, input: Any, config: RunnableConfig | None, options: dict[str, Any]) -> Any:
-        node = self.nodes[self._round_node_name()].bound if not options else None
+        pregel_node = self.nodes[self._round_node_name()]
+        node = pregel_node.bound if not options else None
         if not isinstance(node, _RoundNode) or not isinstance(input, dict) or input.keys() != {"messages"}:
             return None
         if self.checkpointer or self.store is not None or self.cache is not None or self.debug:
             return None
-        if self.interrupt_before_nodes or self.interrupt_after_nodes:
+        if self.interrupt_before_nodes or self.interrupt_after_nodes or self.step_timeout is not None:
+            return None
+        if self.retry_policy or pregel_node.retry_policy or pregel_node.cache_policy or pregel_node.timeout:
             return None
         run_config = direct_round_config(self.config, config, node.graph)
-        if run_config is None:
-            return None
         template = self.channels["messages"]
-        if not isinstance(template, BaseChannel):
+        if run_config is None or not isinstance(template, BaseChannel):
             return None
-        channel = template.copy()
+        channel = fresh_channel(template)
         channel.update([input["messages"]])
         return node, channel, run_config
 
@@ -192,23 +203,39 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
         if direct is None:
             return super().invoke(input, config, **options)
         node, channel, run_config = direct
-        return _apply(channel, node.invoke({"messages": channel.get()}, run_config))
+        try:
+            return _apply(channel, node.invoke({"messages": channel.get()}, run_config))
+        except GraphInterrupt as paused:
+            return _paused(channel, paused)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **options: Any) -> Any:
         direct = self._direct(input, config, options)
         if direct is None:
             return await super().ainvoke(input, config, **options)
         node, channel, run_config = direct
-        return _apply(channel, await node.ainvoke({"messages": channel.get()}, run_config))
+        try:
+            return _apply(channel, await node.ainvoke({"messages": channel.get()}, run_config))
+        except GraphInterrupt as paused:
+            return _paused(channel, paused)
 
 
 def _apply(channel: BaseChannel[Any, Any, Any], update: Any) -> dict[str, Any]:
     """The round node's update through the "messages" channel, and the graph's result, as the runner does."""
+    if update is None:
+        return {"messages": channel.get()}
     if not isinstance(update, dict):
-        raise InvalidUpdateError(f"Expected dict, got {update!r}")
+        message = create_error_message(
+            message=f"Expected dict, got {update}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
+        )
+        raise InvalidUpdateError(message)
     if "messages" in update:
         channel.update([update["messages"]])
     return {"messages": channel.get()}
+
+
+def _paused(channel: BaseChannel[Any, Any, Any], paused: GraphInterrupt) -> dict[str, Any]:
+    """The runner's result of an interrupted round: the state as it was, and the interrupts."""
+    return {"messages": channel.get(), INTERRUPT: list(paused.args[0] if paused.args else ())}
 
 
 def _only_messages(builder: Any) -> bool:

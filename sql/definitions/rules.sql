@@ -360,33 +360,40 @@ BEGIN
 END
 $$;
 
--- analyze_young_tables: ANALYZE each table of the round path whose rows changed by more than it held when last
--- analyzed (never analyzed: as soon as `p_min_changes` rows changed), below `p_max_rows` rows; the analyzed names.
+-- analyze_young_tables: ANALYZE each table of the round path that has grown past twice its analyzed size plus
+-- `p_min_changes` rows (never analyzed: once it holds that many), below `p_max_rows` rows; the analyzed names.
+-- Growth, not changes: `conversations` and `memory` are updated at every round and summary without growing.
 -- Why: every pooled connection keeps one plan per statement of begin_round/end_round (and PostgreSQL's own
 -- foreign-key checks) until the tables' statistics change. Plans made while a table was nearly empty read every
 -- message or memory version of the user through whichever index led with user_id (measured in the steady
 -- benchmark on a new database: ~1.1 ms of a round, growing with the conversation) until autovacuum analyzes the
--- table, which waits for its naptime (1 min) and 10 % growth. A table doubling is analyzed here at once; large
--- tables are autovacuum's (10 % of them is plenty of fresh statistics).
+-- table, which waits for its naptime (1 min) and 10 % growth. Large tables are autovacuum's.
+-- One process at a time (the others skip this turn), tables it may analyze only (owner or the owner's member),
+-- none that another ANALYZE or VACUUM holds (SKIP_LOCKED), and no waiting on locks.
 CREATE FUNCTION analyze_young_tables(p_min_changes bigint, p_max_rows bigint)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
+SET lock_timeout = '1s'
 AS $$
 DECLARE
     young record;
 BEGIN
+    IF NOT pg_try_advisory_xact_lock(hashtext('memory_agent.analyze_young_tables')) THEN
+        RETURN;
+    END IF;
     FOR young IN
         SELECT s.relid, s.relname
         FROM pg_stat_user_tables AS s
         JOIN pg_class AS c ON c.oid = s.relid
         WHERE s.relid IN ('conversations'::regclass, 'messages'::regclass, 'memory'::regclass,
                           'round_metrics'::regclass)
+          AND pg_has_role(c.relowner, 'USAGE')
           AND c.reltuples < p_max_rows
-          AND s.n_mod_since_analyze >= greatest(c.reltuples, 0) + p_min_changes
+          AND s.n_live_tup >= 2 * greatest(c.reltuples, 0) + p_min_changes
         ORDER BY s.relname
     LOOP
-        EXECUTE format('ANALYZE %s', young.relid::regclass);
+        EXECUTE format('ANALYZE (SKIP_LOCKED) %s', young.relid::regclass);
         RETURN NEXT young.relname;
     END LOOP;
 END

@@ -18,6 +18,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.store.memory import InMemoryStore
+from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from memory_agent import MemoryService, MemorySettings, with_memory
@@ -50,6 +52,13 @@ class EchoGraph:
     @property
     def last_path(self) -> str:
         return "direct" if self.namespaces[-1].startswith("respond:") else "runner"
+
+
+@pytest.fixture(autouse=True)
+def no_tracing(monkeypatch):
+    """Tracing switched on in the environment adds a handler, and every call would take the runner."""
+    for name in ("LANGSMITH_TRACING", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING", "LANGCHAIN_TRACING_V2"):
+        monkeypatch.delenv(name, raising=False)
 
 
 class Recorder(BaseCallbackHandler):
@@ -126,7 +135,7 @@ async def test_later_rounds_on_the_direct_path_see_memory_and_gap(open_memory, d
     ]
 
 
-async def test_a_callback_handler_or_tracing_takes_the_runner(open_memory, monkeypatch):
+async def test_a_callback_handler_or_tracing_takes_the_runner(open_memory):
     memory = await open_memory()
     echo = EchoGraph()
     app = with_memory(echo.graph, memory, name="chat")
@@ -136,7 +145,8 @@ async def test_a_callback_handler_or_tracing_takes_the_runner(open_memory, monke
     assert recorder.chains[0] == "LangGraph_with_memory"  # the runner's own run, as before
     await app.ainvoke({"messages": [HumanMessage("untraced")]}, config("cb"))
     assert echo.last_path == "direct"
-    # Global debug output is a handler too (LangChain adds it in every callback manager it configures).
+    # Global debug output is a handler too: LangChain adds it, as it adds a tracer when tracing is on, in every
+    # callback manager it configures, and the direct path asks that same set-up.
     from langchain_core.globals import set_debug
 
     set_debug(True)
@@ -162,6 +172,38 @@ async def test_a_checkpointer_or_store_set_on_the_graph_takes_the_runner(open_me
     inner.graph.checkpointer = InMemorySaver()  # the wrapped graph keeps checkpoints under the node's namespace
     await with_memory(inner.graph, memory).ainvoke({"messages": [HumanMessage("sub")]}, config("cp2"))
     assert inner.last_path == "runner"
+
+    echo_of_store = EchoGraph()
+    stored_app = with_memory(echo_of_store.graph, memory)
+    stored_app.store = InMemoryStore()
+    await stored_app.ainvoke({"messages": [HumanMessage("store")]}, config("st1"))
+    assert echo_of_store.last_path == "runner"
+    inner_store = EchoGraph()
+    inner_store.graph.store = InMemoryStore()  # run as a subgraph it would use the parent's (none), not its own
+    await with_memory(inner_store.graph, memory).ainvoke({"messages": [HumanMessage("store")]}, config("st2"))
+    assert inner_store.last_path == "runner"
+
+
+async def test_an_interrupt_without_checkpointer_pauses_the_round_on_both_paths(open_memory, database_url):
+    memory = await open_memory()
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("approve?")
+        return {"messages": [AIMessage(f"approved: {answer}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    app = with_memory(builder.compile(), memory)
+    direct = await app.ainvoke({"messages": [HumanMessage("may I?")]}, config("i1"))
+    runner = await app.ainvoke({"messages": [HumanMessage("may I?")]}, config("i2"), stream_mode="values")
+    for result in (direct, runner):
+        assert shape(result["messages"]) == [("human", "may I?")]
+        assert [i.value for i in result["__interrupt__"]] == ["approve?"]
+    # Paused, not finished: nothing stored, and the conversation is free for its next round.
+    assert stored(database_url, "i1") == stored(database_url, "i2") == []
+    again = await app.ainvoke({"messages": [HumanMessage("still there?")]}, config("i1"))
+    assert [i.value for i in again["__interrupt__"]] == ["approve?"]
 
 
 async def test_inside_a_parent_graph_it_runs_as_a_subgraph(open_memory):
