@@ -10,6 +10,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import interrupt
 from pydantic import Field
 
 COMMAND = re.compile(r"tools:(\d+):(seq|par)")
@@ -94,3 +96,16 @@ def assert_tool_pairs(messages: Sequence[BaseMessage], *, allow_open_end: bool =
             assert not open_calls, f"{message.type} message {position} arrives while {open_calls} are unanswered"
     if not allow_open_end:
         assert not open_calls, f"tool calls {open_calls} have no results"
+
+
+def approval_graph() -> Any:
+    """A one-node MessagesState graph that asks `interrupt("approve?")` and answers with what it was resumed with."""
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("approve?")
+        return {"messages": [AIMessage(f"approved: {answer}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    return builder.compile()

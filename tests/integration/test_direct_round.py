@@ -19,13 +19,13 @@ from langgraph.config import get_config
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.store.memory import InMemoryStore
-from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.errors import InvalidInputError
 from memory_agent.integrations.langgraph import MemoryGraph
 from tests.conftest import query
+from tests.integration.agent_support import approval_graph
 
 
 class EchoGraph:
@@ -186,15 +186,7 @@ async def test_a_checkpointer_or_store_set_on_the_graph_takes_the_runner(open_me
 
 async def test_an_interrupt_without_checkpointer_pauses_the_round_on_both_paths(open_memory, database_url):
     memory = await open_memory()
-
-    def ask(state: MessagesState) -> dict[str, Any]:
-        answer = interrupt("approve?")
-        return {"messages": [AIMessage(f"approved: {answer}")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    app = with_memory(builder.compile(), memory)
+    app = with_memory(approval_graph(), memory)
     direct = await app.ainvoke({"messages": [HumanMessage("may I?")]}, config("i1"))
     runner = await app.ainvoke({"messages": [HumanMessage("may I?")]}, config("i2"), stream_mode="values")
     for result in (direct, runner):

@@ -18,11 +18,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from memory_agent import MemoryMiddleware, with_memory
 from tests.conftest import query
-from tests.integration.agent_support import ToolScriptModel, assert_tool_pairs, lookup
+from tests.integration.agent_support import ToolScriptModel, approval_graph, assert_tool_pairs, lookup
 
 
 def config(thread: str) -> dict[str, Any]:
@@ -234,15 +234,7 @@ async def test_middleware_human_in_the_loop_resume_stores_the_round_once(open_me
 
 async def test_with_memory_interrupt_and_resume_store_the_round_once(open_memory, database_url):
     memory = await open_memory()
-
-    def ask(state: MessagesState) -> dict[str, Any]:
-        answer = interrupt("approve?")
-        return {"messages": [AIMessage(f"approved: {answer}")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    app = with_memory(builder.compile(), memory)
+    app = with_memory(approval_graph(), memory)
     app.checkpointer = InMemorySaver()
     result = await app.ainvoke({"messages": [HumanMessage("do it")]}, config("t7"))
     assert "__interrupt__" in result
