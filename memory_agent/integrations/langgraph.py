@@ -169,11 +169,12 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
     other, whose `invoke`/`ainvoke` run the round node directly when nothing could tell the difference.
 
     "Nothing could tell": a plain invoke (no stream mode, context or interrupt options), no checkpointer,
-    store or cache on this graph or the wrapped one, no callback handler (tracing included), not running
-    inside another graph (integrations/direct.py decides). Then LangGraph's runner around the one node adds
-    nothing but its cost (about 0.6 ms a round, measured: the no-op floor of `make bench`); the input and
-    the node's update go through this graph's own "messages" channel, so the result is the runner's.
-    Anything else (streams, `Command`, a checkpointer set later, tracing) takes the runner, unchanged.
+    store, cache or interrupt nodes on this graph or the wrapped one, no step timeout or retry policy, no
+    callback handler (tracing included), not running inside another graph (integrations/direct.py decides).
+    Then LangGraph's runner around the one node adds nothing but its cost (about 0.6 ms a round, measured:
+    the no-op floor of `make bench`); the input and the node's update go through a fresh "messages" channel
+    of this graph, so the result is the runner's, an interrupt included (the round paused, its interrupts in
+    the result). Anything else (streams, `Command`, a checkpointer set later, tracing) takes the runner.
     """
 
     def _direct(self, input: Any, config: RunnableConfig | None, options: dict[str, Any]) -> Any:
