@@ -21,12 +21,11 @@ from memory_agent.conversation.rounds import Rounds
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
-from memory_agent.db.statistics import StatisticsKeeper
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.embeddings import embedder_from_setting
-from memory_agent.runtime import MemoryLoop
+from memory_agent.runtime import MemoryLoop, PeriodicTask
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.models import default_summary_model
@@ -46,7 +45,7 @@ class _Opened:
     rounds: Rounds
     executor: Executor
     embedder: Embeddings | None
-    statistics: StatisticsKeeper
+    statistics: PeriodicTask  # the young tables' statistics (analyze_young_tables)
 
 
 class ServiceLifecycle:
@@ -150,10 +149,13 @@ class ServiceLifecycle:
             )
             rounds = Rounds(settings, backend, loop, trigger, embedder=embedder)
             await check_recall_settings(backend, recall_settings(settings))
-            statistics = StatisticsKeeper(backend, settings.analyze_interval_s)
+            # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
+            statistics = PeriodicTask(
+                settings.analyze_interval_s, [("Analyzing young tables", backend.analyze_young_tables)], logger
+            )
             self._opened = _Opened(backend, agent, runner, trigger, rounds, executor, embedder, statistics)
             await executor.start()
-            await statistics.start()
+            statistics.start()
         except BaseException:
             self._opened = None
             await backend.pool.close()

@@ -103,7 +103,8 @@ class MemoryBackend(RoundQueries, SummaryQueries):
 
     async def analyze_young_tables(self, min_changes: int = 50, max_rows: int = 1_000_000) -> list[str]:
         """ANALYZE the round path's tables that grew past twice their analyzed size plus `min_changes` rows (below
-        `max_rows` rows): the cached plans of every connection are then made again on their real size
-        (db/statistics.py). Empty when another process is at it."""
+        `max_rows` rows): the cached plans of every connection are then made again on their real size (why:
+        sql/definitions, analyze_young_tables; run every MEMORY_AGENT_ANALYZE_INTERVAL_S by the service). Empty when
+        another process is at it."""
         rows = await self._fetch_all("analyze_young_tables", {"min_changes": min_changes, "max_rows": max_rows})
         return [row["analyzed"] for row in rows]

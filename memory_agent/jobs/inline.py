@@ -7,10 +7,12 @@ import asyncio
 import contextvars
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.jobs.base import SummaryJobs
+from memory_agent.runtime import PeriodicTask
 
 logger = logging.getLogger("memory_agent.executors")
 
@@ -23,27 +25,14 @@ class InlineExecutor:
     def __init__(self, jobs: SummaryJobs, sweep_interval_s: float) -> None:
         self.jobs = jobs
         self.sweep_interval_s = sweep_interval_s
-        self._sweeper: asyncio.Task[None] | None = None
+        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [("Stale-row sweep", jobs.sweep)]
+        if jobs.refresh_clusters is not None:
+            steps.append(("Cluster summary refresh", jobs.refresh_clusters))
+        self._sweeper = PeriodicTask(sweep_interval_s, steps, logger)
         self._tasks: set[asyncio.Task[str]] = set()
 
     async def start(self) -> None:
-        if self.sweep_interval_s > 0:
-            self._sweeper = asyncio.get_running_loop().create_task(
-                self._sweep_forever(self.sweep_interval_s), context=contextvars.Context()
-            )
-
-    async def _sweep_forever(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.jobs.sweep()
-            except Exception as exc:  # the database may be briefly away; try again next time
-                logger.warning("Stale-row sweep failed: %s", exc)
-            if self.jobs.refresh_clusters is not None:
-                try:
-                    await self.jobs.refresh_clusters()
-                except Exception as exc:
-                    logger.warning("Cluster summary refresh failed: %s", exc)
+        self._sweeper.start()
 
     async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
         """Nothing to record: the task starts after commit (a crash in between is reclaimed by the sweep)."""
@@ -68,10 +57,7 @@ class InlineExecutor:
         return True
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
-            self._sweeper = None
+        await self._sweeper.stop()
         for task in list(self._tasks):
             # Past the grace period: the row stays `processing` and is reclaimed after processing_timeout_s.
             task.cancel()

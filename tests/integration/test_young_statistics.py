@@ -1,5 +1,6 @@
-"""Young tables are analyzed as soon as they double (db/statistics.py), not after autovacuum's naptime: the plans
-every pooled connection caches for the round path are then made on the tables' real size.
+"""Young tables are analyzed as soon as they double (analyze_young_tables, every MEMORY_AGENT_ANALYZE_INTERVAL_S),
+not after autovacuum's naptime: the plans every pooled connection caches for the round path are then made on the
+tables' real size.
 
 autovacuum is turned off for the round path's tables here, so every analysis counted is memory_agent's."""
 
