@@ -20,22 +20,32 @@ except ImportError:  # pragma: no cover - a LangGraph that moved them: every rou
 _RUNNER_KEY_PREFIX = "__pregel_"
 
 
+def plain_graph(graph: Any) -> bool:
+    """Nothing of the runner's own on `graph` (with_memory's graph or the one it wraps): no checkpointer (run as
+    a subgraph, the wrapped graph's checkpoints sit under the node's namespace), store or cache (a subgraph takes
+    the parent's, none here), interrupt nodes, debug output, step timeout or retry policy."""
+    return (
+        getattr(graph, "checkpointer", None) in (None, False)
+        and getattr(graph, "store", None) is None
+        and getattr(graph, "cache", None) is None
+        and not getattr(graph, "interrupt_before_nodes", None)
+        and not getattr(graph, "interrupt_after_nodes", None)
+        and not getattr(graph, "debug", False)
+        and getattr(graph, "step_timeout", None) is None
+        and not getattr(graph, "retry_policy", None)
+    )
+
+
 def direct_round_config(
     graph_config: RunnableConfig | None, config: RunnableConfig | None, wrapped: Any
 ) -> RunnableConfig | None:
     """The config the round node gets on the direct path, or None when the runner must run it.
 
-    The runner is needed when the wrapped graph keeps checkpoints of its own (run as a subgraph, they sit
-    under the node's namespace: a direct run would write them elsewhere), when the call comes from a parent
+    The runner is needed when the wrapped graph is not a plain graph, when the call comes from a parent
     graph, and when any callback handler would see the runner's runs (tracing, a handler in the config,
     LangChain's debug output): the same handlers LangGraph would start them on.
     """
-    if ensure_config is None or getattr(wrapped, "checkpointer", None) not in (None, False):
-        return None
-    # Run as a subgraph, the wrapped graph takes the parent's store and cache (none here), not its own.
-    if getattr(wrapped, "store", None) is not None or getattr(wrapped, "cache", None) is not None:
-        return None
-    if getattr(wrapped, "interrupt_before_nodes", None) or getattr(wrapped, "interrupt_after_nodes", None):
+    if ensure_config is None or not plain_graph(wrapped):
         return None
     merged = ensure_config(graph_config, config)
     if any(key.startswith(_RUNNER_KEY_PREFIX) for key in merged.get("configurable", {})):

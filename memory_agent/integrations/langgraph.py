@@ -24,7 +24,7 @@ from memory_agent.integrations.base import (
     produced_messages,
     record_interrupted,
 )
-from memory_agent.integrations.direct import direct_round_config, fresh_channel
+from memory_agent.integrations.direct import direct_round_config, fresh_channel, plain_graph
 from memory_agent.schemas import RoundInfo
 
 # Tag on the memory nodes' own runs (tracing). In a graph of your own, their updates (the loaded context)
@@ -182,11 +182,7 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
         node = pregel_node.bound if not options else None
         if not isinstance(node, _RoundNode) or not isinstance(input, dict) or input.keys() != {"messages"}:
             return None
-        if self.checkpointer or self.store is not None or self.cache is not None or self.debug:
-            return None
-        if self.interrupt_before_nodes or self.interrupt_after_nodes or self.step_timeout is not None:
-            return None
-        if self.retry_policy or pregel_node.retry_policy or pregel_node.cache_policy or pregel_node.timeout:
+        if not plain_graph(self) or pregel_node.retry_policy or pregel_node.cache_policy or pregel_node.timeout:
             return None
         run_config = direct_round_config(self.config, config, node.graph)
         template = self.channels["messages"]
