@@ -304,6 +304,12 @@ AS $$
 DECLARE
     saved record;
 BEGIN
+    -- The conversation row before the lease, the order an erasure takes them in (lock_user_conversations, then
+    -- erase_conversation_rows): giving the lease back first deadlocked a delete_conversation that held the row
+    -- and waited for the lease (4 round loops and 15 deletes on one thread: a deadlock in most runs).
+    PERFORM 1 FROM conversations
+    WHERE user_id = p_user_id AND conversation_id = p_conversation_id
+    FOR NO KEY UPDATE;
     IF p_holder IS NOT NULL THEN
         PERFORM release_round_lease(p_user_id, p_conversation_id, p_holder);
     END IF;
