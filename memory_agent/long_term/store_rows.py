@@ -68,6 +68,32 @@ def item_type_of(namespace: tuple[str, ...]) -> ItemType:
     return _TYPE_OF_CATEGORY.get(namespace[0], "fact")
 
 
+# A key and the namespace joined by '.' (the row's value_slot) sit in the items' unique key beside the user and
+# tenant ids: PostgreSQL refuses an index entry past ~2.7 kB, so each gets at most 512 bytes of it.
+MAX_KEY_BYTES = 512
+MAX_NAMESPACE_BYTES = 512
+# JSON nesting of a value: deeper values are refused before they reach the encoder (Python's recursion limit,
+# ~1,000 levels, failed with RecursionError) or the server.
+MAX_VALUE_DEPTH = 100
+
+
+def checked_text(what: str, text: str, max_bytes: int | None = None) -> str:
+    """`text` as PostgreSQL can store it, else InvalidInputError naming the limit: no NUL (text and jsonb refuse
+    it), no lone surrogate (UTF-8 cannot encode one), at most `max_bytes` in UTF-8."""
+    if "\x00" in text:
+        raise InvalidInputError(f"{what} contains a NUL character, which PostgreSQL cannot store")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{what} contains a lone surrogate ({text[exc.start]!r} at character {exc.start}), which is not valid "
+            "Unicode and cannot be stored"
+        ) from None
+    if max_bytes is not None and size > max_bytes:
+        raise InvalidInputError(f"{what} is {size} bytes long in UTF-8; at most {max_bytes} bytes are allowed")
+    return text
+
+
 def user_of(namespace: tuple[str, ...], what: str = "namespace") -> str:
     """The user a namespace belongs to (its second label); every store call names one."""
     if len(namespace) < 2:
@@ -76,13 +102,19 @@ def user_of(namespace: tuple[str, ...], what: str = "namespace") -> str:
             "('memories', user_id)"
         )
     check_id("the user label (namespace[1])", namespace[1])
+    for position, label in enumerate(namespace):
+        if not isinstance(label, str):
+            raise InvalidInputError(f"{what} label {position} must be a string, got {type(label).__name__}")
+        checked_text(f"{what} label {position}", label)
+    checked_text(f"{what} (its labels joined by '.')", ".".join(namespace), MAX_NAMESPACE_BYTES)
     return namespace[1]
 
 
 def store_key(tenant_id: str, namespace: tuple[str, ...], key: Any) -> StoreKey:
     user_of(namespace)
-    if not isinstance(key, str) or not key or "\x00" in key:
-        raise InvalidInputError(f"a store key must be a non-empty string without NUL, got {key!r}")
+    if not isinstance(key, str) or not key:
+        raise InvalidInputError(f"a store key must be a non-empty string, got {key!r}")
+    checked_text("the store key", key, MAX_KEY_BYTES)
     return StoreKey(tenant_id, tuple(namespace), key)
 
 
@@ -90,16 +122,36 @@ def content_of(value: Mapping[str, Any]) -> str:
     """The text a value is searched by: its "content" field, or the whole value as JSON."""
     content = value.get("content", value)
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, sort_keys=True)
-    return text.replace("\x00", "") or json.dumps(dict(value), ensure_ascii=False, sort_keys=True)
+    return text or json.dumps(dict(value), ensure_ascii=False, sort_keys=True)
 
 
-def check_value(value: Any) -> dict[str, Any]:
+def check_value(value: Any, what: str = "a store value") -> dict[str, Any]:
+    """A JSON object PostgreSQL's jsonb can hold, as plain dicts and lists; InvalidInputError naming the limit
+    otherwise (nothing is written): nested at most MAX_VALUE_DEPTH levels, every string and key without NUL or
+    lone surrogates."""
     if not isinstance(value, Mapping):
-        raise InvalidInputError(f"a store value must be a dict, got {type(value).__name__}")
+        raise InvalidInputError(f"{what} must be a dict, got {type(value).__name__}")
+    # Walked without recursion: a value nested thousands of levels deep must be refused, not crash the check.
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, Mapping) or isinstance(node, (list, tuple)):
+            if depth > MAX_VALUE_DEPTH:
+                raise InvalidInputError(f"{what} is nested more than {MAX_VALUE_DEPTH} levels deep")
+            if isinstance(node, Mapping):
+                for key in node:
+                    if isinstance(key, str):
+                        checked_text(f"a key of {what}", key)
+                children = list(node.values())
+            else:
+                children = list(node)
+            pending.extend((child, depth + 1) for child in children)
+        elif isinstance(node, str):
+            checked_text(f"a string of {what}", node)
     try:
-        return json.loads(json.dumps(dict(value), ensure_ascii=False))
+        return json.loads(json.dumps(dict(value), ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"a store value must be JSON-serializable: {exc}") from None
+        raise InvalidInputError(f"{what} must be JSON-serializable: {exc}") from None
 
 
 async def get_row(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> Row | None:
@@ -183,6 +235,8 @@ async def search_rows(
         raise InvalidInputError(f"limit and offset must be integers >= 0, got {limit!r} and {offset!r}")
     if query is not None and not isinstance(query, str):
         raise InvalidInputError(f"query must be a string or None, got {type(query).__name__}")
+    if query is not None:
+        checked_text("the search query", query)
     equal = _equality_filter(filter)
     return await fetch(
         conn,

@@ -153,6 +153,38 @@ async def test_bad_input_is_refused_and_nothing_is_written(store, database_url):
         MemoryStore(None, tenant_id="")
 
 
+def nested(depth: int) -> dict:
+    value: dict = {"content": "deep"}
+    for _ in range(depth):
+        value = {"inner": value}
+    return value
+
+
+async def test_values_keys_and_namespaces_the_database_cannot_hold_are_refused_by_name(store, database_url):
+    for bad, message in [
+        (PutOp(ALICE, "k", {"content": "x", "note": "a \x00 inside"}), "NUL"),
+        (PutOp(ALICE, "k", {"content": ["fine", {"deep": "nul \x00"}]}), "NUL"),
+        (PutOp(ALICE, "k", {"content": "lone \ud800 surrogate"}), "lone surrogate"),
+        (PutOp(ALICE, "k", {"lone \udc00 key": "x"}), "lone surrogate"),
+        (PutOp(ALICE, "lone \ud800", {"content": "x"}), "lone surrogate"),
+        (PutOp(("memories", "alice", "tag \ud800"), "k", {"content": "x"}), "lone surrogate"),
+        (PutOp(ALICE, "k" * 10_000, {"content": "x"}), "at most 512 bytes"),
+        (PutOp(("memories", "alice", "n" * 10_000), "k", {"content": "x"}), "at most 512 bytes"),
+        (GetOp(ALICE, "k" * 10_000), "at most 512 bytes"),
+        (PutOp(ALICE, "k", nested(3_000)), "more than 100 levels"),
+        (PutOp(ALICE, "k", {"content": float("nan")}), "JSON-serializable"),
+    ]:
+        with pytest.raises(InvalidInputError, match=message):
+            await store.abatch([bad])
+    with pytest.raises(InvalidInputError, match="lone surrogate"):
+        await store.asearch(ALICE, query="lone \ud800")
+    assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
+    # At the limits, values are stored and read back whole.
+    await store.aput(("memories", "alice", "n" * 400), "k" * 512, nested(98))
+    item = await store.aget(("memories", "alice", "n" * 400), "k" * 512)
+    assert item is not None and item.value == nested(98)
+
+
 async def test_a_store_on_the_service_serves_sync_and_async_callers(open_memory, database_url):
     memory = await open_memory()
     store = MemoryStore.from_service(memory)
