@@ -135,7 +135,7 @@ def check_value(value: Any, what: str = "a store value") -> dict[str, Any]:
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:
         node, depth = pending.pop()
-        if isinstance(node, Mapping) or isinstance(node, (list, tuple)):
+        if isinstance(node, (Mapping, list, tuple)):
             if depth > MAX_VALUE_DEPTH:
                 raise InvalidInputError(f"{what} is nested more than {MAX_VALUE_DEPTH} levels deep")
             if isinstance(node, Mapping):
