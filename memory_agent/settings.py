@@ -156,6 +156,20 @@ class MemorySettings(ConsolidationSettings):
         description="Current items of one (user, project, environment, type, key) from which a cluster summary "
         "stands for them; below it the summary is deleted.",
     )
+    summary_max_cluster_members: int = Field(
+        default=50,
+        ge=1,
+        le=10_000,
+        description="Most members one cluster summary call is given (the most important, newest first among "
+        "equals); the summary still stands for every member.",
+    )
+    summary_max_items: int = Field(
+        default=100,
+        ge=1,
+        le=10_000,
+        description="Most structured items one memory version writes to the long-term tier (the most important "
+        "kept); the rest are recorded as dropped on the version.",
+    )
     project: str = Field(
         default="",
         max_length=256,

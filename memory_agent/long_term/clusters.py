@@ -35,6 +35,9 @@ from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError, Reme
 logger = logging.getLogger("memory_agent.long_term")
 
 SUMMARY_MIN_CLUSTER_ITEMS = 3
+# Members given to one summary call: a cluster of thousands of items (one answer can state them) would make a prompt
+# no model takes. The summary still stands for every member (source_item_ids); its text is made from these.
+SUMMARY_MAX_CLUSTER_MEMBERS = 50
 ClusterOutcomeName = Literal["created", "refreshed", "unchanged", "deleted", "too_small", "rejected", "failed"]
 
 
@@ -68,16 +71,23 @@ async def refresh_cluster(
     now: datetime,
     min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
     drop_when_unusable: bool = False,
+    max_members: int = SUMMARY_MAX_CLUSTER_MEMBERS,
 ) -> ClusterOutcome:
     """Bring the cluster's summary in line with its current members (see the module docstring), in a savepoint
     of the caller's transaction. `drop_when_unusable`: a rejected or failed summary also deletes the old one
-    (forgetting must not leave text built from an erased member)."""
+    (forgetting must not leave text built from an erased member). The text is made from at most `max_members`
+    members, the most important (newest first among equals)."""
     check_now(now)
     _check_min(min_items)
+    if not isinstance(max_members, int) or max_members < 1:
+        raise InvalidInputError(
+            f"summary_max_cluster_members must be an integer >= 1 (MEMORY_AGENT_SUMMARY_MAX_CLUSTER_MEMBERS), "
+            f"got {max_members!r}"
+        )
     for _ in range(MAX_ATTEMPTS):
         try:
             async with conn.transaction():
-                return await _refresh(conn, cluster, summarize, now, min_items, drop_when_unusable)
+                return await _refresh(conn, cluster, summarize, now, min_items, drop_when_unusable, max_members)
         except (errors.ExclusionViolation, errors.DeadlockDetected):
             continue  # a concurrent refresher created the summary first: refresh that one
     raise LongTermWriteError(f"cluster summary {cluster} stayed contended after {MAX_ATTEMPTS} attempts")
@@ -101,6 +111,7 @@ async def _refresh(
     now: datetime,
     min_items: int,
     drop_when_unusable: bool,
+    max_members: int,
 ) -> ClusterOutcome:
     params = cluster.params()
     # Refreshers of one cluster take turns, the model call included: the second one then finds the summary
@@ -121,7 +132,7 @@ async def _refresh(
     if summary is not None and list(summary["source_item_ids"]) == member_ids:
         await fetch(conn, "set_cluster_weight", {**params, **weight, "item_id": summary["item_id"]})
         return ClusterOutcome("unchanged", cluster, summary["item_id"])
-    texts = [m["content"] for m in members]
+    texts = [m["content"] for m in _shown_members(members, max_members)]
     try:
         text = " ".join((await summarize(texts)).replace("\x00", "").split())
     except Exception as exc:  # a model failure leaves the cluster as it was; the periodic task retries it
@@ -146,6 +157,15 @@ async def _refresh(
     await fetch(conn, "update_cluster_summary", {**values, "item_id": summary["item_id"]})
     await drop_item_vector(conn, tenant_id=cluster.tenant_id, user_id=cluster.user_id, item_id=summary["item_id"])
     return ClusterOutcome("refreshed", cluster, summary["item_id"])
+
+
+def _shown_members(members: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The members a summary call is given: all of them, or the `limit` most important (newest first among
+    equals), oldest first as the members are."""
+    if len(members) <= limit:
+        return members
+    chosen = sorted(members, key=lambda m: (-m["importance"], -m["item_id"]))[:limit]
+    return sorted(chosen, key=lambda m: m["item_id"])
 
 
 async def _unusable(

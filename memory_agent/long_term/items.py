@@ -74,6 +74,11 @@ class SummaryItem(BaseModel):
         content = " ".join(value.replace("\x00", "").split())
         if not content:
             raise ValueError("content is empty")
+        if not content.isascii():
+            try:
+                content.encode("utf-8")
+            except UnicodeEncodeError as exc:  # the row's JSON and text columns would refuse the whole version
+                raise ValueError(f"content holds a lone surrogate at character {exc.start}") from None
         return content[:MAX_CONTENT_CHARS]
 
     @field_validator("source_sequences")
@@ -111,6 +116,20 @@ class StructuredItems(BaseModel):
                 if sources or not item.source_sequences:
                     kept[field].append(item.model_copy(update={"source_sequences": sources}))
         return StructuredItems(**kept)
+
+    def capped(self, limit: int) -> tuple[StructuredItems, int]:
+        """At most `limit` items, the most important kept (list order among equals), and how many were left out."""
+        typed = self.typed()
+        if len(typed) <= limit:
+            return self, 0
+        ranked = sorted(range(len(typed)), key=lambda n: -typed[n][1].importance)
+        kept_positions = set(ranked[:limit])
+        kept: dict[str, list[SummaryItem]] = {field: [] for field in ITEM_LISTS}
+        lists = {item_type: field for field, item_type in ITEM_LISTS.items()}
+        for position, (item_type, item) in enumerate(typed):
+            if position in kept_positions:
+                kept[lists[item_type]].append(item)
+        return StructuredItems(**kept), len(typed) - limit
 
 
 def is_single_valued(item_type: ItemType, item: SummaryItem) -> bool:

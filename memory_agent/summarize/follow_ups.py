@@ -61,6 +61,7 @@ class LongTermFollowUps:
                             self.cluster_summarizer,
                             now=now,
                             min_items=self.settings.summary_min_cluster_items,
+                            max_members=self.settings.summary_max_cluster_members,
                         )
         except Exception as exc:
             logger.warning("Cluster summaries not refreshed (the periodic task will): %s", exc)
@@ -107,7 +108,12 @@ class LongTermFollowUps:
                 per_scope[scope] += 1
                 with ledger.collecting() as log:
                     await long_term.refresh_cluster(
-                        conn, cluster, self.cluster_summarizer, now=now, min_items=settings.summary_min_cluster_items
+                        conn,
+                        cluster,
+                        self.cluster_summarizer,
+                        now=now,
+                        min_items=settings.summary_min_cluster_items,
+                        max_members=settings.summary_max_cluster_members,
                     )
                 await ledger.record_log(
                     conn, cluster.tenant_id, cluster.user_id, log, now=now, prices=settings.llm_prices

@@ -37,6 +37,8 @@ from memory_agent.summarize.follow_ups import LongTermFollowUps
 from memory_agent.summarize.offline import OfflineSummaryModel
 
 logger = logging.getLogger("memory_agent")
+# Dropped items listed on a memory row; the rest are counted.
+DROPPED_SHOWN = 20
 
 
 class SummaryRunner(LongTermFollowUps):
@@ -158,11 +160,24 @@ class SummaryRunner(LongTermFollowUps):
         they are recorded) in one transaction. True when done, False when the row was reclaimed meanwhile
         (nothing written), the error text when a write failed (rolled back)."""
         user_id, tenant_id, memory_id = row["user_id"], row["tenant_id"], row["memory_id"]
-        items = result.items.within(row["start_sequence"], row["end_sequence"])
+        items, over_cap = result.items.within(row["start_sequence"], row["end_sequence"]).capped(
+            self.settings.summary_max_items
+        )
         stored = items.model_dump(mode="json")
-        if result.dropped_items:
-            logger.warning("Memory %s: invalid items dropped after the retry: %s", memory_id, result.dropped_items)
-            stored["dropped"] = list(result.dropped_items)
+        dropped = list(result.dropped_items)
+        if dropped:
+            logger.warning("Memory %s: invalid items dropped after the retry: %s", memory_id, dropped[:DROPPED_SHOWN])
+        if over_cap:
+            logger.warning("Memory %s: %s items over the cap dropped", memory_id, over_cap)
+            dropped.insert(
+                0,
+                f"{over_cap} items over the cap of {self.settings.summary_max_items} per version "
+                "(MEMORY_AGENT_SUMMARY_MAX_ITEMS): the most important were kept",
+            )
+        if dropped:
+            # Recorded on the row, bounded: a model can answer thousands of bad items.
+            more = len(dropped) - DROPPED_SHOWN
+            stored["dropped"] = dropped[:DROPPED_SHOWN] + ([f"... and {more} more"] if more > 0 else [])
         outcomes: list[long_term.RememberOutcome] = []
         now = self.clock()
         calls = list(log.calls)
