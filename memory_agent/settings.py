@@ -10,7 +10,7 @@ import platformdirs
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from memory_agent.consolidation_settings import ConsolidationSettings
+from memory_agent.limit_settings import LimitSettings
 from memory_agent.errors import ConfigurationError
 
 # Durations are sent to PostgreSQL as integer seconds (int4) and to timers: a year is the most that means anything.
@@ -27,7 +27,7 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_cache_dir("memory_agent")) / "pgdata"
 
 
-class MemorySettings(ConsolidationSettings):
+class MemorySettings(LimitSettings):
     """Settings; each field can be set as MEMORY_AGENT_<FIELD NAME> in the environment."""
 
     model_config = SettingsConfigDict(env_prefix="MEMORY_AGENT_", extra="ignore")
@@ -155,20 +155,6 @@ class MemorySettings(ConsolidationSettings):
         ge=2,
         description="Current items of one (user, project, environment, type, key) from which a cluster summary "
         "stands for them; below it the summary is deleted.",
-    )
-    summary_max_cluster_members: int = Field(
-        default=50,
-        ge=1,
-        le=10_000,
-        description="Most members one cluster summary call is given (the most important, newest first among "
-        "equals); the summary still stands for every member.",
-    )
-    summary_max_items: int = Field(
-        default=100,
-        ge=1,
-        le=10_000,
-        description="Most structured items one memory version writes to the long-term tier (the most important "
-        "kept); the rest are recorded as dropped on the version.",
     )
     project: str = Field(
         default="",

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import psycopg
 from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
@@ -29,6 +30,7 @@ from memory_agent.api.deps import (
     on_pool,
     unprocessable,
 )
+from memory_agent.api.limits import BodyGuard, validation_error
 from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
@@ -74,6 +76,8 @@ def create_app(
         summary="Conversation memory and long-term items, per tenant.",
         lifespan=lifespan,
     )
+    app.add_middleware(BodyGuard)
+    app.add_exception_handler(RequestValidationError, validation_error)
     app.state.clock = clock or system_clock
     app.state.consolidation_model = consolidation_model
     app.include_router(summaries_router)

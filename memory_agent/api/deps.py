@@ -10,7 +10,7 @@ import psycopg
 from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from memory_agent.api.keys import tenant_of_key
+from memory_agent.api.limits import TENANT_STATE, lookup_tenant
 from memory_agent.conversation.messages import validate_identity
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import check_id
@@ -55,15 +55,14 @@ async def on_pool(memory: MemoryService, work: Callable[[psycopg.AsyncConnection
 async def _tenant(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> str:
-    """The tenant of the request's key; 401 without a key or with one that is not a live key."""
+    """The tenant of the request's key; 401 without a key or with one that is not a live key. A request with a body
+    had its key checked before the body was read (limits.BodyGuard): that answer is reused."""
+    checked_already = request.scope.get("state", {}).get(TENANT_STATE)
+    if checked_already is not None:
+        return str(checked_already)
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(401, "an API key is required: Authorization: Bearer <key>", {"WWW-Authenticate": "Bearer"})
-    key = credentials.credentials
-
-    async def lookup(conn: psycopg.AsyncConnection[Any]) -> str | None:
-        return await tenant_of_key(conn, key)
-
-    tenant = await on_pool(memory_of(request), lookup)
+    tenant = await lookup_tenant(memory_of(request), credentials.credentials)
     if tenant is None:
         raise HTTPException(401, "the API key is not valid", {"WWW-Authenticate": "Bearer"})
     return tenant

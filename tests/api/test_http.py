@@ -3,6 +3,7 @@ user with everything derived from them, bad input (422 naming the field), and th
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -145,3 +146,57 @@ async def test_openapi_is_served(served):
         assert "HTTPBearer" in spec["components"]["securitySchemes"]
         docs = await http.get("/docs")
         assert docs.status_code == 200 and "swagger" in docs.text.lower()
+
+
+async def test_a_body_is_read_only_with_a_live_key_and_within_the_cap(served, database_url):
+    good = await served.key("acme")
+    huge = b'{"userId": "ana", "period": "daily", "pad": "' + b"x" * (2 << 20) + b'"}'
+    async with client(served) as anonymous, client(served, "mak_not-a-key") as wrong, client(served, good) as http:
+        for who in (anonymous, wrong):
+            response = await who.post("/memory/summarize", content=huge, headers={"Content-Type": "application/json"})
+            assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+        # A live key, but a body over MEMORY_AGENT_API_MAX_BODY_BYTES (1 MiB by default): 413, named.
+        response = await http.post("/memory/summarize", content=huge, headers={"Content-Type": "application/json"})
+        assert response.status_code == 413 and "MEMORY_AGENT_API_MAX_BODY_BYTES" in response.json()["detail"]
+
+        async def streamed():  # no Content-Length: counted as it arrives
+            for _ in range(40):
+                yield b" " * 65_536
+
+        response = await http.post(
+            "/memory/summarize", content=streamed(), headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == 413
+        # Within the cap, the route runs as before.
+        response = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})
+        assert response.status_code in (200, 404), response.text
+    assert query(database_url, "SELECT count(*) FROM consolidation_notes") == [(0,)]
+
+
+async def test_an_unauthenticated_body_is_answered_401_before_it_is_sent(served):
+    # 40 MB announced, 1 KB sent: the answer comes without the server waiting for (or reading) the rest.
+    host, port = served.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        b"POST /memory/summarize HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 40000000\r\n\r\n" + b"x" * 1024
+    )
+    await writer.drain()
+    try:
+        status_line = await asyncio.wait_for(reader.readline(), timeout=5)
+    finally:
+        writer.close()
+    assert status_line.startswith(b"HTTP/1.1 401"), status_line
+
+
+async def test_a_json_body_with_a_lone_surrogate_is_422_never_500(served):
+    good = await served.key("acme")
+    async with client(served, good) as http:
+        for body in (
+            b'{"userId": "\\ud800", "period": "daily"}',  # a valid string, not a storable id
+            b'{"userId": "ana", "period": "\\ud800"}',  # fails validation: FastAPI's 422 echoes the input
+            b'{"userId": "ana", "period": "daily", "\\udc00": 1}',  # an unknown field named by a lone surrogate
+        ):
+            response = await http.post("/memory/summarize", content=body, headers={"Content-Type": "application/json"})
+            assert response.status_code == 422, (body, response.status_code, response.text)
+            assert response.json()["detail"]

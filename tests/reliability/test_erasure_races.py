@@ -29,7 +29,7 @@ async def test_delete_conversation_racing_rounds_never_deadlocks(open_memory, da
 
     results = await asyncio.gather(*(rounds(i) for i in range(4)), deletes(), return_exceptions=True)
     errors = [r for r in results if isinstance(r, BaseException)]
-    assert not errors, [str(e.__cause__ or e) for e in errors]
+    assert not errors, "\n".join(str(e.__cause__ or e) for e in errors)
     assert any(results[4]), "no delete found the conversation: the race was not exercised"
     # Whatever survived is consistent: every stored message belongs to a conversation row.
     assert query(
