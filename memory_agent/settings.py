@@ -10,8 +10,8 @@ import platformdirs
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from memory_agent.limit_settings import LimitSettings
 from memory_agent.errors import ConfigurationError
+from memory_agent.limit_settings import LimitSettings
 
 # Durations are sent to PostgreSQL as integer seconds (int4) and to timers: a year is the most that means anything.
 MAX_SECONDS = 365 * 24 * 3600
