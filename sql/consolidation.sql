@@ -115,7 +115,7 @@ LIMIT %(limit)s;
 SELECT note_id, period, period_start, period_end, key_insights
 FROM consolidation_notes
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
-  AND to_tsvector('simple', key_insights_text) @@ plainto_tsquery('simple', %(words)s)
+  AND to_tsvector('simple'::regconfig, left(key_insights_text, 100000)) @@ plainto_tsquery('simple', %(words)s)
 ORDER BY period_start DESC, period
 LIMIT %(limit)s;
 

@@ -63,14 +63,14 @@ WITH user_turns AS NOT MATERIALIZED (
         -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
         -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
         SELECT 'insight', NULL, k.ordinal::integer, n.note_id,
-               ts_rank(to_tsvector(%(config)s::regconfig, k.insight), (SELECT q FROM terms))
+               ts_rank(to_tsvector(%(config)s::regconfig, left(k.insight, 100000)), (SELECT q FROM terms))
         FROM (SELECT b.note_id, b.key_insights
               FROM user_notes AS b
               WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
               ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
               LIMIT 4) AS n
         CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
-        WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
+        WHERE to_tsvector(%(config)s::regconfig, left(k.insight, 100000)) @@ (SELECT q FROM terms)
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
@@ -197,15 +197,15 @@ n.key_insights_fts_english
 
 -- recall_message_fts_computed --
 -- The full-text vector of a turn in any other configuration, computed (an expression index serves 'simple').
-to_tsvector(%(config)s::regconfig, m.content)
+to_tsvector(%(config)s::regconfig, left(m.content, 100000))
 
 -- recall_item_fts_computed --
 -- The full-text vector of an item in any other configuration, computed (an expression index serves 'simple').
-to_tsvector(%(config)s::regconfig, i.content)
+to_tsvector(%(config)s::regconfig, left(i.content, 100000))
 
 -- recall_note_fts_computed --
 -- The full-text vector of a note's key insights in any other configuration, computed.
-to_tsvector(%(config)s::regconfig, n.key_insights_text)
+to_tsvector(%(config)s::regconfig, left(n.key_insights_text, 100000))
 
 -- recall_vector_hits --
 -- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded); a

@@ -61,8 +61,8 @@ ORDER BY item_id;
 -- A user's current store rows under a namespace prefix whose fields equal the filter's; with a query, those whose text matches (full text on OR-ed terms, or trigram word similarity, or the query as a substring), best first.
 WITH matched AS (
     SELECT i.item_id, i.store_namespace, i.key, i.value, i.updated_at, i.item_type, i.value_slot,
-           ts_rank_cd(to_tsvector(%(config)s::regconfig, i.content), q.terms) AS fts_score,
-           to_tsvector(%(config)s::regconfig, i.content) @@ q.terms AS fts_hit,
+           ts_rank_cd(to_tsvector(%(config)s::regconfig, left(i.content, 100000)), q.terms) AS fts_score,
+           to_tsvector(%(config)s::regconfig, left(i.content, 100000)) @@ q.terms AS fts_hit,
            word_similarity(%(query)s, i.content) AS trgm_score,
            strpos(lower(i.content), lower(%(query)s)) > 0 AS substring_hit
     FROM items AS i

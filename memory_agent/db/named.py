@@ -13,9 +13,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from memory_agent import resources
-from memory_agent.errors import (
-    DatabaseUnavailableError,
-)
+from memory_agent.errors import DatabaseUnavailableError, InvalidInputError
 
 logger = logging.getLogger("memory_agent.backend")
 
@@ -62,6 +60,12 @@ class NamedQueries:
         try:
             async with self.pool.connection() as conn:
                 yield cast(psycopg.AsyncConnection[Row], conn)  # the pool's row_factory is dict_row
+        except psycopg.errors.ProgramLimitExceeded as exc:
+            # An OperationalError to the driver, but the same input fails at every attempt: never "retry".
+            raise InvalidInputError(
+                f"PostgreSQL refused the input as past one of its limits ({exc.diag.message_primary}); nothing was "
+                "written, and the same input would fail again (docs/limits.md)"
+            ) from exc
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailableError(
                 f"PostgreSQL is unavailable ({type(exc).__name__}: {exc}); nothing was written, retry the call"

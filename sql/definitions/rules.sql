@@ -281,9 +281,9 @@ AS $$
     ) AS b ON true
 $$;
 
--- end_round: the round end's statements before the trigger rule decides, in one: give the lease back (when
--- `p_holder` holds it), store the round's messages that are not stored yet (same id and same content) with sequence
--- numbers allocated under the conversation row lock, then (a statement of its own, so it sees them) trigger_state
+-- end_round: the round end's statements before the trigger rule decides, in one: store the round's messages that
+-- are not stored yet (same id and same content) with sequence numbers allocated under the conversation row lock,
+-- give the lease back (when `p_holder` holds it), then (a statement of its own, so it sees them) trigger_state
 -- over the window that ends at the round's last message. One row; nothing new: `stored` 0 and null state.
 -- `p_round`: the round's messages in order, a JSON array of {role, content, message} (one parameter: three text
 -- arrays of message JSON cost the client ~115 µs to encode, escaping every quote; this ~4 µs).
@@ -304,15 +304,6 @@ AS $$
 DECLARE
     saved record;
 BEGIN
-    -- The conversation row before the lease, the order an erasure takes them in (lock_user_conversations, then
-    -- erase_conversation_rows): giving the lease back first deadlocked a delete_conversation that held the row
-    -- and waited for the lease (4 round loops and 15 deletes on one thread: a deadlock in most runs).
-    PERFORM 1 FROM conversations
-    WHERE user_id = p_user_id AND conversation_id = p_conversation_id
-    FOR NO KEY UPDATE;
-    IF p_holder IS NOT NULL THEN
-        PERFORM release_round_lease(p_user_id, p_conversation_id, p_holder);
-    END IF;
     WITH candidate AS (
         SELECT m.role, m.content, m.message, m.ord
         FROM jsonb_array_elements(p_round) WITH ORDINALITY AS r (item, ord),
@@ -355,6 +346,13 @@ BEGIN
     INTO saved
     FROM (SELECT 1) AS one
     LEFT JOIN conv ON true;
+    -- The lease after the conversation row (locked by the upsert above), the order an erasure takes them in
+    -- (lock_user_conversations, then erase_conversation_rows): given back first, a round end waited for an
+    -- erasure's conversation row while holding the lease that erasure waited for (deadlocks with 4 round loops
+    -- and 15 deletes on one thread).
+    IF p_holder IS NOT NULL THEN
+        PERFORM release_round_lease(p_user_id, p_conversation_id, p_holder);
+    END IF;
     IF saved.stored = 0 THEN
         RETURN QUERY SELECT NULL::integer, NULL::integer, NULL::integer, 0, NULL::integer[], NULL::integer,
             NULL::float8, NULL::integer, NULL::integer, NULL::integer[];
