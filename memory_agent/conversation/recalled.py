@@ -39,6 +39,7 @@ def recall_settings(settings: MemorySettings) -> RecallSettings:
         max_turns=settings.recall_max_turns,
         max_turn_chars=settings.recall_max_turn_chars,
         trgm_threshold=settings.recall_trgm_threshold,
+        max_query_chars=settings.recall_max_query_chars,
     )
 
 

@@ -58,6 +58,9 @@ class RecallSettings:
     candidates: int = 50  # per path, before fusion
     rrf_k: int = 60
     recent_turns: int = 2  # when nothing matched: the latest turns of other conversations
+    # The message's start searched with (docs/limits.md): trigram similarity grows with the query's length times
+    # each candidate's (a 100 KB message cost ~26 s a round against 2,000 stored turns).
+    max_query_chars: int = 2000
 
     def __post_init__(self) -> None:
         if not _CONFIG_NAME.match(self.text_search_config):
@@ -65,7 +68,7 @@ class RecallSettings:
                 f"text search configuration {self.text_search_config!r} is not a configuration name; set "
                 "MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one such as 'english' or 'simple'"
             )
-        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k"):
+        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k", "max_query_chars"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"recall setting {name} must be >= 1 (MEMORY_AGENT_RECALL_{name.upper()})")
         if not 0.0 <= self.trgm_threshold <= 1.0:
@@ -149,6 +152,19 @@ async def _search(
         ) from exc
 
 
+def bounded_query(text: str, max_chars: int) -> str:
+    """The text recall searches with: `text` stripped, at most `max_chars` characters, cut after a word when the
+    cut falls inside one (a single word longer than that is cut where it is)."""
+    text = text.strip()
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars]
+    inside_a_word = not text[max_chars].isspace() and not cut[-1].isspace()
+    if inside_a_word and len(cut.split(None, 1)) > 1:
+        cut = cut.rsplit(None, 1)[0]
+    return cut.rstrip()
+
+
 def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
     if not hits or all(hit.paths == ["recent"] for hit in hits):
         return "window"
@@ -191,7 +207,7 @@ async def recall(
     unknown = set(paths) - set(ALL_PATHS)
     if unknown:
         raise InvalidInputError(f"unknown recall paths {sorted(unknown)}; choose among {list(ALL_PATHS)}")
-    query = (query or "").strip()
+    query = bounded_query(query or "", settings.max_query_chars)
     if not query:
         return RecallResult(results=[], query=query, latency_ms=(time.perf_counter() - started) * 1000)
     params: dict[str, Any] = {
