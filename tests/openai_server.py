@@ -3,8 +3,9 @@
 Requests asking for structured output (`response_format` json_schema, or a tool named
 MemorySummaryOutput) get a summary built by the offline summarizer from the prompt; other requests get a
 chat reply `echo: <last user text>`. `mode` switches in failures: "error" (HTTP 500), "hang" (sleep
-`hang_s`), "empty" (empty summary), "malformed" (content that is not JSON). Streaming (`stream: true`)
-is answered as server-sent events, one chunk per word.
+`hang_s`), "empty" (empty summary), "malformed" (content that is not JSON). `max_prompt_chars` makes it a
+context-limited model (HTTP 400 past it). Streaming (`stream: true`) is answered as server-sent events, one chunk
+per word.
 
 Tool calls: set `tool_plan` to {tool name: arguments}. A request that offers tools of those names and ends
 with a user message is answered with one call per planned tool (in parallel, one assistant message); once
@@ -31,6 +32,9 @@ class FakeOpenAI:
         self.tool_plan: dict[str, dict[str, Any]] | None = None
         self.summary_text: str | None = None  # when set, every summary is exactly this text
         self.error_text = "upstream exploded"  # the message of an HTTP 500 in mode "error"
+        # A context-limited model: a request whose messages hold more characters is refused (HTTP 400,
+        # context_length_exceeded), as OpenAI refuses a prompt over the model's context window.
+        self.max_prompt_chars: int | None = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -78,6 +82,15 @@ class FakeOpenAI:
                 if wants_summary and mode == "hang":
                     time.sleep(fake.hang_s)
                 prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
+                if fake.max_prompt_chars is not None and len(prompt) > fake.max_prompt_chars:
+                    error = {
+                        "message": f"This model's maximum context is {fake.max_prompt_chars} characters; the "
+                        f"messages hold {len(prompt)}.",
+                        "type": "invalid_request_error",
+                        "code": "context_length_exceeded",
+                    }
+                    self._send(400, {"error": error})
+                    return
                 if wants_summary:
                     summary = "" if mode == "empty" else offline_summary(prompt)
                     if fake.summary_text is not None:

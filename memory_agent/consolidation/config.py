@@ -25,6 +25,7 @@ class ConsolidationConfig:
     min_age_days: int = 7
     max_memories_per_batch: int = 50
     keep_original_days: int = 365
+    max_input_tokens: int = 100_000  # the largest prompt of one consolidation call (parts.py)
     # The tenant guards (consolidation/guards.py) and the price table of the ledger.
     tenant_cooldown_s: float = 120.0
     max_summary_jobs_per_run: int = 20
@@ -60,6 +61,7 @@ class ConsolidationConfig:
             min_age_days=settings.min_age_days,
             max_memories_per_batch=settings.max_memories_per_batch,
             keep_original_days=settings.keep_original_days,
+            max_input_tokens=settings.consolidation_max_input_tokens,
             tenant_cooldown_s=settings.tenant_cooldown_s,
             max_summary_jobs_per_run=settings.max_summary_jobs_per_run,
             max_concurrent_jobs_per_tenant=settings.max_concurrent_jobs_per_tenant,

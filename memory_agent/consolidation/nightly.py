@@ -25,12 +25,8 @@ from memory_agent.consolidation.guards import (
     before_summary_job,
     record_model_call,
 )
-from memory_agent.consolidation.model import (
-    CONSOLIDATE_PROMPT,
-    ConsolidationOutput,
-    Insight,
-    call_consolidation_model,
-)
+from memory_agent.consolidation.model import Insight, ModelCall
+from memory_agent.consolidation.parts import consolidate_in_parts
 from memory_agent.consolidation.periods import (
     Period,
     day_bounds,
@@ -144,7 +140,8 @@ async def consolidate_period(
     force: bool = False,
     cap: SummaryJobCap | None = None,
 ) -> PeriodOutcome:
-    """Write the note of one period from its material (one model call), unless it exists and `force` is off."""
+    """Write the note of one period from its material (one model call, or parts within the model's budget:
+    parts.py), unless it exists and `force` is off."""
     check_identity(tenant_id, user_id)
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
@@ -158,10 +155,10 @@ async def consolidate_period(
     if stopped is not None:
         return PeriodOutcome(period, stopped)
     header = f"Period: {period.name} {period.start.isoformat()}..{period.end.isoformat()}\nNotes, oldest first:\n"
-    output, call = await call_consolidation_model(
-        model, CONSOLIDATE_PROMPT, header + "\n".join(lines), ConsolidationOutput
-    )
-    await record_model_call(conn, scope, "consolidation", call, now, config)
+    output, calls = await consolidate_in_parts(model, header, lines, config.max_input_tokens)
+    for made in calls:
+        await record_model_call(conn, scope, "consolidation", made, now, config)
+    call = ModelCall(calls[-1].model, sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls))
     insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
     if period.name != "daily":
         # Rollups keep what matters; the compacted dailies keep everything.
