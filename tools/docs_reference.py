@@ -181,7 +181,12 @@ def settings_reference() -> str:
     for row in sorted(rows, key=lambda row: row.group != "MemorySettings"):  # stable: declaration order within
         groups.setdefault(row.group, []).append(row)
     for group, members in groups.items():
-        out += [f"### {group}", "", "| Variable | Attribute | Type | Default | Allowed | Meaning |", "|---|---|---|---|---|---|"]
+        out += [
+            f"### {group}",
+            "",
+            "| Variable | Attribute | Type | Default | Allowed | Meaning |",
+            "|---|---|---|---|---|---|",
+        ]
         for row in members:
             out.append(
                 f"| `{row.env}` | `{row.path}` | {row.type} | {cell(row.default)} | {cell(row.allowed)} | "
@@ -219,7 +224,11 @@ def _param_row(param: Any) -> str:
     shown = "required" if param.required else "" if default is None or callable(default) else f"`{default}`"
     descriptor = getattr(param, "type_descriptor", None)
     type_name = _type_name(descriptor.annotation) if descriptor is not None else getattr(param.type, "name", "")
-    bounds = [f"{sign} {value}" for sign, value in (("≥", getattr(param, "min", None)), ("≤", getattr(param, "max", None))) if value is not None]
+    bounds = [
+        f"{sign} {value}"
+        for sign, value in (("≥", getattr(param, "min", None)), ("≤", getattr(param, "max", None)))
+        if value is not None
+    ]
     meaning = " ".join([getattr(param, "help", None) or "", f"({', '.join(bounds)})" if bounds else ""]).strip()
     return f"| {name} | {cell(type_name)} | {cell(shown)} | {cell(meaning)} |"
 
@@ -283,7 +292,9 @@ def http_reference() -> str:
         out += ["| Status | Meaning | Body |", "|---|---|---|"]
         for status, response in op.get("responses", {}).items():
             schema = response.get("content", {}).get("application/json", {}).get("schema")
-            out.append(f"| {status} | {cell(response.get('description', ''))} | {_schema_name(schema) if schema else ''} |")
+            out.append(
+                f"| {status} | {cell(response.get('description', ''))} | {_schema_name(schema) if schema else ''} |"
+            )
         out.append("")
     out += ["## Schemas", ""]
     for name, schema in document.get("components", {}).get("schemas", {}).items():
@@ -382,13 +393,19 @@ def python_reference() -> str:
         if inspect.isclass(obj) and issubclass(obj, BaseModel):
             out += ["| Field | Type | Meaning |", "|---|---|---|"]
             for field_name, field in obj.model_fields.items():
-                out.append(f"| `{field_name}` | {cell(_type_name(field.annotation))} | {cell(field.description or '')} |")
+                out.append(
+                    f"| `{field_name}` | {cell(_type_name(field.annotation))} | {cell(field.description or '')} |"
+                )
             out.append("")
         elif inspect.isclass(obj):
             rows = []
             for member_name, member in sorted(_members(obj)):
                 target = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
-                call = "" if isinstance(member, property) else _signature(target).replace("(self, ", "(").replace("(self)", "()").replace("(cls, ", "(")
+                call = (
+                    ""
+                    if isinstance(member, property)
+                    else _signature(target).replace("(self, ", "(").replace("(self)", "()").replace("(cls, ", "(")
+                )
                 rows.append(f"| `{member_name}{cell(call)}` | {cell(_summary(target))} |")
             if rows:
                 out += ["| Member | What it does |", "|---|---|", *rows, ""]
