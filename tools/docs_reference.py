@@ -47,8 +47,10 @@ MARKER = re.compile(r"<!--\s*reference:\s*([a-z_-]+)\s*-->")
 
 
 def cell(text: Any) -> str:
-    """Text fit for one markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text fit for one markdown table cell: one line, its pipes escaped (but in code spans, where the table
+    extension leaves them alone and an escape would show)."""
+    parts = " ".join(str(text).split()).split("`")
+    return "`".join(part if inside % 2 else part.replace("|", "\\|") for inside, part in enumerate(parts))
 
 
 # --- settings ---------------------------------------------------------------------------------------------------
@@ -355,10 +357,12 @@ def _summary(obj: Any) -> str:
 
 
 def _signature(obj: Any) -> str:
-    try:
-        return str(inspect.signature(obj))
-    except (TypeError, ValueError):
-        return "(…)"
+    for evaluated in (True, False):  # the annotations' names when they resolve, their text otherwise
+        try:
+            return str(inspect.signature(obj, eval_str=evaluated))
+        except (NameError, TypeError, ValueError):
+            continue
+    return "(…)"
 
 
 def public_names() -> list[tuple[str, Any]]:
@@ -406,7 +410,7 @@ def python_reference() -> str:
                     if isinstance(member, property)
                     else _signature(target).replace("(self, ", "(").replace("(self)", "()").replace("(cls, ", "(")
                 )
-                rows.append(f"| `{member_name}{cell(call)}` | {cell(_summary(target))} |")
+                rows.append(f"| {cell(f'`{member_name}{call}`')} | {cell(_summary(target))} |")
             if rows:
                 out += ["| Member | What it does |", "|---|---|", *rows, ""]
     return "\n".join(out)

@@ -65,7 +65,10 @@ def test_readme_snippets_import_what_exists():
 # --- the generated reference -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("page, marker", [("settings", "settings"), ("cli", "cli"), ("http", "http"), ("errors", "errors"), ("python", "python")])
+@pytest.mark.parametrize(
+    "page, marker",
+    [("settings", "settings"), ("cli", "cli"), ("http", "http"), ("errors", "errors"), ("python", "python")],
+)
 def test_each_reference_page_holds_its_generated_section(page, marker):
     text = (ROOT / "docs" / "reference" / f"{page}.md").read_text(encoding="utf-8")
     assert f"<!-- reference: {marker} -->" in text
@@ -186,17 +189,30 @@ def test_links_are_made_right_for_the_site():
     assert rewrite("[gone](graphs/gone.py)", "README.md") == "[gone](graphs/gone.py)"  # the strict build reports it
     # from a docs page and from benchmarks/README.md
     assert rewrite("[r](../recall.md)", "docs/how-to/x.md") == "[r](../recall.md)"
-    assert rewrite("[c](../CHANGELOG.md) [r](../docs/recall.md)", "benchmarks/README.md") == "[c](changelog.md) [r](recall.md)"
+    assert (
+        rewrite("[c](../CHANGELOG.md) [r](../docs/recall.md)", "benchmarks/README.md")
+        == "[c](changelog.md) [r](recall.md)"
+    )
     assert rewrite("![plot](results/latest.png)", "benchmarks/README.md") == "![plot](benchmarks/latest.png)"
-    assert rewrite("[web](https://example.org/a.md) [here](#top)", "README.md") == "[web](https://example.org/a.md) [here](#top)"
+    assert (
+        rewrite("[web](https://example.org/a.md) [here](#top)", "README.md")
+        == "[web](https://example.org/a.md) [here](#top)"
+    )
 
 
 def test_the_nav_drops_missing_pages_and_lists_unlisted_ones(tmp_path):
     (tmp_path / "a.md").write_text("# A")
     (tmp_path / "new.md").write_text("# New")
-    config = {"docs_dir": str(tmp_path), "nav": [{"Home": "index.md"}, {"Concepts": [{"A": "a.md"}, {"Gone": "gone.md"}]}]}
+    config = {
+        "docs_dir": str(tmp_path),
+        "nav": [{"Home": "index.md"}, {"Concepts": [{"A": "a.md"}, {"Gone": "gone.md"}]}],
+    }
     nav = docs_reference.on_config(config)["nav"]
-    assert nav == [{"Home": "index.md"}, {"Concepts": [{"A": "a.md"}]}, {"More": ["benchmarks.md", "changelog.md", "new.md"]}]
+    assert nav == [
+        {"Home": "index.md"},
+        {"Concepts": [{"A": "a.md"}]},
+        {"More": ["benchmarks.md", "changelog.md", "new.md"]},
+    ]
 
 
 # --- benchmarks/README.md ---------------------------------------------------------------------------------------
