@@ -209,8 +209,7 @@ def commands() -> list[tuple[str, Any]]:
 
     def walk(command: Any, words: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
         subcommands = getattr(command, "commands", None)
-        if words:
-            yield " ".join((CLI_NAME, *words)), command
+        yield " ".join((CLI_NAME, *words)), command
         for name in sorted(subcommands or {}):
             yield from walk(subcommands[name], (*words, name))
 
@@ -239,7 +238,8 @@ def cli_reference() -> str:
     out = []
     for line, command in commands():
         out += [f"### `{line}`", "", inspect.cleandoc(command.help or command.short_help or ""), ""]
-        params = [p for p in command.params if p.name not in ("help",) and not getattr(p, "hidden", False)]
+        shell = ("help", "install_completion", "show_completion")  # typer's own options
+        params = [p for p in command.params if p.name not in shell and not getattr(p, "hidden", False)]
         if getattr(command, "commands", None):
             out += ["Subcommands: " + ", ".join(f"`{line} {name}`" for name in sorted(command.commands)), ""]
         if params:

@@ -114,6 +114,33 @@ def test_every_documented_variable_is_read(monkeypatch):
             assert nonsense in str(value), f"{row.env} is not read into {row.path}"
 
 
+def test_nested_settings_models_get_their_environment_names():
+    from pydantic import AliasChoices, BaseModel, Field
+    from pydantic_settings import BaseSettings, SettingsConfigDict
+
+    class Window(BaseModel):
+        size: int = Field(default=14, ge=2, description="Messages a memory covers.")
+
+    class Guards(BaseSettings):
+        model_config = SettingsConfigDict(env_prefix="APP_GUARD_")
+        cooldown_s: float = Field(default=120.0, description="Cooldown.")
+
+    class Root(BaseSettings):
+        model_config = SettingsConfigDict(env_prefix="APP_", env_nested_delimiter="__")
+        window: Window = Window()
+        guards: Guards = Field(default_factory=Guards)
+        url: str | None = Field(default=None, validation_alias=AliasChoices("APP_DATABASE_URL", "DATABASE_URL"))
+
+    rows = {row.path: row for row in docs_reference.settings(Root)}
+    assert {path: row.env for path, row in rows.items()} == {
+        "window.size": "APP_WINDOW__SIZE",
+        "guards.cooldown_s": "APP_GUARD_COOLDOWN_S",
+        "url": "APP_DATABASE_URL",
+    }
+    assert rows["window.size"].allowed == "≥ 2" and rows["window.size"].default == "`14`"
+    assert rows["url"].default == "unset" and rows["url"].type == "text or unset"
+
+
 def typer_commands(app: typer.Typer, words: tuple[str, ...] = ()) -> list[str]:
     """Every command line of a typer app, from its registrations (not from the generator's click walk)."""
     lines = []
