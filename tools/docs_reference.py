@@ -416,12 +416,37 @@ def python_reference() -> str:
     return "\n".join(out)
 
 
+# --- the package's layout ---------------------------------------------------------------------------------------
+
+
+def modules() -> list[tuple[str, Any]]:
+    """Every module of memory_agent (packages first, then their modules), imported."""
+    import memory_agent
+
+    names = ["memory_agent"] + [
+        info.name
+        for info in pkgutil.walk_packages(memory_agent.__path__, "memory_agent.")
+        if not info.name.endswith("__main__")
+    ]
+    return [(name, importlib.import_module(name)) for name in sorted(names)]
+
+
+def modules_reference() -> str:
+    out = ["| Module | What it owns |", "|---|---|"]
+    for name, module in modules():
+        is_package = hasattr(module, "__path__")
+        shown = f"**`{name}`**" if is_package else f"`{name}`"
+        out.append(f"| {shown} | {cell(_summary(module))} |")
+    return "\n".join(out) + "\n"
+
+
 GENERATORS = {
     "settings": settings_reference,
     "cli": cli_reference,
     "http": http_reference,
     "errors": errors_reference,
     "python": python_reference,
+    "modules": modules_reference,
 }
 
 

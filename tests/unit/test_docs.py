@@ -67,7 +67,14 @@ def test_readme_snippets_import_what_exists():
 
 @pytest.mark.parametrize(
     "page, marker",
-    [("settings", "settings"), ("cli", "cli"), ("http", "http"), ("errors", "errors"), ("python", "python")],
+    [
+        ("settings", "settings"),
+        ("cli", "cli"),
+        ("http", "http"),
+        ("errors", "errors"),
+        ("python", "python"),
+        ("modules", "modules"),
+    ],
 )
 def test_each_reference_page_holds_its_generated_section(page, marker):
     text = (ROOT / "docs" / "reference" / f"{page}.md").read_text(encoding="utf-8")
@@ -196,6 +203,15 @@ def test_every_public_name_is_in_the_python_reference():
     page = docs_reference.python_reference()
     for name in memory_agent.__all__:
         assert f"### {name}\n" in page
+
+
+def test_every_module_is_in_the_layout():
+    page = docs_reference.modules_reference()
+    for path in (ROOT / "memory_agent").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if not name.endswith("__main__"):
+            assert f"`{name}`" in page, f"{name} is missing from the package layout"
 
 
 def test_an_unknown_marker_fails_the_build():
