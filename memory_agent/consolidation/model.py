@@ -14,14 +14,14 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from memory_agent.errors import SummarizationError
 from memory_agent.long_term.items import normalize_content
@@ -41,22 +41,32 @@ BATCH_PROMPT = (
 )
 
 
+def _storable(text: str) -> str:
+    # Model output is untrusted: a NUL (which PostgreSQL text refuses) or a lone surrogate (which UTF-8 cannot
+    # encode) failed the note's insert at every nightly run. Replaced as conversation.messages.storable_text does
+    # (that layer is not importable from here).
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+StorableText = Annotated[str, AfterValidator(_storable)]
+
+
 class ScoredInsight(BaseModel):
-    text: str = Field(description="One insight in one short sentence.")
+    text: StorableText = Field(description="One insight in one short sentence.")
     importance: float = Field(ge=0.0, le=1.0, description="0-1: how much it matters in the long run.")
 
 
 class ConsolidationOutput(BaseModel):
     """The consolidated notes: a condensed text and its scored insights."""
 
-    summary: str = Field(description="The condensed text, every distinct fact kept.")
+    summary: StorableText = Field(description="The condensed text, every distinct fact kept.")
     insights: list[ScoredInsight] = Field(default_factory=list)
 
 
 class BatchSummaryOutput(BaseModel):
     """The summary of a batch of memories."""
 
-    summary: str = Field(description="The long-term summary of the batch.")
+    summary: StorableText = Field(description="The long-term summary of the batch.")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory_agent.consolidation import ConsolidationConfig
+from memory_agent.consolidation import ConsolidationConfig, OfflineConsolidationModel
 from memory_agent.consolidation.nightly import run_nightly
 from memory_agent.consolidation.parts import split_material
 from memory_agent.consolidation.periods import utc_day
@@ -53,3 +53,31 @@ async def test_a_day_over_the_models_context_is_consolidated_in_parts(conn, fake
         " FROM consolidation_notes AS n",
     )
     assert notes_consolidated == 600 and calls == len(prompts)  # every call in the ledger
+
+
+class HostileConsolidator(OfflineConsolidationModel):
+    """Answers with insights and a text holding a NUL and a lone surrogate (model output is untrusted)."""
+
+    def answer(self, material: str) -> dict:
+        return {
+            "summary": "Decided things \x00 and \ud800.",
+            "insights": [{"text": "Ships step \ud800 one", "importance": 0.9}, {"text": "nul \x00", "importance": 0.8}],
+        }
+
+
+async def test_a_consolidation_answer_with_nul_or_lone_surrogates_is_stored_cleaned(conn, database_url):
+    await remember(
+        conn,
+        tenant_id="acme",
+        user_id="alice",
+        items=items(decisions=[("step_1", "Decided to ship step 1")]),
+        conversation_id=None,
+        memory_id=None,
+        now=day(0, 12),
+    )
+    report = await run_nightly(
+        conn, "acme", "alice", day(1, 5), model=HostileConsolidator(), config=ConsolidationConfig()
+    )
+    assert [o.status for o in report.outcomes] == ["complete"]
+    ((consolidated, key_insights),) = query(database_url, "SELECT consolidated, key_insights FROM consolidation_notes")
+    assert consolidated == "Decided things \ufffd and ?." and key_insights == ["Ships step ? one", "nul \ufffd"]
