@@ -56,6 +56,9 @@ async def test_a_store_value_of_a_megabyte_of_distinct_words_is_stored_and_found
     assert item is not None and len(item.value["content"]) == len(text)
     (hit,) = await store.asearch(("memories", "ana"), query="zanzibarian")
     assert hit.key == "big"
+    # A search query of a megabyte is searched with its start (as recall's is), not refused or run for minutes.
+    (hit,) = await store.asearch(("memories", "ana"), query="zanzibarian " + distinct_words(1_400_000, seed=5))
+    assert hit.key == "big"
 
 
 async def test_input_past_a_postgresql_limit_is_invalid_input_never_retry(open_memory):
