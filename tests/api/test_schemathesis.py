@@ -8,7 +8,7 @@ import asyncio
 
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import positive_data_acceptance
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.api.conftest import Served
 from tests.api.test_http import remember_on
