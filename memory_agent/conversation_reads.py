@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memory_agent.conversation.messages import validate_conversation_id, validate_identity
+from memory_agent.conversation.identity import validate_identity, validate_user_id
+from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
 from memory_agent.schemas import MemoryRecord
@@ -36,7 +37,7 @@ class ConversationReads:
         """A round's key as given (no user → the conversation's own scope), checked like any round input."""
         validate_conversation_id(conversation_id)
         if user_id is not None:
-            validate_identity(user_id, "user_id")
+            validate_user_id(user_id)
         if tenant_id is not None:
             validate_identity(tenant_id, "tenant_id")
         return ConversationKey.of(conversation_id, user_id, tenant_id)

@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from memory_agent.conversation.messages import round_identity
+from memory_agent.conversation.identity import round_identity
 from memory_agent.conversation.window import calculate_summary_range
 from memory_agent.conversation_reads import ConversationReads
 from memory_agent.errors import InvalidInputError

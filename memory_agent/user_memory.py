@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.embeddings import Embeddings
 
 from memory_agent import long_term
-from memory_agent.conversation.messages import validate_identity
+from memory_agent.conversation.identity import validate_identity, validate_user_id
 from memory_agent.conversation.recalled import recall_settings
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import DEFAULT_TENANT_ID
@@ -52,7 +52,7 @@ class UserMemory:
         raise NotImplementedError
 
     def _user(self, user_id: Any, tenant_id: Any) -> tuple[str, str]:
-        validate_identity(user_id, "user_id")
+        validate_user_id(user_id)
         if tenant_id is not None:
             validate_identity(tenant_id, "tenant_id")
         return (tenant_id or DEFAULT_TENANT_ID), user_id

@@ -32,6 +32,7 @@ from memory_agent.api.deps import (
 from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
+from memory_agent.db.keys import default_user_id
 from memory_agent.long_term import LongTermItem, forget_user, list_items, tenant_transaction
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
@@ -90,7 +91,9 @@ def create_app(
         owner = await service.loop.arun(service.backend.conversation_owner(conversation_id))
         if owner is None or owner[0] != tenant:
             raise HTTPException(404, "no such conversation")
-        return await service.get_memory_history(conversation_id, user_id=owner[1], tenant_id=owner[0])
+        # A conversation run without a user is its own scope: named by its tenant alone (the scope's id is reserved).
+        user_id = None if owner[1] == default_user_id(conversation_id) else owner[1]
+        return await service.get_memory_history(conversation_id, user_id=user_id, tenant_id=owner[0])
 
     @app.get("/users/{user_id}/items", response_model=list[LongTermItem], responses=UNAUTHORIZED)
     async def user_items(

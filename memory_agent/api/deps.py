@@ -11,7 +11,7 @@ from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memory_agent.api.keys import tenant_of_key
-from memory_agent.conversation.messages import validate_identity
+from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import check_id
 from memory_agent.service import MemoryService
@@ -35,7 +35,7 @@ def checked(field: str, check: Callable[[str], Any], value: str, location: str =
 
 def checked_user(user_id: str, *, location: str = "path", field: str = "user_id") -> str:
     """A user id as the long-term tables take it: not blank, within the bytes and the characters."""
-    checked(field, lambda v: validate_identity(v, field), user_id, location)
+    checked(field, lambda v: validate_user_id(v, field), user_id, location)
     return checked(field, lambda v: check_id(field, v), user_id, location)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.conversation.messages import validate_identity
+from memory_agent.conversation.identity import validate_identity
 from memory_agent.long_term.scope import fetch
 
 KEY_PREFIX = "mak_"

@@ -25,6 +25,7 @@ import psycopg
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
+from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.forget import ForgetReport, forget_item
 from memory_agent.long_term.items import ITEM_LISTS, ItemType, normalize_content
@@ -75,6 +76,7 @@ def user_of(namespace: tuple[str, ...], what: str = "namespace") -> str:
             f"{what} {namespace!r} names no user: store namespaces are (category, user_id, ...), e.g. "
             "('memories', user_id)"
         )
+    validate_user_id(namespace[1], "the user label (namespace[1])")
     check_id("the user label (namespace[1])", namespace[1])
     return namespace[1]
 

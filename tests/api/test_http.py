@@ -128,6 +128,8 @@ async def test_bad_ids_are_422_naming_the_field_and_write_nothing(served, databa
             ("DELETE", "/users/" + "u" * 300, "user_id"),  # within the bytes, over the items' 256 characters
             ("GET", "/users/" + "\U0001f600" * 200 + "/items", "user_id"),  # 200 characters, 800 bytes
             ("GET", "/users/%20/items", "user_id"),  # blank
+            ("GET", "/users/conversation:t/items", "user_id"),  # a conversation's own scope: reserved
+            ("DELETE", "/users/conversation:t", "user_id"),
             ("GET", "/conversations/" + "c" * 1100 + "/memory", "conversation_id"),
         ):
             response = await http.request(method, path)
