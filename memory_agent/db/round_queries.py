@@ -41,12 +41,18 @@ def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str,
     }
 
 
-def round_json(roles: Sequence[str], contents: Sequence[str], messages: Sequence[str]) -> str:
+def round_json(
+    roles: Sequence[str], contents: Sequence[str], messages: Sequence[str], produced: tuple[int, int] | None = None
+) -> str:
     """end_round's `round`: a JSON array of {role, content, message}, built from serialize_round's output. The
-    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again."""
+    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. `produced`
+    (first position, last sequence stored at round start): those messages carry "after", so only a copy stored
+    after the round started (the same round stored twice) keeps them from being stored."""
+    first, after = produced if produced is not None else (len(messages), -1)
     items = (
-        f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}}}'
-        for role, content, message in zip(roles, contents, messages, strict=True)
+        f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'
+        + (f',"after":{int(after)}}}' if position >= first else "}")
+        for position, (role, content, message) in enumerate(zip(roles, contents, messages, strict=True))
     )
     return "[" + ",".join(items) + "]"
 
@@ -172,17 +178,19 @@ class RoundQueries(NamedQueries):
         user_id: str,
         holder: str | None,
         window: int,
+        produced: tuple[int, int] | None = None,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
-        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it."""
+        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `produced`: see
+        round_json."""
         params = {
             "tenant_id": tenant_id,
             "user_id": user_id,
             "conversation_id": conversation_id,
             "holder": holder,
-            "round": round_json(roles, contents, messages),
+            "round": round_json(roles, contents, messages, produced),
             "window": window,
         }
         cursor = await conn.execute(self._queries["end_round"], params, prepare=True)

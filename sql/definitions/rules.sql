@@ -322,6 +322,9 @@ BEGIN
                           WHERE s.user_id = p_user_id AND s.conversation_id = p_conversation_id
                             AND s.message_id IS NOT NULL
                             AND s.message_id = m.message -> 'data' ->> 'id' AND s.message = m.message
+                            -- What the graph produced ("after": the last sequence stored at round start) is new
+                            -- even when an earlier message has its id and content (a model that repeats itself).
+                            AND s.sequence_number > coalesce((r.item ->> 'after')::integer, -1)
                           OFFSET 0)
     ), fresh AS (
         SELECT c.role, c.content, c.message, c.ord, row_number() OVER (ORDER BY c.ord)::int AS position
