@@ -34,7 +34,7 @@ from memory_agent.conversation.recalled import RoundRecall, recall_query, recall
 from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
+from memory_agent.db.keys import ConversationKey, default_user_id
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, SummaryClaim, TriggerResult, fingerprint
 from memory_agent.settings import MemorySettings
@@ -182,7 +182,8 @@ class Rounds:
         gap_end = context.gap_end_sequence
         info = RoundInfo(
             conversation_id=conversation_id,
-            user_id=key.user_id,
+            # None for the conversation's own scope: a resumed round names it again by the thread alone.
+            user_id=None if key.user_id == default_user_id(conversation_id) else key.user_id,
             tenant_id=key.tenant_id,
             input_messages=incoming,
             lease=lease,
