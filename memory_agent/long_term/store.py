@@ -74,8 +74,9 @@ class MemoryStore(BaseStore):
       `list_namespaces` answers from the data.
     - `put(ns, key, value)`: value is a JSON object; a new value closes the current version (valid_to) and opens
       another, the same value only touches updated_at; concurrent puts of one key leave one current version.
-      `value=None` (delete) forgets every version of the key and its lineage. `index` is ignored: the value's
-      "content" (or the whole value) is always searchable. TTL is not supported.
+      `value=None` (delete) forgets every version of the key and its lineage. The searched text is the value's
+      "content" (or the whole value); `index=[paths]` names the fields searched instead ("title", "a.b",
+      "notes[*].text"); `index=False` and `ttl` are refused (every item is searched and recalled; nothing expires).
     - `get` → the current version (created_at: when the key was first put; updated_at: last put).
     - `search(prefix, query=, filter=, limit=, offset=)`: the prefix names the user; filter is equality on
       top-level value fields; a query ranks by full text (OR-ed terms) plus trigram similarity (CJK, typos).
@@ -167,6 +168,7 @@ class MemoryStore(BaseStore):
                 raise InvalidInputError(f"the root label 'langgraph' is reserved by LangGraph: {op.namespace!r}")
             if op.ttl is not None:
                 raise InvalidInputError("MemoryStore does not support TTL (supports_ttl is False); put without ttl")
+            index = _index_of(op.index)
             if op.value is None:
 
                 async def delete(conn: psycopg.AsyncConnection[Any]) -> Result:
@@ -177,7 +179,7 @@ class MemoryStore(BaseStore):
             value = check_value(op.value)
 
             async def put(conn: psycopg.AsyncConnection[Any]) -> Result:
-                await put_row(conn, at, value)
+                await put_row(conn, at, value, index=index)
                 return None
 
             return put
@@ -228,6 +230,21 @@ def _search_item(row: dict[str, Any]) -> SearchItem:
         updated_at=row["updated_at"],
         score=None if score is None else float(score),
     )
+
+
+def _index_of(index: Any) -> list[str] | None:
+    """put's `index`: None (the value's "content", or the whole value) or the paths whose text is searched.
+    False is refused: every item's text is searched and recalled (there is no unindexed item)."""
+    if index is None:
+        return None
+    if index is False:
+        raise InvalidInputError(
+            "MemoryStore searches and recalls every item's text, so index=False cannot be honoured; put without "
+            "index, or with index=[paths] naming the fields to search"
+        )
+    if not isinstance(index, list | tuple) or not index or not all(isinstance(p, str) and p for p in index):
+        raise InvalidInputError(f"index must be None or a non-empty list of field paths, got {index!r}")
+    return list(index)
 
 
 def _user_of_conditions(conditions: tuple[MatchCondition, ...] | None) -> str:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+from langgraph.store.base.embed import get_text_at_path
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
@@ -88,8 +89,13 @@ def store_key(tenant_id: str, namespace: tuple[str, ...], key: Any) -> StoreKey:
     return StoreKey(tenant_id, tuple(namespace), key)
 
 
-def content_of(value: Mapping[str, Any]) -> str:
-    """The text a value is searched by: its "content" field, or the whole value as JSON."""
+def content_of(value: Mapping[str, Any], index: Sequence[str] | None = None) -> str:
+    """The text a value is searched by: the text at the `index` paths (BaseStore's put(index=[...]): "field",
+    "a.b", "list[*].text"), else its "content" field, else the whole value as JSON."""
+    if index:
+        found = [text for path in index for text in get_text_at_path(dict(value), path) if text.strip()]
+        if found:
+            return "\n".join(found).replace("\x00", "")
     content = value.get("content", value)
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, sort_keys=True)
     return text.replace("\x00", "") or json.dumps(dict(value), ensure_ascii=False, sort_keys=True)
@@ -109,11 +115,17 @@ async def get_row(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> Row | Non
 
 
 async def put_row(
-    conn: psycopg.AsyncConnection[Any], at: StoreKey, value: dict[str, Any], now: datetime | None = None
+    conn: psycopg.AsyncConnection[Any],
+    at: StoreKey,
+    value: dict[str, Any],
+    now: datetime | None = None,
+    *,
+    index: Sequence[str] | None = None,
 ) -> str:
-    """Write `value` as the current version of `at`: 'unchanged' (same value), 'inserted' or 'superseded'."""
+    """Write `value` as the current version of `at`: 'unchanged' (same value), 'inserted' or 'superseded'. Its
+    searched text: content_of(value, index)."""
     params = at.params()
-    content = content_of(value)
+    content = content_of(value, index)
     now = now or datetime.now(UTC)
     # As remember(): writers of one key queue on the slot lock; the constraint stays the arbiter, a writer that
     # loses to it retries from the savepoint over what the winner committed.
