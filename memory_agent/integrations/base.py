@@ -65,12 +65,15 @@ def produced_messages(
     With `given` (the very objects the graph was given, as the round node has them): every message that is not
     one of them, unless it is a copy of one that still stands in the result. So a reply that repeats an earlier
     message's id and content (a model returning the same message object every time: LangGraph puts it in the
-    place of its twin) is still this round's. Without: compared by content fingerprint, not by id (a model or
-    proxy that repeats an earlier id with new content still has its reply stored).
+    place of its twin) is still this round's. Without, or when none of them stands in the result (a state restored
+    from a checkpoint): compared by content fingerprint, not by id (a model or proxy that repeats an earlier id
+    with new content still has its reply stored).
     """
-    if given is None:
+    objects = {id(message) for message in given or ()}
+    if not any(id(message) in objects for message in messages):
+        # Nothing given stands in the result: the graph's state was restored (a resumed interrupt), not built
+        # from the given objects, so what is new is told by content.
         return new_messages(messages, info.context_fingerprints)
-    objects = {id(message) for message in given}
     standing = {fingerprint(message) for message in messages if id(message) in objects}
     return [m for m in messages if id(m) not in objects and fingerprint(m) not in standing]
 
