@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from memory_agent import MemoryStore
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
 from tests.conftest import query
+from tests.long_term import test_store
 
+store = test_store.store  # the fixture: a MemoryStore of tenant "acme" over a bare pool
 ALICE = ("memories", "alice")
-
-
-@pytest.fixture
-async def store(database_url: str) -> AsyncIterator[MemoryStore]:
-    pool = MemoryBackend.create_pool(database_url, max_size=4)
-    await pool.open()
-    yield MemoryStore(pool, tenant_id="acme")
-    await pool.close()
 
 
 async def test_index_paths_name_the_text_that_is_searched(store, database_url):
