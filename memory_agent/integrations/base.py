@@ -86,7 +86,7 @@ def with_fresh_ids(produced: Sequence[BaseMessage], taken: Iterable[BaseMessage]
     fresh = []
     for message in produced:
         if message.id is not None and message.id in ids:
-            message = message.model_copy(update={"id": f"{message.id}:{uuid.uuid4().hex[:12]}"})
+            message = message.model_copy(update={"id": f"{message.id[:120]}:{uuid.uuid4().hex[:12]}"})
         if message.id is not None:
             ids.add(message.id)
         fresh.append(message)

@@ -32,6 +32,7 @@ def last_text(state: dict) -> str:
     return state["messages"][-1]["content"]
 
 
+@pytest.mark.slow  # a server start: ~40 s on 2 cores
 async def test_graphs_under_langgraph_dev_without_auth(database_url, fake_openai, tmp_path):
     env = {"MEMORY_AGENT_DATABASE_URL": database_url}
     with langgraph_dev(tmp_path, env) as url:
@@ -76,6 +77,7 @@ async def test_graphs_under_langgraph_dev_without_auth(database_url, fake_openai
         ) == [("default", "ana", "city", {"content": "I live in Lyon"})]
 
 
+@pytest.mark.slow
 async def test_two_authenticated_users_have_separate_memory(database_url, fake_openai, tmp_path):
     env = {"MEMORY_AGENT_DATABASE_URL": database_url}
     with langgraph_dev(tmp_path, env, auth=True) as url:
