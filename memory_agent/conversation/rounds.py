@@ -239,7 +239,7 @@ class Rounds:
                 user_id=user_id,
                 holder=info.lease if info is not None else None,
                 window=self.settings.memory_rolling_window_size,
-                produced=_produced(info, len(roles)),
+                produced=_produced(info),
             )
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
@@ -303,7 +303,7 @@ def _last_stored(context: ConversationContext) -> int | None:
     return context.gap_end_sequence if context.gap_end_sequence is not None else context.memory_end_sequence
 
 
-def _produced(info: RoundInfo | None, count: int) -> tuple[int, int] | None:
+def _produced(info: RoundInfo | None) -> tuple[int, int] | None:
     """(first position, last stored sequence at round start) of what the graph produced: the messages after the
     round's input (persist_round's order). None without a RoundInfo: every message is checked as input."""
     if info is None:
