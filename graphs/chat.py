@@ -31,4 +31,5 @@ def build_chat_graph():
     return builder.compile(name="chat")
 
 
-graph = with_memory(build_chat_graph(), shared_memory(), name="chat")
+memory = shared_memory()
+graph = with_memory(build_chat_graph(), memory, name="chat")

@@ -49,6 +49,16 @@ def shared_memory() -> MemoryService:
         return _memory
 
 
+def close_shared_memory() -> None:
+    """Close the process's MemoryService, if open; the next shared_memory() opens a new one (tests, reloads)."""
+    global _memory
+    with _lock:
+        memory, _memory = _memory, None
+    if memory is not None:
+        atexit.unregister(memory.close)
+        memory.close()
+
+
 def check_store_config(config: Mapping[str, Any] | None) -> None:
     """ConfigurationError for what langgraph.json's store block asks and MemoryStore cannot give."""
     refused = {
