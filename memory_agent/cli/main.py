@@ -60,7 +60,8 @@ def db_url() -> None:
         return
     from memory_agent.db.embedded import start_embedded_postgres
 
-    typer.echo(start_embedded_postgres(settings.data_dir, cleanup_mode=None))
+    url = start_embedded_postgres(settings.data_dir, cleanup_mode=None, install_dir=settings.embedded_install_dir)
+    typer.echo(url)
 
 
 @db.command("stop")
@@ -69,8 +70,9 @@ def db_stop() -> None:
     from memory_agent.db.embedded import stop_embedded_postgres
     from memory_agent.settings import MemorySettings
 
-    data_dir = MemorySettings().data_dir
-    if stop_embedded_postgres(data_dir):
+    settings = MemorySettings()
+    data_dir = settings.data_dir
+    if stop_embedded_postgres(data_dir, install_dir=settings.embedded_install_dir):
         typer.echo(f"stopped the embedded PostgreSQL of {data_dir}")
     else:
         typer.echo(f"no embedded PostgreSQL is running for {data_dir}")
@@ -96,7 +98,7 @@ def migrate(
     if not url:
         from memory_agent.db.embedded import start_embedded_postgres
 
-        url = start_embedded_postgres(settings.data_dir)
+        url = start_embedded_postgres(settings.data_dir, install_dir=settings.embedded_install_dir)
     with_jobs = settings.executor == "procrastinate" if procrastinate is None else procrastinate
     try:
         report = asyncio.run(
