@@ -123,7 +123,12 @@ def start_server(bin_dir: Path, pgdata: Path, user: Any) -> Running:
     socket_dir = _socket_dir(pgdata, user)
     options = f'-h "" -k "{socket_dir}" -p {_PORT}'
     log = pgdata / "log"
-    run_program(bin_dir, "pg_ctl", ["-D", str(pgdata), "-w", "-t", str(_TIMEOUT_S), "-o", options, "-l", str(log), "start"], user)
+    run_program(
+        bin_dir,
+        "pg_ctl",
+        ["-D", str(pgdata), "-w", "-t", str(_TIMEOUT_S), "-o", options, "-l", str(log), "start"],
+        user,
+    )
     running = running_server(pgdata)
     if running is None:
         raise DatabaseUnavailableError(f"the embedded PostgreSQL did not start; see its log {log}")

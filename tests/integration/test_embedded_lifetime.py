@@ -58,8 +58,8 @@ def data_dir():
     remove_data_dir(path)
 
 
-def test_four_processes_starting_a_fresh_data_dir_share_one_server(data_dir):
-    go = data_dir.parent / "go"
+def test_four_processes_starting_a_fresh_data_dir_share_one_server(data_dir, tmp_path):
+    go = tmp_path / "go"
     users = [User(data_dir, go=go) for _ in range(4)]
     time.sleep(1.0)  # let them import: they all wait for the same moment
     go.touch()
@@ -106,3 +106,11 @@ def test_a_server_started_by_other_means_is_never_stopped(data_dir):
     joined.report()
     joined.exit()
     assert running_server(data_dir) is not None
+
+
+def test_a_scratch_server_leaves_nothing_behind():
+    data_dir = scratch_data_dir("memory_agent_lifetime_")
+    scratch = User(data_dir, mode="delete")
+    scratch.report()
+    scratch.exit()
+    assert not data_dir.parent.exists()  # data, secret, lock and record gone with the scratch directory
