@@ -4,6 +4,24 @@ from __future__ import annotations
 
 import typer
 
+
+def _flags_show_no_type() -> None:
+    """Rich help (typer 0.29) labels every flag `<bool>`, as if it took a value; a flag takes none, so its type
+    column stays empty, as in click's plain help."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "flags_show_no_type", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag and not self.count else shown(self, ctx)
+
+    display_type_rich.flags_show_no_type = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
 app = typer.Typer(help="memory_agent: bounded, auditable conversation memory on PostgreSQL.", no_args_is_help=True)
 
 
