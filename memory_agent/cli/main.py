@@ -18,7 +18,7 @@ def _flags_show_no_type() -> None:
         return None if self.is_flag and not self.count else shown(self, ctx)
 
     display_type_rich.flags_show_no_type = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
 
 
 _flags_show_no_type()
