@@ -120,12 +120,21 @@ def _first_closed(path: Path) -> Path | None:
 
 
 def _open_to_others(site: Path) -> bool:
-    """Whether another OS user can run the wheel's programs where they are installed."""
-    programs = [site / _BIN / name for name in ("postgres", "initdb", "pg_ctl")]
-    libraries = list((site / _LIBS).glob("*")) if (site / _LIBS).exists() else []
-    return _first_closed(site / _BIN) is None and all(
-        p.stat().st_mode & _PROGRAM == _PROGRAM for p in programs + libraries
-    )
+    """Whether another OS user can run the wheel's programs where they are installed: every directory on the way
+    traversable, every file of the parts readable (programs and libraries runnable) by others."""
+    if _first_closed(site / _BIN) is not None:
+        return False
+    for part in (*_PARTS, _LIBS):
+        for directory, subdirectories, files in os.walk(site / part):
+            for name in subdirectories:
+                if os.stat(os.path.join(directory, name)).st_mode & TRAVERSE != TRAVERSE:
+                    return False
+            for name in files:
+                mode = os.lstat(os.path.join(directory, name)).st_mode
+                wanted = _PROGRAM if mode & stat.S_IXUSR else stat.S_IROTH
+                if stat.S_ISREG(mode) and mode & wanted != wanted:
+                    return False
+    return True
 
 
 def _copy_installation(site: Path, copy: Path) -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ host    all   all   ::1/128       scram-sha-256
 _SOCKET_PATH_MAX = 103
 _PORT = 5432  # names the socket file only: the server opens no TCP port
 _TIMEOUT_S = 120
+_STALE_WAIT_S = 20
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,19 @@ def running_server(pgdata: Path) -> Running | None:
         return None
     except PermissionError:
         pass  # alive, another user's
-    if not (socket_dir / f".s.PGSQL.{port}").is_socket():
-        return None
+    if not _accepts(socket_dir / f".s.PGSQL.{port}"):
+        return None  # a socket file left by a server that died (the pid may be another process's by now)
     return Running(pid, socket_dir, port)
+
+
+def _accepts(socket_path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5)
+        try:
+            probe.connect(str(socket_path))
+        except OSError:
+            return False
+    return True
 
 
 def run_program(bin_dir: Path, name: str, args: list[str], user: Any) -> None:
@@ -118,7 +131,21 @@ def init_cluster(bin_dir: Path, pgdata: Path, user: Any) -> None:
 
 
 def start_server(bin_dir: Path, pgdata: Path, user: Any) -> Running:
-    """Start the server of an initialised `pgdata` and wait until it accepts connections."""
+    """Start the server of an initialised `pgdata` and wait until it accepts connections. After a server that
+    was killed, PostgreSQL refuses to start while its old pid still shows (a zombie not yet reaped, backends
+    still exiting): retried for up to _STALE_WAIT_S then."""
+    deadline = time.monotonic() + _STALE_WAIT_S
+    while True:
+        stale = (pgdata / "postmaster.pid").exists()
+        try:
+            return _start_once(bin_dir, pgdata, user)
+        except DatabaseUnavailableError:
+            if not stale or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
+def _start_once(bin_dir: Path, pgdata: Path, user: Any) -> Running:
     (pgdata / ".handle_pids.json").unlink(missing_ok=True)  # the wheel's own bookkeeping, unused here
     socket_dir = _socket_dir(pgdata, user)
     options = f'-h "" -k "{socket_dir}" -p {_PORT}'

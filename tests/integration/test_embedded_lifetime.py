@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from memory_agent.db.embedded import remove_data_dir, scratch_data_dir, stop_embedded_postgres
-from memory_agent.db.embedded_server import running_server
+from memory_agent.db.embedded_install import as_root, server_bin_dir, server_os_user
+from memory_agent.db.embedded_server import init_cluster, running_server, secret_path, start_server
 
 pytestmark = pytest.mark.slow
 
@@ -50,15 +53,37 @@ class User:
         self.process.wait(timeout=30)
 
 
-@pytest.fixture
-def data_dir():
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Path]:
+    """One initialised data directory (never started), copied for each test: initdb once."""
+    path = scratch_data_dir("memory_agent_lifetime_")
+    init_cluster(server_bin_dir(), path, server_os_user() if as_root() else None)
+    yield path
+    remove_data_dir(path)
+
+
+def new_data_dir() -> Iterator[Path]:
     path = scratch_data_dir("memory_agent_lifetime_")
     yield path
     stop_embedded_postgres(path)
     remove_data_dir(path)
 
 
-def test_four_processes_starting_a_fresh_data_dir_share_one_server(data_dir, tmp_path):
+@pytest.fixture
+def fresh_data_dir() -> Iterator[Path]:
+    yield from new_data_dir()
+
+
+@pytest.fixture
+def data_dir(cluster: Path) -> Iterator[Path]:
+    for path in new_data_dir():
+        subprocess.run(["cp", "-a", str(cluster), str(path)], check=True)  # owner and modes kept
+        shutil.copy2(secret_path(cluster), secret_path(path))
+        yield path
+
+
+def test_four_processes_starting_a_fresh_data_dir_share_one_server(fresh_data_dir, tmp_path):
+    data_dir = fresh_data_dir
     go = tmp_path / "go"
     users = [User(data_dir, go=go) for _ in range(4)]
     time.sleep(1.0)  # let them import: they all wait for the same moment
@@ -74,14 +99,16 @@ def test_four_processes_starting_a_fresh_data_dir_share_one_server(data_dir, tmp
     assert (data_dir / "PG_VERSION").exists()  # its data stays
 
 
-def test_a_dead_user_is_pruned_and_the_last_live_one_stops_the_server(data_dir):
+def test_after_a_crash_the_dead_user_is_pruned_and_the_last_live_one_cleans_up(data_dir):
     crashed = User(data_dir)
-    crashed.report()
+    postmaster = int(crashed.report()["postmaster"])  # type: ignore[call-overload]
     crashed.kill()  # no exit hook ran: its pid stays recorded
-    joined = User(data_dir)
-    joined.report()
-    joined.exit()
-    assert running_server(data_dir) is None
+    os.kill(postmaster, signal.SIGKILL)  # and the server dies too: its postmaster.pid and socket file stay
+    scratch = User(data_dir, mode="delete")
+    assert scratch.report()["postmaster"] != postmaster  # started again
+    scratch.exit()
+    # The dead user no longer counts: the server is stopped and, a scratch one, deleted with everything beside it.
+    assert not data_dir.parent.exists()
 
 
 def test_a_server_kept_by_db_url_outlives_every_user(data_dir):
@@ -98,19 +125,9 @@ def test_a_server_kept_by_db_url_outlives_every_user(data_dir):
 
 
 def test_a_server_started_by_other_means_is_never_stopped(data_dir):
-    first = User(data_dir)
-    first.report()
-    first.kill()
-    (data_dir.parent / f"{data_dir.name}.users.json").unlink()  # as a server started by pg_ctl would be: no record
+    user = server_os_user() if as_root() else None
+    start_server(server_bin_dir(), data_dir, user)  # as pg_ctl would: memory_agent keeps no record of it
     joined = User(data_dir)
     joined.report()
     joined.exit()
     assert running_server(data_dir) is not None
-
-
-def test_a_scratch_server_leaves_nothing_behind():
-    data_dir = scratch_data_dir("memory_agent_lifetime_")
-    scratch = User(data_dir, mode="delete")
-    scratch.report()
-    scratch.exit()
-    assert not data_dir.parent.exists()  # data, secret, lock and record gone with the scratch directory
