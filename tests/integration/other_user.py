@@ -83,3 +83,14 @@ def run_as(user: str, home: Path, pythonpath: str, args: list[str], timeout: flo
     )
     assert run.returncode == 0, run.stderr
     return run.stdout.strip().splitlines()[-1]
+
+
+def user_workspace() -> tuple[Path, Path, str]:
+    """The test user's home, a new directory of that user's in it, and the PYTHONPATH of this checkout's code
+    placed there (the checkout itself may sit where that user cannot read)."""
+    home = ensure_test_user()
+    made = subprocess.run(
+        ["runuser", "-u", TEST_USER, "--", "mktemp", "-d", "-p", str(home)], check=True, capture_output=True, text=True
+    )
+    work = Path(made.stdout.strip())
+    return home, work, place_code(work / "venv")

@@ -20,7 +20,7 @@ import pytest
 from memory_agent import ConfigurationError
 from memory_agent.db import embedded_install
 from memory_agent.db.embedded import remove_data_dir, scratch_data_dir, stop_embedded_postgres
-from tests.integration.other_user import TEST_USER, ensure_test_user, link_tree, place_code, run_as
+from tests.integration.other_user import TEST_USER, link_tree, run_as, user_workspace
 
 AS_ROOT = os.geteuid() == 0
 root_only = pytest.mark.skipif(not AS_ROOT, reason="only root runs the server as another OS user")
@@ -123,17 +123,8 @@ def test_an_install_dir_the_server_user_cannot_reach_is_refused(monkeypatch):
 @pytest.mark.slow
 @root_only
 def test_a_non_root_user_runs_the_server_from_a_virtualenv_in_its_private_home():
-    home = ensure_test_user()
-    work = Path(
-        subprocess.run(
-            ["runuser", "-u", TEST_USER, "--", "mktemp", "-d", "-p", str(home)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    )
+    home, work, pythonpath = user_workspace()
     try:
-        pythonpath = place_code(work / "venv")
         data_dir = work / "data" / "pgdata"
         line = run_as(TEST_USER, home, pythonpath, ["-m", "tests.integration.embedded_user", str(data_dir), "delete"])
         report = json.loads(line)

@@ -19,7 +19,7 @@ import pytest
 from memory_agent import ConfigurationError, MemorySettings
 from memory_agent.db.embedded import start_embedded_postgres
 from tests.integration.embedded_check import check
-from tests.integration.other_user import TEST_USER, ensure_test_user, place_code, run_as
+from tests.integration.other_user import TEST_USER, run_as, user_workspace
 
 AS_ROOT = os.geteuid() == 0
 
@@ -52,17 +52,8 @@ def test_long_data_dir_path_opens_no_door():
 @pytest.mark.slow
 @pytest.mark.skipif(not AS_ROOT, reason="the suite already runs as a non-root user: the test above is that case")
 def test_long_data_dir_path_opens_no_door_as_a_non_root_user():
-    home = ensure_test_user()
-    base = Path(
-        subprocess.run(
-            ["runuser", "-u", TEST_USER, "--", "mktemp", "-d", "-p", str(home)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    )
+    home, base, pythonpath = user_workspace()
     try:
-        pythonpath = place_code(base / "venv")  # the checkout may sit where that user cannot read
         report = json.loads(run_as(TEST_USER, home, pythonpath, ["-m", "tests.integration.embedded_check", str(base)]))
         assert_closed(report)
         assert stat.S_IMODE(home.stat().st_mode) == 0o700
