@@ -39,6 +39,8 @@ async def ready(request: Request) -> Status:
         await service.loop.arun(asyncio.wait_for(check, timeout=settings.connect_timeout_s))
     except ConfigurationError as exc:
         raise HTTPException(503, "the database schema is behind this code: run `memory-agent migrate`") from exc
-    except (MemoryAgentError, psycopg.Error, OSError, TimeoutError) as exc:
+    except TimeoutError as exc:
+        raise HTTPException(503, "the database did not answer in time (or a migration is running)") from exc
+    except (MemoryAgentError, psycopg.Error, OSError) as exc:
         raise HTTPException(503, "the database is unreachable") from exc
     return Status(status="ready")
