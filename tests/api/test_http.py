@@ -6,7 +6,10 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import psycopg
+import pytest
 from langchain_core.messages import HumanMessage
+from psycopg.conninfo import conninfo_to_dict
 
 from memory_agent import with_memory
 from memory_agent.long_term import remember
@@ -169,3 +172,18 @@ async def test_health_and_ready_answer_without_a_key(served, database_url):
         behind = await http.get("/ready")
         assert behind.status_code == 503 and "memory-agent migrate" in behind.json()["detail"]
         assert (await http.get("/health")).status_code == 200
+
+
+@pytest.mark.no_integrity_check
+async def test_ready_is_503_when_the_database_is_gone(served, server_url, database_url):
+    name = conninfo_to_dict(database_url)["dbname"]
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    async with client(served) as http:
+        gone = await http.get("/ready")
+        assert gone.status_code == 503, gone.text
+        assert gone.json()["detail"] in (
+            "the database is unreachable",
+            "the database did not answer in time (or a migration is running)",
+        )
+        assert (await http.get("/health")).json() == {"status": "ok"}
