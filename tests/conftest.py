@@ -37,7 +37,10 @@ def server_url() -> Iterator[str]:
         return
     from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
-    yield start_embedded_postgres(scratch_data_dir("memory_agent_test_"), cleanup_mode="delete")
+    install_dir = MemorySettings().embedded_install_dir
+    yield start_embedded_postgres(
+        scratch_data_dir("memory_agent_test_"), cleanup_mode="delete", install_dir=install_dir
+    )
 
 
 @pytest.fixture(scope="session")

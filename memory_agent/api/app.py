@@ -26,9 +26,12 @@ from memory_agent.api.deps import (
     checked,
     checked_user,
     memory_of,
+    no_such_user,
     on_pool,
     unprocessable,
+    user_known,
 )
+from memory_agent.api.probes import router as probes_router
 from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
@@ -78,6 +81,7 @@ def create_app(
     app.state.clock = clock or system_clock
     app.state.consolidation_model = consolidation_model
     app.include_router(summaries_router)
+    app.include_router(probes_router)
 
     @app.get(
         "/conversations/{conversation_id}/memory",
@@ -95,7 +99,7 @@ def create_app(
         user_id = None if owner[1] == default_user_id(conversation_id) else owner[1]
         return await service.get_memory_history(conversation_id, user_id=user_id, tenant_id=owner[0])
 
-    @app.get("/users/{user_id}/items", response_model=list[LongTermItem], responses=UNAUTHORIZED)
+    @app.get("/users/{user_id}/items", response_model=list[LongTermItem], responses={**UNAUTHORIZED, **NOT_FOUND})
     async def user_items(
         user_id: UserId,
         tenant: Tenant,
@@ -105,16 +109,22 @@ def create_app(
             Query(description="ISO 8601 with a time zone: the items held then (default: the current ones)."),
         ] = None,
     ) -> Any:
-        """The user's current long-term items (with cluster summaries), or those held at `as_of`."""
+        """The user's current long-term items (with cluster summaries), or those held at `as_of`; a user the key's
+        tenant holds nothing of answers 404."""
         checked_user(user_id)
         if as_of is not None and as_of.utcoffset() is None:
             raise unprocessable("query", "as_of", "as_of needs a time zone (e.g. 2026-01-31T12:00:00Z)")
 
-        async def read(conn: psycopg.AsyncConnection[Any]) -> list[LongTermItem]:
+        async def read(conn: psycopg.AsyncConnection[Any]) -> list[LongTermItem] | None:
             async with tenant_transaction(conn, tenant):
+                if not await user_known(conn, tenant, user_id):
+                    return None
                 return await list_items(conn, tenant, user_id, as_of=as_of)
 
-        return await on_pool(memory_of(request), read)
+        found = await on_pool(memory_of(request), read)
+        if found is None:
+            raise no_such_user()
+        return found
 
     @app.delete("/users/{user_id}", response_model=ForgetUserResult, responses={**UNAUTHORIZED, **NOT_FOUND})
     async def delete_user(user_id: UserId, tenant: Tenant, request: Request) -> ForgetUserResult:
@@ -133,7 +143,7 @@ def create_app(
 
         result, notes_deleted = await on_pool(memory_of(request), forget)
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
-            raise HTTPException(404, "no such user")
+            raise no_such_user()
         return result
 
     return app

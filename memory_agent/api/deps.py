@@ -13,7 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from memory_agent.api.keys import tenant_of_key
 from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import check_id
+from memory_agent.long_term.scope import check_id, fetch_one
 from memory_agent.service import MemoryService
 
 T = TypeVar("T")
@@ -37,6 +37,17 @@ def checked_user(user_id: str, *, location: str = "path", field: str = "user_id"
     """A user id as the long-term tables take it: not blank, within the bytes and the characters."""
     checked(field, lambda v: validate_user_id(v, field), user_id, location)
     return checked(field, lambda v: check_id(field, v), user_id, location)
+
+
+async def user_known(conn: psycopg.AsyncConnection[Any], tenant: str, user_id: str) -> bool:
+    """Whether the tenant holds anything of the user; a route naming a user it does not answers 404, whether
+    the user is another tenant's or nobody's."""
+    known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user_id})
+    return bool(known and known["known"])
+
+
+def no_such_user() -> HTTPException:
+    return HTTPException(404, "no such user")
 
 
 def memory_of(request: Request) -> MemoryService:

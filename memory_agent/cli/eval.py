@@ -84,8 +84,13 @@ def recall_command(
     try:
         if database_url is None:
             from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
+            from memory_agent.settings import MemorySettings
 
-            database_url = start_embedded_postgres(scratch_data_dir("memory_agent_eval_"), cleanup_mode="delete")
+            database_url = start_embedded_postgres(
+                scratch_data_dir("memory_agent_eval_"),
+                cleanup_mode="delete",
+                install_dir=MemorySettings().embedded_install_dir,
+            )
         report = asyncio.run(
             run_recall_eval(
                 database_url, dataset, embedder=embedder, text_search_config=text_search_config, or_terms=not and_terms

@@ -46,7 +46,9 @@ async def test_the_served_app_conforms_to_its_openapi(served: Served):
     assert sorted(checked) == [
         "DELETE /users/{user_id}",
         "GET /conversations/{conversation_id}/memory",
+        "GET /health",
         "GET /memory/summaries",
+        "GET /ready",
         "GET /users/{user_id}/items",
         "POST /memory/summarize",
     ]

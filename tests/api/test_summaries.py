@@ -104,7 +104,10 @@ async def test_another_tenants_user_is_404_and_lists_show_the_keys_tenant_only(s
         assert len((await http.get("/memory/summaries", params={"period": "daily"})).json()) == 1
     async with client(served, globex) as http:
         assert (await http.get("/memory/summaries", params={"period": "daily"})).json() == []
-        assert (await http.get("/memory/summaries", params={"period": "daily", "userId": "ana"})).json() == []
+        of_other = await http.get("/memory/summaries", params={"period": "daily", "userId": "ana"})
+        assert of_other.status_code == 404 and of_other.json() == {"detail": "no such user"}
+        nobody = await http.get("/memory/summaries", params={"period": "daily", "userId": "nobody"})
+        assert nobody.status_code == 404
 
 
 async def test_bad_input_is_422_naming_the_problem_and_writes_nothing(served: Served, database_url):
