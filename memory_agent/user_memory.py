@@ -22,15 +22,17 @@ from memory_agent.db.keys import DEFAULT_TENANT_ID
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.cluster_text import ClusterSummarizer
-from memory_agent.long_term.recall import recall
+from memory_agent.long_term.recall import RecallResult, RecallSettings, recall
 from memory_agent.settings import MemorySettings
 
 if TYPE_CHECKING:
+    from memory_agent.integrations.retriever import MemoryRetriever
     from memory_agent.runtime import MemoryLoop
 
 
 class UserMemory:
-    """list_items, forget_item, forget_user (and the forgetting behind delete_conversation)."""
+    """list_items, forget_item, forget_user (and the forgetting behind delete_conversation), recall and its
+    retriever."""
 
     settings: MemorySettings
     clock: Callable[[], datetime]
@@ -115,6 +117,11 @@ class UserMemory:
             )
         return bool(report.conversations_deleted)
 
+    @property
+    def recall_settings(self) -> RecallSettings:
+        """Recall's knobs as the MEMORY_AGENT_RECALL_* settings give them (every read surface uses these)."""
+        return recall_settings(self.settings)
+
     async def recall(
         self,
         user_id: str,
@@ -127,16 +134,32 @@ class UserMemory:
         """What recall at round start would find for `user_id` across their conversations and long-term items,
         best first, within the MEMORY_AGENT_RECALL_* guardrails: each hit's `kind` (turn | item | summary),
         `text`, `score` and provenance (`conversation_id` + `sequences`, `item_ids`, `sources`; a key insight of
-        a weekly or monthly consolidation note is a `summary` with `note_id`, `period`, `period_start`). `as_of`
-        reads the items valid then. Never calls a chat model; with an embedder, the query is embedded only when full text
-        and trigrams find fewer than two hits (the vector fallback)."""
+        a weekly or monthly consolidation note is a `summary` with `note_id`, `period`, `period_start`; a batch
+        summary a `summary` with `batch_summary_id` and the summarized ids as `source_item_ids`; `provenance()`
+        gives all of it as JSON data). `as_of` reads the items valid then. Never calls a chat model; with an
+        embedder, the query is embedded only when full text and trigrams find fewer than two hits (the vector
+        fallback)."""
+        found = await self.recall_result(user_id, query, tenant_id=tenant_id, limit=limit, as_of=as_of)
+        return found.results
+
+    async def recall_result(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        tenant_id: str | None = None,
+        limit: int = 10,
+        as_of: datetime | None = None,
+    ) -> RecallResult:
+        """recall() with everything recall measured: the hits, the rendered block as a round would inject it,
+        the paths that ran, the block's estimated tokens, whether a guardrail cut it."""
         tenant, user = self._user(user_id, tenant_id)
-        settings = recall_settings(self.settings)
+        settings = self.recall_settings
         embedder = self.embedder
 
-        async def run() -> list[RecallHit]:
+        async def run() -> RecallResult:
             async with self.backend.connection() as conn:
-                found = await recall(
+                return await recall(
                     conn,
                     tenant_id=tenant,
                     user_id=user,
@@ -146,6 +169,15 @@ class UserMemory:
                     settings=settings,
                     embedder=embedder,
                 )
-            return found.results
 
         return await self.loop.arun(run())
+
+    def as_retriever(
+        self, *, user_id: str, tenant_id: str | None = None, k: int = 10, as_of: datetime | None = None
+    ) -> MemoryRetriever:
+        """A LangChain retriever over recall for `user_id`: Documents in recall's order, each hit's provenance
+        in its metadata (integrations/retriever.py)."""
+        from memory_agent.integrations.retriever import MemoryRetriever
+
+        self._user(user_id, tenant_id)
+        return MemoryRetriever(memory=self, user_id=user_id, tenant_id=tenant_id, k=k, as_of=as_of)

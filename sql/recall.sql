@@ -1,8 +1,8 @@
 -- Named queries of recall (memory_agent/long_term/recall.py and embeddings.py).
 -- Every statement runs with search_path set to the memory_agent schema. `recall_search` has placeholders:
 -- {vector_hits}, filled with `recall_vector_hits` when an embedder is configured and `recall_no_vector_hits`
--- otherwise (the embeddings table exists only where pgvector does); {message_fts}, {item_fts}, {note_fts}: the stored
--- 'english' vectors or vectors computed in the configured one.
+-- otherwise (the embeddings table exists only where pgvector does); {message_fts}, {item_fts}, {note_fts},
+-- {batch_fts}: the stored 'english' vectors or vectors computed in the configured one.
 
 -- recall_settings --
 -- For recall's transaction: the word similarity a trigram hit needs (the operator's index reads it), and the plan
@@ -15,7 +15,8 @@ SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
 
 -- recall_search --
 -- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank:
--- turns, items and cluster summaries, and the key insights of weekly and monthly consolidation notes.
+-- turns, items and cluster summaries, the key insights of weekly and monthly consolidation notes, and batch
+-- summaries.
 WITH user_turns AS NOT MATERIALIZED (
     -- The one place turns are scoped to a user: every conversation of theirs (the messages key leads with
     -- user_id), in their tenant.
@@ -40,6 +41,13 @@ WITH user_turns AS NOT MATERIALIZED (
     FROM consolidation_notes AS n
     WHERE n.user_id = %(user_id)s AND n.tenant_id = %(tenant_id)s AND n.period IN ('weekly', 'monthly')
       AND (%(as_of)s::timestamptz IS NULL OR n.created_at <= %(as_of)s::timestamptz)
+), user_batches AS NOT MATERIALIZED (
+    -- Batch summaries of the user's old items (kept forever; the retention pass forgets their originals).
+    -- Written by then, with `as_of`.
+    SELECT b.summary_id, b.content, b.has_cjk, {batch_fts} AS fts
+    FROM batch_summaries AS b
+    WHERE b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
+      AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
 ), terms AS (
     -- OR-ed terms: AND-ed terms (plainto/websearch_to_tsquery) match almost no question.
     SELECT CASE WHEN %(or_terms)s
@@ -58,6 +66,11 @@ WITH user_turns AS NOT MATERIALIZED (
         SELECT 'item', NULL, NULL, i.item_id, ts_rank(i.fts, (SELECT q FROM terms))
         FROM user_items AS i
         WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
+        UNION ALL
+        -- A batch summary: item_id holds its summary id.
+        SELECT 'batch', NULL, NULL, b.summary_id, ts_rank(b.fts, (SELECT q FROM terms))
+        FROM user_batches AS b
+        WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
         UNION ALL
         -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
         -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
@@ -101,6 +114,15 @@ WITH user_turns AS NOT MATERIALIZED (
     FROM user_items AS i
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND i.has_cjk
       AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(i.content, b) > 0)
+    UNION
+    SELECT 'batch', NULL, NULL, b.summary_id, b.content
+    FROM user_batches AS b
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% b.content
+    UNION
+    SELECT 'batch', NULL, NULL, b.summary_id, b.content
+    FROM user_batches AS b
+    WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND b.has_cjk
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS x WHERE strpos(b.content, x) > 0)
     UNION
     -- CJK key insights by their bigrams (a user has a few weekly and monthly notes: read through their key).
     SELECT 'insight', NULL, k.ordinal::integer, n.note_id, k.insight
@@ -160,10 +182,15 @@ WITH user_turns AS NOT MATERIALIZED (
            (SELECT open FROM trgm_gate) AS trgm_ran, (SELECT user_wide FROM scope) AS user_wide
 )
 SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f.sequence_number, f.item_id,
-       coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period) AS role,
-       coalesce(t.content, i.content, n.key_insights[f.sequence_number]) AS text,
-       coalesce(i.is_summary, n.note_id IS NOT NULL) AS is_summary, i.source_item_ids, i.item_type, i.key,
-       lower(i.valid_during) AS valid_from, t.created_at, n.note_id, n.period, n.period_start,
+       coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period,
+                CASE WHEN b.summary_id IS NOT NULL THEN 'batch summary' END) AS role,
+       coalesce(t.content, i.content, n.key_insights[f.sequence_number], b.content) AS text,
+       coalesce(i.is_summary, n.note_id IS NOT NULL OR b.summary_id IS NOT NULL) AS is_summary,
+       coalesce(i.source_item_ids, b.summarized_ids) AS source_item_ids, i.item_type, i.key,
+       lower(i.valid_during) AS valid_from,
+       coalesce(t.created_at, lower(i.valid_during), n.created_at, b.created_at) AS created_at,
+       n.note_id, n.period, n.period_start,
+       b.summary_id AS batch_summary_id, b.summarized_from, b.summarized_until,
        src.sources
 FROM counts
 LEFT JOIN fused AS f ON true
@@ -172,15 +199,19 @@ LEFT JOIN messages AS t
       AND t.sequence_number = f.sequence_number
 LEFT JOIN items AS i ON f.kind = 'item' AND i.user_id = %(user_id)s AND i.item_id = f.item_id
 LEFT JOIN consolidation_notes AS n ON f.kind = 'insight' AND n.user_id = %(user_id)s AND n.note_id = f.item_id
+LEFT JOIN batch_summaries AS b ON f.kind = 'batch' AND b.user_id = %(user_id)s AND b.summary_id = f.item_id
 LEFT JOIN LATERAL (
-    -- Provenance: the turns an item came from; for a cluster summary, also those of its source items.
+    -- Provenance: the turns an item came from; for a cluster summary, also those of its source items; for a
+    -- batch summary, those of the summarized items not forgotten yet (their ids stay in source_item_ids).
     SELECT jsonb_agg(DISTINCT jsonb_build_array(s.conversation_id, s.sequence_number)) AS sources
     FROM item_sources AS s
-    WHERE f.kind = 'item' AND s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s
-      AND (s.item_id = f.item_id OR s.item_id = ANY(i.source_item_ids))
+    WHERE f.kind IN ('item', 'batch') AND s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s
+      AND ((f.kind = 'item' AND s.item_id = f.item_id)
+           OR s.item_id = ANY(coalesce(i.source_item_ids, b.summarized_ids)))
       AND s.conversation_id IS NOT NULL AND s.sequence_number IS NOT NULL
 ) AS src ON true
-ORDER BY f.score DESC NULLS LAST, coalesce(i.is_summary, n.note_id IS NOT NULL) DESC NULLS LAST, f.kind,
+ORDER BY f.score DESC NULLS LAST, coalesce(i.is_summary, n.note_id IS NOT NULL OR b.summary_id IS NOT NULL) DESC NULLS LAST,
+         f.kind,
          f.sequence_number
 
 -- recall_message_fts_stored --
@@ -195,6 +226,10 @@ i.fts_english
 -- The full-text vector of a note's key insights when the configuration is 'english': the stored column (0015).
 n.key_insights_fts_english
 
+-- recall_batch_fts_stored --
+-- The full-text vector of a batch summary when the configuration is 'english': the stored column (0017).
+b.fts_english
+
 -- recall_message_fts_computed --
 -- The full-text vector of a turn in any other configuration, computed (an expression index serves 'simple').
 to_tsvector(%(config)s::regconfig, m.content)
@@ -206,6 +241,10 @@ to_tsvector(%(config)s::regconfig, i.content)
 -- recall_note_fts_computed --
 -- The full-text vector of a note's key insights in any other configuration, computed.
 to_tsvector(%(config)s::regconfig, n.key_insights_text)
+
+-- recall_batch_fts_computed --
+-- The full-text vector of a batch summary in any other configuration, computed.
+to_tsvector(%(config)s::regconfig, b.content)
 
 -- recall_vector_hits --
 -- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded); a

@@ -114,6 +114,7 @@ def _statement(vectors: bool, stored: bool) -> sql.Composed:
         message_fts=sql.SQL(queries[f"recall_message_fts_{fts}"]),
         item_fts=sql.SQL(queries[f"recall_item_fts_{fts}"]),
         note_fts=sql.SQL(queries[f"recall_note_fts_{fts}"]),
+        batch_fts=sql.SQL(queries[f"recall_batch_fts_{fts}"]),
     )
 
 

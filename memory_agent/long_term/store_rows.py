@@ -183,7 +183,7 @@ async def search_rows(
         raise InvalidInputError(f"limit and offset must be integers >= 0, got {limit!r} and {offset!r}")
     if query is not None and not isinstance(query, str):
         raise InvalidInputError(f"query must be a string or None, got {type(query).__name__}")
-    equal = _equality_filter(filter)
+    equal = equality_filter(filter)
     return await fetch(
         conn,
         "store_search",
@@ -202,7 +202,7 @@ async def search_rows(
     )
 
 
-def _equality_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
+def equality_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
     """{field: value} or {field: {"$eq": value}}: the value's top-level field equals it (JSON equality)."""
     equal: dict[str, Any] = {}
     for field, wanted in (filter or {}).items():
