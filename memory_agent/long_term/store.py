@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 import psycopg
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -27,7 +28,6 @@ from langgraph.store.base import (
     SearchOp,
     validate_op_namespace,
 )
-from langchain_core.embeddings import Embeddings
 from psycopg_pool import AsyncConnectionPool
 
 from memory_agent.errors import ConfigurationError, InvalidInputError
