@@ -243,6 +243,21 @@ DELETE FROM conversations
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
 RETURNING conversation_id;
 
+-- clear_recalled_blocks --
+-- The recalled blocks (round_metrics.recall_block, 0017) of the user's rounds that quoted what a forget erased: a
+-- turn of the conversation, or an item, summary or source item among `item_ids`. The block is one text, so it
+-- goes whole; the round's other figures (path, hits, tokens) stay.
+UPDATE round_metrics AS r SET recall_block = NULL, recall_hits = NULL
+WHERE r.user_id = %(user_id)s AND r.tenant_id = %(tenant_id)s AND r.recall_hits IS NOT NULL
+  AND ((%(conversation_id)s::text IS NOT NULL
+        AND (r.recall_hits @> jsonb_build_array(jsonb_build_object('conversation_id', %(conversation_id)s::text))
+             OR r.recall_hits @> jsonb_build_array(jsonb_build_object(
+                    'sources', jsonb_build_array(jsonb_build_array(%(conversation_id)s::text))))))
+       OR EXISTS (SELECT 1 FROM unnest(%(item_ids)s::bigint[]) AS x (item_id)
+                  WHERE r.recall_hits @> jsonb_build_array(jsonb_build_object('item_ids', jsonb_build_array(x.item_id)))
+                     OR r.recall_hits @> jsonb_build_array(
+                            jsonb_build_object('source_item_ids', jsonb_build_array(x.item_id)))));
+
 -- set_tenant --
 -- Name the tenant row-level security filters by, until the end of the transaction (SET LOCAL).
 SELECT set_config('memory_agent.tenant_id', %(tenant_id)s, true);
