@@ -158,7 +158,8 @@ class UserMemory:
         embedder = self.embedder
 
         async def run() -> RecallResult:
-            async with self.backend.connection() as conn:
+            # In the tenant's transaction: a role bound by row-level security reads the tenant's rows only.
+            async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant):
                 return await recall(
                     conn,
                     tenant_id=tenant,
