@@ -48,5 +48,6 @@ async def test_the_served_app_conforms_to_its_openapi(served: Served):
         "GET /conversations/{conversation_id}/memory",
         "GET /memory/summaries",
         "GET /users/{user_id}/items",
+        "GET /users/{user_id}/recall",
         "POST /memory/summarize",
     ]
