@@ -244,7 +244,7 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = 
 RETURNING conversation_id;
 
 -- clear_recalled_blocks --
--- The recalled blocks (round_metrics.recall_block, 0017) of the user's rounds that quoted what a forget erased: a
+-- The recalled blocks (round_metrics.recall_block, 0018) of the user's rounds that quoted what a forget erased: a
 -- turn of the conversation, or an item, summary or source item among `item_ids`. The block is one text, so it
 -- goes whole; the round's other figures (path, hits, tokens) stay.
 UPDATE round_metrics AS r SET recall_block = NULL, recall_hits = NULL
