@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -90,6 +90,9 @@ class RecallResult:
     truncated: bool = False
     latency_ms: float = 0.0
     block: str = ""
+    # The fused ranking before the guardrails, up to `limit`: what the block was filled from (`results` are the
+    # ones that fit it). The evaluation reads @k here.
+    ranked: list[RecallHit] = field(default_factory=list)
 
     @property
     def context_items(self) -> int:
@@ -255,6 +258,7 @@ async def recall(
         truncated=truncated,
         latency_ms=(time.perf_counter() - started) * 1000,
         block=block,
+        ranked=hits[:limit],
     )
 
 
