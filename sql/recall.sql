@@ -40,37 +40,65 @@ WITH user_turns AS NOT MATERIALIZED (
     FROM consolidation_notes AS n
     WHERE n.user_id = %(user_id)s AND n.tenant_id = %(tenant_id)s AND n.period IN ('weekly', 'monthly')
       AND (%(as_of)s::timestamptz IS NULL OR n.created_at <= %(as_of)s::timestamptz)
+), lexemes AS MATERIALIZED (
+    -- The query's lexemes (stop words of the configuration dropped, stemmed), each a term of its own: a long one
+    -- as a prefix of all but its last two characters (at least 5), so that stems that differ in their ending meet
+    -- ("allergies" → allergi, "allergic" → allerg: aller:*). With AND-ed terms (or_terms false), one term.
+    SELECT CASE WHEN length(l.lexeme) >= 6
+                THEN (quote_literal(left(l.lexeme, greatest(5, length(l.lexeme) - 2))) || ':*')::tsquery
+                ELSE quote_literal(l.lexeme)::tsquery END AS q
+    FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(query)s))) AS l (lexeme)
+    WHERE %(or_terms)s AND strpos(l.lexeme, E'\\') = 0
+    UNION ALL
+    SELECT plainto_tsquery(%(config)s::regconfig, %(query)s)
+    WHERE NOT %(or_terms)s AND numnode(plainto_tsquery(%(config)s::regconfig, %(query)s)) > 0
 ), terms AS (
-    -- OR-ed terms: AND-ed terms (plainto/websearch_to_tsquery) match almost no question.
-    SELECT CASE WHEN %(or_terms)s
-                THEN regexp_replace(plainto_tsquery(%(config)s::regconfig, %(query)s)::text,
-                                    ' (&|<->|<[0-9]+>) ', ' | ', 'g')::tsquery
-                ELSE plainto_tsquery(%(config)s::regconfig, %(query)s) END AS q
+    -- Every term OR-ed (AND-ed: a question repeats few of the words of the turn that answers it): the index's query.
+    SELECT (SELECT string_agg(l.q::text, ' | ') FROM lexemes AS l)::tsquery AS q
+), matches AS MATERIALIZED (
+    -- Every row of the user that matches a term: the corpus statistics below are read from it.
+    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id, t.fts
+    FROM user_turns AS t
+    WHERE %(use_fts)s AND t.fts @@ (SELECT q FROM terms)
+    UNION ALL
+    SELECT 'item', NULL, NULL, i.item_id, i.fts
+    FROM user_items AS i
+    WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
+    UNION ALL
+    -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
+    -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
+    -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
+    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, to_tsvector(%(config)s::regconfig, k.insight)
+    FROM (SELECT b.note_id, b.key_insights
+          FROM user_notes AS b
+          WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
+          ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
+          LIMIT 4) AS n
+    CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
+    WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
+), corpus AS MATERIALIZED (
+    -- How many turns the user has (their conversations' sequences: no scan of the turns) and the mean length of
+    -- the matching rows, for BM25.
+    SELECT greatest((SELECT coalesce(sum(c.next_sequence), 0) FROM conversations AS c
+                     WHERE c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s),
+                    (SELECT count(*) FROM matches), 1)::float8 AS n,
+           greatest((SELECT avg(length(m.fts)) FROM matches AS m), 1)::float8 AS avg_length
+), weights AS MATERIALIZED (
+    -- A term's inverse document frequency (BM25's): a word in half the user's turns (their own name, "today")
+    -- weighs little beside a rare one. ts_rank has no such weight: its ranking let common words decide.
+    SELECT l.q, ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+    FROM lexemes AS l, corpus AS c,
+         LATERAL (SELECT count(*)::float8 AS df FROM matches AS m WHERE m.fts @@ l.q) AS d
 ), fts AS (
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
     FROM (
-        SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
-               ts_rank(t.fts, (SELECT q FROM terms)) AS score
-        FROM user_turns AS t
-        WHERE %(use_fts)s AND t.fts @@ (SELECT q FROM terms)
-        UNION ALL
-        SELECT 'item', NULL, NULL, i.item_id, ts_rank(i.fts, (SELECT q FROM terms))
-        FROM user_items AS i
-        WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
-        UNION ALL
-        -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
-        -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
-        -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
-        SELECT 'insight', NULL, k.ordinal::integer, n.note_id,
-               ts_rank(to_tsvector(%(config)s::regconfig, k.insight), (SELECT q FROM terms))
-        FROM (SELECT b.note_id, b.key_insights
-              FROM user_notes AS b
-              WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
-              ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
-              LIMIT 4) AS n
-        CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
-        WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
+        -- BM25 with a term counted once per row (a chat turn rarely repeats a word): the weights of the terms a
+        -- row holds, normalized by its length against the matching rows' mean.
+        SELECT m.kind, m.conversation_id, m.sequence_number, m.item_id,
+               (SELECT sum(w.idf) FROM weights AS w WHERE m.fts @@ w.q) * 2.2
+                   / (1 + 1.2 * (0.25 + 0.75 * length(m.fts) / c.avg_length)) AS score
+        FROM matches AS m, corpus AS c
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
