@@ -192,7 +192,7 @@ SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f
        coalesce(t.content, i.content, n.key_insights[f.sequence_number]) AS text,
        coalesce(i.is_summary, n.note_id IS NOT NULL) AS is_summary, i.source_item_ids, i.item_type, i.key,
        lower(i.valid_during) AS valid_from, t.created_at, n.note_id, n.period, n.period_start,
-       src.sources
+       src.sources, nb.neighbours
 FROM counts
 LEFT JOIN fused AS f ON true
 LEFT JOIN messages AS t
@@ -208,6 +208,16 @@ LEFT JOIN LATERAL (
       AND (s.item_id = f.item_id OR s.item_id = ANY(i.source_item_ids))
       AND s.conversation_id IS NOT NULL AND s.sequence_number IS NOT NULL
 ) AS src ON true
+LEFT JOIN LATERAL (
+    -- A turn's neighbours in its conversation (the turn before and after it), shown with it: a question's answer
+    -- is often the reply to the turn that matched it, or the turn it replied to.
+    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, b.content) ORDER BY b.sequence_number) AS neighbours
+    FROM messages AS b
+    WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.conversation_id = f.conversation_id
+      AND b.sequence_number BETWEEN f.sequence_number - %(neighbours_before)s AND f.sequence_number + %(neighbours_after)s
+      AND b.sequence_number <> f.sequence_number AND b.role IN ('user', 'assistant')
+      AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
+) AS nb ON true
 ORDER BY f.score DESC NULLS LAST, coalesce(i.is_summary, n.note_id IS NOT NULL) DESC NULLS LAST, f.kind,
          f.sequence_number
 

@@ -58,6 +58,9 @@ class RecallSettings:
     candidates: int = 50  # per path, before fusion
     rrf_k: int = 60
     recent_turns: int = 2  # when nothing matched: the latest turns of other conversations
+    neighbours_before: int = 1  # turns shown before a recalled turn (its context), counted in the token budget
+    neighbours_after: int = 1  # and after it
+    max_neighbour_chars: int = 300  # a neighbour longer than this is cut
 
     def __post_init__(self) -> None:
         if not _CONFIG_NAME.match(self.text_search_config):
@@ -65,9 +68,12 @@ class RecallSettings:
                 f"text search configuration {self.text_search_config!r} is not a configuration name; set "
                 "MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one such as 'english' or 'simple'"
             )
-        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k"):
+        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k", "max_neighbour_chars"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"recall setting {name} must be >= 1 (MEMORY_AGENT_RECALL_{name.upper()})")
+        for name in ("neighbours_before", "neighbours_after"):
+            if not 0 <= getattr(self, name) <= 5:
+                raise ConfigurationError(f"recall setting {name} must be within 0..5 (MEMORY_AGENT_RECALL_NEIGHBOURS)")
         if not 0.0 <= self.trgm_threshold <= 1.0:
             raise ConfigurationError(
                 "recall setting trgm_threshold must be within 0..1 (MEMORY_AGENT_RECALL_TRGM_THRESHOLD)"
@@ -217,6 +223,8 @@ async def recall(
         "rrf_k": settings.rrf_k,
         "recent": settings.recent_turns if "recent" in paths else 0,
         "fused_limit": max(limit, settings.max_turns) * 3,
+        "neighbours_before": settings.neighbours_before,
+        "neighbours_after": settings.neighbours_after,
     }
     # Vectors are a fallback (the seed's V1.1-4, and measured: fused @1 drops when they always run): the query
     # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
@@ -239,7 +247,11 @@ async def recall(
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
-    hits = [hit_from_row(row, settings.max_turn_chars) for row in rows if row["kind"] is not None]
+    hits = [
+        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
+        for row in rows
+        if row["kind"] is not None
+    ]
     if not include_summaries:  # raw items and turns only (a tenant over its cost ceiling); the counts stay the search's
         hits = [hit for hit in hits if hit.kind != "summary"]
     kept, block, tokens, truncated = apply_guardrails(

@@ -36,7 +36,7 @@ TRIGRAM_ONLY = [
         },
         "qa": [
             {"question": "里昂", "answer": "lived there", "evidence": ["D1:1"], "category": 4},
-            {"question": "Ingrit?", "answer": "cello teacher", "evidence": ["D1:3"], "category": 4},
+            {"question": "Ingryd?", "answer": "cello teacher", "evidence": ["D1:3"], "category": 4},
             {"question": "Who is Bob?", "adversarial_answer": "nobody", "evidence": ["D2:1"], "category": 5},
         ],
     }
