@@ -48,42 +48,70 @@ WITH user_turns AS NOT MATERIALIZED (
     FROM batch_summaries AS b
     WHERE b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
       AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
+), lexemes AS MATERIALIZED (
+    -- The query's lexemes (stop words of the configuration dropped, stemmed), each a term of its own: a long one
+    -- as a prefix of all but its last two characters (at least 5), so that stems that differ in their ending meet
+    -- ("allergies" → allergi, "allergic" → allerg: aller:*). With AND-ed terms (or_terms false), one term.
+    SELECT CASE WHEN length(l.lexeme) >= 6
+                THEN (quote_literal(left(l.lexeme, greatest(5, length(l.lexeme) - 2))) || ':*')::tsquery
+                ELSE quote_literal(l.lexeme)::tsquery END AS q
+    FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(query)s))) AS l (lexeme)
+    WHERE %(or_terms)s AND strpos(l.lexeme, E'\\') = 0
+    UNION ALL
+    SELECT plainto_tsquery(%(config)s::regconfig, %(query)s)
+    WHERE NOT %(or_terms)s AND numnode(plainto_tsquery(%(config)s::regconfig, %(query)s)) > 0
 ), terms AS (
-    -- OR-ed terms: AND-ed terms (plainto/websearch_to_tsquery) match almost no question.
-    SELECT CASE WHEN %(or_terms)s
-                THEN regexp_replace(plainto_tsquery(%(config)s::regconfig, %(query)s)::text,
-                                    ' (&|<->|<[0-9]+>) ', ' | ', 'g')::tsquery
-                ELSE plainto_tsquery(%(config)s::regconfig, %(query)s) END AS q
+    -- Every term OR-ed (AND-ed: a question repeats few of the words of the turn that answers it): the index's query.
+    SELECT (SELECT string_agg(l.q::text, ' | ') FROM lexemes AS l)::tsquery AS q
+), matches AS MATERIALIZED (
+    -- Every row of the user that matches a term: the corpus statistics below are read from it.
+    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id, t.fts
+    FROM user_turns AS t
+    WHERE %(use_fts)s AND t.fts @@ (SELECT q FROM terms)
+    UNION ALL
+    SELECT 'item', NULL, NULL, i.item_id, i.fts
+    FROM user_items AS i
+    WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
+    UNION ALL
+    -- A batch summary: item_id holds its summary id.
+    SELECT 'batch', NULL, NULL, b.summary_id, b.fts
+    FROM user_batches AS b
+    WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
+    UNION ALL
+    -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
+    -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
+    -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
+    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, to_tsvector(%(config)s::regconfig, k.insight)
+    FROM (SELECT b.note_id, b.key_insights
+          FROM user_notes AS b
+          WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
+          ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
+          LIMIT 4) AS n
+    CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
+    WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
+), corpus AS MATERIALIZED (
+    -- How many turns the user has (their conversations' sequences: no scan of the turns) and the mean length of
+    -- the matching rows, for BM25.
+    SELECT greatest((SELECT coalesce(sum(c.next_sequence), 0) FROM conversations AS c
+                     WHERE c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s),
+                    (SELECT count(*) FROM matches), 1)::float8 AS n,
+           greatest((SELECT avg(length(m.fts)) FROM matches AS m), 1)::float8 AS avg_length
+), weights AS MATERIALIZED (
+    -- A term's inverse document frequency (BM25's): a word in half the user's turns (their own name, "today")
+    -- weighs little beside a rare one. ts_rank has no such weight: its ranking let common words decide.
+    SELECT l.q, ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+    FROM lexemes AS l, corpus AS c,
+         LATERAL (SELECT count(*)::float8 AS df FROM matches AS m WHERE m.fts @@ l.q) AS d
 ), fts AS (
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
     FROM (
-        SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
-               ts_rank(t.fts, (SELECT q FROM terms)) AS score
-        FROM user_turns AS t
-        WHERE %(use_fts)s AND t.fts @@ (SELECT q FROM terms)
-        UNION ALL
-        SELECT 'item', NULL, NULL, i.item_id, ts_rank(i.fts, (SELECT q FROM terms))
-        FROM user_items AS i
-        WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
-        UNION ALL
-        -- A batch summary: item_id holds its summary id.
-        SELECT 'batch', NULL, NULL, b.summary_id, ts_rank(b.fts, (SELECT q FROM terms))
-        FROM user_batches AS b
-        WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
-        UNION ALL
-        -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
-        -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
-        -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
-        SELECT 'insight', NULL, k.ordinal::integer, n.note_id,
-               ts_rank(to_tsvector(%(config)s::regconfig, k.insight), (SELECT q FROM terms))
-        FROM (SELECT b.note_id, b.key_insights
-              FROM user_notes AS b
-              WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
-              ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
-              LIMIT 4) AS n
-        CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
-        WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
+        -- BM25 with a term counted once per row (a chat turn rarely repeats a word): the weights of the terms a
+        -- row holds, normalized by its length against the matching rows' mean.
+        SELECT m.kind, m.conversation_id, m.sequence_number, m.item_id,
+               (SELECT sum(w.idf) FROM weights AS w WHERE m.fts @@ w.q) * 2.2
+                   / (1 + 1.2 * (0.25 + 0.75 * length(m.fts) / c.avg_length)) AS score
+        FROM matches AS m, corpus AS c
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
@@ -183,15 +211,15 @@ WITH user_turns AS NOT MATERIALIZED (
 )
 SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f.sequence_number, f.item_id,
        coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period,
-                CASE WHEN b.summary_id IS NOT NULL THEN 'batch summary' END) AS role,
-       coalesce(t.content, i.content, n.key_insights[f.sequence_number], b.content) AS text,
-       coalesce(i.is_summary, n.note_id IS NOT NULL OR b.summary_id IS NOT NULL) AS is_summary,
-       coalesce(i.source_item_ids, b.summarized_ids) AS source_item_ids, i.item_type, i.key,
+                CASE WHEN bs.summary_id IS NOT NULL THEN 'batch summary' END) AS role,
+       coalesce(t.content, i.content, n.key_insights[f.sequence_number], bs.content) AS text,
+       coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) AS is_summary,
+       coalesce(i.source_item_ids, bs.summarized_ids) AS source_item_ids, i.item_type, i.key,
        lower(i.valid_during) AS valid_from,
-       coalesce(t.created_at, lower(i.valid_during), n.created_at, b.created_at) AS created_at,
+       coalesce(t.created_at, lower(i.valid_during), n.created_at, bs.created_at) AS created_at,
        n.note_id, n.period, n.period_start,
-       b.summary_id AS batch_summary_id, b.summarized_from, b.summarized_until,
-       src.sources
+       bs.summary_id AS batch_summary_id, bs.summarized_from, bs.summarized_until,
+       src.sources, nb.neighbours
 FROM counts
 LEFT JOIN fused AS f ON true
 LEFT JOIN messages AS t
@@ -199,7 +227,7 @@ LEFT JOIN messages AS t
       AND t.sequence_number = f.sequence_number
 LEFT JOIN items AS i ON f.kind = 'item' AND i.user_id = %(user_id)s AND i.item_id = f.item_id
 LEFT JOIN consolidation_notes AS n ON f.kind = 'insight' AND n.user_id = %(user_id)s AND n.note_id = f.item_id
-LEFT JOIN batch_summaries AS b ON f.kind = 'batch' AND b.user_id = %(user_id)s AND b.summary_id = f.item_id
+LEFT JOIN batch_summaries AS bs ON f.kind = 'batch' AND bs.user_id = %(user_id)s AND bs.summary_id = f.item_id
 LEFT JOIN LATERAL (
     -- Provenance: the turns an item came from; for a cluster summary, also those of its source items; for a
     -- batch summary, those of the summarized items not forgotten yet (their ids stay in source_item_ids).
@@ -207,11 +235,21 @@ LEFT JOIN LATERAL (
     FROM item_sources AS s
     WHERE f.kind IN ('item', 'batch') AND s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s
       AND ((f.kind = 'item' AND s.item_id = f.item_id)
-           OR s.item_id = ANY(coalesce(i.source_item_ids, b.summarized_ids)))
+           OR s.item_id = ANY(coalesce(i.source_item_ids, bs.summarized_ids)))
       AND s.conversation_id IS NOT NULL AND s.sequence_number IS NOT NULL
 ) AS src ON true
-ORDER BY f.score DESC NULLS LAST, coalesce(i.is_summary, n.note_id IS NOT NULL OR b.summary_id IS NOT NULL) DESC NULLS LAST,
-         f.kind,
+LEFT JOIN LATERAL (
+    -- A turn's neighbours in its conversation (the turn before and after it), shown with it: a question's answer
+    -- is often the reply to the turn that matched it, or the turn it replied to.
+    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, b.content) ORDER BY b.sequence_number) AS neighbours
+    FROM messages AS b
+    WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.conversation_id = f.conversation_id
+      AND b.sequence_number BETWEEN f.sequence_number - %(neighbours_before)s AND f.sequence_number + %(neighbours_after)s
+      AND b.sequence_number <> f.sequence_number AND b.role IN ('user', 'assistant')
+      AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
+) AS nb ON true
+ORDER BY f.score DESC NULLS LAST,
+         coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) DESC NULLS LAST, f.kind,
          f.sequence_number
 
 -- recall_message_fts_stored --

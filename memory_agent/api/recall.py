@@ -60,6 +60,9 @@ class RecalledMemory(BaseModel):
     summarized_until: datetime | None = None
     created_at: datetime | None = None
     truncated: bool = False
+    context: list[tuple[int, str, str]] = Field(
+        default_factory=list, description="A turn's neighbours shown with it: (sequence, role, text)."
+    )
 
     @classmethod
     def of(cls, hit: RecallHit) -> RecalledMemory:

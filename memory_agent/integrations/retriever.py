@@ -38,8 +38,10 @@ class Recaller(Protocol):
 
 
 def hit_document(hit: RecallHit) -> Document:
-    """A recalled memory as a Document: its text, and its provenance as metadata."""
-    return Document(page_content=hit.text, metadata=hit.provenance())
+    """A recalled memory as a Document: its text, and its provenance (and the neighbouring turns shown with
+    a turn) as metadata."""
+    metadata = hit.record()
+    return Document(page_content=metadata.pop("content"), metadata=metadata)
 
 
 class MemoryRetriever(BaseRetriever):

@@ -41,7 +41,10 @@ class RecallHit:
     batch_summary_id: int | None = None
     summarized_from: datetime | None = None
     summarized_until: datetime | None = None
-    created_at: datetime | None = None  # when the turn was stored, the item became valid, the summary was written
+    # When the turn was stored, the item became valid, the summary was written (a turn's date is in the block).
+    created_at: datetime | None = None
+    # A turn's neighbours in its conversation shown with it: (sequence, role, text), in order.
+    context: list[tuple[int, str, str]] = field(default_factory=list)
 
     @property
     def is_summary(self) -> bool:
@@ -76,13 +79,23 @@ class RecallHit:
         data.update({name: value for name, value in optional.items() if value not in (None, [])})
         return data
 
+    def record(self) -> dict[str, Any]:
+        """The hit as the store and the retriever show it: its text as "content", its provenance, and the
+        neighbouring turns the block shows with it ("neighbours": [sequence, role, text])."""
+        neighbours = {"neighbours": [list(turn) for turn in self.context]} if self.context else {}
+        return {"content": self.text, **self.provenance(), **neighbours}
 
-def hit_from_row(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
-    """A row of `recall_search` as a hit, its text cut at `max_turn_chars`."""
+
+def cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
+def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: int = 300) -> RecallHit:
+    """A row of `recall_search` as a hit, its text cut at `max_turn_chars`, its neighbours' at
+    `max_neighbour_chars`."""
     text: str = row["text"] or ""
     truncated = len(text) > max_turn_chars
-    if truncated:
-        text = text[: max_turn_chars - 1].rstrip() + "…"
+    text = cut(text, max_turn_chars)
     common: dict[str, Any] = {
         "score": float(row["score"]),
         "paths": list(row["paths"] or []),
@@ -90,13 +103,16 @@ def hit_from_row(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
         "created_at": row.get("created_at"),
     }
     if row["kind"] == "turn":
+        conversation_id, sequence = row["conversation_id"], row["sequence_number"]
+        context = [(int(s), str(r), cut(str(t), max_neighbour_chars)) for s, r, t in row.get("neighbours") or []]
         return RecallHit(
             kind="turn",
             text=text,
             role=row["role"],
-            conversation_id=row["conversation_id"],
-            sequences=[row["sequence_number"]],
-            sources=[(row["conversation_id"], row["sequence_number"])],
+            conversation_id=conversation_id,
+            sequences=[sequence],
+            sources=sorted([(conversation_id, sequence)] + [(conversation_id, s) for s, _, _ in context]),
+            context=context,
             **common,
         )
     if row["kind"] == "insight":
@@ -139,7 +155,16 @@ def hit_from_row(row: dict[str, Any], max_turn_chars: int) -> RecallHit:
 
 def format_hit(hit: RecallHit) -> str:
     if hit.kind == "turn":
-        return f"- [{hit.conversation_id} #{hit.sequences[0]} {hit.role}] {hit.text}"
+        when = f", {hit.created_at:%d %B %Y}" if hit.created_at is not None else ""
+        line = f"- [{hit.conversation_id} #{hit.sequences[0]} {hit.role}{when}] {hit.text}"
+        # Its neighbours below it, in order, each marked before or after the recalled turn.
+        return "\n".join(
+            [line]
+            + [
+                f"  ({'before' if s < hit.sequences[0] else 'after'}: #{s} {role}) {text}"
+                for s, role, text in hit.context
+            ]
+        )
     if hit.note_id is not None:
         return f"- [{hit.period} summary of {hit.period_start}] {hit.text}"
     if hit.batch_summary_id is not None and hit.summarized_from and hit.summarized_until:

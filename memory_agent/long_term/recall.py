@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -58,6 +58,9 @@ class RecallSettings:
     candidates: int = 50  # per path, before fusion
     rrf_k: int = 60
     recent_turns: int = 2  # when nothing matched: the latest turns of other conversations
+    neighbours_before: int = 1  # turns shown before a recalled turn (its context), counted in the token budget
+    neighbours_after: int = 1  # and after it
+    max_neighbour_chars: int = 300  # a neighbour longer than this is cut
 
     def __post_init__(self) -> None:
         if not _CONFIG_NAME.match(self.text_search_config):
@@ -65,9 +68,12 @@ class RecallSettings:
                 f"text search configuration {self.text_search_config!r} is not a configuration name; set "
                 "MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one such as 'english' or 'simple'"
             )
-        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k"):
+        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k", "max_neighbour_chars"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"recall setting {name} must be >= 1 (MEMORY_AGENT_RECALL_{name.upper()})")
+        for name in ("neighbours_before", "neighbours_after"):
+            if not 0 <= getattr(self, name) <= 5:
+                raise ConfigurationError(f"recall setting {name} must be within 0..5 (MEMORY_AGENT_RECALL_NEIGHBOURS)")
         if not 0.0 <= self.trgm_threshold <= 1.0:
             raise ConfigurationError(
                 "recall setting trgm_threshold must be within 0..1 (MEMORY_AGENT_RECALL_TRGM_THRESHOLD)"
@@ -90,6 +96,9 @@ class RecallResult:
     truncated: bool = False
     latency_ms: float = 0.0
     block: str = ""
+    # The fused ranking before the guardrails, up to `limit`: what the block was filled from (`results` are the
+    # ones that fit it). The evaluation reads @k here.
+    ranked: list[RecallHit] = field(default_factory=list)
 
     @property
     def context_items(self) -> int:
@@ -215,6 +224,8 @@ async def recall(
         "rrf_k": settings.rrf_k,
         "recent": settings.recent_turns if "recent" in paths else 0,
         "fused_limit": max(limit, settings.max_turns) * 3,
+        "neighbours_before": settings.neighbours_before,
+        "neighbours_after": settings.neighbours_after,
     }
     # Vectors are a fallback (the seed's V1.1-4, and measured: fused @1 drops when they always run): the query
     # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
@@ -237,7 +248,11 @@ async def recall(
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
-    hits = [hit_from_row(row, settings.max_turn_chars) for row in rows if row["kind"] is not None]
+    hits = [
+        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
+        for row in rows
+        if row["kind"] is not None
+    ]
     if not include_summaries:  # raw items and turns only (a tenant over its cost ceiling); the counts stay the search's
         hits = [hit for hit in hits if hit.kind != "summary"]
     kept, block, tokens, truncated = apply_guardrails(
@@ -256,6 +271,7 @@ async def recall(
         truncated=truncated,
         latency_ms=(time.perf_counter() - started) * 1000,
         block=block,
+        ranked=hits[:limit],
     )
 
 

@@ -87,7 +87,7 @@ async def recall_search(
             item = SearchItem(namespace, row["key"], row["value"], row["created_at"], row["updated_at"], hit.score)
         elif len(prefix) == USER_PREFIX_LENGTH:
             created = hit.created_at
-            value = {"content": hit.text, **hit.provenance()}
+            value = hit.record()
             item = SearchItem(prefix, derived_key(hit), value, created, created, hit.score)  # type: ignore[arg-type]
         else:
             continue

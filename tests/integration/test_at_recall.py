@@ -34,7 +34,8 @@ async def test_at_shows_the_recalled_block_the_round_was_given(open_memory, data
     context = await memory.loop.arun(obs.context_at(memory.backend, "second", 1))
     recall = context.recall
     assert recall is not None and context.round["retrieval_path"] == "raw"  # no conversation memory yet
-    assert "first #0 user] " + FACT in recall["block"] and recall["path"] == "fts" and recall["items"] == 1
+    assert "[first #0 user" in recall["block"] and FACT in recall["block"]
+    assert recall["path"] == "fts" and recall["items"] == 1
     (hit,) = recall["hits"]
     assert (hit["kind"], hit["conversation_id"], hit["sequences"], hit["role"]) == ("turn", "first", [0], "user")
     assert "fts" in hit["paths"] and hit["score"] > 0

@@ -114,7 +114,7 @@ async def test_trigram_fallback_finds_cjk_text(conn: Any) -> None:
 
 async def test_trigram_fallback_finds_a_misspelled_short_query(conn: Any) -> None:
     await seed(conn)
-    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Ingrit", conversation_id=CURRENT)
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Ingryd", conversation_id=CURRENT)
     assert result.fts_hits == 0 and result.trgm_hits >= 1
     assert (OLD, 4) in turns_of(result)
 

@@ -75,7 +75,7 @@ async def test_a_failed_embedding_is_a_warning_and_the_catch_up_embeds_it(open_m
     assert await index_pending(conn, HashingEmbeddings()) == 1  # what the periodic task runs
     # The item stayed findable by text all along.
     hits = await memory.recall("ana", "Lisbon")
-    assert hits and hits[0].text == "The user lives in Lisbon"
+    assert "The user lives in Lisbon" in [hit.text for hit in hits]
 
 
 async def test_e5_without_the_extra_is_a_configuration_error_naming_the_variable(open_memory, monkeypatch):
