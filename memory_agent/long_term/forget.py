@@ -62,7 +62,7 @@ async def forget_conversation(
         deleted = await _erase_conversation_lineage(conn, scope, conversation_id)
         summaries = await _rederive(conn, scope, deleted, summarize, now, min_items)
         rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
-        await _clear_recalled(conn, scope, conversation_id, [*deleted, *summaries[0], *summaries[1]])
+        await _clear_recalled(conn, scope, [*deleted, *summaries[0], *summaries[1]])
     return ForgetReport(tuple(deleted), *summaries, tuple(row["conversation_id"] for row in rows))
 
 
@@ -88,7 +88,7 @@ async def forget_item(
             rows += await fetch(conn, "delete_items", {**scope, "item_ids": members})
         deleted = [row["item_id"] for row in rows]
         refreshed, summaries_deleted = await _rederive(conn, scope, deleted, summarize, now, min_items)
-        await _clear_recalled(conn, scope, None, [*deleted, *refreshed, *summaries_deleted])
+        await _clear_recalled(conn, scope, [*deleted, *refreshed, *summaries_deleted])
     summaries_deleted += tuple(row["item_id"] for row in rows if row["is_summary"])
     return ForgetReport(tuple(i for i in deleted if i not in summaries_deleted), refreshed, summaries_deleted)
 
@@ -114,12 +114,10 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
     )
 
 
-async def _clear_recalled(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], conversation_id: str | None, item_ids: list[int]
-) -> None:
-    """The recalled blocks of the user's other rounds lose what quoted the erased conversation or items."""
-    if conversation_id is not None or item_ids:
-        await fetch(conn, "clear_recalled_blocks", {**scope, "conversation_id": conversation_id, "item_ids": item_ids})
+async def _clear_recalled(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], item_ids: list[int]) -> None:
+    """The recalled blocks of the user's rounds that quoted anything erased or rewritten go (the erased rows are
+    found missing; `item_ids` names the summaries rewritten in place)."""
+    await fetch(conn, "clear_recalled_blocks", {**scope, "item_ids": item_ids})
 
 
 async def _erase_conversation_lineage(
