@@ -111,3 +111,14 @@ CROSS JOIN LATERAL (
 ) AS first
 WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.item_id = ANY(%(item_ids)s::bigint[])
   AND i.store_namespace IS NOT NULL;
+
+-- store_derived_item --
+-- The user's item `item_id` when it was not put through the store and no store row holds the key (`item:<id>`)
+-- in this namespace: the key a search gave it names it.
+SELECT i.item_id FROM items AS i
+WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.item_id = %(item_id)s
+  AND i.store_namespace IS NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM items AS s
+      WHERE s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s AND s.project = '' AND s.environment = ''
+        AND s.item_type = %(item_type)s AND s.key = %(key)s AND s.value_slot = %(value_slot)s);

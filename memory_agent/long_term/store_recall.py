@@ -6,8 +6,9 @@ returns, in recall's order,
 - rows put through the store as they were put (their namespace, key and value), when their namespace is under
   the prefix;
 - every other memory of the user — items the summaries extracted, cluster summaries, batch summaries, key
-  insights of consolidation notes, earlier turns — under the prefix itself, keyed by what it is
-  (`item:<id>`, `batch:<id>`, `note:<id>:<n>`, `turn:<conversation>:<sequence>`), its value the text as
+  insights of consolidation notes, earlier turns — under the prefix itself, keyed by what it is (an item: a
+  UUID holding its id, which LangMem can delete by; `batch:<id>`, `note:<id>:<n>`,
+  `turn:<conversation>:<sequence>`), its value the text as
   "content" beside its provenance (kind, is_summary, item ids, source item ids, sources, ...). A prefix deeper
   than (category, user_id) is an application's own partition: it shows store rows only.
 `filter` is equality on the values' top-level fields, applied to both. The results are what recall returns for
@@ -26,7 +27,7 @@ from langgraph.store.base import SearchItem
 from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.recall import RecallSettings, recall
 from memory_agent.long_term.scope import fetch
-from memory_agent.long_term.store_rows import user_of
+from memory_agent.long_term.store_rows import derived_item_key, user_of
 
 USER_PREFIX_LENGTH = 2  # (category, user_id): the whole of a user's memory
 
@@ -39,7 +40,7 @@ def derived_key(hit: RecallHit) -> str:
         return f"note:{hit.note_id}:{hit.sequences[0] if hit.sequences else 0}"
     if hit.kind == "turn":
         return f"turn:{hit.conversation_id}:{hit.sequences[0]}"
-    return f"item:{hit.item_ids[0]}"
+    return derived_item_key(hit.item_ids[0])
 
 
 def _matches(value: Mapping[str, Any], equal: Mapping[str, Any]) -> bool:

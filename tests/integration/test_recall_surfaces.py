@@ -15,13 +15,15 @@ from langchain_core.runnables import RunnablePassthrough
 from langchain_core.tools import create_retriever_tool
 from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
-from langmem import create_search_memory_tool
+from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from memory_agent import MemoryStore, with_memory
 from memory_agent.consolidation import ConsolidationConfig, OfflineConsolidationModel, run_batch_summaries
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term import remember
+from memory_agent.long_term.store_rows import derived_item_key
 from memory_agent.summarize.offline import OfflineSummaryModel
+from tests.conftest import query
 from tests.integration.test_store_graph import ScriptModel, call
 from tests.long_term.conftest import at, items
 from tests.support import EchoChat
@@ -82,7 +84,7 @@ async def test_a_graph_node_finds_what_the_summary_job_extracted_through_the_sto
         # Recall's memories, in recall's order, each with its provenance.
         assert [hit["content"] for hit in found] == [hit.text for hit in expected]
         (allergy,) = [hit for hit in found if hit["kind"] == "item"]
-        assert allergy["content"] == ALLERGY and allergy["store_key"] == f"item:{item.item_id}"
+        assert allergy["content"] == ALLERGY and allergy["store_key"] == derived_item_key(item.item_id)
         assert allergy["item_ids"] == [item.item_id] and allergy["sources"] == [["dinner", 0]]
         assert allergy["is_summary"] is False
     # Another user's namespace shows nothing of ana's; a deeper prefix is the application's own partition.
@@ -185,3 +187,35 @@ async def test_a_retriever_tool_and_a_chain_read_the_users_memory(open_memory):
         pass
     else:
         raise AssertionError("an empty user id was accepted")
+
+
+async def test_langmem_deletes_an_extracted_item_it_found_and_cannot_overwrite_it(open_memory, database_url):
+    memory = await extracted_allergy(open_memory)
+    store = MemoryStore.from_service(memory)
+    (item,) = await memory.list_items("ana")
+    key = derived_item_key(item.item_id)
+    # An update through the store would leave the extracted item beside a copy: refused, nothing written.
+    try:
+        await store.aput(("memories", "ana"), key, {"content": "User is allergic to peanuts and cashews"})
+    except InvalidInputError as exc:
+        assert "extracted" in str(exc)
+    else:
+        raise AssertionError("a put over an extracted item was accepted")
+    assert [i.content for i in await memory.list_items("ana")] == [ALLERGY]
+    assert await store.aget(("memories", "ana"), key) is None
+    # Another user's namespace cannot reach it; a deeper namespace is not the derived key's.
+    await store.adelete(("memories", "bob"), key)
+    await store.adelete(("memories", "ana", "work"), key)
+    assert [i.item_id for i in await memory.list_items("ana")] == [item.item_id]
+    # LangMem's delete of what its search found forgets the item with its lineage.
+    tools = [create_manage_memory_tool(("memories", "{langgraph_user_id}"))]
+    model = ScriptModel(replies=[call("manage_memory", {"action": "delete", "id": key}, "c1"), AIMessage("ok")])
+    agent = create_agent(model, tools, store=store)
+    await agent.ainvoke({"messages": [HumanMessage("forget it")]}, {"configurable": {"langgraph_user_id": "ana"}})
+    assert await memory.list_items("ana") == []
+    assert query(database_url, "SELECT count(*) FROM items WHERE content = %s", [ALLERGY]) == [(0,)]
+    # A key of that shape that the application put itself is an ordinary store row.
+    await store.aput(("memories", "ana"), "6d656d6f-7279-8000-8000-0000000f423f", {"content": "mine"})
+    assert (await store.aget(("memories", "ana"), "6d656d6f-7279-8000-8000-0000000f423f")).value == {"content": "mine"}
+    await store.adelete(("memories", "ana"), "6d656d6f-7279-8000-8000-0000000f423f")
+    assert await store.aget(("memories", "ana"), "6d656d6f-7279-8000-8000-0000000f423f") is None
