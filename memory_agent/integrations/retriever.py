@@ -32,6 +32,7 @@ class Recaller(Protocol):
         tenant_id: str | None = None,
         limit: int = 10,
         as_of: datetime | None = None,
+        recent_fallback: bool = True,
     ) -> list[RecallHit]: ...
 
     def call_sync(self, coro: Any) -> Any: ...
@@ -48,7 +49,8 @@ class MemoryRetriever(BaseRetriever):
     """Recall for one user as a LangChain retriever: `memory.as_retriever(user_id=...)`.
 
     `k` is recall's limit (within the MEMORY_AGENT_RECALL_* guardrails: the block's tokens and turns bound it
-    too); `as_of` reads the items valid then. Never calls a chat model."""
+    too); `as_of` reads the items valid then. Nothing matching gives no Documents (not the latest turns recall
+    falls back to at round start). Never calls a chat model."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -64,7 +66,7 @@ class MemoryRetriever(BaseRetriever):
 
     async def _recall(self, query: str) -> list[Document]:
         hits = await self._recaller().recall(
-            self.user_id, query, tenant_id=self.tenant_id, limit=self.k, as_of=self.as_of
+            self.user_id, query, tenant_id=self.tenant_id, limit=self.k, as_of=self.as_of, recent_fallback=False
         )
         return [hit_document(hit) for hit in hits]
 

@@ -30,6 +30,7 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from memory_agent import resources
+from memory_agent.conversation.messages import storable_text
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.block import RecallHit, apply_guardrails, hit_from_row
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
@@ -201,7 +202,10 @@ async def recall(
     unknown = set(paths) - set(ALL_PATHS)
     if unknown:
         raise InvalidInputError(f"unknown recall paths {sorted(unknown)}; choose among {list(ALL_PATHS)}")
-    query = (query or "").strip()
+    if query is not None and not isinstance(query, str):
+        raise InvalidInputError(f"recall query must be a string, got {type(query).__name__}")
+    # As the round stores a message: a NUL or a lone surrogate (PostgreSQL and UTF-8 refuse them) is replaced.
+    query = storable_text(query or "").strip()
     if not query:
         return RecallResult(results=[], query=query, latency_ms=(time.perf_counter() - started) * 1000)
     params: dict[str, Any] = {

@@ -11,7 +11,8 @@ returns, in recall's order,
   `turn:<conversation>:<sequence>`), its value the text as
   "content" beside its provenance (kind, is_summary, item ids, source item ids, sources, ...). A prefix deeper
   than (category, user_id) is an application's own partition: it shows store rows only.
-`filter` is equality on the values' top-level fields, applied to both. The results are what recall returns for
+`filter` is equality on the values' top-level fields, applied to both. Nothing matching gives nothing (not the
+latest turns recall falls back to at round start). The results are what recall returns for
 `offset + limit` (its guardrails bound them: the block's tokens and turns), then filtered and paged.
 """
 
@@ -25,11 +26,13 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import SearchItem
 
 from memory_agent.long_term.block import RecallHit
-from memory_agent.long_term.recall import RecallSettings, recall
+from memory_agent.long_term.recall import RecallSettings, SearchPath, recall
 from memory_agent.long_term.scope import fetch
 from memory_agent.long_term.store_rows import derived_item_key, user_of
 
 USER_PREFIX_LENGTH = 2  # (category, user_id): the whole of a user's memory
+# A search answers what matches: not the latest turns recall falls back to at round start when nothing does.
+SEARCH_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector")
 
 
 def derived_key(hit: RecallHit) -> str:
@@ -70,6 +73,7 @@ async def recall_search(
         limit=offset + limit,
         settings=settings,
         embedder=embedder,
+        paths=SEARCH_PATHS,
     )
     item_ids = [hit.item_ids[0] for hit in found.results if hit.item_ids]
     stored = {

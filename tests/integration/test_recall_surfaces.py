@@ -219,3 +219,21 @@ async def test_langmem_deletes_an_extracted_item_it_found_and_cannot_overwrite_i
     assert (await store.aget(("memories", "ana"), "6d656d6f-7279-8000-8000-0000000f423f")).value == {"content": "mine"}
     await store.adelete(("memories", "ana"), "6d656d6f-7279-8000-8000-0000000f423f")
     assert await store.aget(("memories", "ana"), "6d656d6f-7279-8000-8000-0000000f423f") is None
+
+
+async def test_queries_the_driver_would_refuse_and_queries_that_match_nothing(open_memory):
+    memory = await extracted_allergy(open_memory)
+    store = MemoryStore.from_service(memory)
+    for query_text in ("allergic\x00peanuts", "allergic \ud800 peanuts"):  # as the round stores such a message
+        assert ALLERGY in [hit.text for hit in await memory.recall("ana", query_text)]
+        assert ALLERGY in [hit.value["content"] for hit in await store.asearch(("memories", "ana"), query=query_text)]
+    # Nothing matches: the round start falls back to the latest turns (paths ['recent']); a search answers nothing.
+    assert {tuple(hit.paths) for hit in await memory.recall("ana", "zzyzx qwvv")} == {("recent",)}
+    assert await store.asearch(("memories", "ana"), query="zzyzx qwvv") == []
+    assert await memory.as_retriever(user_id="ana").ainvoke("zzyzx qwvv") == []
+    for bad in (0, -1, True, "3"):
+        try:
+            memory.as_retriever(user_id="ana", k=bad)
+        except InvalidInputError:
+            continue
+        raise AssertionError(f"k={bad!r} was accepted")
