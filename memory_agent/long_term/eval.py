@@ -31,13 +31,13 @@ from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.embeddings import index_items, model_name
 from memory_agent.long_term.eval_dataset import EVAL_TENANT, Sample, load_dataset, scored
 from memory_agent.long_term.eval_ingest import Ingest, ingest_directly, store_conversation, store_item
-from memory_agent.long_term.recall import RecallSettings, recall
+from memory_agent.long_term.recall import RecallSettings, SearchPath, recall
 
 __all__ = ["EvalReport", "evaluate", "ingest_directly", "load_dataset", "store_conversation", "store_item"]
 
 KS = (1, 5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-PATHS = ("fts", "trgm", "vector")
+PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector")
 
 
 @dataclass

@@ -128,42 +128,33 @@ async def context_at(backend: MemoryBackend, conversation_id: str, round_number:
             f"round {round_number} has no metrics row (rounds are numbered from 1)"
         )
     parts = await backend._fetch_all("observe_context_at_round", params)
-    memory = next(
-        (
-            {
-                "memory_id": row["memory_id"],
-                "memory_text": row["content"],
-                "start_sequence": round_row["memory_start_sequence"],
-                "end_sequence": round_row["memory_end_sequence"],
-            }
-            for row in parts
-            if row["part"] == "memory"
-        ),
-        None,
-    )
-    recall = next(
-        (
-            {
-                "block": row["content"],
-                "hits": row["message"] or [],
-                "path": round_row["recall_path"],
-                "items": round_row["recall_items"],
-                "tokens": round_row["recall_tokens"],
-                "truncated": round_row["recall_truncated"],
-            }
-            for row in parts
-            if row["part"] == "recall"
-        ),
-        None,
-    )
+    by_part = {row["part"]: row for row in parts if row["part"] in ("memory", "recall")}
+    memory = by_part.get("memory")
+    recall = by_part.get("recall")
     return ContextAtRound(
         conversation_id=conversation_id,
         round_number=round_number,
         round=round_row,
-        memory=memory,
+        memory={
+            "memory_id": memory["memory_id"],
+            "memory_text": memory["content"],
+            "start_sequence": round_row["memory_start_sequence"],
+            "end_sequence": round_row["memory_end_sequence"],
+        }
+        if memory
+        else None,
         gap=[row for row in parts if row["part"] == "gap"],
         input=[row for row in parts if row["part"] == "input"],
-        recall=recall,
+        recall={
+            "block": recall["content"],
+            "hits": recall["message"] or [],
+            "path": round_row["recall_path"],
+            "items": round_row["recall_items"],
+            "tokens": round_row["recall_tokens"],
+            "truncated": round_row["recall_truncated"],
+        }
+        if recall
+        else None,
     )
 
 
