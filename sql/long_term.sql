@@ -244,7 +244,7 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = 
 RETURNING conversation_id;
 
 -- clear_recalled_blocks --
--- After a forget: the recalled blocks (round_metrics.recall_block, 0018) of the user's rounds that quoted what is
+-- After a forget: the recalled blocks (round_metrics.recall_block, 0019) of the user's rounds that quoted what is
 -- gone — a hit (or a turn behind it) of a conversation no longer stored (its owner row is its last trace), an item, note or batch summary no longer
 -- stored — or what was rewritten: a cluster summary among `item_ids` (refreshed in place) or made from one of
 -- them. Whatever a forget erased, every block that showed it goes. The block is one text, so it goes whole; the

@@ -265,7 +265,7 @@ i.fts_english
 n.key_insights_fts_english
 
 -- recall_batch_fts_stored --
--- The full-text vector of a batch summary when the configuration is 'english': the stored column (0018).
+-- The full-text vector of a batch summary when the configuration is 'english': the stored column (0019).
 b.fts_english
 
 -- recall_message_fts_computed --

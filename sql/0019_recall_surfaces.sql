@@ -1,4 +1,4 @@
--- 0018_recall_surfaces: batch summaries are recalled like every other memory, and a round keeps the recalled
+-- 0019_recall_surfaces: batch summaries are recalled like every other memory, and a round keeps the recalled
 -- block the model was given.
 
 -- Batch summaries (0010) are searched by recall (sql/recall.sql) as summaries whose provenance is the items they
