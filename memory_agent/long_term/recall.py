@@ -53,8 +53,9 @@ class RecallSettings:
     max_turn_chars: int = 600
     min_hits: int = 2  # fewer full-text hits than this → trigrams; fewer in this conversation → user-wide
     trgm_threshold: float = 0.3  # word_similarity a trigram hit needs (CJK bigram matches need none)
-    vectors_always: bool = False  # False: vectors only when full text and trigrams found too little (V1.1-4)
+    vectors_always: bool = True  # hybrid: with an embedder, vectors on every recall; False: only as a fallback
     vector_min_similarity: float = 0.15  # cosine similarity a vector hit needs: the nearest are not always near
+    vector_weight: float = 1.0  # a vector rank's weight in the fusion (full text's and trigrams' are 1)
     candidates: int = 50  # per path, before fusion
     rrf_k: int = 60
     recent_turns: int = 2  # when nothing matched: the latest turns of other conversations
@@ -221,6 +222,7 @@ async def recall(
         "past": points_to_past(query),
         "candidates": settings.candidates,
         "rrf_k": settings.rrf_k,
+        "vector_weight": settings.vector_weight,
         "recent": settings.recent_turns if "recent" in paths else 0,
         "fused_limit": max(limit, settings.max_turns) * 3,
         "neighbours_before": settings.neighbours_before,
