@@ -214,7 +214,8 @@ LEFT JOIN LATERAL (
     -- is often the reply to the turn that matched it, or the turn it replied to.
     SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, b.content) ORDER BY b.sequence_number) AS neighbours
     FROM messages AS b
-    WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.conversation_id = f.conversation_id
+    WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
+      AND b.conversation_id = f.conversation_id
       AND b.sequence_number BETWEEN f.sequence_number - %(neighbours_before)s AND f.sequence_number + %(neighbours_after)s
       AND b.sequence_number <> f.sequence_number AND b.role IN ('user', 'assistant')
       AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
