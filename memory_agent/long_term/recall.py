@@ -45,7 +45,7 @@ _CONFIG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$"
 
 @dataclass(frozen=True)
 class RecallSettings:
-    """The guardrails and knobs of recall; the defaults are the seed's (block, turns) or measured (the rest)."""
+    """The guardrails and knobs of recall; the defaults are the design's (block, turns) or measured (the rest)."""
 
     text_search_config: str = "english"  # chosen by measurement: docs/recall.md
     or_terms: bool = True  # OR the query's lexemes: AND-ed terms match almost no question
@@ -232,7 +232,7 @@ async def recall(
         "neighbours_before": settings.neighbours_before,
         "neighbours_after": settings.neighbours_after,
     }
-    # Vectors are a fallback (the seed's V1.1-4, and measured: fused @1 drops when they always run): the query
+    # Vectors are a fallback (as designed, and measured: fused @1 drops when they always run): the query
     # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
     always = settings.vectors_always or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
