@@ -198,7 +198,8 @@ WITH user_turns AS NOT MATERIALIZED (
     UNION ALL SELECT *, 'recent' FROM recent
 ), fused AS (
     SELECT r.kind, r.conversation_id, r.sequence_number, r.item_id,
-           sum(1.0 / (%(rrf_k)s + r.rank)) AS score, array_agg(r.path ORDER BY r.path) AS paths
+           sum(CASE WHEN r.path = 'vector' THEN %(vector_weight)s ELSE 1.0 END / (%(rrf_k)s + r.rank)) AS score,
+           array_agg(r.path ORDER BY r.path) AS paths
     FROM ranked AS r, scope
     WHERE r.kind <> 'turn' OR r.conversation_id = %(conversation_id)s OR scope.user_wide
     GROUP BY r.kind, r.conversation_id, r.sequence_number, r.item_id
@@ -243,7 +244,8 @@ LEFT JOIN LATERAL (
     -- is often the reply to the turn that matched it, or the turn it replied to.
     SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, b.content) ORDER BY b.sequence_number) AS neighbours
     FROM messages AS b
-    WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.conversation_id = f.conversation_id
+    WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
+      AND b.conversation_id = f.conversation_id
       AND b.sequence_number BETWEEN f.sequence_number - %(neighbours_before)s AND f.sequence_number + %(neighbours_after)s
       AND b.sequence_number <> f.sequence_number AND b.role IN ('user', 'assistant')
       AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
@@ -285,18 +287,35 @@ to_tsvector(%(config)s::regconfig, n.key_insights_text)
 to_tsvector(%(config)s::regconfig, b.content)
 
 -- recall_vector_hits --
--- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded); a
--- fallback like trigrams (the seed's V1.1-4) unless asked for always: an exact scan of a user's vectors costs.
-    SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id,
-           row_number() OVER (ORDER BY e.embedding <=> %(query_vector)s::vector) AS rank
-    FROM item_embeddings AS e
-    JOIN user_items AS i ON i.item_id = e.item_id
-    WHERE (%(vector_always)s OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s)
-      AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
-      AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
-      AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
-    ORDER BY e.embedding <=> %(query_vector)s::vector
-    LIMIT %(candidates)s
+-- The vector path: the user's nearest turns, items and summaries by cosine distance to the query's vector, each
+-- list exact over the user's rows (a user's vectors are few enough; HNSW cannot filter by user before it ranks),
+-- above a similarity floor. Always run with an embedder configured (hybrid), or as a fallback when asked
+-- (`vector_always` false): then only when full text and trigrams found too little.
+    SELECT kind, conversation_id, sequence_number, item_id,
+           row_number() OVER (ORDER BY distance, kind DESC) AS rank
+    FROM (
+        SELECT %(vector_always)s
+               OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s AS open
+    ) AS vector_gate, LATERAL (
+        SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id,
+               e.embedding <=> %(query_vector)s::vector AS distance
+        FROM item_embeddings AS e
+        JOIN user_items AS i ON i.item_id = e.item_id
+        WHERE vector_gate.open
+          AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
+          AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+          AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
+        UNION ALL
+        SELECT 'turn', t.conversation_id, t.sequence_number, NULL, e.embedding <=> %(query_vector)s::vector
+        FROM message_embeddings AS e
+        JOIN user_turns AS t ON t.conversation_id = e.conversation_id AND t.sequence_number = e.sequence_number
+        WHERE vector_gate.open
+          AND e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(model)s
+          AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+          AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
+        ORDER BY distance
+        LIMIT %(candidates)s
+    ) AS nearest
 
 -- recall_no_vector_hits --
 -- No embedder configured (or no pgvector): the vector path is empty.
@@ -313,6 +332,27 @@ WHERE i.tenant_id = %(tenant_id)s AND i.user_id = %(user_id)s AND upper_inf(i.va
                   WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
 ORDER BY i.item_id
 LIMIT %(batch)s
+
+-- turns_to_embed --
+-- Turns (user and assistant messages) of a user that have no vector of `model` yet, oldest first, with their
+-- speaker's name when the message has one.
+SELECT m.conversation_id, m.sequence_number,
+       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content
+FROM messages AS m
+WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
+  AND m.content <> ''
+  AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
+                  WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
+                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s)
+ORDER BY m.created_at, m.conversation_id, m.sequence_number
+LIMIT %(batch)s
+
+-- save_turn_embedding --
+-- One turn's vector; a vector of another model is replaced (a row per turn: the configured embedder's).
+INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding)
+VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(sequence_number)s, %(model)s, %(embedding)s::vector)
+ON CONFLICT (user_id, conversation_id, sequence_number) DO UPDATE
+    SET model = excluded.model, embedding = excluded.embedding
 
 -- save_item_embedding --
 -- One item's vector; a vector of another model is replaced (a row per item: the configured embedder's).
@@ -335,8 +375,8 @@ DELETE FROM item_embeddings
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s
 
 -- vectors_available --
--- Whether the embeddings table exists (pgvector was installed when the migrations ran).
-SELECT to_regclass('item_embeddings') IS NOT NULL AS available
+-- Whether the embeddings tables exist (pgvector was installed when the migrations ran).
+SELECT to_regclass('item_embeddings') IS NOT NULL AND to_regclass('message_embeddings') IS NOT NULL AS available
 
 -- recall_source_turns --
 -- The stored turns of one user a recalled hit came from, by (conversation_id, sequence_number) pairs, in order.

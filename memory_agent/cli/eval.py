@@ -79,7 +79,9 @@ def recall_command(
     text_search_config: str | None = typer.Option(
         None, help="The text-search configuration to measure; default: MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG."
     ),
-    and_terms: bool = typer.Option(False, "--and-terms", help="AND the query's terms (the seed's) instead of OR."),
+    and_terms: bool = typer.Option(
+        False, "--and-terms", help="AND the query's terms (the design's first choice) instead of OR."
+    ),
     per_path: bool = typer.Option(False, "--per-path", help="Also measure each retrieval path alone."),
     database_url: str | None = typer.Option(
         None,

@@ -1,11 +1,11 @@
 """Recall at round start: a user's relevant items, cluster summaries, key insights of their weekly and monthly
 consolidation notes, and earlier turns, as a bounded block.
 
-Order (the seed's): items and summaries → full-text search → trigram fallback (CJK queries, or too few
-full-text hits: a short query that full text answers skips it, measured in docs/recall.md) → vectors over items
-and summaries only (never turns), also a fallback → the latest turns when nothing matched; the lists are fused
-by reciprocal rank in one statement (`recall_search` in sql/recall.sql), run a second time with the vector path
-only when the first found too little. With the stored 'english' vectors the statement is prepared once per
+Paths: full-text search ranked by BM25 over turns (with their speaker's name), items, summaries and key insights
+→ trigram fallback (CJK queries, or too few full-text hits) → vectors of turns, items and summaries when an
+embedder is configured (on every recall: hybrid; or as a fallback, `vectors_always` False) → the latest turns when
+nothing matched; the lists are fused by weighted reciprocal rank in one statement (`recall_search` in
+sql/recall.sql). A recalled turn comes with its neighbours in its conversation and its date. With the stored 'english' vectors the statement is prepared once per
 connection and runs on a generic plan. Scope: this conversation's turns first, the user's other conversations
 too when this one has few hits or the message points to the past ("last time", "之前", …). Guardrails: a token
 budget for the block, a number of turns, a per-turn character cap (long_term/block.py). Every result says where
@@ -40,12 +40,13 @@ RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
 ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
 
+_ENV_SETTINGS = ("max_tokens", "max_turns", "max_turn_chars")
 _CONFIG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
 @dataclass(frozen=True)
 class RecallSettings:
-    """The guardrails and knobs of recall; the defaults are the seed's (block, turns) or measured (the rest)."""
+    """The guardrails and knobs of recall; the defaults are the design's (block, turns) or measured (the rest)."""
 
     text_search_config: str = "english"  # chosen by measurement: docs/recall.md
     or_terms: bool = True  # OR the query's lexemes: AND-ed terms match almost no question
@@ -54,8 +55,9 @@ class RecallSettings:
     max_turn_chars: int = 600
     min_hits: int = 2  # fewer full-text hits than this → trigrams; fewer in this conversation → user-wide
     trgm_threshold: float = 0.3  # word_similarity a trigram hit needs (CJK bigram matches need none)
-    vectors_always: bool = False  # False: vectors only when full text and trigrams found too little (V1.1-4)
+    vectors_always: bool = True  # hybrid: with an embedder, vectors on every recall; False: only as a fallback
     vector_min_similarity: float = 0.15  # cosine similarity a vector hit needs: the nearest are not always near
+    vector_weight: float = 0.1  # a vector rank's weight in the fusion (full text's and trigrams' are 1): measured
     candidates: int = 50  # per path, before fusion
     rrf_k: int = 60
     recent_turns: int = 2  # when nothing matched: the latest turns of other conversations
@@ -71,10 +73,13 @@ class RecallSettings:
             )
         for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k", "max_neighbour_chars"):
             if getattr(self, name) < 1:
-                raise ConfigurationError(f"recall setting {name} must be >= 1 (MEMORY_AGENT_RECALL_{name.upper()})")
+                env = f" (MEMORY_AGENT_RECALL_{name.upper()})" if name in _ENV_SETTINGS else ""
+                raise ConfigurationError(f"recall setting {name} must be >= 1{env}")
+        if self.vector_weight < 0:
+            raise ConfigurationError(f"recall setting vector_weight must be >= 0, got {self.vector_weight}")
         for name in ("neighbours_before", "neighbours_after"):
             if not 0 <= getattr(self, name) <= 5:
-                raise ConfigurationError(f"recall setting {name} must be within 0..5 (MEMORY_AGENT_RECALL_NEIGHBOURS)")
+                raise ConfigurationError(f"recall setting {name} must be within 0..5, got {getattr(self, name)}")
         if not 0.0 <= self.trgm_threshold <= 1.0:
             raise ConfigurationError(
                 "recall setting trgm_threshold must be within 0..1 (MEMORY_AGENT_RECALL_TRGM_THRESHOLD)"
@@ -164,7 +169,7 @@ def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
     if not hits or all(hit.paths == ["recent"] for hit in hits):
         return "window"
     found = {path for hit in hits for path in hit.paths}
-    # Vectors search items and summaries only: read as summaries_only, a vector answer would never show.
+    # What vectors alone found (turns, items or summaries) says `vector`, whatever its kind.
     if "vector" in found and not found & {"fts", "trgm"}:
         return "vector"
     if all(hit.kind != "turn" for hit in hits):
@@ -226,12 +231,13 @@ async def recall(
         "past": points_to_past(query),
         "candidates": settings.candidates,
         "rrf_k": settings.rrf_k,
+        "vector_weight": settings.vector_weight,
         "recent": settings.recent_turns if "recent" in paths else 0,
         "fused_limit": max(limit, settings.max_turns) * 3,
         "neighbours_before": settings.neighbours_before,
         "neighbours_after": settings.neighbours_after,
     }
-    # Vectors are a fallback (the seed's V1.1-4, and measured: fused @1 drops when they always run): the query
+    # Vectors are a fallback (as designed, and measured: fused @1 drops when they always run): the query
     # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
     always = settings.vectors_always or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
