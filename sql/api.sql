@@ -9,10 +9,12 @@ RETURNING key_prefix, tenant_id, created_at;
 SELECT tenant_id FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL;
 
 -- tenant_user_known --
--- Whether the tenant holds anything of the user: a conversation, a long-term item or a consolidation note.
+-- Whether the tenant holds anything of the user: a conversation, a long-term item, a consolidation note or a batch
+-- summary.
 SELECT EXISTS (SELECT 1 FROM conversations WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
     OR EXISTS (SELECT 1 FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
     OR EXISTS (SELECT 1 FROM consolidation_notes WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
+    OR EXISTS (SELECT 1 FROM batch_summaries WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
     AS known;
 
 -- list_api_keys --

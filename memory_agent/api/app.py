@@ -32,6 +32,7 @@ from memory_agent.api.deps import (
     user_known,
 )
 from memory_agent.api.probes import router as probes_router
+from memory_agent.api.recall import router as recall_router
 from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
@@ -82,6 +83,7 @@ def create_app(
     app.state.consolidation_model = consolidation_model
     app.include_router(summaries_router)
     app.include_router(probes_router)
+    app.include_router(recall_router)
 
     @app.get(
         "/conversations/{conversation_id}/memory",

@@ -285,8 +285,9 @@ class RoundQueries(NamedQueries):
         params = {**row, "tenant_id": tenant_id, "user_id": user_id, "claim": claim is not None}
         params["pick_up"] = pick_up and claim is not None
         params.update(_claim_params(row["conversation_id"], claim))
-        if params.get("truncation") is not None:
-            params["truncation"] = Jsonb(params["truncation"])
+        for column in ("truncation", "recall_hits"):
+            if params.get(column) is not None:
+                params[column] = Jsonb(params[column])
         if conn is not None:
             return await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
         async with self.connection() as own:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 import psycopg
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -30,10 +31,13 @@ from langgraph.store.base import (
 from psycopg_pool import AsyncConnectionPool
 
 from memory_agent.errors import ConfigurationError, InvalidInputError
+from memory_agent.long_term.recall import RecallSettings
 from memory_agent.long_term.scope import check_id
+from memory_agent.long_term.store_recall import recall_search
 from memory_agent.long_term.store_rows import (
     check_value,
     delete_rows,
+    equality_filter,
     get_row,
     namespaces_of,
     put_row,
@@ -56,13 +60,20 @@ class Loop(Protocol):
 
 
 class Service(Protocol):
-    """What from_service needs of a MemoryService: its loop and its backend's pool."""
+    """What from_service needs of a MemoryService: its loop, its backend's pool, and recall's settings and
+    embedder (a search with a query is recall)."""
 
     @property
     def loop(self) -> Loop: ...
 
     @property
     def backend(self) -> Any: ...
+
+    @property
+    def recall_settings(self) -> RecallSettings: ...
+
+    @property
+    def embedder(self) -> Embeddings | None: ...
 
 
 class MemoryStore(BaseStore):
@@ -79,7 +90,10 @@ class MemoryStore(BaseStore):
       "notes[*].text"); `index=False` and `ttl` are refused (every item is searched and recalled; nothing expires).
     - `get` → the current version (created_at: when the key was first put; updated_at: last put).
     - `search(prefix, query=, filter=, limit=, offset=)`: the prefix names the user; filter is equality on
-      top-level value fields; a query ranks by full text (OR-ed terms) plus trigram similarity (CJK, typos).
+      top-level value fields. With a query it is recall (the round start's statement and ranking) and shows
+      the whole of the user's memory under `(category, user_id)`: items the summaries extracted, cluster, batch
+      and consolidation summaries, earlier turns, each with its provenance in the value (store_recall.py).
+      Without one it lists the store's rows, newest first.
     - `list_namespaces` needs a prefix condition naming the user (`prefix=("memories", user_id)`).
 
     Connections: `MemoryStore(pool, tenant_id=…)` over an AsyncConnectionPool of the memory_agent schema serves
@@ -185,6 +199,10 @@ class MemoryStore(BaseStore):
             return put
         if isinstance(op, SearchOp):
             user_of(op.namespace_prefix, "namespace prefix")
+            if op.query is not None and not isinstance(op.query, str):
+                raise InvalidInputError(f"query must be a string or None, got {type(op.query).__name__}")
+            if op.query and op.query.strip():
+                return self._recall_search(op)
 
             async def search(conn: psycopg.AsyncConnection[Any]) -> Result:
                 rows = await search_rows(
@@ -208,6 +226,31 @@ class MemoryStore(BaseStore):
 
             return list_namespaces
         raise InvalidInputError(f"MemoryStore cannot run {type(op).__name__}")
+
+    def _recall_search(self, op: SearchOp) -> Callable[[psycopg.AsyncConnection[Any]], Coroutine[Any, Any, Result]]:
+        if not isinstance(op.limit, int) or not isinstance(op.offset, int) or op.limit < 0 or op.offset < 0:
+            raise InvalidInputError(f"limit and offset must be integers >= 0, got {op.limit!r} and {op.offset!r}")
+        equal = equality_filter(op.filter)
+        if self._service is not None:
+            settings, embedder = self._service.recall_settings, self._service.embedder
+        else:
+            settings, embedder = RecallSettings(text_search_config=self.text_search_config), None
+        tenant, query = self.tenant_id, op.query or ""
+
+        async def search(conn: psycopg.AsyncConnection[Any]) -> Result:
+            return await recall_search(
+                conn,
+                tenant,
+                op.namespace_prefix,
+                query=query,
+                equal=equal,
+                limit=op.limit,
+                offset=op.offset,
+                settings=settings,
+                embedder=embedder,
+            )
+
+        return search
 
 
 def _item(row: dict[str, Any]) -> Item:

@@ -155,7 +155,13 @@ SELECT r.conversation_id,
        r.error_stage,
        r.id AS round_metrics_id,
        r.user_id,
-       r.tenant_id
+       r.tenant_id,
+       r.recall_path,
+       r.context_items AS recall_items,
+       r.estimated_tokens AS recall_tokens,
+       r.recall_truncated,
+       r.recall_block,
+       r.recall_hits
 FROM round_metrics AS r
 LEFT JOIN memory AS mem ON mem.user_id = r.user_id AND mem.memory_id = r.memory_id
 LEFT JOIN LATERAL (
@@ -168,8 +174,10 @@ LEFT JOIN LATERAL (
 WHERE r.round_number IS NOT NULL;
 
 -- Point in time: what the model was given at a round, rebuilt from stored rows. First the memory version
--- served (part 'memory', its text in `content`; absent on the raw path), then the gap messages, then the
--- round's input. The memory text is injected per injection_mode (prefix or system), as at run time.
+-- served (part 'memory', its text in `content`; absent on the raw path), then the long-term block recall gave
+-- the round (part 'recall': the block as injected in `content`, each hit's provenance in `message`; absent when
+-- the round recalled nothing), then the gap messages, then the round's input. The memory text and the block
+-- are injected per injection_mode (prefix or system), as at run time.
 CREATE FUNCTION context_at_round(p_conversation_id text, p_round_number integer)
 RETURNS TABLE (
     "position" integer,
@@ -195,6 +203,9 @@ AS $$
                NULL::integer AS round_number, NULL::text AS role, m.memory_text AS content, NULL::jsonb AS message
         FROM r JOIN memory AS m ON m.user_id = r.user_id AND m.memory_id = r.memory_id
         UNION ALL
+        SELECT 0, 'recall', r.memory_id, NULL::integer, NULL::integer, NULL::text, r.recall_block, r.recall_hits
+        FROM r WHERE r.recall_block IS NOT NULL AND r.recall_block <> ''
+        UNION ALL
         SELECT 1, 'gap', r.memory_id, g.sequence_number, g.round_number, g.role, g.content, g.message
         FROM r JOIN messages AS g
           ON g.user_id = r.user_id AND g.conversation_id = r.conversation_id
@@ -205,7 +216,7 @@ AS $$
           ON i.user_id = r.user_id AND i.conversation_id = r.conversation_id
          AND i.sequence_number BETWEEN r.input_first_sequence AND r.input_last_sequence
     )
-    SELECT (row_number() OVER (ORDER BY part_order, sequence_number NULLS FIRST))::integer,
+    SELECT (row_number() OVER (ORDER BY part_order, sequence_number NULLS FIRST, part))::integer,
            part, memory_id, sequence_number, round_number, role, content, message
     FROM parts
     ORDER BY 1

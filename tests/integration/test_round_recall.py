@@ -45,7 +45,7 @@ async def test_a_round_recalls_what_its_user_said_in_another_conversation(open_m
     first = given[0].text
     assert first.startswith("[Long-term memory: ") and first.endswith(QUESTION)
     # Provenance: the conversation and sequence number of the recalled turn (escaped inside the frame).
-    assert "ana-1 #0 user\\] " + FACT in first
+    assert "ana-1 #0 user, " in first and "\\] " + FACT in first
     # Another user, and a round without a user, never see it.
     assert "Ingrid" not in text_of(await ask(memory, "bob-1", "bob", QUESTION))
     assert "Long-term memory" not in text_of(await ask(memory, "lone-1", None, QUESTION))
@@ -117,7 +117,9 @@ async def test_the_service_recall_api(open_memory):
     hits = await memory.recall("ana", "violin teacher")
     assert hits and all(hit.conversation_id == "api-1" for hit in hits if hit.kind == "turn")
     top = hits[0]
-    assert top.kind == "turn" and top.text == FACT and top.score > 0 and top.sources == [("api-1", 0)]
+    assert top.kind == "turn" and top.text == FACT and top.score > 0
+    # Its provenance: the turn and the reply shown with it (its neighbour).
+    assert top.sources == [("api-1", 0), ("api-1", 1)] and top.context == [(1, "assistant", "reply 1")]
     assert await memory.recall("ana", "violin teacher", tenant_id="other") == []
     assert len(await memory.recall("ana", "violin teacher", limit=1)) == 1
 
@@ -135,4 +137,4 @@ def test_the_eval_command_runs_on_the_shipped_dataset(server_url):
     )
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
-    assert figures["questions"] > 0 and 0 < figures["recall"]["fused"]["@5"] <= 1
+    assert figures["questions"] > 0 and 0 < figures["recall"]["@5"] <= 1
