@@ -371,39 +371,25 @@ async def recall_latency(
                 started = time.perf_counter()
                 await backend.load_context(current, user_id=user)
                 samples["load_context"].append((time.perf_counter() - started) * 1000)
-                result = await recall(conn, tenant_id="bench", user_id=user, query=query, conversation_id=current)
-                samples["recall"].append(result.latency_ms)
-                by_query[query].append(result.latency_ms)
-                paths[result.retrieval_path] = paths.get(result.retrieval_path, 0) + 1
-                result = await recall(
-                    conn,
-                    tenant_id="bench",
-                    user_id=user,
-                    query=query,
-                    conversation_id=current,
-                    embedder=embedder,
-                )
-                samples["recall_vectors"].append(result.latency_ms)
-                # What a round start waits for: recall beside the load of memory + gap, each on its connection.
-                started = time.perf_counter()
-                await asyncio.gather(
-                    backend.load_context(current, user_id=user),
-                    recall(conn, tenant_id="bench", user_id=user, query=query, conversation_id=current),
-                )
-                samples["round_start"].append((time.perf_counter() - started) * 1000)
-                started = time.perf_counter()
-                await asyncio.gather(
-                    backend.load_context(current, user_id=user),
-                    recall(
-                        conn,
-                        tenant_id="bench",
-                        user_id=user,
-                        query=query,
-                        conversation_id=current,
-                        embedder=embedder,
-                    ),
-                )
-                samples["round_start_vectors"].append((time.perf_counter() - started) * 1000)
+                for vectors in (None, embedder):
+                    keys = ("recall", "round_start") if vectors is None else ("recall_vectors", "round_start_vectors")
+                    ask: dict[str, Any] = {
+                        "tenant_id": "bench",
+                        "user_id": user,
+                        "query": query,
+                        "conversation_id": current,
+                    }
+                    result = await recall(conn, **ask, embedder=vectors)
+                    samples[keys[0]].append(result.latency_ms)
+                    if vectors is None:
+                        by_query[query].append(result.latency_ms)
+                        paths[result.retrieval_path] = paths.get(result.retrieval_path, 0) + 1
+                    # What a round start waits for: recall beside the load of memory + gap, each on its connection.
+                    started = time.perf_counter()
+                    await asyncio.gather(
+                        backend.load_context(current, user_id=user), recall(conn, **ask, embedder=vectors)
+                    )
+                    samples[keys[1]].append((time.perf_counter() - started) * 1000)
     finally:
         await pool.close()
         drop_database(server_url, name)
