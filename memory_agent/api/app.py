@@ -32,6 +32,7 @@ from memory_agent.api.deps import (
 from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.long_term import LongTermItem, forget_user, list_items, tenant_transaction
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
@@ -87,7 +88,8 @@ def create_app(
         """Every memory version of a conversation of the key's tenant, oldest first."""
         checked("conversation_id", validate_conversation_id, conversation_id)
         service = memory_of(request)
-        owner = await service.loop.arun(service.backend.conversation_owner(conversation_id))
+        with tenant_scope(tenant):  # another tenant's conversation is invisible to a role bound by the policies
+            owner = await service.loop.arun(service.backend.conversation_owner(conversation_id))
         if owner is None or owner[0] != tenant:
             raise HTTPException(404, "no such conversation")
         return await service.get_memory_history(conversation_id, user_id=owner[1], tenant_id=owner[0])
@@ -111,7 +113,7 @@ def create_app(
             async with tenant_transaction(conn, tenant):
                 return await list_items(conn, tenant, user_id, as_of=as_of)
 
-        return await on_pool(memory_of(request), read)
+        return await on_pool(memory_of(request), read, tenant)
 
     @app.delete("/users/{user_id}", response_model=ForgetUserResult, responses={**UNAUTHORIZED, **NOT_FOUND})
     async def delete_user(user_id: UserId, tenant: Tenant, request: Request) -> ForgetUserResult:
@@ -128,7 +130,7 @@ def create_app(
             )
             return result, len(report.notes_deleted)
 
-        result, notes_deleted = await on_pool(memory_of(request), forget)
+        result, notes_deleted = await on_pool(memory_of(request), forget, tenant)
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
             raise HTTPException(404, "no such user")
         return result

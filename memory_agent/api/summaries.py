@@ -68,7 +68,7 @@ async def summarize(body: SummarizeRequest, tenant: Tenant, request: Request) ->
         )
 
     try:
-        result = await on_pool(service, run)
+        result = await on_pool(service, run, tenant)
     except SummarizationError as exc:
         raise HTTPException(502, str(exc)) from exc
     if result is None:
@@ -96,4 +96,4 @@ async def summaries(
             rows = await list_notes(conn, period, tenant_id=tenant, user_id=user_id, limit=limit)
         return [PeriodSummary.from_row(row) for row in rows]
 
-    return await on_pool(memory_of(request), read)
+    return await on_pool(memory_of(request), read, tenant)
