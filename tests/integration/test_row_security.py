@@ -92,7 +92,6 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
         auto_migrate=False,
         llm_prices={"offline-summarizer": {"input": 1, "output": 1}},
     )
-    assert memory.backend.row_security
     await say(memory, "acme-1", "ana", "acme", ["I live in Lisbon.", "My violin teacher is Ingrid.", "Bye."])
     # Summaries ran as that role: versions completed, items written, for acme only.
     contents = {item.content for item in await memory.list_items("ana", tenant_id="acme")}
@@ -106,6 +105,7 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
     block = given[0].text
     assert "The user lives in Lisbon" in block and "Porto" not in block
 
+    assert memory.backend.row_security  # detected at open
     # With a tenant named, the role reads that tenant's rows in every table and view, and nothing without one;
     # the owner sees both tenants, so the reads above had another tenant's rows to leak.
     every = tenants_seen(database_url, None)
