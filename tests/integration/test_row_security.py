@@ -12,6 +12,8 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
 from memory_agent.summarize.offline import OfflineSummaryModel
+from tests.api.conftest import serve
+from tests.api.test_http import client
 from tests.conftest import query
 from tests.support import EchoChat
 
@@ -134,3 +136,26 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
     assert report.items_deleted and report.conversations_deleted == ("acme-1",)
     assert query(database_url, "SELECT DISTINCT tenant_id FROM messages") == [("globex",)]
     assert query(database_url, "SELECT DISTINCT tenant_id FROM items") == [("globex",)]
+
+
+async def test_the_http_api_as_a_role_bound_by_the_policies(open_memory, app_role, database_url):
+    owner = await open_memory(model=OfflineSummaryModel())
+    memory = await open_memory(model=OfflineSummaryModel(), database_url=app_role, auto_migrate=False)
+    async with serve(owner) as keys:
+        acme, globex = await keys.key("acme"), await keys.key("globex")
+    await say(owner, "globex-1", "ana", "globex", ["I live in Porto.", "Hi.", "Bye."])
+    await say(memory, "acme-1", "ana", "acme", ["I live in Lisbon.", "Hi.", "Bye."])
+    async with serve(memory) as served:
+        # Keys resolve before any tenant is named (api_key_tenant), then every read is the key's tenant's.
+        async with client(served, acme) as http:
+            items = (await http.get("/users/ana/items")).json()
+            assert [item["content"] for item in items] == ["The user lives in Lisbon"]
+            assert (await http.get("/conversations/globex-1/memory")).status_code == 404
+            assert (await http.get("/conversations/acme-1/memory")).status_code == 200
+        async with client(served, globex) as http:
+            items = (await http.get("/users/ana/items")).json()
+            assert [item["content"] for item in items] == ["The user lives in Porto"]
+            assert (await http.delete("/users/ana")).status_code == 200
+        async with client(served, "mak_not-a-key") as http:
+            assert (await http.get("/users/ana/items")).status_code == 401
+    assert query(database_url, "SELECT DISTINCT tenant_id FROM items") == [("acme",)]
