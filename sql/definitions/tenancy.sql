@@ -41,6 +41,9 @@ BEGIN
     FROM tenant_monthly_spend AS s
     WHERE s.user_id = '' AND s.tenant_id = p_tenant_id AND s.month = v_month
     FOR UPDATE;
+    -- Reservations never settled (their process died) stop counting at expiry; they are deleted here, under the lock.
+    DELETE FROM budget_reservations AS r
+    WHERE r.user_id = '' AND r.tenant_id = p_tenant_id AND r.expires_at <= p_now;
     -- A statement of its own after the lock: it sees every reservation committed before the lock was granted.
     SELECT COALESCE(sum(r.amount), 0) INTO v_reserved
     FROM budget_reservations AS r
