@@ -5,12 +5,15 @@ turns), forgetting — and that role, with a tenant named, reads no row of anoth
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.errors import ConversationOwnerError
 from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.api.conftest import serve
 from tests.api.test_http import client
@@ -108,6 +111,9 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
     assert "The user lives in Lisbon" in block and "Porto" not in block
 
     assert memory.backend.row_security  # detected at open
+    # Another tenant's thread id is refused as it is to the owner, though this role cannot see who holds it.
+    with pytest.raises(ConversationOwnerError):
+        await say(memory, "globex-1", "ana", "acme", ["Hello?"])
     # With a tenant named, the role reads that tenant's rows in every table and view, and nothing without one;
     # the owner sees both tenants, so the reads above had another tenant's rows to leak.
     every = tenants_seen(database_url, None)
@@ -140,8 +146,14 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
 
 async def test_the_http_api_as_a_role_bound_by_the_policies(open_memory, app_role, database_url):
     owner = await open_memory(model=OfflineSummaryModel())
-    memory = await open_memory(model=OfflineSummaryModel(), database_url=app_role, auto_migrate=False)
-    async with serve(owner) as keys:
+    memory = await open_memory(
+        model=OfflineSummaryModel(),
+        database_url=app_role,
+        auto_migrate=False,
+        monthly_cost_ceiling=1000.0,
+        llm_prices={"offline-consolidator": {"input": 1.0, "output": 1.0}},
+    )
+    async with serve(memory) as keys:  # the bound role writes keys of the tenant it names
         acme, globex = await keys.key("acme"), await keys.key("globex")
     await say(owner, "globex-1", "ana", "globex", ["I live in Porto.", "Hi.", "Bye."])
     await say(memory, "acme-1", "ana", "acme", ["I live in Lisbon.", "Hi.", "Bye."])
@@ -152,6 +164,10 @@ async def test_the_http_api_as_a_role_bound_by_the_policies(open_memory, app_rol
             assert [item["content"] for item in items] == ["The user lives in Lisbon"]
             assert (await http.get("/conversations/globex-1/memory")).status_code == 404
             assert (await http.get("/conversations/acme-1/memory")).status_code == 200
+            # A consolidation call reserves and settles the tenant's ceiling as that role.
+            served.clock.set(datetime.now(UTC) + timedelta(days=1))
+            posted = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})
+            assert posted.status_code == 200 and posted.json()["status"] == "complete", posted.text
         async with client(served, globex) as http:
             items = (await http.get("/users/ana/items")).json()
             assert [item["content"] for item in items] == ["The user lives in Porto"]
@@ -159,3 +175,7 @@ async def test_the_http_api_as_a_role_bound_by_the_policies(open_memory, app_rol
         async with client(served, "mak_not-a-key") as http:
             assert (await http.get("/users/ana/items")).status_code == 401
     assert query(database_url, "SELECT DISTINCT tenant_id FROM items") == [("acme",)]
+    assert query(database_url, "SELECT tenant_id, purpose FROM llm_calls WHERE purpose = 'consolidation'") == [
+        ("acme", "consolidation")
+    ]
+    assert query(database_url, "SELECT count(*) FROM budget_reservations") == [(0,)]
