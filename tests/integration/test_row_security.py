@@ -148,8 +148,7 @@ async def test_the_http_api_as_a_role_bound_by_the_policies(open_memory, app_rol
     owner = await open_memory(model=OfflineSummaryModel())
     memory = await open_memory(
         model=OfflineSummaryModel(),
-        database_url=app_role,
-        auto_migrate=False,
+        database_url=app_role,  # auto_migrate left on: an up-to-date schema needs no privilege to check
         monthly_cost_ceiling=1000.0,
         llm_prices={"offline-consolidator": {"input": 1.0, "output": 1.0}},
     )
