@@ -211,7 +211,7 @@ to_tsvector(%(config)s::regconfig, n.key_insights_text)
 
 -- recall_vector_hits --
 -- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded); a
--- fallback like trigrams (the seed's V1.1-4) unless asked for always: an exact scan of a user's vectors costs.
+-- fallback like trigrams (as designed) unless asked for always: an exact scan of a user's vectors costs.
     SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id,
            row_number() OVER (ORDER BY e.embedding <=> %(query_vector)s::vector) AS rank
     FROM item_embeddings AS e

@@ -1,4 +1,4 @@
-"""The seed's consolidation endpoints: POST /memory/summarize (a manual run of one user's period) and
+"""The consolidation endpoints of the design (docs/design/decisions.md): POST /memory/summarize (a manual run of one user's period) and
 GET /memory/summaries (the notes of a period), in the key's tenant only.
 
 The run happens in the request, at the app's clock (create_app(clock=...)), with consolidate_period's writes:
@@ -28,7 +28,7 @@ router = APIRouter(tags=["consolidation"])
 
 
 class SummarizeRequest(BaseModel):
-    """The seed's body: which user's latest complete period to consolidate, and whether to redo a done one."""
+    """The body the design specifies: which user's latest complete period to consolidate, and whether to redo a done one."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -87,7 +87,7 @@ async def summaries(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Most summaries returned, newest first.")] = 50,
 ) -> Any:
-    """The key's tenant's summaries of a period, newest first, in the seed's shape."""
+    """The key's tenant's summaries of a period, newest first, in the design's JSON shape."""
     if user_id is not None:
         checked_user(user_id, location="query", field="userId")
 

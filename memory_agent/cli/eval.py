@@ -72,7 +72,9 @@ def recall_command(
         "hashing", help="Vectors: 'hashing' (offline, deterministic), 'e5' (the embeddings extra) or 'none'."
     ),
     text_search_config: str = typer.Option("english", help="The text-search configuration to measure."),
-    and_terms: bool = typer.Option(False, "--and-terms", help="AND the query's terms (the seed's) instead of OR."),
+    and_terms: bool = typer.Option(
+        False, "--and-terms", help="AND the query's terms (the design's first choice) instead of OR."
+    ),
     database_url: str | None = typer.Option(
         None,
         help="A PostgreSQL server URL (a scratch database is made and dropped); default: a temporary embedded server.",

@@ -1,4 +1,4 @@
-"""Per-tenant guards of scheduled consolidation (cluster-summarization-pipeline.md), each decided by PostgreSQL:
+"""Per-tenant guards of scheduled consolidation (docs/concepts/consolidation.md), each decided by PostgreSQL:
 
 - cooldown (MEMORY_AGENT_TENANT_COOLDOWN_S, 2 minutes): a scheduler run for a tenant within the cooldown of its
   previous run does nothing for it; one conditional upsert of tenant_scheduler_runs decides, so two schedulers

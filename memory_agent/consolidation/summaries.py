@@ -1,4 +1,4 @@
-"""The manual trigger (POST /memory/summarize, `memory-agent consolidate --user`) and the seed's shapes of its
+"""The manual trigger (POST /memory/summarize, `memory-agent consolidate --user`) and the design's JSON shapes of its
 answer and of a listed summary, shared by the HTTP API and the CLI so both speak the same JSON.
 
 A manual run consolidates the latest complete period of a user. A weekly or monthly rollup reads notes, so
@@ -25,7 +25,7 @@ from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, lates
 from memory_agent.long_term.scope import Row, check_identity, fetch_one
 
 SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "over_budget"]
-# consolidate_period's outcome → the answer's status ("complete" is the seed's word for a written note).
+# consolidate_period's outcome → the answer's status ("complete" is the design's word for a written note).
 _STATUS: dict[str, SummarizeStatus] = {
     "complete": "complete",
     "exists": "exists",
@@ -34,13 +34,13 @@ _STATUS: dict[str, SummarizeStatus] = {
 }
 
 
-class _SeedShape(BaseModel):
-    # The seed's JSON is camelCase; Python reads snake_case.
+class _CamelCaseShape(BaseModel):
+    # The design's JSON is camelCase; Python reads snake_case.
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
 
 
-class PeriodSummary(_SeedShape):
-    """One consolidation note as the seed lists it (GET /memory/summaries, `memory-agent summaries`)."""
+class PeriodSummary(_CamelCaseShape):
+    """One consolidation note as the design lists it (GET /memory/summaries, `memory-agent summaries`)."""
 
     summary_id: int
     user_id: str
@@ -66,8 +66,8 @@ class PeriodSummary(_SeedShape):
         )
 
 
-class SummarizeResult(_SeedShape):
-    """What a manual run did: the seed's summaryId, period, notesConsolidated and status, and the period's days."""
+class SummarizeResult(_CamelCaseShape):
+    """What a manual run did: the design's summaryId, period, notesConsolidated and status, and the period's days."""
 
     summary_id: int | None = Field(description="The note of the period (null: nothing to consolidate).")
     period: PeriodName

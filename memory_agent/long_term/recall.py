@@ -1,7 +1,7 @@
 """Recall at round start: a user's relevant items, cluster summaries, key insights of their weekly and monthly
 consolidation notes, and earlier turns, as a bounded block.
 
-Order (the seed's): items and summaries → full-text search → trigram fallback (CJK queries, or too few
+Order (the design's, docs/design/decisions.md): items and summaries → full-text search → trigram fallback (CJK queries, or too few
 full-text hits: a short query that full text answers skips it, measured in docs/recall.md) → vectors over items
 and summaries only (never turns), also a fallback → the latest turns when nothing matched; the lists are fused
 by reciprocal rank in one statement (`recall_search` in sql/recall.sql), run a second time with the vector path
@@ -44,7 +44,7 @@ _CONFIG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$"
 
 @dataclass(frozen=True)
 class RecallSettings:
-    """The guardrails and knobs of recall; the defaults are the seed's (block, turns) or measured (the rest)."""
+    """The guardrails and knobs of recall; the defaults are the design's (block, turns) or measured (the rest)."""
 
     text_search_config: str = "english"  # chosen by measurement: docs/recall.md
     or_terms: bool = True  # OR the query's lexemes: AND-ed terms match almost no question
@@ -53,7 +53,7 @@ class RecallSettings:
     max_turn_chars: int = 600
     min_hits: int = 2  # fewer full-text hits than this → trigrams; fewer in this conversation → user-wide
     trgm_threshold: float = 0.3  # word_similarity a trigram hit needs (CJK bigram matches need none)
-    vectors_always: bool = False  # False: vectors only when full text and trigrams found too little (V1.1-4)
+    vectors_always: bool = False  # False: vectors only when full text and trigrams found too little (as designed)
     vector_min_similarity: float = 0.15  # cosine similarity a vector hit needs: the nearest are not always near
     candidates: int = 50  # per path, before fusion
     rrf_k: int = 60
@@ -216,7 +216,7 @@ async def recall(
         "recent": settings.recent_turns if "recent" in paths else 0,
         "fused_limit": max(limit, settings.max_turns) * 3,
     }
-    # Vectors are a fallback (the seed's V1.1-4, and measured: fused @1 drops when they always run): the query
+    # Vectors are a fallback (as designed, and measured: fused @1 drops when they always run): the query
     # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
     always = settings.vectors_always or "fts" not in paths
     wanted = embedder is not None and "vector" in paths

@@ -8,8 +8,8 @@
 -- Every view reads its tables as the role that queries it (security_invoker): a role bound by row-level security
 -- (0017) sees through a view the rows of the tenant it named, as it would reading the tables.
 
--- The seed's "memory history with version chain", plus the rounds each version covers and what it dropped.
--- Filter on conversation_id; the seed orders by end_sequence DESC, `inspect` by memory_id.
+-- The design's "memory history with version chain", plus the rounds each version covers and what it dropped.
+-- Filter on conversation_id; the design orders by end_sequence DESC, `inspect` by memory_id.
 CREATE VIEW memory_version_chain WITH (security_invoker = true) AS
 SELECT m.*,
        b.end_sequence AS base_end_seq,
@@ -46,7 +46,7 @@ AS $$
                                           300))
 $$;
 
--- The seed's "stuck 'processing' tasks" with the timeout as a parameter: the rows memory_is_stuck() holds
+-- The design's "stuck 'processing' tasks" with the timeout as a parameter: the rows memory_is_stuck() holds
 -- stuck after `older_than` (the reclaimer applies it with processing_timeout_s, so these are exactly the rows
 -- the next sweep will mark failed).
 CREATE FUNCTION stuck_processing_after(older_than interval DEFAULT processing_timeout())
@@ -74,11 +74,11 @@ AS $$
     ORDER BY m.created_at
 $$;
 
--- The seed's query as a view: after processing_timeout() (the seed's 5 minutes unless the session says otherwise).
+-- The design's query as a view: after processing_timeout() (the design's 5 minutes unless the session says otherwise).
 CREATE VIEW stuck_processing WITH (security_invoker = true) AS
 SELECT * FROM stuck_processing_after(processing_timeout());
 
--- The seed's "sliding window progression" (without its LIMIT 20; add ORDER BY created_at DESC LIMIT 20).
+-- The design's "sliding window progression" (without its LIMIT 20; add ORDER BY created_at DESC LIMIT 20).
 -- dropped_messages: sequences 0..start_sequence-1 are outside the window.
 CREATE VIEW sliding_window_progression WITH (security_invoker = true) AS
 SELECT m.conversation_id,
@@ -94,7 +94,7 @@ SELECT m.conversation_id,
 FROM memory AS m
 WHERE m.status = 'completed';
 
--- The seed's "average summarization time", with the median and 95th percentile.
+-- The design's "average summarization time", with the median and 95th percentile.
 CREATE VIEW summary_generation_time WITH (security_invoker = true) AS
 SELECT avg(m.generation_time_ms)::numeric(12, 1) AS avg_ms,
        max(m.generation_time_ms) AS max_ms,
@@ -398,8 +398,8 @@ SELECT week,
 FROM rounds
 FULL JOIN summaries USING (week);
 
--- The weekly upgrade report (memory-system-evolution-plan.md, section 5): per ISO week (Monday to Sunday, UTC)
--- and tenant, each metric of the seed beside its threshold and whether it is crossed (strictly above), so
+-- The weekly upgrade report (the design's upgrade triggers, docs/concepts/consolidation.md): per ISO week (Monday to Sunday, UTC)
+-- and tenant, each metric of the design beside its threshold and whether it is crossed (strictly above), so
 -- "should we upgrade" is read off one table (`memory-agent report`). Re-created with the other definitions.
 --
 -- Rounds (round_metrics): a *query* is a round that recalled (fts_hits not null).
