@@ -7,37 +7,23 @@
 -- The views read the tables as the querying role (security_invoker, sql/definitions), so the policies hold
 -- through them too. docs/privacy.md ("Row-level security") describes the setup.
 
-ALTER TABLE conversations ENABLE ROW LEVEL SECURITY;
-ALTER TABLE conversation_owners ENABLE ROW LEVEL SECURITY;
-ALTER TABLE messages ENABLE ROW LEVEL SECURITY;
-ALTER TABLE memory ENABLE ROW LEVEL SECURITY;
-ALTER TABLE round_metrics ENABLE ROW LEVEL SECURITY;
-ALTER TABLE round_leases ENABLE ROW LEVEL SECURITY;
--- A key's tenant is read before any tenant is known: through api_key_tenant() (sql/definitions, SECURITY
+-- api_keys: a key's tenant is read before any tenant is known, through api_key_tenant() (sql/definitions, SECURITY
 -- DEFINER, one hash in, one tenant out); every other read or write of the keys is the tenant's own.
-ALTER TABLE api_keys ENABLE ROW LEVEL SECURITY;
-
-DROP POLICY IF EXISTS conversations_tenant ON conversations;
-CREATE POLICY conversations_tenant ON conversations
-    USING (tenant_id = current_setting('memory_agent.tenant_id', true));
-DROP POLICY IF EXISTS conversation_owners_tenant ON conversation_owners;
-CREATE POLICY conversation_owners_tenant ON conversation_owners
-    USING (tenant_id = current_setting('memory_agent.tenant_id', true));
-DROP POLICY IF EXISTS messages_tenant ON messages;
-CREATE POLICY messages_tenant ON messages
-    USING (tenant_id = current_setting('memory_agent.tenant_id', true));
-DROP POLICY IF EXISTS memory_tenant ON memory;
-CREATE POLICY memory_tenant ON memory
-    USING (tenant_id = current_setting('memory_agent.tenant_id', true));
-DROP POLICY IF EXISTS round_metrics_tenant ON round_metrics;
-CREATE POLICY round_metrics_tenant ON round_metrics
-    USING (tenant_id = current_setting('memory_agent.tenant_id', true));
-DROP POLICY IF EXISTS round_leases_tenant ON round_leases;
-CREATE POLICY round_leases_tenant ON round_leases
-    USING (tenant_id = current_setting('memory_agent.tenant_id', true));
-DROP POLICY IF EXISTS api_keys_tenant ON api_keys;
-CREATE POLICY api_keys_tenant ON api_keys
-    USING (tenant_id = current_setting('memory_agent.tenant_id', true));
+-- budget_reservations (below) gets the same policy.
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['conversations', 'conversation_owners', 'messages', 'memory', 'round_metrics',
+                             'round_leases', 'api_keys']
+    LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('DROP POLICY IF EXISTS %I ON %I', t || '_tenant', t);
+        EXECUTE format('CREATE POLICY %I ON %I USING (tenant_id = current_setting(%L, true))',
+                       t || '_tenant', t, 'memory_agent.tenant_id');
+    END LOOP;
+END
+$$;
 
 -- The monthly cost ceiling, reserved before a model call: a call may start while the tenant's month (spent plus
 -- the live reservations) is below the ceiling, and reserves its estimated cost, both decided under a lock of the
