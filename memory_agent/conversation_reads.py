@@ -12,6 +12,7 @@ from memory_agent.conversation.identity import validate_identity, validate_user_
 from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.schemas import MemoryRecord
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ class ConversationReads:
     ) -> list[MemoryRecord]:
         """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""
         key = await self._owned(conversation_id, user_id, tenant_id)
-        return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
+        with tenant_scope(key.tenant_id):
+            return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
 
     async def delete_conversation(
         self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
@@ -65,8 +67,9 @@ class ConversationReads:
         from an erased item (regenerated without it, or removed below summary_min_cluster_items). False when it
         did not exist."""
         key = await self._owned(conversation_id, user_id, tenant_id)
-        coro = self._forget_conversation(key.tenant_id, key.user_id, key.conversation_id)
-        return await self.loop.arun(coro, shield=True)
+        with tenant_scope(key.tenant_id):
+            coro = self._forget_conversation(key.tenant_id, key.user_id, key.conversation_id)
+            return await self.loop.arun(coro, shield=True)
 
     async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
         """One memory version by its key (user_id, memory_id)."""

@@ -19,6 +19,7 @@ from memory_agent.conversation.identity import validate_identity, validate_user_
 from memory_agent.conversation.recalled import recall_settings
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import DEFAULT_TENANT_ID
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.cluster_text import ClusterSummarizer
@@ -71,7 +72,8 @@ class UserMemory:
             async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant):
                 return await long_term.list_items(conn, tenant, user, as_of=as_of)
 
-        return await self.loop.arun(read())
+        with tenant_scope(tenant):
+            return await self.loop.arun(read())
 
     async def forget_item(self, user_id: str, item_id: int, *, tenant_id: str | None = None) -> long_term.ForgetReport:
         """Erase one item version of the user (a cluster summary: with the members it stands for) and regenerate
@@ -92,7 +94,8 @@ class UserMemory:
                     min_items=self.settings.summary_min_cluster_items,
                 )
 
-        return await self.loop.arun(forget(), shield=True)
+        with tenant_scope(tenant):
+            return await self.loop.arun(forget(), shield=True)
 
     async def forget_user(self, user_id: str, *, tenant_id: str | None = None) -> long_term.ForgetReport:
         """Erase every long-term row of the user in the tenant and every conversation of theirs."""
@@ -102,7 +105,8 @@ class UserMemory:
             async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant):
                 return await long_term.forget_user(conn, tenant, user)
 
-        return await self.loop.arun(forget(), shield=True)
+        with tenant_scope(tenant):
+            return await self.loop.arun(forget(), shield=True)
 
     async def _forget_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> bool:
         """On the memory loop: the conversation and everything derived from it, in one transaction."""
@@ -178,7 +182,10 @@ class UserMemory:
                     paths=ALL_PATHS if recent_fallback else SEARCH_PATHS,
                 )
 
-        return await self.loop.arun(run())
+        # Recall names its tenant in its own transaction too (recall_settings): row-level security would
+        # otherwise hide every item and note of the user from a role it binds, and recall would find turns only.
+        with tenant_scope(tenant):
+            return await self.loop.arun(run())
 
     def as_retriever(
         self, *, user_id: str, tenant_id: str | None = None, k: int = 10, as_of: datetime | None = None

@@ -5,8 +5,9 @@ VALUES (%(key_hash)s, %(key_prefix)s, %(tenant_id)s)
 RETURNING key_prefix, tenant_id, created_at;
 
 -- api_key_tenant --
--- The tenant of a key that is not revoked (no row: unknown or revoked key).
-SELECT tenant_id FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL;
+-- The tenant of a key that is not revoked (no row: unknown or revoked key), through api_key_tenant()
+-- (sql/definitions): a role bound by row-level security resolves keys before it knows a tenant.
+SELECT tenant_id FROM api_key_tenant(%(key_hash)s);
 
 -- tenant_user_known --
 -- Whether the tenant holds anything of the user: a conversation, a long-term item, a consolidation note or a batch

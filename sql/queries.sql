@@ -12,6 +12,14 @@ SELECT * FROM round_context(%(user_id)s, %(conversation_id)s, %(message_ids)s::t
 -- At connection open: the timeout after which the views count a quiet `processing` row as stuck (processing_timeout()).
 SELECT set_config('memory_agent.processing_timeout_s', %(processing_timeout_s)s, false);
 
+-- row_security_active --
+-- Whether row-level security binds the connected role (it neither owns the tables nor bypasses the policies).
+SELECT row_security_active('messages') AS active;
+
+-- name_tenant --
+-- The tenant row-level security filters this session's statements by ('': none, no row at all).
+SELECT set_config('memory_agent.tenant_id', %(tenant_id)s, false);
+
 -- acquire_round_lease --
 -- Claim the conversation for its (tenant, user) and take its lease (take_round_lease, sql/definitions): one row, the
 -- owner (null while a concurrent first claim is not visible yet) and `holder` (null: refused or not theirs).

@@ -9,9 +9,11 @@
 -- cache mode. With the stored 'english' vectors the statement has no configuration-dependent expression, so one
 -- generic plan per connection serves every call (planning was ~1.5 ms of a ~4 ms recall); with any other
 -- configuration the configuration must be a constant for the planner to match the expression index, hence
--- custom plans.
+-- custom plans. And the tenant row-level security filters by: recall reads the items, summaries and notes of the
+-- tenant it was asked for, whichever role runs it (a role bound by the policies saw turns only without it).
 SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
-       set_config('plan_cache_mode', %(plan_cache_mode)s, true)
+       set_config('plan_cache_mode', %(plan_cache_mode)s, true),
+       set_config('memory_agent.tenant_id', %(tenant_id)s, true)
 
 -- recall_search --
 -- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank:

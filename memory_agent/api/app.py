@@ -37,6 +37,7 @@ from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.keys import default_user_id
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.long_term import LongTermItem, forget_user, list_items, tenant_transaction
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
@@ -94,7 +95,8 @@ def create_app(
         """Every memory version of a conversation of the key's tenant, oldest first."""
         checked("conversation_id", validate_conversation_id, conversation_id)
         service = memory_of(request)
-        owner = await service.loop.arun(service.backend.conversation_owner(conversation_id))
+        with tenant_scope(tenant):  # another tenant's conversation is invisible to a role bound by the policies
+            owner = await service.loop.arun(service.backend.conversation_owner(conversation_id))
         if owner is None or owner[0] != tenant:
             raise HTTPException(404, "no such conversation")
         # A conversation run without a user is its own scope: named by its tenant alone (the scope's id is reserved).
@@ -123,7 +125,7 @@ def create_app(
                     return None
                 return await list_items(conn, tenant, user_id, as_of=as_of)
 
-        found = await on_pool(memory_of(request), read)
+        found = await on_pool(memory_of(request), read, tenant)
         if found is None:
             raise no_such_user()
         return found
@@ -143,7 +145,7 @@ def create_app(
             )
             return result, len(report.notes_deleted)
 
-        result, notes_deleted = await on_pool(memory_of(request), forget)
+        result, notes_deleted = await on_pool(memory_of(request), forget, tenant)
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
             raise no_such_user()
         return result

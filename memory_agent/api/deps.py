@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memory_agent.api.keys import tenant_of_key
 from memory_agent.conversation.identity import validate_user_id
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import check_id, fetch_one
 from memory_agent.service import MemoryService
@@ -55,12 +56,20 @@ def memory_of(request: Request) -> MemoryService:
     return memory
 
 
-async def on_pool(memory: MemoryService, work: Callable[[psycopg.AsyncConnection[Any]], Coroutine[Any, Any, T]]) -> T:
+async def on_pool(
+    memory: MemoryService,
+    work: Callable[[psycopg.AsyncConnection[Any]], Coroutine[Any, Any, T]],
+    tenant: str | None = None,
+) -> T:
+    """`work` on a pooled connection, on the memory loop, for `tenant` (a role bound by row-level security
+    sees that tenant's rows only; None: no tenant, as for resolving a key)."""
+
     async def run() -> T:
-        async with memory.backend.pool.connection() as conn:
+        async with memory.backend.connection() as conn:
             return await work(conn)
 
-    return await memory.loop.arun(run())
+    with tenant_scope(tenant):
+        return await memory.loop.arun(run())
 
 
 async def _tenant(

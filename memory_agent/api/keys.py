@@ -15,6 +15,7 @@ import psycopg
 from memory_agent.conversation.identity import validate_identity
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import fetch
+from memory_agent.long_term.tenancy import tenant_transaction
 
 KEY_PREFIX = "mak_"
 MAX_KEY_CHARS = 128  # far above a real key: anything longer is refused before it is hashed
@@ -28,11 +29,13 @@ async def create_api_key(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> 
     """A new key of `tenant_id`, stored hashed in the caller's transaction; the only time the key is seen."""
     validate_identity(tenant_id, "tenant_id")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
-    await fetch(
-        conn,
-        "create_api_key",
-        {"key_hash": key_hash(key), "key_prefix": key[: len(KEY_PREFIX) + 6], "tenant_id": tenant_id},
-    )
+    # Named for row-level security: a role bound by the policies writes the keys of the tenant it names only.
+    async with tenant_transaction(conn, tenant_id):
+        await fetch(
+            conn,
+            "create_api_key",
+            {"key_hash": key_hash(key), "key_prefix": key[: len(KEY_PREFIX) + 6], "tenant_id": tenant_id},
+        )
     return key
 
 

@@ -106,7 +106,7 @@ async def recall_route(
         async with tenant_transaction(conn, tenant):
             return await user_known(conn, tenant, user_id)
 
-    if not await on_pool(memory, known):
+    if not await on_pool(memory, known, tenant):
         raise no_such_user()
     found = await memory.recall_result(user_id, q, tenant_id=tenant, limit=limit, as_of=as_of)
     return RecallAnswer(

@@ -76,7 +76,7 @@ async def summarize(body: SummarizeRequest, tenant: Tenant, request: Request) ->
         )
 
     try:
-        result = await on_pool(service, run)
+        result = await on_pool(service, run, tenant)
     except SummarizationError as exc:
         raise HTTPException(502, str(exc)) from exc
     if result is None:
@@ -107,7 +107,7 @@ async def summaries(
             rows = await list_notes(conn, period, tenant_id=tenant, user_id=user_id, limit=limit)
         return [PeriodSummary.from_row(row) for row in rows]
 
-    found = await on_pool(memory_of(request), read)
+    found = await on_pool(memory_of(request), read, tenant)
     if found is None:
         raise no_such_user()
     return found

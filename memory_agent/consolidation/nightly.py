@@ -22,14 +22,12 @@ from memory_agent.consolidation.guards import (
     CAPPED,
     OVER_BUDGET,
     SummaryJobCap,
-    before_summary_job,
-    record_model_call,
+    call_within_budget,
 )
 from memory_agent.consolidation.model import (
     CONSOLIDATE_PROMPT,
     ConsolidationOutput,
     Insight,
-    call_consolidation_model,
 )
 from memory_agent.consolidation.periods import (
     Period,
@@ -154,14 +152,19 @@ async def consolidate_period(
     lines, content, consolidated = await _material(conn, scope, period, config)
     if not lines:
         return PeriodOutcome(period, "empty")
-    stopped = await before_summary_job(conn, scope, now, config, cap)
-    if stopped is not None:
-        return PeriodOutcome(period, stopped)
     header = f"Period: {period.name} {period.start.isoformat()}..{period.end.isoformat()}\nNotes, oldest first:\n"
-    output, call = await call_consolidation_model(
-        model, CONSOLIDATE_PROMPT, header + "\n".join(lines), ConsolidationOutput
+    answer = await call_within_budget(
+        conn,
+        scope,
+        "consolidation",
+        now,
+        config,
+        (model, CONSOLIDATE_PROMPT, header + "\n".join(lines), ConsolidationOutput),
+        cap,
     )
-    await record_model_call(conn, scope, "consolidation", call, now, config)
+    if isinstance(answer, str):
+        return PeriodOutcome(period, answer)
+    output, call = answer
     insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
     if period.name != "daily":
         # Rollups keep what matters; the compacted dailies keep everything.

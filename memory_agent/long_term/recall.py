@@ -146,6 +146,7 @@ async def _search(
     settings_params = {
         "threshold": str(settings.trgm_threshold),
         "plan_cache_mode": "force_generic_plan" if stored else "force_custom_plan",
+        "tenant_id": params["tenant_id"],
     }
     try:
         async with AsyncExitStack() as stack:

@@ -17,7 +17,7 @@ $$;
 -- "The latest completed memory of a conversation": the memory a round is given, the base of the next
 -- summary. Filter on user_id and conversation_id: both are DISTINCT ON columns, so the filter is pushed
 -- into the view and read as the first entry of idx_memory_conversation_status.
-CREATE VIEW latest_memory AS
+CREATE VIEW latest_memory WITH (security_invoker = true) AS
 SELECT DISTINCT ON (m.user_id, m.conversation_id) m.*
 FROM memory AS m
 WHERE m.status = 'completed'
