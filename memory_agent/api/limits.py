@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory_agent.api.keys import tenant_of_key
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.service import MemoryService
 
 TENANT_STATE = "memory_agent_tenant"  # the tenant a checked key named, for the route's dependency
@@ -38,11 +39,14 @@ def bearer_key(headers: Headers) -> str | None:
 
 
 async def lookup_tenant(memory: MemoryService, key: str) -> str | None:
+    """The tenant of a live key (None otherwise), read with no tenant named, as resolving a key is."""
+
     async def run() -> str | None:
-        async with memory.backend.pool.connection() as conn:
+        async with memory.backend.connection() as conn:
             return await tenant_of_key(conn, key)
 
-    return await memory.loop.arun(run())
+    with tenant_scope(None):
+        return await memory.loop.arun(run())
 
 
 class BodyGuard:

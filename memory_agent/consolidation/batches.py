@@ -19,8 +19,8 @@ from langchain_core.language_models import BaseChatModel
 
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.config import ConsolidationConfig
-from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, before_summary_job, record_model_call
-from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, call_consolidation_model
+from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, call_within_budget
+from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, ModelCall
 from memory_agent.long_term import forget_item
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 
@@ -56,11 +56,15 @@ async def run_batch_summaries(
             break
         where = {**scope, **partition, "before": before, "limit": config.max_memories_per_batch}
         while batch := await fetch(conn, "next_batch", where):
-            stopped = await before_summary_job(conn, scope, now, config, cap, partition["project"])
-            if stopped is not None:
-                report.stopped = stopped  # capped: this project waits, the others go on
+            material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
+            call = (model, BATCH_PROMPT, material, BatchSummaryOutput)
+            answer = await call_within_budget(
+                conn, scope, "batch_summary", now, config, call, cap, partition["project"]
+            )
+            if isinstance(answer, str):
+                report.stopped = answer  # capped: this project waits, the others go on
                 break
-            summary_id = await _summarize(conn, where, batch, now, model, config)
+            summary_id = await _write(conn, where, batch, material, answer, now)
             if summary_id is None:
                 break  # another run summarized some of these meanwhile: it owns this partition now
             report.summaries.append(summary_id)
@@ -86,17 +90,15 @@ async def run_batch_summaries(
     return report
 
 
-async def _summarize(
+async def _write(
     conn: psycopg.AsyncConnection[Any],
     where: dict[str, Any],
     batch: list[dict[str, Any]],
+    material: str,
+    answer: tuple[Any, ModelCall],
     now: datetime,
-    model: BaseChatModel,
-    config: ConsolidationConfig,
 ) -> int | None:
-    material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
-    output, call = await call_consolidation_model(model, BATCH_PROMPT, material, BatchSummaryOutput)
-    await record_model_call(conn, where, "batch_summary", call, now, config)
+    output, call = answer
     content = output.summary.strip() or material
     async with conn.transaction():
         await fetch(conn, "lock_batch_summaries", where)

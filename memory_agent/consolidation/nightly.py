@@ -22,10 +22,14 @@ from memory_agent.consolidation.guards import (
     CAPPED,
     OVER_BUDGET,
     SummaryJobCap,
-    before_summary_job,
-    record_model_call,
+    call_within_budget,
 )
-from memory_agent.consolidation.model import Insight, ModelCall
+from memory_agent.consolidation.model import (
+    CONSOLIDATE_PROMPT,
+    ConsolidationOutput,
+    Insight,
+    ModelCall,
+)
 from memory_agent.consolidation.parts import consolidate_in_parts
 from memory_agent.consolidation.periods import (
     Period,
@@ -151,13 +155,16 @@ async def consolidate_period(
     lines, content, consolidated = await _material(conn, scope, period, config)
     if not lines:
         return PeriodOutcome(period, "empty")
-    stopped = await before_summary_job(conn, scope, now, config, cap)
-    if stopped is not None:
-        return PeriodOutcome(period, stopped)
     header = f"Period: {period.name} {period.start.isoformat()}..{period.end.isoformat()}\nNotes, oldest first:\n"
-    output, calls = await consolidate_in_parts(model, header, lines, config.max_input_tokens)
-    for made in calls:
-        await record_model_call(conn, scope, "consolidation", made, now, config)
+
+    async def ask(material: str) -> tuple[Any, ModelCall] | str:
+        request = (model, CONSOLIDATE_PROMPT, material, ConsolidationOutput)
+        return await call_within_budget(conn, scope, "consolidation", now, config, request, cap)
+
+    answer = await consolidate_in_parts(ask, header, lines, config.max_input_tokens)
+    if isinstance(answer, str):
+        return PeriodOutcome(period, answer)
+    output, calls = answer
     call = ModelCall(calls[-1].model, sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls))
     insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
     if period.name != "daily":

@@ -10,14 +10,10 @@ of the final call (a bounded number of calls, never a loop on a model that resta
 
 from __future__ import annotations
 
-from langchain_core.language_models import BaseChatModel
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from memory_agent.consolidation.model import (
-    CONSOLIDATE_PROMPT,
-    ConsolidationOutput,
-    ModelCall,
-    call_consolidation_model,
-)
+from memory_agent.consolidation.model import CONSOLIDATE_PROMPT, ConsolidationOutput, ModelCall
 
 CHARS_PER_TOKEN = 4  # count_tokens_approximately's default
 # Room left in each call for the instructions, the message framing and the header (estimated generously).
@@ -73,10 +69,14 @@ def _most_important(lines: list[str], budget_tokens: int) -> list[str]:
     return [line for position, line in enumerate(lines) if position in chosen]
 
 
+Ask = Callable[[str], Awaitable[tuple[Any, ModelCall] | str]]
+
+
 async def consolidate_in_parts(
-    model: BaseChatModel, header: str, lines: list[str], max_input_tokens: int
-) -> tuple[ConsolidationOutput, list[ModelCall]]:
-    """ConsolidationOutput of `header` + `lines`, every call's prompt within `max_input_tokens`; every call made."""
+    ask: Ask, header: str, lines: list[str], max_input_tokens: int
+) -> tuple[ConsolidationOutput, list[ModelCall]] | str:
+    """ConsolidationOutput of `header` + `lines`, every prompt `ask` is given within `max_input_tokens`, and every
+    call made; or what `ask` answered instead of a call (a guard that stopped it: guards.call_within_budget)."""
     budget = max(max_input_tokens - OVERHEAD_TOKENS - _tokens(header), 1)
     calls: list[ModelCall] = []
     for combining_round in range(MAX_COMBINING_ROUNDS + 1):
@@ -85,9 +85,10 @@ async def consolidate_in_parts(
             parts = [_most_important(lines, budget)]
         outputs = []
         for part in parts:
-            output, call = await call_consolidation_model(
-                model, CONSOLIDATE_PROMPT, header + "\n".join(part), ConsolidationOutput
-            )
+            answer = await ask(header + "\n".join(part))
+            if isinstance(answer, str):
+                return answer
+            output, call = answer
             calls.append(call)
             outputs.append(output)
         if len(outputs) == 1:

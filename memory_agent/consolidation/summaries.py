@@ -19,16 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from memory_agent.consolidation.config import ConsolidationConfig
-from memory_agent.consolidation.nightly import consolidate_period
+from memory_agent.consolidation.guards import OVER_BUDGET
+from memory_agent.consolidation.nightly import PeriodOutcome, consolidate_period
 from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, latest_period
 from memory_agent.long_term.scope import Row, check_identity, fetch_one
 
-SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate"]
+SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "over_budget"]
 # consolidate_period's outcome → the answer's status ("complete" is the design's word for a written note).
 _STATUS: dict[str, SummarizeStatus] = {
     "complete": "complete",
     "exists": "exists",
     "empty": "nothing_to_consolidate",
+    OVER_BUDGET: "over_budget",
 }
 
 
@@ -74,7 +76,8 @@ class SummarizeResult(_CamelCaseShape):
     notes_consolidated: int
     status: SummarizeStatus = Field(
         description="complete: written now; exists: already written this cycle, nothing done (force: true writes "
-        "it again); nothing_to_consolidate: the period holds no material, nothing written."
+        "it again); nothing_to_consolidate: the period holds no material, nothing written; over_budget: the "
+        "tenant's monthly cost ceiling is reached (or reserved by calls in flight), no model call, nothing written."
     )
 
 
@@ -108,9 +111,25 @@ async def summarize_latest(
     """Consolidate the user's latest complete `period_name` at `now` (its missing inputs first)."""
     check_identity(tenant_id, user_id)
     target = latest_period(period_name, now)
+    outcome: PeriodOutcome | None = None
     for source in rollup_inputs(target):
-        await consolidate_period(conn, tenant_id, user_id, source, now, model=model, config=config)
-    outcome = await consolidate_period(conn, tenant_id, user_id, target, now, model=model, config=config, force=force)
+        written = await consolidate_period(conn, tenant_id, user_id, source, now, model=model, config=config)
+        if written.status == OVER_BUDGET:  # the rollup would read an input the ceiling left unwritten
+            outcome = written
+            break
+    if outcome is None:
+        outcome = await consolidate_period(
+            conn, tenant_id, user_id, target, now, model=model, config=config, force=force
+        )
+    if outcome.status == OVER_BUDGET:
+        return SummarizeResult(
+            summary_id=None,
+            period=target.name,
+            start_date=target.start,
+            end_date=target.end,
+            notes_consolidated=0,
+            status="over_budget",
+        )
     note_id, consolidated = outcome.note_id, outcome.notes_consolidated
     if outcome.status == "exists":
         # Not written by this run (done before, or by a run racing this one): answer with the note that stands.

@@ -5,6 +5,7 @@
   metrics, lease, the conversation).
 - forget_item: that item version (its lineage goes with it). Forgetting a cluster summary forgets the members
   it stands for too — otherwise the next refresh would write the same text back.
+- Both clear the recalled blocks (what `memory-agent at` shows a round was given) that quoted what they erased.
 - forget_user: every long-term row of the user (consolidation notes and batch summaries too) and every
   conversation of theirs.
 A summary job holds its conversation while it writes (complete_memory); forget_conversation and forget_user
@@ -61,6 +62,7 @@ async def forget_conversation(
         deleted = await _erase_conversation_lineage(conn, scope, conversation_id)
         summaries = await _rederive(conn, scope, deleted, summarize, now, min_items)
         rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
+        await _clear_recalled(conn, scope, [*deleted, *summaries[0], *summaries[1]])
     return ForgetReport(tuple(deleted), *summaries, tuple(row["conversation_id"] for row in rows))
 
 
@@ -86,6 +88,7 @@ async def forget_item(
             rows += await fetch(conn, "delete_items", {**scope, "item_ids": members})
         deleted = [row["item_id"] for row in rows]
         refreshed, summaries_deleted = await _rederive(conn, scope, deleted, summarize, now, min_items)
+        await _clear_recalled(conn, scope, [*deleted, *refreshed, *summaries_deleted])
     summaries_deleted += tuple(row["item_id"] for row in rows if row["is_summary"])
     return ForgetReport(tuple(i for i in deleted if i not in summaries_deleted), refreshed, summaries_deleted)
 
@@ -109,6 +112,12 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
         conversations_deleted=tuple(erased),
         notes_deleted=tuple(row["note_id"] for row in notes),
     )
+
+
+async def _clear_recalled(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], item_ids: list[int]) -> None:
+    """The recalled blocks of the user's rounds that quoted anything erased or rewritten go (the erased rows are
+    found missing; `item_ids` names the summaries rewritten in place)."""
+    await fetch(conn, "clear_recalled_blocks", {**scope, "item_ids": item_ids})
 
 
 async def _erase_conversation_lineage(
