@@ -30,7 +30,6 @@ from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.forget import ForgetReport, forget_item
 from memory_agent.long_term.items import ITEM_LISTS, ItemType, normalize_content
-from memory_agent.long_term.recall import RecallSettings, bounded_query
 from memory_agent.long_term.scope import Row, check_id, fetch, fetch_one
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError
 
@@ -279,9 +278,6 @@ async def search_rows(
         raise InvalidInputError(f"limit and offset must be integers >= 0, got {limit!r} and {offset!r}")
     if query is not None and not isinstance(query, str):
         raise InvalidInputError(f"query must be a string or None, got {type(query).__name__}")
-    if query is not None:
-        # Searched with its start, as recall is (docs/limits.md): trigram similarity costs the query's length.
-        query = bounded_query(checked_text("the search query", query), RecallSettings.max_query_chars)
     equal = equality_filter(filter)
     return await fetch(
         conn,
