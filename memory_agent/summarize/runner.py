@@ -140,6 +140,7 @@ class SummaryRunner(LongTermFollowUps):
                 model_name=storable_text(self.agent.model_name),
                 summarized_start=new_start,
                 summarized_end=end_seq,
+                finished_at=self.clock(),
             )
             logger.warning(
                 "Summarization of messages %s-%s for %s failed: %s", start_seq, end_seq, conversation_id, error
@@ -180,6 +181,7 @@ class SummaryRunner(LongTermFollowUps):
             "output_tokens": result.output_tokens,
             "summarized_start": new_start,
             "summarized_end": row["end_sequence"],
+            "finished_at": now,
         }
         try:
             ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.llm_prices)
