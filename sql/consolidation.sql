@@ -46,6 +46,11 @@ SET schedule = EXCLUDED.schedule, interval_days = EXCLUDED.interval_days,
     last_run = GREATEST(consolidation_schedules.last_run, EXCLUDED.last_run),
     next_run = GREATEST(consolidation_schedules.next_run, %(next_run)s);
 
+-- schedule_covered --
+-- A user's covered_until of one job, as it is now (a forget that dropped notes moved it back).
+SELECT covered_until FROM consolidation_schedules
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND job = %(job)s;
+
 -- daily_inputs --
 -- A user's material of [start, end): the long-term items written then and each conversation's latest memory, with
 -- their lineage (the item or memory version, and the conversations it came from).

@@ -8,8 +8,6 @@ downtime catches up, and a run killed mid-day redoes only what that day had not 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -18,6 +16,7 @@ import psycopg
 from langchain_core.language_models import BaseChatModel
 from psycopg.types.json import Jsonb
 
+from memory_agent.consolidation.claims import NIGHTLY, Covered, claimed_note, schedule_held
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import (
@@ -43,7 +42,6 @@ from memory_agent.consolidation.periods import (
 from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 
-NIGHTLY = "nightly"
 FORGOTTEN = "forgotten"
 
 
@@ -95,25 +93,28 @@ async def run_nightly(
     day = first
     while day is not None and day <= yesterday:
         for period in [Period("daily", day, day), *rollups_due_after(day)]:
-            outcome = await consolidate_period(
-                conn, tenant_id, user_id, period, now, model=model, config=config, cap=cap
-            )
+            outcome = await _claimed_period(conn, scope, period, now, model, config, False, cap, Covered(covered))
             report.outcomes.append(outcome)
             if outcome.status in (CAPPED, OVER_BUDGET, FORGOTTEN):
                 report.stopped = outcome.status
                 return report
         async with conn.transaction():
-            await sources_held(conn, scope)  # a forget of the user in progress first erases what is here
+            if not await schedule_held(conn, scope, Covered(covered)):
+                report.stopped = FORGOTTEN
+                return report
             run_day = day + timedelta(days=1)
             before = run_day - timedelta(days=config.retain_days)
             rows = await fetch(conn, "compact_dailies", {**scope, "before": before, "now": now})
             report.compacted.extend(row["note_id"] for row in rows)
             await _advance(conn, scope, day, now, None)
         report.days.append(day)
+        covered = day
         day += timedelta(days=1)
     # Only a finished run moves next_run: a run killed midway leaves the user due at the next tick.
     async with conn.transaction():
-        await sources_held(conn, scope)
+        if not await schedule_held(conn, scope, Covered(covered)):
+            report.stopped = FORGOTTEN
+            return report
         await _advance(conn, scope, covered, now, next_tick(now, config.schedule_time))
     return report
 
@@ -157,27 +158,27 @@ async def consolidate_period(
     check_identity(tenant_id, user_id)
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
+    return await _claimed_period(conn, scope, period, now, model, config, force, cap, None)
+
+
+async def _claimed_period(
+    conn: psycopg.AsyncConnection[Any],
+    scope: dict[str, Any],
+    period: Period,
+    now: datetime,
+    model: BaseChatModel,
+    config: ConsolidationConfig,
+    force: bool,
+    cap: SummaryJobCap | None,
+    covered: Covered | None,
+) -> PeriodOutcome:
     key = {**scope, "period": period.name, "period_start": period.start}
     if not force and await fetch_one(conn, "note_exists", key):
         return PeriodOutcome(period, "exists")
     async with claimed_note(conn, key):
         if not force and await fetch_one(conn, "note_exists", key):
             return PeriodOutcome(period, "exists")
-        return await _consolidate(conn, scope, key, period, now, model, config, force, cap)
-
-
-@asynccontextmanager
-async def claimed_note(conn: psycopg.AsyncConnection[Any], key: dict[str, Any]) -> AsyncIterator[None]:
-    """Hold the note's claim (a session advisory lock) for the block, model call included."""
-    await fetch(conn, "claim_note", key)
-    try:
-        yield
-    finally:
-        try:
-            await fetch(conn, "release_note", key)
-        except BaseException:
-            await conn.close()  # the lock must not go back to a pool with the connection: closing frees it
-            raise
+        return await _consolidate(conn, scope, key, period, now, model, config, force, cap, covered)
 
 
 async def _consolidate(
@@ -190,6 +191,7 @@ async def _consolidate(
     config: ConsolidationConfig,
     force: bool,
     cap: SummaryJobCap | None,
+    covered: Covered | None,
 ) -> PeriodOutcome:
     lines, content, consolidated, lineage = await _material(conn, scope, period, config)
     if not lines:
@@ -209,7 +211,7 @@ async def _consolidate(
     async with conn.transaction():
         held = await sources_held(
             conn, scope, item_ids=lineage.item_ids, memory_ids=lineage.memory_ids, note_ids=lineage.note_ids
-        )
+        ) and await schedule_held(conn, scope, covered)
         # A call whose note a forget made void is still counted, under no user.
         await record_model_call(conn, scope if held else {**scope, "user_id": ""}, "consolidation", call, now, config)
         if not held:
