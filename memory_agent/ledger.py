@@ -162,9 +162,11 @@ async def record_log(
     now: datetime,
     prices: Mapping[str, ModelPrice],
 ) -> None:
-    """record_calls for a job's log; a failure is logged, never raised (the job's work is done already)."""
+    """record_calls for a job's log; a failure is logged, never raised (the job's work is done already), and
+    leaves the caller's transaction, if any, usable (a savepoint)."""
     try:
-        await record_calls(conn, tenant_id, user_id, log.calls, now=now, prices=prices)
+        async with conn.transaction():
+            await record_calls(conn, tenant_id, user_id, log.calls, now=now, prices=prices)
     except Exception as exc:
         logger.warning("LLM calls of %s/%s not recorded in the ledger: %s", tenant_id, user_id, exc)
 

@@ -32,6 +32,11 @@ SELECT (SELECT count(*) FROM items
         WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND note_id = ANY(%(note_ids)s::bigint[]))
            = cardinality(%(note_ids)s::bigint[]) AS present;
 
+-- user_present --
+-- Whether the user still has items or conversations (after share_forget_lock: false once forget_user committed).
+SELECT EXISTS (SELECT 1 FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
+    OR EXISTS (SELECT 1 FROM conversations WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s) AS present;
+
 -- drop_derived --
 -- Erase the consolidation notes and batch summaries made from any of the given items or conversations (or written
 -- before lineage was recorded), and move the nightly schedule back before the earliest dropped note, so the next

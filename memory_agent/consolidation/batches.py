@@ -23,7 +23,7 @@ from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, before
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, call_consolidation_model
 from memory_agent.consolidation.nightly import FORGOTTEN
 from memory_agent.long_term import forget_item
-from memory_agent.long_term.lineage import sources_held
+from memory_agent.long_term.lineage import ledger_user, sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 
 BATCH_JOB = "batch_summaries"
@@ -116,8 +116,8 @@ async def _summarize(
     async with conn.transaction():
         await fetch(conn, "lock_batch_summaries", where)
         held = await sources_held(conn, where, item_ids=item_ids)
-        # A call whose summary a forget made void is still counted, under no user.
-        await record_model_call(conn, where if held else {**where, "user_id": ""}, "batch_summary", call, now, config)
+        user = await ledger_user(conn, where)  # a forgotten user's call is still counted, under no user
+        await record_model_call(conn, {**where, "user_id": user}, "batch_summary", call, now, config)
         if not held:
             return FORGOTTEN
         row = await fetch_one(

@@ -120,14 +120,9 @@ async def record_model_call(
     now: datetime,
     config: ConsolidationConfig,
 ) -> None:
-    """The call in the ledger (a failure to record is logged: the model's answer is still used), in a savepoint
-    of the caller's transaction, if any: a failure leaves that transaction usable."""
-    calls = [ledger.LLMCall(purpose, call.model, call.input_tokens, call.output_tokens)]
-    try:
-        async with conn.transaction():
-            await ledger.record_calls(conn, scope["tenant_id"], scope["user_id"], calls, now=now, prices=config.prices)
-    except Exception as exc:
-        logger.warning("LLM call of %s/%s not recorded in the ledger: %s", scope["tenant_id"], scope["user_id"], exc)
+    """The call in the ledger (a failure to record is logged: the model's answer is still used)."""
+    log = ledger.CallLog([ledger.LLMCall(purpose, call.model, call.input_tokens, call.output_tokens)])
+    await ledger.record_log(conn, scope["tenant_id"], scope["user_id"], log, now=now, prices=config.prices)
 
 
 @asynccontextmanager

@@ -39,7 +39,7 @@ from memory_agent.consolidation.periods import (
     rollups_due_after,
     utc_day,
 )
-from memory_agent.long_term.lineage import Lineage, sources_held
+from memory_agent.long_term.lineage import Lineage, ledger_user, sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 
 FORGOTTEN = "forgotten"
@@ -212,8 +212,8 @@ async def _consolidate(
         held = await sources_held(
             conn, scope, item_ids=lineage.item_ids, memory_ids=lineage.memory_ids, note_ids=lineage.note_ids
         ) and await schedule_held(conn, scope, covered)
-        # A call whose note a forget made void is still counted, under no user.
-        await record_model_call(conn, scope if held else {**scope, "user_id": ""}, "consolidation", call, now, config)
+        user = await ledger_user(conn, scope)  # a forgotten user's call is still counted, under no user
+        await record_model_call(conn, {**scope, "user_id": user}, "consolidation", call, now, config)
         if not held:
             return PeriodOutcome(period, FORGOTTEN)
         row = await fetch_one(

@@ -83,3 +83,12 @@ async def sources_held(
         },
     )
     return bool(row and row["present"])
+
+
+async def ledger_user(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any]) -> str:
+    """Whom a model call made for the user is recorded under, in the transaction that records it: the user, or
+    '' (no user) once forget_user erased them, so a call answered after the forget names nobody."""
+    who = {"tenant_id": scope["tenant_id"], "user_id": scope["user_id"]}
+    await fetch_one(conn, "share_forget_lock", who)
+    row = await fetch_one(conn, "user_present", who)
+    return who["user_id"] if row and row["present"] else ""

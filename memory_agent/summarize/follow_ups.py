@@ -18,6 +18,7 @@ from memory_agent import ledger, long_term
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.embeddings import index_items, index_pending
+from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
@@ -109,8 +110,8 @@ class LongTermFollowUps:
                     await long_term.refresh_cluster(
                         conn, cluster, self.cluster_summarizer, now=now, min_items=settings.summary_min_cluster_items
                     )
-                await ledger.record_log(
-                    conn, cluster.tenant_id, cluster.user_id, log, now=now, prices=settings.llm_prices
-                )
+                async with conn.transaction():
+                    user = await ledger_user(conn, cluster.params())
+                    await ledger.record_log(conn, cluster.tenant_id, user, log, now=now, prices=settings.llm_prices)
                 handled += 1
         return handled

@@ -31,6 +31,7 @@ from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.errors import InvalidInputError, SummarizationError
 from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, SequencedMessage, SummaryResult
 from memory_agent.summarize.follow_ups import LongTermFollowUps
@@ -74,9 +75,10 @@ class SummaryRunner(LongTermFollowUps):
             status = await self._run_summary(memory_id, user_id, log, started)
         if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
-                async with self.backend.connection() as conn:
+                async with self.backend.connection() as conn, conn.transaction():
+                    user = await ledger_user(conn, {"tenant_id": log.tenant_id, "user_id": user_id})
                     await ledger.record_log(
-                        conn, log.tenant_id, user_id, log, now=self.clock(), prices=self.settings.llm_prices
+                        conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.llm_prices
                     )
             except Exception as exc:  # the database may be away; the summary itself is done
                 logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
