@@ -13,9 +13,9 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.consolidation import ConsolidationConfig, ManualClock, run_batch_summaries, run_nightly
-from memory_agent.long_term import remember
+from memory_agent.long_term import forget_item, remember
 from memory_agent.summarize.offline import OfflineSummaryModel
-from tests.conftest import query
+from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day
 from tests.long_term.conftest import items
 from tests.long_term.test_forget import tables_holding
@@ -150,3 +150,26 @@ async def test_the_retention_pass_keeps_what_its_batch_summary_stands_for(conn, 
     assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
     assert query(database_url, "SELECT count(*) FROM batch_summaries") == [(1,)]
     assert query(database_url, "SELECT note_id FROM consolidation_notes ORDER BY note_id") == notes
+
+
+async def test_a_note_written_before_lineage_was_recorded_goes_with_any_forget_of_its_user(conn, database_url):
+    for n in range(2):
+        await remember(
+            conn,
+            tenant_id="default",
+            user_id="ana",
+            items=items(decisions=[(f"step_{n}", f"Decided to ship step {n}")]),
+            conversation_id=None,
+            memory_id=None,
+            now=day(n, 12),
+        )
+    await run_nightly(conn, "default", "ana", day(2, 6), model=CountingModel(), config=NIGHTLY)
+    # As a database upgraded to lineage holds them: the older rows have none.
+    execute(database_url, "UPDATE consolidation_notes SET source_item_ids = NULL, source_conversation_ids = NULL")
+    (first,) = query(database_url, "SELECT item_id FROM items ORDER BY item_id LIMIT 1")[0]
+    report = await forget_item(conn, "default", "ana", first)
+    assert len(report.notes_deleted) == 2 and query(database_url, "SELECT count(*) FROM consolidation_notes") == [(0,)]
+    # Made again, with lineage, from what is left.
+    again = await run_nightly(conn, "default", "ana", day(2, 7), model=CountingModel(), config=NIGHTLY)
+    assert again.written("daily") == 1
+    assert query(database_url, "SELECT count(*) FROM consolidation_notes WHERE source_item_ids IS NULL") == [(0,)]
