@@ -23,12 +23,13 @@ from memory_agent.consolidation.nightly import consolidate_period
 from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, latest_period
 from memory_agent.long_term.scope import Row, check_identity, fetch_one
 
-SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate"]
+SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "forgotten"]
 # consolidate_period's outcome → the answer's status ("complete" is the seed's word for a written note).
 _STATUS: dict[str, SummarizeStatus] = {
     "complete": "complete",
     "exists": "exists",
     "empty": "nothing_to_consolidate",
+    "forgotten": "forgotten",
 }
 
 
@@ -74,7 +75,8 @@ class SummarizeResult(_SeedShape):
     notes_consolidated: int
     status: SummarizeStatus = Field(
         description="complete: written now; exists: already written this cycle, nothing done (force: true writes "
-        "it again); nothing_to_consolidate: the period holds no material, nothing written."
+        "it again); nothing_to_consolidate: the period holds no material, nothing written; forgotten: a forget of the "
+        "user erased some of the material while the model answered, nothing written."
     )
 
 
