@@ -93,7 +93,7 @@ async def run_nightly(
     day = first
     while day is not None and day <= yesterday:
         for period in [Period("daily", day, day), *rollups_due_after(day)]:
-            outcome = await _claimed_period(conn, scope, period, now, model, config, False, cap, Covered(covered))
+            outcome = await _claimed_period(conn, scope, period, now, _Job(model, config, False, cap, Covered(covered)))
             report.outcomes.append(outcome)
             if outcome.status in (CAPPED, OVER_BUDGET, FORGOTTEN):
                 report.stopped = outcome.status
@@ -158,27 +158,30 @@ async def consolidate_period(
     check_identity(tenant_id, user_id)
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
-    return await _claimed_period(conn, scope, period, now, model, config, force, cap, None)
+    return await _claimed_period(conn, scope, period, now, _Job(model, config, force, cap, None))
+
+
+@dataclass(frozen=True)
+class _Job:
+    """How one period is consolidated: the model, the settings, and the run's guards."""
+
+    model: BaseChatModel
+    config: ConsolidationConfig
+    force: bool
+    cap: SummaryJobCap | None
+    covered: Covered | None  # the run's schedule as it left it (None: a manual run)
 
 
 async def _claimed_period(
-    conn: psycopg.AsyncConnection[Any],
-    scope: dict[str, Any],
-    period: Period,
-    now: datetime,
-    model: BaseChatModel,
-    config: ConsolidationConfig,
-    force: bool,
-    cap: SummaryJobCap | None,
-    covered: Covered | None,
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, now: datetime, job: _Job
 ) -> PeriodOutcome:
     key = {**scope, "period": period.name, "period_start": period.start}
-    if not force and await fetch_one(conn, "note_exists", key):
+    if not job.force and await fetch_one(conn, "note_exists", key):
         return PeriodOutcome(period, "exists")
     async with claimed_note(conn, key):
-        if not force and await fetch_one(conn, "note_exists", key):
+        if not job.force and await fetch_one(conn, "note_exists", key):
             return PeriodOutcome(period, "exists")
-        return await _consolidate(conn, scope, key, period, now, model, config, force, cap, covered)
+        return await _consolidate(conn, scope, key, period, now, job)
 
 
 async def _consolidate(
@@ -187,12 +190,10 @@ async def _consolidate(
     key: dict[str, Any],
     period: Period,
     now: datetime,
-    model: BaseChatModel,
-    config: ConsolidationConfig,
-    force: bool,
-    cap: SummaryJobCap | None,
-    covered: Covered | None,
+    job: _Job,
 ) -> PeriodOutcome:
+    """The claimed period's note: material, guards, model call, and the write a forget can void."""
+    model, config, force, cap, covered = job.model, job.config, job.force, job.cap, job.covered
     lines, content, consolidated, lineage = await _material(conn, scope, period, config)
     if not lines:
         return PeriodOutcome(period, "empty")

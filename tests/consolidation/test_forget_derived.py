@@ -5,13 +5,11 @@ finds it, and the next nightly run makes the dropped notes again from what is le
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import pytest
 from langchain_core.messages import HumanMessage
 
-from memory_agent import MemoryService, MemorySettings, with_memory
+from memory_agent import MemoryService, with_memory
 from memory_agent.consolidation import ConsolidationConfig, ManualClock, run_batch_summaries, run_nightly
 from memory_agent.long_term import forget_item, remember
 from memory_agent.summarize.offline import OfflineSummaryModel
@@ -19,6 +17,7 @@ from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day
 from tests.long_term.conftest import items
 from tests.long_term.test_forget import tables_holding
+from tests.long_term.test_summary_job import open_service  # noqa: F401 (fixture)
 from tests.support import EchoChat
 
 NIGHTLY = ConsolidationConfig()
@@ -32,26 +31,24 @@ NOTE_COLUMNS = {
 }
 
 
-@pytest.fixture
-async def service(database_url: str) -> AsyncIterator[Callable[..., Any]]:
-    opened: list[MemoryService] = []
-
-    async def factory(clock: ManualClock) -> MemoryService:
-        settings = MemorySettings(database_url=database_url, drain_timeout_s=5)
-        memory = MemoryService(settings, model=OfflineSummaryModel(), clock=clock)
-        await memory.aopen()
-        opened.append(memory)
-        return memory
-
-    yield factory
-    for memory in opened:
-        await memory.aclose(timeout=0.5)
-
-
 async def consolidate(conn: Any, at_day: int) -> None:
     """The nightly run (dailies, the weekly of May 31 - June 6) and the batch summaries, as the schedules run them."""
     await run_nightly(conn, "default", "ana", day(at_day, 6), model=CountingModel(), config=NIGHTLY)
     await run_batch_summaries(conn, "default", "ana", day(at_day, 6), model=CountingModel(), config=BATCHES)
+
+
+async def write_decisions(conn: Any, days: int) -> None:
+    """One decision a day, at noon, from day 0 on (no conversation)."""
+    for n in range(days):
+        await remember(
+            conn,
+            tenant_id="default",
+            user_id="ana",
+            items=items(decisions=[(f"step_{n}", f"Decided to ship step {n}")]),
+            conversation_id=None,
+            memory_id=None,
+            now=day(n, 12),
+        )
 
 
 def weekly_notes(url: str) -> list[tuple[Any, ...]]:
@@ -62,10 +59,10 @@ async def recalled(memory: MemoryService, canary: str) -> list[str]:
     return [hit.text for hit in await memory.recall("ana", f"allergic {canary}") if canary in hit.text]
 
 
-async def test_delete_conversation_erases_the_notes_and_batch_summaries_made_from_it(service, conn, database_url):
+async def test_delete_conversation_erases_the_notes_and_batch_summaries_made_from_it(open_service, conn, database_url):
     canary = f"zq{uuid.uuid4().hex[:10]}canary"
     clock = ManualClock(day(0, 9))
-    memory = await service(clock)
+    memory = await open_service(OfflineSummaryModel(), clock=clock)
     app = with_memory(EchoChat().graph, memory)
     for n, other in enumerate(["I live in Lisbon.", "I like jazz.", "I work at Acme.", "I have a cat."]):
         clock.set(day(n, 9))
@@ -92,9 +89,9 @@ async def test_delete_conversation_erases_the_notes_and_batch_summaries_made_fro
     assert tables_holding(database_url, canary) == []
 
 
-async def test_forget_item_erases_the_notes_and_batch_summaries_made_from_it(service, conn, database_url):
+async def test_forget_item_erases_the_notes_and_batch_summaries_made_from_it(open_service, conn, database_url):
     canary = f"zq{uuid.uuid4().hex[:10]}canary"
-    memory = await service(ManualClock(day(10)))
+    memory = await open_service(OfflineSummaryModel(), clock=ManualClock(day(10)))
     for n, other in enumerate(["Lisbon", "Porto", "Faro", "Braga"]):  # 4 statements of the fact, one a day
         await remember(
             conn,
@@ -130,16 +127,7 @@ async def test_forget_item_erases_the_notes_and_batch_summaries_made_from_it(ser
 async def test_the_retention_pass_keeps_what_its_batch_summary_stands_for(conn, database_url):
     """The TTL pass forgets originals through forget_item too, but the batch summary (and notes) made from them
     are what is kept of them."""
-    for n in range(3):
-        await remember(
-            conn,
-            tenant_id="default",
-            user_id="ana",
-            items=items(decisions=[(f"step_{n}", f"Decided to ship step {n}")]),
-            conversation_id=None,
-            memory_id=None,
-            now=day(n, 12),
-        )
+    await write_decisions(conn, 3)
     await run_nightly(conn, "default", "ana", day(8, 6), model=CountingModel(), config=NIGHTLY)
     notes = query(database_url, "SELECT note_id FROM consolidation_notes ORDER BY note_id")
     config = ConsolidationConfig(
@@ -153,16 +141,7 @@ async def test_the_retention_pass_keeps_what_its_batch_summary_stands_for(conn, 
 
 
 async def test_a_note_written_before_lineage_was_recorded_goes_with_any_forget_of_its_user(conn, database_url):
-    for n in range(2):
-        await remember(
-            conn,
-            tenant_id="default",
-            user_id="ana",
-            items=items(decisions=[(f"step_{n}", f"Decided to ship step {n}")]),
-            conversation_id=None,
-            memory_id=None,
-            now=day(n, 12),
-        )
+    await write_decisions(conn, 2)
     await run_nightly(conn, "default", "ana", day(2, 6), model=CountingModel(), config=NIGHTLY)
     # As a database upgraded to lineage holds them: the older rows have none.
     execute(database_url, "UPDATE consolidation_notes SET source_item_ids = NULL, source_conversation_ids = NULL")
