@@ -30,14 +30,16 @@ NOW = datetime(2026, 1, 8, 12, tzinfo=UTC)
 
 class RacingModel(OfflineConsolidationModel):
     """The offline consolidator recording each call's first line; with `parties` > 1 every call waits (up to
-    5 s) until that many calls have arrived, so concurrent requests all pass their "is it written?" read."""
+    `patience_s`[0]) until that many calls have arrived, so concurrent requests all pass their "is it written?"
+    read."""
 
     calls: list[str] = Field(default_factory=list)  # shared by the copies with_structured_output makes
     parties: list[int] = Field(default_factory=lambda: [1])
+    patience_s: list[float] = Field(default_factory=lambda: [5.0])
 
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         self.calls.append(str(messages[-1].text).splitlines()[0])
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + self.patience_s[0]
         while len(self.calls) < self.parties[0] and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         return self._generate(messages, *args, **kwargs)
