@@ -79,6 +79,14 @@ SELECT i.user_id, i.tenant_id, i.item_id, %(model)s,
        (SELECT array_agg(random() - 0.5) FROM generate_series(1, %(dims)s) WHERE i.item_id IS NOT NULL)::vector
 FROM items AS i
 
+-- recall_bench_turn_embeddings --
+-- A random vector of `dims` for every user and assistant turn (as the background job writes them: latency only).
+INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding)
+SELECT m.user_id, m.tenant_id, m.conversation_id, m.sequence_number, %(model)s,
+       (SELECT array_agg(random() - 0.5) FROM generate_series(1, %(dims)s) WHERE m.sequence_number IS NOT NULL)::vector
+FROM messages AS m
+WHERE m.role IN ('user', 'assistant')
+
 -- recall_bench_analyze --
 -- The state autovacuum leaves a table in: statistics, visibility map, hint bits (a first read after a bulk load
 -- writes every page it touches).

@@ -261,3 +261,22 @@ def render_plot(results: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+README_BLOCK = (
+    "<!-- latest results: written by `make bench` from results/latest.md -->",
+    "<!-- end of latest results -->",
+)
+
+
+def readme_with_results(readme: str, markdown: str) -> str:
+    """benchmarks/README.md with its latest-results block replaced by a run's markdown (latest.md): the page's
+    title is the README's own, and the plot is beside latest.md in results/."""
+    start, end = README_BLOCK
+    head, found, rest = readme.partition(start)
+    if not found or end not in rest:
+        raise ValueError(f"benchmarks/README.md has no block between {start!r} and {end!r}")
+    tail = rest.split(end, 1)[1]
+    body = markdown.split("\n", 1)[1] if markdown.startswith("# ") else markdown
+    body = body.replace("](latest.png)", "](results/latest.png)").strip()
+    return f"{head}{start}\n{body}\n{end}{tail}"

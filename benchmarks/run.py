@@ -36,7 +36,7 @@ from benchmarks.observability import observability_stage
 from benchmarks.observability import render_markdown as render_observability
 from benchmarks.recall import recall_stage
 from benchmarks.recall import render as render_recall
-from benchmarks.report import ratio_table, render_markdown, render_plot
+from benchmarks.report import ratio_table, readme_with_results, render_markdown, render_plot
 from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph, create_database, drop_database
 from memory_agent.integrations.base import RoundMemory
 from memory_agent.schemas import RoundInfo
@@ -511,6 +511,9 @@ def write_results(results: dict[str, Any], out_dir: Path, plot: bool = True) -> 
     if "observability" in results:
         markdown += "\n" + render_observability(results["observability"])
     (out_dir / "latest.md").write_text(markdown)
+    if out_dir.resolve() == RESULTS_DIR.resolve():  # the repository's results: the README shows them
+        readme = RESULTS_DIR.parent / "README.md"
+        readme.write_text(readme_with_results(readme.read_text(), markdown))
     if plot:
         render_plot(results, out_dir / "latest.png")
 

@@ -1,18 +1,19 @@
-"""A memory-wrapped chat graph for `langgraph dev` / LangGraph Platform (see langgraph.json).
+"""A memory-wrapped chat graph for `langgraph dev` / LangSmith Deployment (see langgraph.json).
 
 The server keeps each thread's state with its own checkpointer; memory_agent stores every round and gives
-the model the memory plus the messages after it. Configure with MEMORY_AGENT_* (the database; an embedded
-PostgreSQL when MEMORY_AGENT_DATABASE_URL is unset) and OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL.
+the model the memory plus the messages after it. The round's user is the server's authenticated user, else the
+run's context or configurable `user_id`; none (Studio without auth): the thread's own scope. Configure with
+MEMORY_AGENT_* (the database; an embedded PostgreSQL when MEMORY_AGENT_DATABASE_URL is unset) and
+OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL. See docs/langgraph-server.md.
 """
 
 from __future__ import annotations
 
-import atexit
-
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import START, MessagesState, StateGraph
 
-from memory_agent import MemoryService, openai_chat_model, with_memory
+from memory_agent import openai_chat_model, with_memory
+from memory_agent.langgraph_server import shared_memory
 
 
 def build_chat_graph():
@@ -30,7 +31,5 @@ def build_chat_graph():
     return builder.compile(name="chat")
 
 
-memory = MemoryService.from_settings().open()
-atexit.register(memory.close)
-
+memory = shared_memory()
 graph = with_memory(build_chat_graph(), memory, name="chat")

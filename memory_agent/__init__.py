@@ -22,6 +22,7 @@ from memory_agent.integrations.langgraph import (
     with_memory,
 )
 from memory_agent.integrations.middleware import MemoryMiddleware
+from memory_agent.integrations.retriever import MemoryRetriever
 from memory_agent.long_term.store import MemoryStore
 from memory_agent.schemas import (
     ConversationContext,
@@ -49,6 +50,7 @@ __all__ = [
     "MemoryGraph",
     "MemoryMiddleware",
     "MemoryRecord",
+    "MemoryRetriever",
     "MemoryRoundState",
     "MemoryService",
     "MemorySettings",

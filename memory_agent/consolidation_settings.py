@@ -1,4 +1,4 @@
-"""The settings of scheduled consolidation (nightly-compaction-and-rollups.md, periodic-rag-memory-summarization.md),
+"""The settings of scheduled consolidation (nightly notes and rollups, batch summaries: docs/concepts/consolidation.md),
 as a base class of MemorySettings under the tenant guards' (guard_settings.py): each field is a MEMORY_AGENT_*
 variable like every other setting."""
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memory_agent.conversation.messages import validate_conversation_id, validate_identity
+from memory_agent.conversation.identity import validate_identity, validate_user_id
+from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.schemas import MemoryRecord
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ class ConversationReads:
         """A round's key as given (no user → the conversation's own scope), checked like any round input."""
         validate_conversation_id(conversation_id)
         if user_id is not None:
-            validate_identity(user_id, "user_id")
+            validate_user_id(user_id)
         if tenant_id is not None:
             validate_identity(tenant_id, "tenant_id")
         return ConversationKey.of(conversation_id, user_id, tenant_id)
@@ -54,7 +56,8 @@ class ConversationReads:
     ) -> list[MemoryRecord]:
         """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""
         key = await self._owned(conversation_id, user_id, tenant_id)
-        return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
+        with tenant_scope(key.tenant_id):
+            return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
 
     async def delete_conversation(
         self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
@@ -65,8 +68,9 @@ class ConversationReads:
         consolidation notes and batch summaries made from it (made again by their next run without it), and its
         summary jobs' rows. False when it did not exist."""
         key = await self._owned(conversation_id, user_id, tenant_id)
-        coro = self._forget_conversation(key.tenant_id, key.user_id, key.conversation_id)
-        return await self.loop.arun(coro, shield=True)
+        with tenant_scope(key.tenant_id):
+            coro = self._forget_conversation(key.tenant_id, key.user_id, key.conversation_id)
+            return await self.loop.arun(coro, shield=True)
 
     async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
         """One memory version by its key (user_id, memory_id)."""

@@ -1,4 +1,4 @@
-"""The settings of the tenant guards and the cost ledger (cluster-summarization-pipeline.md's per-tenant guards),
+"""The settings of the tenant guards and the cost ledger (docs/concepts/consolidation.md),
 as a base class of MemorySettings: each field is a MEMORY_AGENT_* variable like every other setting."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class GuardSettings(BaseSettings):
         default=120.0,
         ge=0,
         le=MAX_COOLDOWN_S,
-        description="Cooldown between two scheduler runs of one tenant (the seed's 2 minutes); 0: none.",
+        description="Cooldown between two scheduler runs of one tenant (the design's 2 minutes); 0: none.",
     )
     max_summary_jobs_per_run: int = Field(
         default=20,

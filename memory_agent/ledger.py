@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -144,12 +144,19 @@ async def record_calls(
     *,
     now: datetime,
     prices: Mapping[str, ModelPrice],
+    reservation: Reservation | None = None,
 ) -> Decimal:
-    """Write the calls of one user (one statement: the rows and the tenant's monthly total); their cost."""
-    if not calls:
+    """Write the calls of one user (one statement: the rows and the tenant's monthly total, and the end of the
+    `reservation` they settle); their cost."""
+    if not calls and (reservation is None or reservation.reservation_id is None):
         return Decimal(0)
     params = call_params(tenant_id, user_id, calls, now=now, prices=prices)
-    await conn.execute(resources.queries()["record_llm_calls"], params)
+    if reservation is not None and reservation.reservation_id is not None:
+        await conn.execute(
+            resources.queries()["settle_budget"], {**params, "reservation_id": reservation.reservation_id}
+        )
+    else:
+        await conn.execute(resources.queries()["record_llm_calls"], params)
     return params["cost"]
 
 
@@ -161,14 +168,84 @@ async def record_log(
     *,
     now: datetime,
     prices: Mapping[str, ModelPrice],
+    reservation: Reservation | None = None,
 ) -> None:
-    """record_calls for a job's log; a failure is logged, never raised (the job's work is done already), and
-    leaves the caller's transaction, if any, usable (a savepoint)."""
+    """record_calls for a job's log; a failure is logged, never raised (the job's work is done already; the
+    reservation then counts until it expires), and leaves the caller's transaction, if any, usable (a savepoint)."""
     try:
         async with conn.transaction():
-            await record_calls(conn, tenant_id, user_id, log.calls, now=now, prices=prices)
+            await record_calls(conn, tenant_id, user_id, log.calls, now=now, prices=prices, reservation=reservation)
     except Exception as exc:
         logger.warning("LLM calls of %s/%s not recorded in the ledger: %s", tenant_id, user_id, exc)
+
+
+# A reservation its process never settled (killed during the call) stops counting after this long.
+RESERVATION_TTL = timedelta(minutes=15)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A model call's estimated cost held against its tenant's monthly ceiling until the call is recorded
+    (record_calls settles it) or released; `reservation_id` None: no ceiling, nothing held."""
+
+    tenant_id: str
+    reservation_id: int | None
+    amount: Decimal
+
+
+def estimate_cost(
+    purpose: Purpose, model: str, prompt: Sequence[BaseMessage], prices: Mapping[str, ModelPrice]
+) -> Decimal:
+    """What a call is expected to cost before it is made: its prompt's tokens, and as many again for the answer
+    (a summary is shorter than what it condenses)."""
+    tokens = count_tokens_approximately(list(prompt))
+    return price(LLMCall(purpose, model, tokens, tokens), prices)[0]
+
+
+async def reserve(
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    ceiling: Decimal | float | None,
+    amount: Decimal,
+    now: datetime,
+) -> Reservation | None:
+    """Reserve `amount` of the tenant's month before a model call, or None when the month (spent plus the calls
+    in flight) reached `ceiling`: the database decides (reserve_budget, sql/definitions), so concurrent callers
+    of any path and process cannot all pass one check. Run it on a connection outside a transaction: the
+    tenant's month row stays locked until the transaction ends."""
+    if ceiling is None:
+        return Reservation(tenant_id, None, amount)
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            resources.queries()["reserve_budget"],
+            {
+                "tenant_id": tenant_id,
+                "now": now,
+                "ceiling": str(Decimal(str(ceiling))),
+                "amount": str(amount),
+                "ttl": RESERVATION_TTL,
+            },
+        )
+        row = await cur.fetchone()
+    if row is None or row["reservation_id"] is None:
+        return None
+    return Reservation(tenant_id, row["reservation_id"], amount)
+
+
+async def release(conn: psycopg.AsyncConnection[Any], reservation: Reservation) -> None:
+    """Give a reservation back (its call failed and cost nothing known); a failure is logged, and the
+    reservation counts until it expires."""
+    if reservation.reservation_id is None:
+        return
+    try:
+        await conn.execute(
+            resources.queries()["release_budget"],
+            {"tenant_id": reservation.tenant_id, "reservation_id": reservation.reservation_id},
+        )
+    except Exception as exc:
+        logger.warning(
+            "Cost reservation %s of %s not released: %s", reservation.reservation_id, reservation.tenant_id, exc
+        )
 
 
 async def tenant_spend(conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime) -> Decimal:

@@ -110,7 +110,7 @@ class ServiceLifecycle:
             return self._database_url
         from memory_agent.db.embedded import start_embedded_postgres
 
-        return start_embedded_postgres(self.settings.data_dir)
+        return start_embedded_postgres(self.settings.data_dir, install_dir=self.settings.embedded_install_dir)
 
     async def _open_on_loop(self, url: str, loop: MemoryLoop) -> None:
         settings = self.settings

@@ -171,6 +171,12 @@ class RoundInfo(BaseModel):
     context_fingerprints: list[str] = Field(
         default_factory=list, description="fingerprint() of every message the graph was given at round start"
     )
+    stored_through: int | None = Field(
+        default=None,
+        description="The conversation's last stored sequence at round start (None: nothing stored). What the "
+        "graph produces is new even when an earlier message has its id and content (a model that repeats itself); "
+        "only a copy stored after this point (the same round stored twice) is not stored again.",
+    )
 
     @property
     def retrieval_path(self) -> Literal["memory+gap", "raw"]:

@@ -14,9 +14,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from memory_agent.conversation.messages import round_identity
+from memory_agent.conversation.identity import round_identity
 from memory_agent.conversation.window import calculate_summary_range
 from memory_agent.conversation_reads import ConversationReads
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.lifecycle import ServiceLifecycle
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, TriggerResult
@@ -75,7 +76,8 @@ class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
         as `prepare_round` does. Read only: no lease is taken, nothing is stored, no budget is applied.
         """
         key = await self._owned(conversation_id, user_id, tenant_id)
-        return await self._parts.rounds.context(key, current_messages or [])
+        with tenant_scope(key.tenant_id):
+            return await self._parts.rounds.context(key, current_messages or [])
 
     async def prepare_round(
         self,
@@ -96,11 +98,13 @@ class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
         tenant: naming another raises ConversationOwnerError before anything is read or written.
         """
         key = await self._key(conversation_id, user_id, tenant_id)
-        return await self._parts.rounds.prepare(key, messages, lease)
+        with tenant_scope(key.tenant_id):  # a role bound by row-level security names the tenant (db/tenancy.py)
+            return await self._parts.rounds.prepare(key, messages, lease)
 
     async def release_round(self, info: RoundInfo) -> None:
         """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
-        await self._parts.rounds.release(info)
+        with tenant_scope(info.key.tenant_id):
+            await self._parts.rounds.release(info)
 
     # ------------------------------------------------------------------ round end
 
@@ -130,11 +134,13 @@ class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
                 f"finish_round for {conversation_id!r} was given the round of {info.conversation_id!r}"
             )
         key = info.key if info is not None else await self._key(conversation_id, user_id, tenant_id)
-        return await self._parts.rounds.finish(key, messages, info)
+        with tenant_scope(key.tenant_id):  # the summary it dispatches inherits the scope
+            return await self._parts.rounds.finish(key, messages, info)
 
     async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
-        await self._parts.rounds.record_failed(info, stage, error)
+        with tenant_scope(info.key.tenant_id):
+            await self._parts.rounds.record_failed(info, stage, error)
 
     async def should_trigger_summary(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
@@ -143,14 +149,16 @@ class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
         and no summary in progress (a `processing` row quiet past processing_timeout_s is stale: it is
         reclaimed, so it does not count)."""
         key = await self._owned(conversation_id, user_id, tenant_id)
-        return await self.loop.arun(self._parts.trigger.is_due(key, last_saved_seq))
+        with tenant_scope(key.tenant_id):
+            return await self.loop.arun(self._parts.trigger.is_due(key, last_saved_seq))
 
     async def trigger_summarization_if_needed(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> TriggerResult:
         """Apply the trigger rule after a round whose last stored message is `last_saved_seq`."""
         key = await self._owned(conversation_id, user_id, tenant_id)
-        return await self.loop.arun(self._parts.trigger.trigger(key, last_saved_seq))
+        with tenant_scope(key.tenant_id):
+            return await self.loop.arun(self._parts.trigger.trigger(key, last_saved_seq))
 
     async def sweep(self) -> list[int]:
         """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""

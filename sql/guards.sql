@@ -5,6 +5,26 @@
 -- A user's model calls, and their cost added to the tenant's month (the function record_llm_calls, sql/definitions).
 SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb) AS recorded;
 
+-- settle_budget --
+-- record_llm_calls for the calls of a reservation, and the reservation's end, in one statement: their actual cost
+-- replaces the estimate held for them, with no moment where neither counts.
+WITH settled AS (
+    DELETE FROM budget_reservations
+    WHERE user_id = '' AND tenant_id = %(tenant_id)s AND reservation_id = %(reservation_id)s
+)
+SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb) AS recorded;
+
+-- reserve_budget --
+-- Hold a model call's estimated cost against the tenant's monthly ceiling (reserve_budget, sql/definitions): the
+-- reservation, null when the month, spent plus the calls in flight, reached the ceiling.
+SELECT reservation_id, spent, reserved
+FROM reserve_budget(%(tenant_id)s, %(now)s::timestamptz, %(ceiling)s::numeric, %(amount)s::numeric, %(ttl)s::interval);
+
+-- release_budget --
+-- A reservation given back: its call failed.
+DELETE FROM budget_reservations
+WHERE user_id = '' AND tenant_id = %(tenant_id)s AND reservation_id = %(reservation_id)s;
+
 -- tenant_month_spend --
 -- What memory_agent's calls cost a tenant in the calendar month (UTC) of `now`: 0 when nothing was recorded.
 SELECT COALESCE((SELECT cost FROM tenant_monthly_spend

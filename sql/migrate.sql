@@ -20,6 +20,10 @@ CREATE TABLE IF NOT EXISTS schema_procrastinate (
     applied_at            TIMESTAMPTZ NOT NULL DEFAULT now()
 );
 
+-- schema_present --
+-- Whether the schema exists (CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege on the database even then).
+SELECT to_regnamespace(%(schema)s) IS NOT NULL AS present;
+
 -- migrations_table_present --
 -- Whether the schema holds the migration record and its checksum column (absent: nothing applied yet, or a release before checksums).
 SELECT to_regclass('schema_migrations') IS NOT NULL AS present,

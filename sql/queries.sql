@@ -12,6 +12,14 @@ SELECT * FROM round_context(%(user_id)s, %(conversation_id)s, %(message_ids)s::t
 -- At connection open: the timeout after which the views count a quiet `processing` row as stuck (processing_timeout()).
 SELECT set_config('memory_agent.processing_timeout_s', %(processing_timeout_s)s, false);
 
+-- row_security_active --
+-- Whether row-level security binds the connected role (it neither owns the tables nor bypasses the policies).
+SELECT row_security_active('messages') AS active;
+
+-- name_tenant --
+-- The tenant row-level security filters this session's statements by ('': none, no row at all).
+SELECT set_config('memory_agent.tenant_id', %(tenant_id)s, false);
+
 -- acquire_round_lease --
 -- Claim the conversation for its (tenant, user) and take its lease (take_round_lease, sql/definitions): one row, the
 -- owner (null while a concurrent first claim is not visible yet) and `holder` (null: refused or not theirs).
@@ -178,7 +186,7 @@ INSERT INTO round_metrics (
     gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens, truncated, truncation,
     retrieval_path, latency_load_ms, latency_round_ms, summary_triggered, trigger_outcome,
     triggered_memory_id, error_stage, error, query, fts_hits, trgm_hits, used_fallback, recall_path, context_items,
-    estimated_tokens, recall_truncated, latency_retrieval_ms, latency_llm_ms, recall_status)
+    estimated_tokens, recall_truncated, latency_retrieval_ms, latency_llm_ms, recall_status, recall_block, recall_hits)
 VALUES (
     %(tenant_id)s, %(user_id)s, %(conversation_id)s, %(round_number)s, %(first_sequence)s, %(last_sequence)s, %(memory_id)s,
     %(memory_end_sequence)s, %(gap_start_sequence)s, %(gap_end_sequence)s, %(gap_size)s,
@@ -190,7 +198,7 @@ VALUES (
     COALESCE((SELECT memory_id FROM claim), %(triggered_memory_id)s),
     %(error_stage)s, %(error)s, %(query)s, %(fts_hits)s, %(trgm_hits)s, %(used_fallback)s,
     %(recall_path)s, %(context_items)s, %(estimated_tokens)s, %(recall_truncated)s, %(latency_retrieval_ms)s,
-    %(latency_llm_ms)s, %(recall_status)s)
+    %(latency_llm_ms)s, %(recall_status)s, %(recall_block)s, %(recall_hits)s)
 RETURNING triggered_memory_id, (SELECT base_memory_text FROM picked) AS base_memory_text,
           (SELECT base_end_sequence FROM picked) AS base_end_sequence,
           (SELECT sequences FROM picked) AS picked_sequences, (SELECT messages FROM picked) AS picked_messages;

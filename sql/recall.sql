@@ -1,21 +1,24 @@
 -- Named queries of recall (memory_agent/long_term/recall.py and embeddings.py).
 -- Every statement runs with search_path set to the memory_agent schema. `recall_search` has placeholders:
 -- {vector_hits}, filled with `recall_vector_hits` when an embedder is configured and `recall_no_vector_hits`
--- otherwise (the embeddings table exists only where pgvector does); {message_fts}, {item_fts}, {note_fts}: the stored
--- 'english' vectors or vectors computed in the configured one.
+-- otherwise (the embeddings table exists only where pgvector does); {message_fts}, {item_fts}, {note_fts},
+-- {batch_fts}: the stored 'english' vectors or vectors computed in the configured one.
 
 -- recall_settings --
 -- For recall's transaction: the word similarity a trigram hit needs (the operator's index reads it), and the plan
 -- cache mode. With the stored 'english' vectors the statement has no configuration-dependent expression, so one
 -- generic plan per connection serves every call (planning was ~1.5 ms of a ~4 ms recall); with any other
 -- configuration the configuration must be a constant for the planner to match the expression index, hence
--- custom plans.
+-- custom plans. And the tenant row-level security filters by: recall reads the items, summaries and notes of the
+-- tenant it was asked for, whichever role runs it (a role bound by the policies saw turns only without it).
 SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
-       set_config('plan_cache_mode', %(plan_cache_mode)s, true)
+       set_config('plan_cache_mode', %(plan_cache_mode)s, true),
+       set_config('memory_agent.tenant_id', %(tenant_id)s, true)
 
 -- recall_search --
 -- One user's candidates from every retrieval path (full text, trigrams, vectors, recent), fused by reciprocal rank:
--- turns, items and cluster summaries, and the key insights of weekly and monthly consolidation notes.
+-- turns, items and cluster summaries, the key insights of weekly and monthly consolidation notes, and batch
+-- summaries.
 WITH user_turns AS NOT MATERIALIZED (
     -- The one place turns are scoped to a user: every conversation of theirs (the messages key leads with
     -- user_id), in their tenant.
@@ -40,37 +43,77 @@ WITH user_turns AS NOT MATERIALIZED (
     FROM consolidation_notes AS n
     WHERE n.user_id = %(user_id)s AND n.tenant_id = %(tenant_id)s AND n.period IN ('weekly', 'monthly')
       AND (%(as_of)s::timestamptz IS NULL OR n.created_at <= %(as_of)s::timestamptz)
+), user_batches AS NOT MATERIALIZED (
+    -- Batch summaries of the user's old items (kept forever; the retention pass forgets their originals).
+    -- Written by then, with `as_of`.
+    SELECT b.summary_id, b.content, b.has_cjk, {batch_fts} AS fts
+    FROM batch_summaries AS b
+    WHERE b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
+      AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
+), lexemes AS MATERIALIZED (
+    -- The query's lexemes (stop words of the configuration dropped, stemmed), each a term of its own: a long one
+    -- as a prefix of all but its last two characters (at least 5), so that stems that differ in their ending meet
+    -- ("allergies" → allergi, "allergic" → allerg: aller:*). With AND-ed terms (or_terms false), one term.
+    SELECT CASE WHEN length(l.lexeme) >= 6
+                THEN (quote_literal(left(l.lexeme, greatest(5, length(l.lexeme) - 2))) || ':*')::tsquery
+                ELSE quote_literal(l.lexeme)::tsquery END AS q
+    FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(query)s))) AS l (lexeme)
+    WHERE %(or_terms)s AND strpos(l.lexeme, E'\\') = 0
+    UNION ALL
+    SELECT plainto_tsquery(%(config)s::regconfig, %(query)s)
+    WHERE NOT %(or_terms)s AND numnode(plainto_tsquery(%(config)s::regconfig, %(query)s)) > 0
 ), terms AS (
-    -- OR-ed terms: AND-ed terms (plainto/websearch_to_tsquery) match almost no question.
-    SELECT CASE WHEN %(or_terms)s
-                THEN regexp_replace(plainto_tsquery(%(config)s::regconfig, %(query)s)::text,
-                                    ' (&|<->|<[0-9]+>) ', ' | ', 'g')::tsquery
-                ELSE plainto_tsquery(%(config)s::regconfig, %(query)s) END AS q
+    -- Every term OR-ed (AND-ed: a question repeats few of the words of the turn that answers it): the index's query.
+    SELECT (SELECT string_agg(l.q::text, ' | ') FROM lexemes AS l)::tsquery AS q
+), matches AS MATERIALIZED (
+    -- Every row of the user that matches a term: the corpus statistics below are read from it.
+    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id, t.fts
+    FROM user_turns AS t
+    WHERE %(use_fts)s AND t.fts @@ (SELECT q FROM terms)
+    UNION ALL
+    SELECT 'item', NULL, NULL, i.item_id, i.fts
+    FROM user_items AS i
+    WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
+    UNION ALL
+    -- A batch summary: item_id holds its summary id.
+    SELECT 'batch', NULL, NULL, b.summary_id, b.fts
+    FROM user_batches AS b
+    WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
+    UNION ALL
+    -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
+    -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
+    -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
+    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, to_tsvector(%(config)s::regconfig, k.insight)
+    FROM (SELECT b.note_id, b.key_insights
+          FROM user_notes AS b
+          WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
+          ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
+          LIMIT 4) AS n
+    CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
+    WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
+), corpus AS MATERIALIZED (
+    -- How many turns the user has (their conversations' sequences: no scan of the turns) and the mean length of
+    -- the matching rows, for BM25.
+    SELECT greatest((SELECT coalesce(sum(c.next_sequence), 0) FROM conversations AS c
+                     WHERE c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s),
+                    (SELECT count(*) FROM matches), 1)::float8 AS n,
+           greatest((SELECT avg(length(m.fts)) FROM matches AS m), 1)::float8 AS avg_length
+), weights AS MATERIALIZED (
+    -- A term's inverse document frequency (BM25's): a word in half the user's turns (their own name, "today")
+    -- weighs little beside a rare one. ts_rank has no such weight: its ranking let common words decide.
+    SELECT l.q, ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+    FROM lexemes AS l, corpus AS c,
+         LATERAL (SELECT count(*)::float8 AS df FROM matches AS m WHERE m.fts @@ l.q) AS d
 ), fts AS (
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
     FROM (
-        SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
-               ts_rank(t.fts, (SELECT q FROM terms)) AS score
-        FROM user_turns AS t
-        WHERE %(use_fts)s AND t.fts @@ (SELECT q FROM terms)
-        UNION ALL
-        SELECT 'item', NULL, NULL, i.item_id, ts_rank(i.fts, (SELECT q FROM terms))
-        FROM user_items AS i
-        WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
-        UNION ALL
-        -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
-        -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
-        -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
-        SELECT 'insight', NULL, k.ordinal::integer, n.note_id,
-               ts_rank(to_tsvector(%(config)s::regconfig, k.insight), (SELECT q FROM terms))
-        FROM (SELECT b.note_id, b.key_insights
-              FROM user_notes AS b
-              WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
-              ORDER BY ts_rank(b.fts, (SELECT q FROM terms)) DESC, b.period_start DESC
-              LIMIT 4) AS n
-        CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
-        WHERE to_tsvector(%(config)s::regconfig, k.insight) @@ (SELECT q FROM terms)
+        -- BM25 with a term counted once per row (a chat turn rarely repeats a word): the weights of the terms a
+        -- row holds, normalized by its length against the matching rows' mean.
+        SELECT m.kind, m.conversation_id, m.sequence_number, m.item_id,
+               (SELECT sum(w.idf) FROM weights AS w WHERE m.fts @@ w.q) * 2.2
+                   / (1 + 1.2 * (0.25 + 0.75 * length(m.fts) / c.avg_length)) AS score
+        FROM matches AS m, corpus AS c
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
@@ -101,6 +144,15 @@ WITH user_turns AS NOT MATERIALIZED (
     FROM user_items AS i
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND i.has_cjk
       AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(i.content, b) > 0)
+    UNION
+    SELECT 'batch', NULL, NULL, b.summary_id, b.content
+    FROM user_batches AS b
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% b.content
+    UNION
+    SELECT 'batch', NULL, NULL, b.summary_id, b.content
+    FROM user_batches AS b
+    WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND b.has_cjk
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS x WHERE strpos(b.content, x) > 0)
     UNION
     -- CJK key insights by their bigrams (a user has a few weekly and monthly notes: read through their key).
     SELECT 'insight', NULL, k.ordinal::integer, n.note_id, k.insight
@@ -148,7 +200,8 @@ WITH user_turns AS NOT MATERIALIZED (
     UNION ALL SELECT *, 'recent' FROM recent
 ), fused AS (
     SELECT r.kind, r.conversation_id, r.sequence_number, r.item_id,
-           sum(1.0 / (%(rrf_k)s + r.rank)) AS score, array_agg(r.path ORDER BY r.path) AS paths
+           sum(CASE WHEN r.path = 'vector' THEN %(vector_weight)s ELSE 1.0 END / (%(rrf_k)s + r.rank)) AS score,
+           array_agg(r.path ORDER BY r.path) AS paths
     FROM ranked AS r, scope
     WHERE r.kind <> 'turn' OR r.conversation_id = %(conversation_id)s OR scope.user_wide
     GROUP BY r.kind, r.conversation_id, r.sequence_number, r.item_id
@@ -160,11 +213,16 @@ WITH user_turns AS NOT MATERIALIZED (
            (SELECT open FROM trgm_gate) AS trgm_ran, (SELECT user_wide FROM scope) AS user_wide
 )
 SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f.sequence_number, f.item_id,
-       coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period) AS role,
-       coalesce(t.content, i.content, n.key_insights[f.sequence_number]) AS text,
-       coalesce(i.is_summary, n.note_id IS NOT NULL) AS is_summary, i.source_item_ids, i.item_type, i.key,
-       lower(i.valid_during) AS valid_from, t.created_at, n.note_id, n.period, n.period_start,
-       src.sources
+       coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period,
+                CASE WHEN bs.summary_id IS NOT NULL THEN 'batch summary' END) AS role,
+       coalesce(t.content, i.content, n.key_insights[f.sequence_number], bs.content) AS text,
+       coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) AS is_summary,
+       coalesce(i.source_item_ids, bs.summarized_ids) AS source_item_ids, i.item_type, i.key,
+       lower(i.valid_during) AS valid_from,
+       coalesce(t.created_at, lower(i.valid_during), n.created_at, bs.created_at) AS created_at,
+       n.note_id, n.period, n.period_start,
+       bs.summary_id AS batch_summary_id, bs.summarized_from, bs.summarized_until,
+       src.sources, nb.neighbours
 FROM counts
 LEFT JOIN fused AS f ON true
 LEFT JOIN messages AS t
@@ -172,15 +230,30 @@ LEFT JOIN messages AS t
       AND t.sequence_number = f.sequence_number
 LEFT JOIN items AS i ON f.kind = 'item' AND i.user_id = %(user_id)s AND i.item_id = f.item_id
 LEFT JOIN consolidation_notes AS n ON f.kind = 'insight' AND n.user_id = %(user_id)s AND n.note_id = f.item_id
+LEFT JOIN batch_summaries AS bs ON f.kind = 'batch' AND bs.user_id = %(user_id)s AND bs.summary_id = f.item_id
 LEFT JOIN LATERAL (
-    -- Provenance: the turns an item came from; for a cluster summary, also those of its source items.
+    -- Provenance: the turns an item came from; for a cluster summary, also those of its source items; for a
+    -- batch summary, those of the summarized items not forgotten yet (their ids stay in source_item_ids).
     SELECT jsonb_agg(DISTINCT jsonb_build_array(s.conversation_id, s.sequence_number)) AS sources
     FROM item_sources AS s
-    WHERE f.kind = 'item' AND s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s
-      AND (s.item_id = f.item_id OR s.item_id = ANY(i.source_item_ids))
+    WHERE f.kind IN ('item', 'batch') AND s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s
+      AND ((f.kind = 'item' AND s.item_id = f.item_id)
+           OR s.item_id = ANY(coalesce(i.source_item_ids, bs.summarized_ids)))
       AND s.conversation_id IS NOT NULL AND s.sequence_number IS NOT NULL
 ) AS src ON true
-ORDER BY f.score DESC NULLS LAST, coalesce(i.is_summary, n.note_id IS NOT NULL) DESC NULLS LAST, f.kind,
+LEFT JOIN LATERAL (
+    -- A turn's neighbours in its conversation (the turn before and after it), shown with it: a question's answer
+    -- is often the reply to the turn that matched it, or the turn it replied to.
+    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, b.content) ORDER BY b.sequence_number) AS neighbours
+    FROM messages AS b
+    WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
+      AND b.conversation_id = f.conversation_id
+      AND b.sequence_number BETWEEN f.sequence_number - %(neighbours_before)s AND f.sequence_number + %(neighbours_after)s
+      AND b.sequence_number <> f.sequence_number AND b.role IN ('user', 'assistant')
+      AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
+) AS nb ON true
+ORDER BY f.score DESC NULLS LAST,
+         coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) DESC NULLS LAST, f.kind,
          f.sequence_number
 
 -- recall_message_fts_stored --
@@ -195,6 +268,10 @@ i.fts_english
 -- The full-text vector of a note's key insights when the configuration is 'english': the stored column (0015).
 n.key_insights_fts_english
 
+-- recall_batch_fts_stored --
+-- The full-text vector of a batch summary when the configuration is 'english': the stored column (0019).
+b.fts_english
+
 -- recall_message_fts_computed --
 -- The full-text vector of a turn in any other configuration, computed (an expression index serves 'simple').
 to_tsvector(%(config)s::regconfig, m.content)
@@ -207,19 +284,40 @@ to_tsvector(%(config)s::regconfig, i.content)
 -- The full-text vector of a note's key insights in any other configuration, computed.
 to_tsvector(%(config)s::regconfig, n.key_insights_text)
 
+-- recall_batch_fts_computed --
+-- The full-text vector of a batch summary in any other configuration, computed.
+to_tsvector(%(config)s::regconfig, b.content)
+
 -- recall_vector_hits --
--- The vector path: nearest items and summaries of the user by cosine distance (turns are never embedded); a
--- fallback like trigrams (the seed's V1.1-4) unless asked for always: an exact scan of a user's vectors costs.
-    SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id,
-           row_number() OVER (ORDER BY e.embedding <=> %(query_vector)s::vector) AS rank
-    FROM item_embeddings AS e
-    JOIN user_items AS i ON i.item_id = e.item_id
-    WHERE (%(vector_always)s OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s)
-      AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
-      AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
-      AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
-    ORDER BY e.embedding <=> %(query_vector)s::vector
-    LIMIT %(candidates)s
+-- The vector path: the user's nearest turns, items and summaries by cosine distance to the query's vector, each
+-- list exact over the user's rows (a user's vectors are few enough; HNSW cannot filter by user before it ranks),
+-- above a similarity floor. Always run with an embedder configured (hybrid), or as a fallback when asked
+-- (`vector_always` false): then only when full text and trigrams found too little.
+    SELECT kind, conversation_id, sequence_number, item_id,
+           row_number() OVER (ORDER BY distance, kind DESC) AS rank
+    FROM (
+        SELECT %(vector_always)s
+               OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s AS open
+    ) AS vector_gate, LATERAL (
+        SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id,
+               e.embedding <=> %(query_vector)s::vector AS distance
+        FROM item_embeddings AS e
+        JOIN user_items AS i ON i.item_id = e.item_id
+        WHERE vector_gate.open
+          AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
+          AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+          AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
+        UNION ALL
+        SELECT 'turn', t.conversation_id, t.sequence_number, NULL, e.embedding <=> %(query_vector)s::vector
+        FROM message_embeddings AS e
+        JOIN user_turns AS t ON t.conversation_id = e.conversation_id AND t.sequence_number = e.sequence_number
+        WHERE vector_gate.open
+          AND e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(model)s
+          AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+          AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
+        ORDER BY distance
+        LIMIT %(candidates)s
+    ) AS nearest
 
 -- recall_no_vector_hits --
 -- No embedder configured (or no pgvector): the vector path is empty.
@@ -236,6 +334,27 @@ WHERE i.tenant_id = %(tenant_id)s AND i.user_id = %(user_id)s AND upper_inf(i.va
                   WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
 ORDER BY i.item_id
 LIMIT %(batch)s
+
+-- turns_to_embed --
+-- Turns (user and assistant messages) of a user that have no vector of `model` yet, oldest first, with their
+-- speaker's name when the message has one.
+SELECT m.conversation_id, m.sequence_number,
+       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content
+FROM messages AS m
+WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
+  AND m.content <> ''
+  AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
+                  WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
+                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s)
+ORDER BY m.created_at, m.conversation_id, m.sequence_number
+LIMIT %(batch)s
+
+-- save_turn_embedding --
+-- One turn's vector; a vector of another model is replaced (a row per turn: the configured embedder's).
+INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding)
+VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(sequence_number)s, %(model)s, %(embedding)s::vector)
+ON CONFLICT (user_id, conversation_id, sequence_number) DO UPDATE
+    SET model = excluded.model, embedding = excluded.embedding
 
 -- save_item_embedding --
 -- One item's vector; a vector of another model is replaced (a row per item: the configured embedder's).
@@ -258,8 +377,8 @@ DELETE FROM item_embeddings
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s
 
 -- vectors_available --
--- Whether the embeddings table exists (pgvector was installed when the migrations ran).
-SELECT to_regclass('item_embeddings') IS NOT NULL AS available
+-- Whether the embeddings tables exist (pgvector was installed when the migrations ran).
+SELECT to_regclass('item_embeddings') IS NOT NULL AND to_regclass('message_embeddings') IS NOT NULL AS available
 
 -- recall_source_turns --
 -- The stored turns of one user a recalled hit came from, by (conversation_id, sequence_number) pairs, in order.

@@ -98,3 +98,27 @@ SELECT DISTINCT store_namespace AS namespace FROM items
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND store_namespace IS NOT NULL
   AND upper_inf(valid_during)
 ORDER BY 1;
+
+-- store_rows_by_id --
+-- Of the given items of a user, those put through the store, as the store shows them (what recall found is
+-- shown as put when it was put there); created_at is when the key's first version was put.
+SELECT i.item_id, i.store_namespace AS namespace, i.key, i.value, first.created_at, i.updated_at
+FROM items AS i
+CROSS JOIN LATERAL (
+    SELECT min(f.created_at) AS created_at FROM items AS f
+    WHERE f.user_id = i.user_id AND f.tenant_id = i.tenant_id AND f.project = '' AND f.environment = ''
+      AND f.item_type = i.item_type AND f.key = i.key AND f.value_slot = i.value_slot
+) AS first
+WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.item_id = ANY(%(item_ids)s::bigint[])
+  AND i.store_namespace IS NOT NULL;
+
+-- store_derived_item --
+-- The user's item `item_id` when it was not put through the store and no store row holds the key (`item:<id>`)
+-- in this namespace: the key a search gave it names it.
+SELECT i.item_id FROM items AS i
+WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.item_id = %(item_id)s
+  AND i.store_namespace IS NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM items AS s
+      WHERE s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s AND s.project = '' AND s.environment = ''
+        AND s.item_type = %(item_type)s AND s.key = %(key)s AND s.value_slot = %(value_slot)s);

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryService, MemorySettings
@@ -37,7 +38,10 @@ def server_url() -> Iterator[str]:
         return
     from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
-    yield start_embedded_postgres(scratch_data_dir("memory_agent_test_"), cleanup_mode="delete")
+    install_dir = MemorySettings().embedded_install_dir
+    yield start_embedded_postgres(
+        scratch_data_dir("memory_agent_test_"), cleanup_mode="delete", install_dir=install_dir
+    )
 
 
 @pytest.fixture(scope="session")
@@ -129,3 +133,25 @@ def execute(url: str, sql: str, params: Any = None) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET search_path TO memory_agent, public")
         conn.execute(sql, params)
+
+
+@pytest.fixture
+def app_role(server_url: str, database_url: str):
+    """A login role that does not own the tables, granted what an application needs on them."""
+    role, password = f"memory_agent_app_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA memory_agent TO {}").format(sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memory_agent TO {}").format(
+                sql.Identifier(role)
+            )
+        )
+        conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA memory_agent TO {}").format(sql.Identifier(role)))
+    params = conninfo_to_dict(database_url)
+    params.update(user=role, password=password)
+    yield make_conninfo(**params)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -26,12 +26,18 @@ from memory_agent.api.deps import (
     checked,
     checked_user,
     memory_of,
+    no_such_user,
     on_pool,
     unprocessable,
+    user_known,
 )
+from memory_agent.api.probes import router as probes_router
+from memory_agent.api.recall import router as recall_router
 from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
+from memory_agent.db.keys import default_user_id
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.long_term import LongTermItem, forget_user, list_items, tenant_transaction
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
@@ -77,6 +83,8 @@ def create_app(
     app.state.clock = clock or system_clock
     app.state.consolidation_model = consolidation_model
     app.include_router(summaries_router)
+    app.include_router(probes_router)
+    app.include_router(recall_router)
 
     @app.get(
         "/conversations/{conversation_id}/memory",
@@ -87,12 +95,15 @@ def create_app(
         """Every memory version of a conversation of the key's tenant, oldest first."""
         checked("conversation_id", validate_conversation_id, conversation_id)
         service = memory_of(request)
-        owner = await service.loop.arun(service.backend.conversation_owner(conversation_id))
+        with tenant_scope(tenant):  # another tenant's conversation is invisible to a role bound by the policies
+            owner = await service.loop.arun(service.backend.conversation_owner(conversation_id))
         if owner is None or owner[0] != tenant:
             raise HTTPException(404, "no such conversation")
-        return await service.get_memory_history(conversation_id, user_id=owner[1], tenant_id=owner[0])
+        # A conversation run without a user is its own scope: named by its tenant alone (the scope's id is reserved).
+        user_id = None if owner[1] == default_user_id(conversation_id) else owner[1]
+        return await service.get_memory_history(conversation_id, user_id=user_id, tenant_id=owner[0])
 
-    @app.get("/users/{user_id}/items", response_model=list[LongTermItem], responses=UNAUTHORIZED)
+    @app.get("/users/{user_id}/items", response_model=list[LongTermItem], responses={**UNAUTHORIZED, **NOT_FOUND})
     async def user_items(
         user_id: UserId,
         tenant: Tenant,
@@ -102,16 +113,22 @@ def create_app(
             Query(description="ISO 8601 with a time zone: the items held then (default: the current ones)."),
         ] = None,
     ) -> Any:
-        """The user's current long-term items (with cluster summaries), or those held at `as_of`."""
+        """The user's current long-term items (with cluster summaries), or those held at `as_of`; a user the key's
+        tenant holds nothing of answers 404."""
         checked_user(user_id)
         if as_of is not None and as_of.utcoffset() is None:
             raise unprocessable("query", "as_of", "as_of needs a time zone (e.g. 2026-01-31T12:00:00Z)")
 
-        async def read(conn: psycopg.AsyncConnection[Any]) -> list[LongTermItem]:
+        async def read(conn: psycopg.AsyncConnection[Any]) -> list[LongTermItem] | None:
             async with tenant_transaction(conn, tenant):
+                if not await user_known(conn, tenant, user_id):
+                    return None
                 return await list_items(conn, tenant, user_id, as_of=as_of)
 
-        return await on_pool(memory_of(request), read)
+        found = await on_pool(memory_of(request), read, tenant)
+        if found is None:
+            raise no_such_user()
+        return found
 
     @app.delete("/users/{user_id}", response_model=ForgetUserResult, responses={**UNAUTHORIZED, **NOT_FOUND})
     async def delete_user(user_id: UserId, tenant: Tenant, request: Request) -> ForgetUserResult:
@@ -128,9 +145,9 @@ def create_app(
             )
             return result, len(report.notes_deleted)
 
-        result, notes_deleted = await on_pool(memory_of(request), forget)
+        result, notes_deleted = await on_pool(memory_of(request), forget, tenant)
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
-            raise HTTPException(404, "no such user")
+            raise no_such_user()
         return result
 
     return app

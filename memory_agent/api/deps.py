@@ -11,9 +11,10 @@ from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memory_agent.api.keys import tenant_of_key
-from memory_agent.conversation.messages import validate_identity
+from memory_agent.conversation.identity import validate_user_id
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import check_id
+from memory_agent.long_term.scope import check_id, fetch_one
 from memory_agent.service import MemoryService
 
 T = TypeVar("T")
@@ -35,8 +36,19 @@ def checked(field: str, check: Callable[[str], Any], value: str, location: str =
 
 def checked_user(user_id: str, *, location: str = "path", field: str = "user_id") -> str:
     """A user id as the long-term tables take it: not blank, within the bytes and the characters."""
-    checked(field, lambda v: validate_identity(v, field), user_id, location)
+    checked(field, lambda v: validate_user_id(v, field), user_id, location)
     return checked(field, lambda v: check_id(field, v), user_id, location)
+
+
+async def user_known(conn: psycopg.AsyncConnection[Any], tenant: str, user_id: str) -> bool:
+    """Whether the tenant holds anything of the user; a route naming a user it does not answers 404, whether
+    the user is another tenant's or nobody's."""
+    known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user_id})
+    return bool(known and known["known"])
+
+
+def no_such_user() -> HTTPException:
+    return HTTPException(404, "no such user")
 
 
 def memory_of(request: Request) -> MemoryService:
@@ -44,12 +56,20 @@ def memory_of(request: Request) -> MemoryService:
     return memory
 
 
-async def on_pool(memory: MemoryService, work: Callable[[psycopg.AsyncConnection[Any]], Coroutine[Any, Any, T]]) -> T:
+async def on_pool(
+    memory: MemoryService,
+    work: Callable[[psycopg.AsyncConnection[Any]], Coroutine[Any, Any, T]],
+    tenant: str | None = None,
+) -> T:
+    """`work` on a pooled connection, on the memory loop, for `tenant` (a role bound by row-level security
+    sees that tenant's rows only; None: no tenant, as for resolving a key)."""
+
     async def run() -> T:
-        async with memory.backend.pool.connection() as conn:
+        async with memory.backend.connection() as conn:
             return await work(conn)
 
-    return await memory.loop.arun(run())
+    with tenant_scope(tenant):
+        return await memory.loop.arun(run())
 
 
 async def _tenant(

@@ -12,8 +12,10 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.conversation.messages import validate_identity
+from memory_agent.conversation.identity import validate_identity
+from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import fetch
+from memory_agent.long_term.tenancy import tenant_transaction
 
 KEY_PREFIX = "mak_"
 MAX_KEY_CHARS = 128  # far above a real key: anything longer is refused before it is hashed
@@ -27,11 +29,13 @@ async def create_api_key(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> 
     """A new key of `tenant_id`, stored hashed in the caller's transaction; the only time the key is seen."""
     validate_identity(tenant_id, "tenant_id")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
-    await fetch(
-        conn,
-        "create_api_key",
-        {"key_hash": key_hash(key), "key_prefix": key[: len(KEY_PREFIX) + 6], "tenant_id": tenant_id},
-    )
+    # Named for row-level security: a role bound by the policies writes the keys of the tenant it names only.
+    async with tenant_transaction(conn, tenant_id):
+        await fetch(
+            conn,
+            "create_api_key",
+            {"key_hash": key_hash(key), "key_prefix": key[: len(KEY_PREFIX) + 6], "tenant_id": tenant_id},
+        )
     return key
 
 
@@ -41,3 +45,24 @@ async def tenant_of_key(conn: psycopg.AsyncConnection[Any], key: str) -> str | N
         return None
     rows = await fetch(conn, "api_key_tenant", {"key_hash": key_hash(key)})
     return rows[0]["tenant_id"] if rows else None
+
+
+async def list_api_keys(conn: psycopg.AsyncConnection[Any], tenant_id: str | None = None) -> list[dict[str, Any]]:
+    """Every key of `tenant_id` (None: of every tenant) as its prefix, tenant, created_at and revoked_at."""
+    return await fetch(conn, "list_api_keys", {"tenant_id": tenant_id})
+
+
+async def revoke_api_key(conn: psycopg.AsyncConnection[Any], key_or_prefix: str) -> dict[str, Any]:
+    """Revoke the one live key named by the whole key or by the prefix a listing shows, in the caller's
+    transaction (the key's row stays locked until it commits); InvalidInputError when none or several match."""
+    named = key_or_prefix.strip()
+    if not named.startswith(KEY_PREFIX) or len(named) > MAX_KEY_CHARS:
+        raise InvalidInputError(
+            f"name a key by its prefix (as `memory-agent api-key list` shows it) or whole key, got {named!r}"
+        )
+    matching = await fetch(conn, "live_api_keys_matching", {"key_hash": key_hash(named), "key_prefix": named})
+    if len(matching) != 1:
+        what = "no live key" if not matching else f"{len(matching)} live keys"
+        raise InvalidInputError(f"{what} named {named!r}: nothing revoked (give the whole key when a prefix is shared)")
+    rows = await fetch(conn, "revoke_api_key", {"key_hash": matching[0]["key_hash"]})
+    return rows[0]

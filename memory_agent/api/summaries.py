@@ -1,4 +1,4 @@
-"""The seed's consolidation endpoints: POST /memory/summarize (a manual run of one user's period) and
+"""The consolidation endpoints of the design (docs/design/decisions.md): POST /memory/summarize (a manual run of one user's period) and
 GET /memory/summaries (the notes of a period), in the key's tenant only.
 
 The run happens in the request, at the app's clock (create_app(clock=...)), with consolidate_period's writes:
@@ -15,20 +15,29 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from memory_agent.api.deps import NOT_FOUND, UNAUTHORIZED, USER_ID_LIMITS, Tenant, checked_user, memory_of, on_pool
+from memory_agent.api.deps import (
+    NOT_FOUND,
+    UNAUTHORIZED,
+    USER_ID_LIMITS,
+    Tenant,
+    checked_user,
+    memory_of,
+    no_such_user,
+    on_pool,
+    user_known,
+)
 from memory_agent.consolidation import ConsolidationConfig, default_consolidation_model, list_notes
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.periods import PeriodName
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.errors import SummarizationError
 from memory_agent.long_term import tenant_transaction
-from memory_agent.long_term.scope import fetch_one
 
 router = APIRouter(tags=["consolidation"])
 
 
 class SummarizeRequest(BaseModel):
-    """The seed's body: which user's latest complete period to consolidate, and whether to redo a done one."""
+    """The body the design specifies: which user's latest complete period to consolidate, and whether to redo a done one."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -60,23 +69,22 @@ async def summarize(body: SummarizeRequest, tenant: Tenant, request: Request) ->
     config = ConsolidationConfig.from_settings(service.settings)
 
     async def run(conn: psycopg.AsyncConnection[Any]) -> SummarizeResult | None:
-        known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user_id})
-        if not (known and known["known"]):
+        if not await user_known(conn, tenant, user_id):
             return None
         return await summarize_latest(
             conn, tenant, user_id, body.period, now, model=model, config=config, force=body.force
         )
 
     try:
-        result = await on_pool(service, run)
+        result = await on_pool(service, run, tenant)
     except SummarizationError as exc:
         raise HTTPException(502, str(exc)) from exc
     if result is None:
-        raise HTTPException(404, "no such user")
+        raise no_such_user()
     return result
 
 
-@router.get("/memory/summaries", response_model=list[PeriodSummary], responses=UNAUTHORIZED)
+@router.get("/memory/summaries", response_model=list[PeriodSummary], responses={**UNAUTHORIZED, **NOT_FOUND})
 async def summaries(
     tenant: Tenant,
     request: Request,
@@ -87,13 +95,19 @@ async def summaries(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Most summaries returned, newest first.")] = 50,
 ) -> Any:
-    """The key's tenant's summaries of a period, newest first, in the seed's shape."""
+    """The key's tenant's summaries of a period, newest first, in the design's JSON shape; a `userId` the tenant
+    holds nothing of answers 404."""
     if user_id is not None:
         checked_user(user_id, location="query", field="userId")
 
-    async def read(conn: psycopg.AsyncConnection[Any]) -> list[PeriodSummary]:
+    async def read(conn: psycopg.AsyncConnection[Any]) -> list[PeriodSummary] | None:
         async with tenant_transaction(conn, tenant):
+            if user_id is not None and not await user_known(conn, tenant, user_id):
+                return None
             rows = await list_notes(conn, period, tenant_id=tenant, user_id=user_id, limit=limit)
         return [PeriodSummary.from_row(row) for row in rows]
 
-    return await on_pool(memory_of(request), read)
+    found = await on_pool(memory_of(request), read, tenant)
+    if found is None:
+        raise no_such_user()
+    return found

@@ -21,6 +21,7 @@ from memory_agent.consolidation import (
 )
 from memory_agent.consolidation.periods import PERIODS
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
+from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import MemoryAgentError
 from memory_agent.settings import MemorySettings
 
@@ -33,6 +34,14 @@ def _with_pool(work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
             return memory.call_sync(work(memory.backend.pool))
         except MemoryAgentError as exc:
             raise _fail(str(exc)) from exc
+
+
+def _check_user(user: str) -> None:
+    """The one validator of user ids a caller gives (a conversation's implicit scope cannot be named)."""
+    try:
+        validate_user_id(user, "--user")
+    except MemoryAgentError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def consolidate(
@@ -67,6 +76,7 @@ def consolidate(
         return
     if not user:
         raise _fail("give --user USER (or --due for every due user)")
+    _check_user(user)
 
     async def run_one(pool: Any) -> SummarizeResult:
         async with pool.connection() as conn:
@@ -92,6 +102,8 @@ def summaries(
     """Show the consolidation notes of a period with their key insights."""
     if period not in PERIODS:
         raise _fail(f"period must be one of {', '.join(PERIODS)}, got {period!r}")
+    if user is not None:
+        _check_user(user)
 
     async def read(pool: Any) -> list[dict[str, Any]]:
         async with pool.connection() as conn:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +19,33 @@ async def run_recall_eval(
     server_url: str,
     dataset: Path,
     *,
-    embedder: str = "hashing",
-    text_search_config: str = "english",
+    embedder: str | None = None,
+    text_search_config: str | None = None,
     or_terms: bool = True,
+    per_path: bool = False,
 ) -> Any:
     """Evaluate on a new database of `server_url` (migrated, dropped at the end): the dataset's users never mix
-    with real ones."""
+    with real ones. The recall settings and the embedder are the service's (MEMORY_AGENT_RECALL_*,
+    MEMORY_AGENT_EMBEDDINGS) unless given here."""
+    import dataclasses
+
     import psycopg
 
+    from memory_agent.conversation.recalled import recall_settings
     from memory_agent.db.backend import MemoryBackend
-    from memory_agent.long_term.embeddings import BundledE5Embeddings, HashingEmbeddings
+    from memory_agent.long_term.embeddings import embedder_from_setting
     from memory_agent.long_term.eval import evaluate, load_dataset
-    from memory_agent.long_term.recall import RecallSettings
+    from memory_agent.settings import MemorySettings
 
     samples = load_dataset(dataset)
-    settings = RecallSettings(text_search_config=text_search_config, or_terms=or_terms)
-    embedders: dict[str, Callable[[], Any]] = {
-        "hashing": HashingEmbeddings,
-        "e5": BundledE5Embeddings,
-        "none": lambda: None,
-    }
-    if embedder not in embedders:
-        raise typer.BadParameter(f"unknown embedder {embedder!r}: use one of {sorted(embedders)}")
-    chosen = embedders[embedder]()
+    service_settings = MemorySettings()
+    settings = recall_settings(service_settings)
+    settings = dataclasses.replace(
+        settings, text_search_config=text_search_config or settings.text_search_config, or_terms=or_terms
+    )
+    if embedder is not None and embedder not in ("none", "hashing", "e5"):
+        raise typer.BadParameter(f"unknown embedder {embedder!r}: use one of e5, hashing, none")
+    chosen = embedder_from_setting(embedder or service_settings.embeddings)
     name = f"memory_agent_eval_{uuid.uuid4().hex[:10]}"
     params = psycopg.conninfo.conninfo_to_dict(server_url)
     async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
@@ -52,9 +55,9 @@ async def run_recall_eval(
         pool = MemoryBackend.create_pool(url)
         await pool.open(wait=True)
         try:
-            await MemoryBackend(pool).setup()
-            async with pool.connection() as conn:
-                return await evaluate(conn, samples, embedder=chosen, settings=settings)
+            backend = MemoryBackend(pool)
+            await backend.setup()
+            return await evaluate(backend, samples, embedder=chosen, settings=settings, per_path=per_path)
         finally:
             await pool.close()
     finally:
@@ -68,25 +71,43 @@ async def run_recall_eval(
 def recall_command(
     dataset: Path = typer.Option(..., "--dataset", exists=True, dir_okay=False, help="A LoCoMo-format JSON file."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
-    embedder: str = typer.Option(
-        "hashing", help="Vectors: 'hashing' (offline, deterministic), 'e5' (the embeddings extra) or 'none'."
+    embedder: str | None = typer.Option(
+        None,
+        help="Vectors: 'e5' (the bundled model, the embeddings extra), 'hashing' (offline, deterministic) or "
+        "'none'; default: MEMORY_AGENT_EMBEDDINGS, as the service would.",
     ),
-    text_search_config: str = typer.Option("english", help="The text-search configuration to measure."),
-    and_terms: bool = typer.Option(False, "--and-terms", help="AND the query's terms (the seed's) instead of OR."),
+    text_search_config: str | None = typer.Option(
+        None, help="The text-search configuration to measure; default: MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG."
+    ),
+    and_terms: bool = typer.Option(
+        False, "--and-terms", help="AND the query's terms (the design's first choice) instead of OR."
+    ),
+    per_path: bool = typer.Option(False, "--per-path", help="Also measure each retrieval path alone."),
     database_url: str | None = typer.Option(
         None,
         help="A PostgreSQL server URL (a scratch database is made and dropped); default: a temporary embedded server.",
     ),
 ) -> None:
-    """Evidence recall@1/@5/@10 per path (fts, trgm, vector, fused), mean block tokens, recall latency p50/p95."""
+    """Evidence recall@1/@5/@10 per LoCoMo category through the round start's recall, in the block too; block
+    tokens, search latency p50/p95, the paths that found the evidence."""
     try:
         if database_url is None:
             from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
+            from memory_agent.settings import MemorySettings
 
-            database_url = start_embedded_postgres(scratch_data_dir("memory_agent_eval_"), cleanup_mode="delete")
+            database_url = start_embedded_postgres(
+                scratch_data_dir("memory_agent_eval_"),
+                cleanup_mode="delete",
+                install_dir=MemorySettings().embedded_install_dir,
+            )
         report = asyncio.run(
             run_recall_eval(
-                database_url, dataset, embedder=embedder, text_search_config=text_search_config, or_terms=not and_terms
+                database_url,
+                dataset,
+                embedder=embedder,
+                text_search_config=text_search_config,
+                or_terms=not and_terms,
+                per_path=per_path,
             )
         )
     except MemoryAgentError as exc:

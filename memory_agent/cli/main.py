@@ -4,6 +4,24 @@ from __future__ import annotations
 
 import typer
 
+
+def _flags_show_no_type() -> None:
+    """Rich help (typer 0.29) labels every flag `<bool>`, as if it took a value; a flag takes none, so its type
+    column stays empty, as in click's plain help."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "flags_show_no_type", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag and not self.count else shown(self, ctx)
+
+    display_type_rich.flags_show_no_type = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+
+
+_flags_show_no_type()
 app = typer.Typer(help="memory_agent: bounded, auditable conversation memory on PostgreSQL.", no_args_is_help=True)
 
 
@@ -60,7 +78,8 @@ def db_url() -> None:
         return
     from memory_agent.db.embedded import start_embedded_postgres
 
-    typer.echo(start_embedded_postgres(settings.data_dir, cleanup_mode=None))
+    url = start_embedded_postgres(settings.data_dir, cleanup_mode=None, install_dir=settings.embedded_install_dir)
+    typer.echo(url)
 
 
 @db.command("stop")
@@ -69,8 +88,9 @@ def db_stop() -> None:
     from memory_agent.db.embedded import stop_embedded_postgres
     from memory_agent.settings import MemorySettings
 
-    data_dir = MemorySettings().data_dir
-    if stop_embedded_postgres(data_dir):
+    settings = MemorySettings()
+    data_dir = settings.data_dir
+    if stop_embedded_postgres(data_dir, install_dir=settings.embedded_install_dir):
         typer.echo(f"stopped the embedded PostgreSQL of {data_dir}")
     else:
         typer.echo(f"no embedded PostgreSQL is running for {data_dir}")
@@ -96,7 +116,7 @@ def migrate(
     if not url:
         from memory_agent.db.embedded import start_embedded_postgres
 
-        url = start_embedded_postgres(settings.data_dir)
+        url = start_embedded_postgres(settings.data_dir, install_dir=settings.embedded_install_dir)
     with_jobs = settings.executor == "procrastinate" if procrastinate is None else procrastinate
     try:
         report = asyncio.run(

@@ -70,7 +70,8 @@ def at_round(
     round_number: int = typer.Argument(..., help="Round number (1-based)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
-    """What the model was given at a round: memory version and text, message range, each message."""
+    """What the model was given at a round: memory version and text, the recalled long-term block with each
+    hit's provenance, message range, each message."""
 
     async def read(memory: MemoryService) -> tuple[observability.ContextAtRound, str]:
         context = await observability.context_at(memory.backend, thread_id, round_number)
@@ -85,9 +86,10 @@ def at_round(
                 "round_number": context.round_number,
                 "retrieval_path": round_row["retrieval_path"],
                 "memory": context.memory,
+                "recall": context.recall,
                 "gap": [round_row["gap_start_sequence"], round_row["gap_end_sequence"]],
                 "input": [round_row["input_first_sequence"], round_row["input_last_sequence"]],
-                "round": round_row,
+                "round": {k: v for k, v in round_row.items() if k not in ("recall_block", "recall_hits")},
                 "messages": context.messages,
                 "injection_mode": injection_mode,
             }
@@ -116,6 +118,7 @@ def at_round(
                 title_align="left",
             )
         )
+    _print_recall(console, context.recall, round_row)
     messages = Table(title="Messages", title_justify="left")
     for column in ("part", "seq", "round", "role", "content"):
         messages.add_column(column)
@@ -128,6 +131,43 @@ def at_round(
             escape(row["content"]),
         )
     console.print(messages)
+
+
+def _origin(hit: dict[str, Any]) -> str:
+    """Where a recalled hit came from, in one cell (its provenance as stored with the round)."""
+    if hit.get("batch_summary_id") is not None:
+        origin = f"batch summary {hit['batch_summary_id']} of items {hit.get('source_item_ids', [])}"
+    elif hit.get("note_id") is not None:
+        origin = f"{hit.get('period')} note {hit['note_id']} ({hit.get('period_start')})"
+    elif hit.get("kind") == "turn":
+        origin = f"{hit.get('conversation_id')} #{(hit.get('sequences') or ['?'])[0]}"
+    else:
+        origin = f"item {', '.join(map(str, hit.get('item_ids', [])))}"
+        if hit.get("source_item_ids"):
+            origin += f" (summary of items {hit['source_item_ids']})"
+    turns = [f"{c} #{n}" for c, n in hit.get("sources", []) if hit.get("kind") != "turn"]
+    return origin + (f"; from {', '.join(turns)}" if turns else "")
+
+
+def _print_recall(console: Console, recall: dict[str, Any] | None, round_row: dict[str, Any]) -> None:
+    if recall is None:
+        path = round_row.get("recall_path")
+        why = f"recall path {path}, no block stored" if path else "the round did not recall"
+        console.print(f"No long-term block: {why}.")
+        return
+    title = f"long-term block: recall path {recall['path']}, {recall['items']} hits, ~{recall['tokens']} tokens" + (
+        " (truncated)" if recall["truncated"] else ""
+    )
+    console.print(Panel(escape(recall["block"]), title=title, title_align="left"))
+    hits = Table(title="Recalled (provenance)", title_justify="left")
+    for column in ("#", "kind", "score", "paths", "from"):
+        hits.add_column(column)
+    for n, hit in enumerate(recall["hits"], 1):
+        kind = f"{hit.get('kind')} ({hit.get('role')})" if hit.get("role") else str(hit.get("kind"))
+        hits.add_row(
+            str(n), escape(kind), f"{hit.get('score', 0):.4f}", ",".join(hit.get("paths", [])), escape(_origin(hit))
+        )
+    console.print(hits)
 
 
 def stats(

@@ -38,8 +38,8 @@ def _fail(message: str) -> typer.Exit:
 
 
 @contextmanager
-def _opened() -> Iterator[MemoryService]:
-    settings = MemorySettings()
+def _opened(settings: MemorySettings | None = None) -> Iterator[MemoryService]:
+    settings = settings or MemorySettings()
     # These commands only read; a summarizer that needs no key keeps them from looking for one.
     try:
         with MemoryService.from_settings(settings, model=OfflineSummaryModel()) as memory:

@@ -1,4 +1,4 @@
-"""`memory-agent report`: the weekly upgrade report (memory-system-evolution-plan.md, section 5) as one rich
+"""`memory-agent report`: the weekly upgrade report (the design's upgrade triggers, docs/concepts/consolidation.md) as one rich
 table — a row per ISO week and tenant, each metric beside its threshold, crossed ones marked — or --json."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from memory_agent.service import MemoryService
 CAPTION = (
     "A query is a round that recalled. LLM spend = memory_agent's calls (summaries, cluster summaries, "
     "consolidation) + the app model's answers that reported usage ('app calls'), priced from "
-    "MEMORY_AGENT_LLM_PRICES at call time. YES: over the seed's threshold."
+    "MEMORY_AGENT_LLM_PRICES at call time. YES: over the threshold."
 )
 
 

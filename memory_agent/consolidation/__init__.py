@@ -1,6 +1,6 @@
 """Scheduled consolidation: daily notes, their compaction, weekly and monthly rollups, batch summaries of old
 long-term items with a retention pass, the procrastinate schedules that run them for every user, and the manual
-run of one user's period with the seed's JSON shapes (summaries.py, for the HTTP API and the CLI).
+run of one user's period with the design's JSON shapes (summaries.py, for the HTTP API and the CLI).
 
 Owns the tables of sql/0010_consolidation.sql and the queries of sql/consolidation.sql. Every job function takes
 the caller's psycopg AsyncConnection (autocommit, search_path on the memory_agent schema) and a `now` from an

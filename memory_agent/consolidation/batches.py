@@ -19,11 +19,11 @@ from langchain_core.language_models import BaseChatModel
 
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.config import ConsolidationConfig
-from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, before_summary_job, record_model_call
-from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, call_consolidation_model
+from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, call_within_budget
+from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, ModelCall
 from memory_agent.consolidation.nightly import FORGOTTEN
 from memory_agent.long_term import forget_item
-from memory_agent.long_term.lineage import ledger_user, sources_held
+from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 
 BATCH_JOB = "batch_summaries"
@@ -58,11 +58,15 @@ async def run_batch_summaries(
             break
         where = {**scope, **partition, "before": before, "limit": config.max_memories_per_batch}
         while batch := await fetch(conn, "next_batch", where):
-            stopped = await before_summary_job(conn, scope, now, config, cap, partition["project"])
-            if stopped is not None:
-                report.stopped = stopped  # capped: this project waits, the others go on
+            material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
+            call = (model, BATCH_PROMPT, material, BatchSummaryOutput)
+            answer = await call_within_budget(
+                conn, scope, "batch_summary", now, config, call, cap, partition["project"]
+            )
+            if isinstance(answer, str):
+                report.stopped = answer  # capped: this project waits, the others go on
                 break
-            summary_id = await _summarize(conn, where, batch, now, model, config)
+            summary_id = await _write(conn, where, batch, material, answer, now)
             if isinstance(summary_id, str):
                 report.stopped = FORGOTTEN  # a forget erased some of the batch: the next run batches what is left
                 return report
@@ -99,26 +103,22 @@ async def _advance_batches(
     )
 
 
-async def _summarize(
+async def _write(
     conn: psycopg.AsyncConnection[Any],
     where: dict[str, Any],
     batch: list[dict[str, Any]],
+    material: str,
+    answer: tuple[Any, ModelCall],
     now: datetime,
-    model: BaseChatModel,
-    config: ConsolidationConfig,
 ) -> int | str | None:
     """The batch's summary id; None when another run summarized some of it first; FORGOTTEN when a forget
     erased some of it while the model answered (nothing written)."""
-    material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
-    output, call = await call_consolidation_model(model, BATCH_PROMPT, material, BatchSummaryOutput)
+    output, call = answer
     content = output.summary.strip() or material
     item_ids = [row["item_id"] for row in batch]
     async with conn.transaction():
         await fetch(conn, "lock_batch_summaries", where)
-        held = await sources_held(conn, where, item_ids=item_ids)
-        user = await ledger_user(conn, where)  # a forgotten user's call is still counted, under no user
-        await record_model_call(conn, {**where, "user_id": user}, "batch_summary", call, now, config)
-        if not held:
+        if not await sources_held(conn, where, item_ids=item_ids):
             return FORGOTTEN
         row = await fetch_one(
             conn,

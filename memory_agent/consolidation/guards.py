@@ -1,4 +1,4 @@
-"""Per-tenant guards of scheduled consolidation (cluster-summarization-pipeline.md), each decided by PostgreSQL:
+"""Per-tenant guards of scheduled consolidation (docs/concepts/consolidation.md), each decided by PostgreSQL:
 
 - cooldown (MEMORY_AGENT_TENANT_COOLDOWN_S, 2 minutes): a scheduler run for a tenant within the cooldown of its
   previous run does nothing for it; one conditional upsert of tenant_scheduler_runs decides, so two schedulers
@@ -14,7 +14,9 @@
   ends and frees its slot.
 - monthly cost ceiling (MEMORY_AGENT_MONTHLY_COST_CEILING, off by default): over it (the tenant's spend this
   calendar month, from the ledger, reached the ceiling) consolidation stops for the tenant: status
-  'over_budget' in the run report and a WARNING naming the tenant, its spend and the ceiling.
+  'over_budget' in the run report and a WARNING naming the tenant, its spend and the ceiling. Each model call
+  first reserves its estimated cost in the database (call_within_budget): while the spend plus the calls in
+  flight reach the ceiling no call starts, whichever path (scheduler, HTTP, CLI) or process asks.
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from langchain_core.language_models import BaseChatModel
 from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel
 
 from memory_agent import ledger
 from memory_agent.consolidation.config import ConsolidationConfig
-from memory_agent.consolidation.model import ModelCall
+from memory_agent.consolidation.model import ModelCall, call_consolidation_model, consolidation_prompt, model_name
+from memory_agent.long_term.lineage import ledger_user
 from memory_agent.long_term.scope import fetch, fetch_one
 
 logger = logging.getLogger("memory_agent.consolidation")
@@ -96,33 +101,48 @@ async def over_budget(
     return f"{OVER_BUDGET}: {budget.describe()}"
 
 
-async def before_summary_job(
-    conn: psycopg.AsyncConnection[Any],
-    scope: dict[str, Any],
-    now: datetime,
-    config: ConsolidationConfig,
-    cap: SummaryJobCap | None,
-    project: str = "",
-) -> str | None:
-    """Right before a summary job's model call: None when it may run, else the guard that stops it."""
-    if await over_budget(conn, scope["tenant_id"], now, config):
-        return OVER_BUDGET
-    if cap is not None and not cap.take(scope["tenant_id"], scope["user_id"], project):
-        return CAPPED
-    return None
-
-
-async def record_model_call(
+async def call_within_budget(
     conn: psycopg.AsyncConnection[Any],
     scope: dict[str, Any],
     purpose: ledger.Purpose,
-    call: ModelCall,
     now: datetime,
     config: ConsolidationConfig,
-) -> None:
-    """The call in the ledger (a failure to record is logged: the model's answer is still used)."""
-    log = ledger.CallLog([ledger.LLMCall(purpose, call.model, call.input_tokens, call.output_tokens)])
-    await ledger.record_log(conn, scope["tenant_id"], scope["user_id"], log, now=now, prices=config.prices)
+    call: tuple[BaseChatModel, str, str, type[BaseModel]],
+    cap: SummaryJobCap | None = None,
+    project: str = "",
+) -> tuple[Any, ModelCall] | str:
+    """A summary job's model call (`call`: model, instructions, material, answer schema) under the guards: its
+    estimated cost reserved against the tenant's monthly ceiling in the database first (ledger.reserve: calls
+    racing on any path or process are admitted one at a time, each seeing those in flight), then the run's
+    cap; the call's actual cost settles the reservation in the ledger, a failed call releases it. The guard
+    that stopped it (OVER_BUDGET, CAPPED: no call made), else the parsed answer and the call."""
+    model, instructions, material, schema = call
+    prompt = consolidation_prompt(instructions, material)
+    estimate = ledger.estimate_cost(purpose, model_name(model), prompt, config.prices)
+    reservation = await ledger.reserve(conn, scope["tenant_id"], config.monthly_cost_ceiling, estimate, now)
+    if reservation is None:
+        logger.warning(
+            "tenant %r reached its monthly cost ceiling %s (spent and reserved by calls in flight): no %s call",
+            scope["tenant_id"],
+            config.monthly_cost_ceiling,
+            purpose,
+        )
+        return OVER_BUDGET
+    if cap is not None and not cap.take(scope["tenant_id"], scope["user_id"], project):
+        await ledger.release(conn, reservation)
+        return CAPPED
+    try:
+        output, made = await call_consolidation_model(model, instructions, material, schema)
+    except BaseException:
+        await ledger.release(conn, reservation)
+        raise
+    log = ledger.CallLog([ledger.LLMCall(purpose, made.model, made.input_tokens, made.output_tokens)])
+    async with conn.transaction():
+        user = await ledger_user(conn, scope)  # a call answered after forget_user is counted under no user
+        await ledger.record_log(
+            conn, scope["tenant_id"], user, log, now=now, prices=config.prices, reservation=reservation
+        )
+    return output, made
 
 
 @asynccontextmanager

@@ -78,11 +78,16 @@ def model_name(model: BaseChatModel) -> str:
     return str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
 
 
+def consolidation_prompt(instructions: str, material: str) -> list[BaseMessage]:
+    """The messages a consolidation call sends (what its cost is estimated from before it is made)."""
+    return [SystemMessage(instructions), HumanMessage(material)]
+
+
 async def call_consolidation_model(
     model: BaseChatModel, instructions: str, material: str, schema: type[BaseModel]
 ) -> tuple[Any, ModelCall]:
     """The one place consolidation calls a model: `schema` parsed from the answer, and the call's tokens."""
-    messages: list[BaseMessage] = [SystemMessage(instructions), HumanMessage(material)]
+    messages = consolidation_prompt(instructions, material)
     try:
         answer = await model.with_structured_output(schema, include_raw=True).ainvoke(messages)
     except Exception as exc:

@@ -23,14 +23,12 @@ from memory_agent.consolidation.guards import (
     CAPPED,
     OVER_BUDGET,
     SummaryJobCap,
-    before_summary_job,
-    record_model_call,
+    call_within_budget,
 )
 from memory_agent.consolidation.model import (
     CONSOLIDATE_PROMPT,
     ConsolidationOutput,
     Insight,
-    call_consolidation_model,
 )
 from memory_agent.consolidation.periods import (
     Period,
@@ -39,7 +37,7 @@ from memory_agent.consolidation.periods import (
     rollups_due_after,
     utc_day,
 )
-from memory_agent.long_term.lineage import Lineage, ledger_user, sources_held
+from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 
 FORGOTTEN = "forgotten"
@@ -197,13 +195,19 @@ async def _consolidate(
     lines, content, consolidated, lineage = await _material(conn, scope, period, config)
     if not lines:
         return PeriodOutcome(period, "empty")
-    stopped = await before_summary_job(conn, scope, now, config, cap)
-    if stopped is not None:
-        return PeriodOutcome(period, stopped)
     header = f"Period: {period.name} {period.start.isoformat()}..{period.end.isoformat()}\nNotes, oldest first:\n"
-    output, call = await call_consolidation_model(
-        model, CONSOLIDATE_PROMPT, header + "\n".join(lines), ConsolidationOutput
+    answer = await call_within_budget(
+        conn,
+        scope,
+        "consolidation",
+        now,
+        config,
+        (model, CONSOLIDATE_PROMPT, header + "\n".join(lines), ConsolidationOutput),
+        cap,
     )
+    if isinstance(answer, str):
+        return PeriodOutcome(period, answer)
+    output, call = answer
     insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
     if period.name != "daily":
         # Rollups keep what matters; the compacted dailies keep everything.
@@ -213,8 +217,6 @@ async def _consolidate(
         held = await sources_held(
             conn, scope, item_ids=lineage.item_ids, memory_ids=lineage.memory_ids, note_ids=lineage.note_ids
         ) and await schedule_held(conn, scope, covered)
-        user = await ledger_user(conn, scope)  # a forgotten user's call is still counted, under no user
-        await record_model_call(conn, {**scope, "user_id": user}, "consolidation", call, now, config)
         if not held:
             return PeriodOutcome(period, FORGOTTEN)
         row = await fetch_one(

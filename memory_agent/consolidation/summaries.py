@@ -1,4 +1,4 @@
-"""The manual trigger (POST /memory/summarize, `memory-agent consolidate --user`) and the seed's shapes of its
+"""The manual trigger (POST /memory/summarize, `memory-agent consolidate --user`) and the design's JSON shapes of its
 answer and of a listed summary, shared by the HTTP API and the CLI so both speak the same JSON.
 
 A manual run consolidates the latest complete period of a user. A weekly or monthly rollup reads notes, so
@@ -19,27 +19,29 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from memory_agent.consolidation.config import ConsolidationConfig
-from memory_agent.consolidation.nightly import consolidate_period
+from memory_agent.consolidation.guards import OVER_BUDGET
+from memory_agent.consolidation.nightly import PeriodOutcome, consolidate_period
 from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, latest_period
 from memory_agent.long_term.scope import Row, check_identity, fetch_one
 
-SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "forgotten"]
-# consolidate_period's outcome → the answer's status ("complete" is the seed's word for a written note).
+SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "over_budget", "forgotten"]
+# consolidate_period's outcome → the answer's status ("complete" is the design's word for a written note).
 _STATUS: dict[str, SummarizeStatus] = {
     "complete": "complete",
     "exists": "exists",
     "empty": "nothing_to_consolidate",
+    OVER_BUDGET: "over_budget",
     "forgotten": "forgotten",
 }
 
 
-class _SeedShape(BaseModel):
-    # The seed's JSON is camelCase; Python reads snake_case.
+class _CamelCaseShape(BaseModel):
+    # The design's JSON is camelCase; Python reads snake_case.
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
 
 
-class PeriodSummary(_SeedShape):
-    """One consolidation note as the seed lists it (GET /memory/summaries, `memory-agent summaries`)."""
+class PeriodSummary(_CamelCaseShape):
+    """One consolidation note as the design lists it (GET /memory/summaries, `memory-agent summaries`)."""
 
     summary_id: int
     user_id: str
@@ -65,8 +67,8 @@ class PeriodSummary(_SeedShape):
         )
 
 
-class SummarizeResult(_SeedShape):
-    """What a manual run did: the seed's summaryId, period, notesConsolidated and status, and the period's days."""
+class SummarizeResult(_CamelCaseShape):
+    """What a manual run did: the design's summaryId, period, notesConsolidated and status, and the period's days."""
 
     summary_id: int | None = Field(description="The note of the period (null: nothing to consolidate).")
     period: PeriodName
@@ -75,8 +77,9 @@ class SummarizeResult(_SeedShape):
     notes_consolidated: int
     status: SummarizeStatus = Field(
         description="complete: written now; exists: already written this cycle, nothing done (force: true writes "
-        "it again); nothing_to_consolidate: the period holds no material, nothing written; forgotten: a forget of the "
-        "user erased some of the material while the model answered, nothing written."
+        "it again); nothing_to_consolidate: the period holds no material, nothing written; over_budget: the "
+        "tenant's monthly cost ceiling is reached (or reserved by calls in flight), no model call, nothing written; "
+        "forgotten: a forget of the user erased some of the material while the model answered, nothing written."
     )
 
 
@@ -110,9 +113,25 @@ async def summarize_latest(
     """Consolidate the user's latest complete `period_name` at `now` (its missing inputs first)."""
     check_identity(tenant_id, user_id)
     target = latest_period(period_name, now)
+    outcome: PeriodOutcome | None = None
     for source in rollup_inputs(target):
-        await consolidate_period(conn, tenant_id, user_id, source, now, model=model, config=config)
-    outcome = await consolidate_period(conn, tenant_id, user_id, target, now, model=model, config=config, force=force)
+        written = await consolidate_period(conn, tenant_id, user_id, source, now, model=model, config=config)
+        if written.status == OVER_BUDGET:  # the rollup would read an input the ceiling left unwritten
+            outcome = written
+            break
+    if outcome is None:
+        outcome = await consolidate_period(
+            conn, tenant_id, user_id, target, now, model=model, config=config, force=force
+        )
+    if outcome.status == OVER_BUDGET:
+        return SummarizeResult(
+            summary_id=None,
+            period=target.name,
+            start_date=target.start,
+            end_date=target.end,
+            notes_consolidated=0,
+            status="over_budget",
+        )
     note_id, consolidated = outcome.note_id, outcome.notes_consolidated
     if outcome.status == "exists":
         # Not written by this run (done before, or by a run racing this one): answer with the note that stands.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict
@@ -16,8 +16,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from memory_agent.errors import InvalidInputError
 
 MAX_CONVERSATION_ID_BYTES = 1024
-# A user or tenant id sits beside the thread id in every key: half its room.
-MAX_IDENTITY_BYTES = 512
 MAX_MESSAGE_ID_BYTES = 512  # message ids are in an index key too
 
 
@@ -50,7 +48,9 @@ def _utf8_size(text: str, what: str) -> int:
         ) from None
 
 
-def _validate_key_part(value: Any, what: str, max_bytes: int) -> str:
+def check_key_part(value: Any, what: str, max_bytes: int) -> str:
+    """A part of every row's key (a thread, user or tenant id; `what` names it): a non-empty string without NUL
+    of at most `max_bytes` in UTF-8."""
     if not isinstance(value, str):
         raise InvalidInputError(
             f"{what} must be a non-empty string, got {type(value).__name__}; "
@@ -70,28 +70,7 @@ def _validate_key_part(value: Any, what: str, max_bytes: int) -> str:
 
 
 def validate_conversation_id(conversation_id: Any) -> str:
-    return _validate_key_part(conversation_id, "thread_id", MAX_CONVERSATION_ID_BYTES)
-
-
-def round_identity(
-    configurable: Mapping[str, Any], user_key: str = "user_id", tenant_key: str = "tenant_id"
-) -> tuple[str, str | None, str | None]:
-    """(thread id, user id, tenant id) of a run's `config["configurable"]`; None where the config names none."""
-    if "thread_id" not in configurable:
-        raise InvalidInputError(
-            'memory_agent needs a conversation id: pass config={"configurable": {"thread_id": "<conversation id>"}}'
-        )
-    user_id, tenant_id = configurable.get(user_key), configurable.get(tenant_key)
-    return (
-        validate_conversation_id(configurable["thread_id"]),
-        None if user_id is None else validate_identity(user_id, user_key),
-        None if tenant_id is None else validate_identity(tenant_id, tenant_key),
-    )
-
-
-def validate_identity(value: Any, what: str) -> str:
-    """A user or tenant id (`what` names its config key): a non-empty string of at most MAX_IDENTITY_BYTES."""
-    return _validate_key_part(value, what, MAX_IDENTITY_BYTES)
+    return check_key_part(conversation_id, "thread_id", MAX_CONVERSATION_ID_BYTES)
 
 
 def _check_message(message: Any, position: int) -> BaseMessage:

@@ -112,6 +112,8 @@ class RoundRecall:
                 "recall_truncated": None,
                 "latency_retrieval_ms": self.latency_ms,
                 "recall_status": None,
+                "recall_block": None,
+                "recall_hits": None,
             }
         return {
             "query": result.query,
@@ -124,6 +126,9 @@ class RoundRecall:
             "recall_truncated": result.truncated,
             "latency_retrieval_ms": self.latency_ms,
             "recall_status": self.status,
+            # What the model was given, for `memory-agent at`: the block as injected, each hit's provenance.
+            "recall_block": result.block or None,
+            "recall_hits": [hit.provenance() for hit in result.results] if result.results else None,
         }
 
 

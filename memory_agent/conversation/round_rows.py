@@ -1,4 +1,4 @@
-"""The round_metrics row of a round (V1.1-1's fields beside the round's own), and which of a state's messages
+"""The round_metrics row of a round (the design's per-request retrieval metrics beside the round's own), and which of a state's messages
 the conversation does not hold yet."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from memory_agent.conversation.recalled import RoundRecall, recall_query, recall
 from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
+from memory_agent.db.keys import ConversationKey, default_user_id
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, SummaryClaim, TriggerResult, fingerprint
 from memory_agent.settings import MemorySettings
@@ -186,11 +186,13 @@ class Rounds:
         gap_end = context.gap_end_sequence
         info = RoundInfo(
             conversation_id=conversation_id,
-            user_id=key.user_id,
+            # None for the conversation's own scope: a resumed round names it again by the thread alone.
+            user_id=None if key.user_id == default_user_id(conversation_id) else key.user_id,
             tenant_id=key.tenant_id,
             input_messages=incoming,
             lease=lease,
             context_fingerprints=[fingerprint(m) for m in workflow],
+            stored_through=_last_stored(context),
             memory_id=context.memory_id,
             memory_end_sequence=context.memory_end_sequence,
             # Gap messages are consecutive sequences; trimming drops them from the front.
@@ -241,6 +243,7 @@ class Rounds:
                 user_id=user_id,
                 holder=info.lease if info is not None else None,
                 window=self.settings.memory_rolling_window_size,
+                produced=_produced(info),
             )
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
@@ -296,3 +299,17 @@ class Rounds:
         failure = await self.leases.give_back(info.key, info.lease)
         if failure is not None:
             logger.warning("Could not release the round lease of %s: %s", info.conversation_id, failure)
+
+
+def _last_stored(context: ConversationContext) -> int | None:
+    """The last stored sequence when the round started: the gap's end, else the memory's (the gap is every stored
+    message after it), else None (nothing stored)."""
+    return context.gap_end_sequence if context.gap_end_sequence is not None else context.memory_end_sequence
+
+
+def _produced(info: RoundInfo | None) -> tuple[int, int] | None:
+    """(first position, last stored sequence at round start) of what the graph produced: the messages after the
+    round's input (persist_round's order). None without a RoundInfo: every message is checked as input."""
+    if info is None:
+        return None
+    return len(info.input_messages), -1 if info.stored_through is None else info.stored_through

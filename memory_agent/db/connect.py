@@ -65,6 +65,7 @@ async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
         backend = MemoryBackend(pool, settings.db_schema)
         await backend.check_schema_is_ours()
         await backend.setup(apply=settings.auto_migrate)
+        await backend.detect_row_security()
     except BaseException:
         await pool.close()
         raise

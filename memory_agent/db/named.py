@@ -13,6 +13,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from memory_agent import resources
+from memory_agent.db.tenancy import current_tenant
 from memory_agent.errors import (
     DatabaseUnavailableError,
 )
@@ -54,6 +55,19 @@ class NamedQueries:
         self.pool = pool
         self.schema = schema
         self._queries = resources.queries()
+        # Whether the connected role is bound by row-level security (detect_row_security, at open): then every
+        # connection handed out names the tenant of the running work (db/tenancy.py).
+        self.row_security = False
+
+    async def detect_row_security(self) -> bool:
+        """Whether the policies bind the connected role (it does not own the tables and may not bypass them)."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(self._queries["row_security_active"])
+            row = await cur.fetchone()
+        self.row_security = bool(row and cast(Row, row)["active"])
+        if self.row_security:
+            logger.info("Row-level security binds this role: every connection names its tenant")
+        return self.row_security
 
     # ------------------------------------------------------------------ plumbing
 
@@ -61,6 +75,10 @@ class NamedQueries:
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
         try:
             async with self.pool.connection() as conn:
+                if self.row_security:
+                    # For the session (a pooled connection has no transaction open): each checkout names it again,
+                    # so a connection never keeps the tenant of its previous user.
+                    await conn.execute(self._queries["name_tenant"], {"tenant_id": current_tenant() or ""})
                 yield cast(psycopg.AsyncConnection[Row], conn)  # the pool's row_factory is dict_row
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailableError(

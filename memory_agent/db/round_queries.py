@@ -41,12 +41,18 @@ def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str,
     }
 
 
-def round_json(roles: Sequence[str], contents: Sequence[str], messages: Sequence[str]) -> str:
+def round_json(
+    roles: Sequence[str], contents: Sequence[str], messages: Sequence[str], produced: tuple[int, int] | None = None
+) -> str:
     """end_round's `round`: a JSON array of {role, content, message}, built from serialize_round's output. The
-    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again."""
+    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. `produced`
+    (first position, last sequence stored at round start): those messages carry "after", so only a copy stored
+    after the round started (the same round stored twice) keeps them from being stored."""
+    first, after = produced if produced is not None else (len(messages), -1)
     items = (
-        f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}}}'
-        for role, content, message in zip(roles, contents, messages, strict=True)
+        f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'
+        + (f',"after":{int(after)}}}' if position >= first else "}")
+        for position, (role, content, message) in enumerate(zip(roles, contents, messages, strict=True))
     )
     return "[" + ",".join(items) + "]"
 
@@ -131,8 +137,8 @@ class RoundQueries(NamedQueries):
         if row["owner_user_id"] is None:
             # Another process claimed the thread after this statement's snapshot: its row is committed now.
             found = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
-            assert found is not None
-            owner = (found["tenant_id"], found["user_id"])
+            # No row: the owner is a tenant row-level security hides from this role (a thread id is claimed once).
+            owner = (found["tenant_id"], found["user_id"]) if found is not None else ("", "")
             if owner == (tenant_id, user_id):
                 retried = await self._fetch_one("acquire_round_lease", params)
                 assert retried is not None
@@ -172,17 +178,19 @@ class RoundQueries(NamedQueries):
         user_id: str,
         holder: str | None,
         window: int,
+        produced: tuple[int, int] | None = None,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
-        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it."""
+        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `produced`: see
+        round_json."""
         params = {
             "tenant_id": tenant_id,
             "user_id": user_id,
             "conversation_id": conversation_id,
             "holder": holder,
-            "round": round_json(roles, contents, messages),
+            "round": round_json(roles, contents, messages, produced),
             "window": window,
         }
         cursor = await conn.execute(self._queries["end_round"], params, prepare=True)
@@ -277,8 +285,9 @@ class RoundQueries(NamedQueries):
         params = {**row, "tenant_id": tenant_id, "user_id": user_id, "claim": claim is not None}
         params["pick_up"] = pick_up and claim is not None
         params.update(_claim_params(row["conversation_id"], claim))
-        if params.get("truncation") is not None:
-            params["truncation"] = Jsonb(params["truncation"])
+        for column in ("truncation", "recall_hits"):
+            if params.get(column) is not None:
+                params[column] = Jsonb(params[column])
         if conn is not None:
             return await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
         async with self.connection() as own:

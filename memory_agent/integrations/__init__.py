@@ -1,8 +1,11 @@
 """Integrations: conversation memory for LangGraph graphs (langgraph.py: with_memory and the MemoryGraph it
 returns, memory_load_node, memory_save_node; direct.py: when MemoryGraph runs a round without LangGraph's
-runner) and for `langchain.agents.create_agent` (middleware.py: MemoryMiddleware).
+runner) and for `langchain.agents.create_agent` (middleware.py: MemoryMiddleware); a LangChain retriever over
+recall (retriever.py: MemoryRetriever, what `memory.as_retriever` returns).
 
-No SQL and no window maths here. Both depend on the RoundMemory protocol (base.py: prepare, finish,
-record or release a round), which MemoryService implements, not on the concrete service.
-May import: conversation/messages (validating a thread id), errors, schemas. Never db/, service.py nor cli/.
+No SQL and no window maths here. The graph and agent integrations depend on the RoundMemory protocol (base.py:
+prepare, finish, record or release a round), the retriever on the Recaller protocol (recall), which MemoryService
+implements, not on the concrete service.
+May import: conversation/messages (validating a thread id), long_term/block (a recalled hit), errors, schemas.
+Never db/, service.py nor cli/.
 """

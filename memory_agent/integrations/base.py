@@ -4,14 +4,15 @@ of a run, and the round end or interruption of a run."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Sequence
+import uuid
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 
-from memory_agent.schemas import RoundInfo, new_messages
+from memory_agent.schemas import RoundInfo, fingerprint, new_messages
 
 T = TypeVar("T")
 
@@ -56,13 +57,40 @@ class RoundMemory(Protocol):
         ...
 
 
-def produced_messages(messages: list[BaseMessage], info: RoundInfo) -> list[BaseMessage]:
+def produced_messages(
+    messages: list[BaseMessage], info: RoundInfo, given: Sequence[BaseMessage] | None = None
+) -> list[BaseMessage]:
     """The messages the wrapped graph (or agent) added to the context it was given.
 
-    Compared by content fingerprint, not by id: a model or proxy that repeats an earlier message id still
-    has its reply stored.
+    With `given` (the very objects the graph was given, as the round node has them): every message that is not
+    one of them, unless it is a copy of one that still stands in the result. So a reply that repeats an earlier
+    message's id and content (a model returning the same message object every time: LangGraph puts it in the
+    place of its twin) is still this round's. Without, or when none of them stands in the result (a state restored
+    from a checkpoint): compared by content fingerprint, not by id (a model or proxy that repeats an earlier id
+    with new content still has its reply stored).
     """
-    return new_messages(messages, info.context_fingerprints)
+    objects = {id(message) for message in given or ()}
+    if not any(id(message) in objects for message in messages):
+        # Nothing given stands in the result: the graph's state was restored (a resumed interrupt), not built
+        # from the given objects, so what is new is told by content.
+        return new_messages(messages, info.context_fingerprints)
+    standing = {fingerprint(message) for message in messages if id(message) in objects}
+    return [m for m in messages if id(m) not in objects and fingerprint(m) not in standing]
+
+
+def with_fresh_ids(produced: Sequence[BaseMessage], taken: Iterable[BaseMessage]) -> list[BaseMessage]:
+    """`produced` with a new id on each message whose id an earlier message of the run has (copies: the model's
+    own object is not changed). LangGraph's message reducer would put such a reply in the place of the earlier
+    message, out of order, instead of adding it."""
+    ids = {message.id for message in taken if message.id is not None}
+    fresh = []
+    for message in produced:
+        if message.id is not None and message.id in ids:
+            message = message.model_copy(update={"id": f"{message.id[:120]}:{uuid.uuid4().hex[:12]}"})
+        if message.id is not None:
+            ids.add(message.id)
+        fresh.append(message)
+    return fresh
 
 
 async def persist_round(memory: RoundMemory, info: RoundInfo, produced: list[BaseMessage]) -> None:

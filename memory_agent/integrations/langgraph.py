@@ -23,6 +23,7 @@ from memory_agent.integrations.base import (
     persist_round,
     produced_messages,
     record_interrupted,
+    with_fresh_ids,
 )
 from memory_agent.integrations.direct import direct_round_config, fresh_channel, plain_graph
 from memory_agent.schemas import RoundInfo
@@ -133,8 +134,11 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
         conversation_id, user_id, tenant_id = memory.round_identity(config)
         return memory.prepare_round(conversation_id, _messages_of(state), user_id=user_id, tenant_id=tenant_id)
 
-    def produced(output: Any, info: RoundInfo) -> list[BaseMessage]:
-        return produced_messages(_messages_of(output), info) if isinstance(output, dict) else []
+    def produced(state: Any, workflow: list[BaseMessage], output: Any, info: RoundInfo) -> list[BaseMessage]:
+        if not isinstance(output, dict):
+            return []
+        made = produced_messages(_messages_of(output), info, workflow)
+        return with_fresh_ids(made, [*_messages_of(state), *workflow])
 
     def result(output: Any, messages: list[BaseMessage]) -> Any:
         return _with_messages(output, messages) if isinstance(output, dict) else output
@@ -146,7 +150,7 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
         except BaseException as exc:
             await record_interrupted(memory, info, exc)
             raise
-        messages = produced(output, info)
+        messages = produced(state, workflow, output, info)
         await persist_round(memory, info, messages)
         return result(output, messages)
 
@@ -157,7 +161,7 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
         except BaseException as exc:
             memory.call_sync(record_interrupted(memory, info, exc))
             raise
-        messages = produced(output, info)
+        messages = produced(state, workflow, output, info)
         memory.call_sync(persist_round(memory, info, messages))
         return result(output, messages)
 

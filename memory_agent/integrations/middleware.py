@@ -31,7 +31,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.integrations.base import RoundMemory, persist_round, record_interrupted
+from memory_agent.integrations.base import RoundMemory, persist_round, record_interrupted, with_fresh_ids
 from memory_agent.schemas import RoundInfo, fingerprint, new_messages
 
 # Contexts of the rounds in flight in this process, by round token. The loaded context (memory and gap) is
@@ -116,7 +116,8 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         context = self._contexts.get(round_["token"])
         if context is None:
             context = self.memory.call_sync(self._reload(round_, list(request.state["messages"])))
-        return handler(self._with_context(request, context))
+        request = self._with_context(request, context)
+        return _new_reply(handler(request), request)
 
     async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
         round_ = self._round(request.state, "model")
@@ -125,7 +126,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
             context = await self._reload(round_, list(request.state["messages"]))
         request = self._with_context(request, context)
         try:
-            return await handler(request)
+            return _new_reply(await handler(request), request)
         except asyncio.CancelledError as exc:  # the caller went away mid-generation
             info = RoundInfo.from_state(self._round(request.state, "model")["info"])
             await record_interrupted(self.memory, info, exc)
@@ -146,3 +147,17 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
     def after_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         self.memory.call_sync(self._finish(state))
         return {"memory_round": None}
+
+
+def _new_reply(response: Any, request: ModelRequest) -> Any:
+    """The model's reply with a new id where an earlier message (the agent's state, the loaded context) has its id:
+    a model that returns the same message object every time would otherwise replace that message in the agent's
+    state (LangGraph's message reducer) instead of adding this round's reply."""
+    taken = [*request.state["messages"], *request.messages]
+    if isinstance(response, BaseMessage):
+        return with_fresh_ids([response], taken)[0]
+    inner = getattr(response, "model_response", None)  # ExtendedModelResponse: a ModelResponse and a Command
+    target = inner if inner is not None else response
+    if isinstance(getattr(target, "result", None), list):
+        target.result = with_fresh_ids(target.result, taken)
+    return response

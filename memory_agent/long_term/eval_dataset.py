@@ -11,14 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.recall import ALL_PATHS, SearchPath
 
-PATHS: dict[str, tuple[SearchPath, ...]] = {
-    "fts": ("fts",),
-    "trgm": ("trgm",),
-    "vector": ("vector",),
-    "fused": ALL_PATHS,
-}
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 _SESSION = re.compile(r"^session_(\d+)$")
 EVAL_TENANT = "eval"

@@ -16,33 +16,26 @@ from memory_agent import resources
 from memory_agent.long_term.eval_dataset import EVAL_TENANT, Sample
 from memory_agent.long_term.extract import Statement, extract_items
 from memory_agent.long_term.items import is_single_valued, normalize_content
-from memory_agent.long_term.recall import ALL_PATHS, SearchPath
-
-PATHS: dict[str, tuple[SearchPath, ...]] = {
-    "fts": ("fts",),
-    "trgm": ("trgm",),
-    "vector": ("vector",),
-    "fused": ALL_PATHS,
-}
 
 
 async def store_conversation(
     conn: AsyncConnection[Any],
     conversation_id: str,
-    turns: Sequence[tuple[str, str, datetime]],
+    turns: Sequence[tuple[str, str, datetime]] | Sequence[tuple[str, str, datetime, str | None]],
     *,
     tenant_id: str,
     user_id: str,
 ) -> None:
-    """Store (role, text, created_at) turns as the messages of a conversation of (tenant_id, user_id), rounds
-    numbered by user turns."""
+    """Store (role, text, created_at[, name]) turns as the messages of a conversation of (tenant_id, user_id),
+    rounds numbered by user turns; a name is the chat message's `name` (a speaker's), as a round stores it."""
     keys = {"tenant_id": tenant_id, "user_id": user_id}
     queries = resources.queries()
     rows, round_number = [], 0
-    for sequence, (role, text, created_at) in enumerate(turns):
+    for sequence, (role, text, created_at, *named) in enumerate(turns):
         if role == "user" or round_number == 0:
             round_number += 1
-        message = {"type": "human" if role == "user" else "ai", "data": {"content": text, "type": role}}
+        data = {"content": text, "type": "human" if role == "user" else "ai", "name": named[0] if named else None}
+        message = {"type": data["type"], "data": data}
         rows.append(
             {
                 **keys,
@@ -140,12 +133,13 @@ async def ingest_directly(conn: AsyncConnection[Any], sample: Sample) -> dict[tu
                 "user" if t.speaker == sample.speaker_a else "assistant",
                 t.text,
                 session.started_at + timedelta(seconds=i),
+                t.speaker,
             )
             for i, t in enumerate(session.turns)
         ]
         await store_conversation(conn, conversation_id, turns, tenant_id=EVAL_TENANT, user_id=sample.sample_id)
         provenance.update({(conversation_id, i): t.dia_id for i, t in enumerate(session.turns)})
-        statements = [Statement(i, role, text) for i, (role, text, _) in enumerate(turns)]
+        statements = [Statement(i, role, text) for i, (role, text, *_) in enumerate(turns)]
         for item_type, item in extract_items(statements).typed():
             await store_item(
                 conn,

@@ -7,6 +7,7 @@
 - forget_item: that item version (its lineage goes with it), and the notes and batch summaries made from it.
   Forgetting a cluster summary forgets the members it stands for too — otherwise the next refresh would write
   the same text back.
+- Both clear the recalled blocks (what `memory-agent at` shows a round was given) that quoted what they erased.
 - forget_user: every long-term row of the user (consolidation notes and batch summaries too), every
   conversation of theirs, their jobs' rows; their cost-ledger rows move to user '' (no user).
 A dropped note is made again by the next nightly run from what is left (its schedule is moved back before it);
@@ -71,6 +72,7 @@ async def forget_conversation(
         notes, batches = await _drop_derived(conn, scope, deleted, [conversation_id])
         await _erase_jobs(conn, scope, conversation_id)
         rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
+        await _clear_recalled(conn, scope, [*deleted, *summaries[0], *summaries[1]])
     return ForgetReport(tuple(deleted), *summaries, tuple(row["conversation_id"] for row in rows), notes, batches)
 
 
@@ -101,6 +103,7 @@ async def forget_item(
         deleted = [row["item_id"] for row in rows]
         refreshed, summaries_deleted = await _rederive(conn, scope, deleted, summarize, now, min_items)
         notes, batches = ((), ()) if retention else await _drop_derived(conn, scope, deleted, [])
+        await _clear_recalled(conn, scope, [*deleted, *refreshed, *summaries_deleted])
     summaries_deleted += tuple(row["item_id"] for row in rows if row["is_summary"])
     return ForgetReport(
         tuple(i for i in deleted if i not in summaries_deleted), refreshed, summaries_deleted, (), notes, batches
@@ -151,6 +154,12 @@ async def _erase_jobs(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any],
     ]
     whole_user = conversation_id is None
     await fetch(conn, "erase_user_jobs", {**scope, "memory_ids": memory_ids, "whole_user": whole_user})
+
+
+async def _clear_recalled(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], item_ids: list[int]) -> None:
+    """The recalled blocks of the user's rounds that quoted anything erased or rewritten go (the erased rows are
+    found missing; `item_ids` names the summaries rewritten in place)."""
+    await fetch(conn, "clear_recalled_blocks", {**scope, "item_ids": item_ids})
 
 
 async def _erase_conversation_lineage(

@@ -1,11 +1,11 @@
 """Recall at round start: a user's relevant items, cluster summaries, key insights of their weekly and monthly
 consolidation notes, and earlier turns, as a bounded block.
 
-Order (the seed's): items and summaries → full-text search → trigram fallback (CJK queries, or too few
-full-text hits: a short query that full text answers skips it, measured in docs/recall.md) → vectors over items
-and summaries only (never turns), also a fallback → the latest turns when nothing matched; the lists are fused
-by reciprocal rank in one statement (`recall_search` in sql/recall.sql), run a second time with the vector path
-only when the first found too little. With the stored 'english' vectors the statement is prepared once per
+Paths: full-text search ranked by BM25 over turns (with their speaker's name), items, summaries and key insights
+→ trigram fallback (CJK queries, or too few full-text hits) → vectors of turns, items and summaries when an
+embedder is configured (on every recall: hybrid; or as a fallback, `vectors_always` False) → the latest turns when
+nothing matched; the lists are fused by weighted reciprocal rank in one statement (`recall_search` in
+sql/recall.sql). A recalled turn comes with its neighbours in its conversation and its date. With the stored 'english' vectors the statement is prepared once per
 connection and runs on a generic plan. Scope: this conversation's turns first, the user's other conversations
 too when this one has few hits or the message points to the past ("last time", "之前", …). Guardrails: a token
 budget for the block, a number of turns, a per-turn character cap (long_term/block.py). Every result says where
@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from memory_agent import resources
+from memory_agent.conversation.messages import storable_text
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.block import RecallHit, apply_guardrails, hit_from_row
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
@@ -39,12 +40,13 @@ RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
 ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
 
+_ENV_SETTINGS = ("max_tokens", "max_turns", "max_turn_chars")
 _CONFIG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
 @dataclass(frozen=True)
 class RecallSettings:
-    """The guardrails and knobs of recall; the defaults are the seed's (block, turns) or measured (the rest)."""
+    """The guardrails and knobs of recall; the defaults are the design's (block, turns) or measured (the rest)."""
 
     text_search_config: str = "english"  # chosen by measurement: docs/recall.md
     or_terms: bool = True  # OR the query's lexemes: AND-ed terms match almost no question
@@ -53,11 +55,15 @@ class RecallSettings:
     max_turn_chars: int = 600
     min_hits: int = 2  # fewer full-text hits than this → trigrams; fewer in this conversation → user-wide
     trgm_threshold: float = 0.3  # word_similarity a trigram hit needs (CJK bigram matches need none)
-    vectors_always: bool = False  # False: vectors only when full text and trigrams found too little (V1.1-4)
+    vectors_always: bool = True  # hybrid: with an embedder, vectors on every recall; False: only as a fallback
     vector_min_similarity: float = 0.15  # cosine similarity a vector hit needs: the nearest are not always near
+    vector_weight: float = 0.1  # a vector rank's weight in the fusion (full text's and trigrams' are 1): measured
     candidates: int = 50  # per path, before fusion
     rrf_k: int = 60
     recent_turns: int = 2  # when nothing matched: the latest turns of other conversations
+    neighbours_before: int = 1  # turns shown before a recalled turn (its context), counted in the token budget
+    neighbours_after: int = 1  # and after it
+    max_neighbour_chars: int = 300  # a neighbour longer than this is cut
 
     def __post_init__(self) -> None:
         if not _CONFIG_NAME.match(self.text_search_config):
@@ -65,9 +71,15 @@ class RecallSettings:
                 f"text search configuration {self.text_search_config!r} is not a configuration name; set "
                 "MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one such as 'english' or 'simple'"
             )
-        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k"):
+        for name in ("max_tokens", "max_turns", "max_turn_chars", "candidates", "rrf_k", "max_neighbour_chars"):
             if getattr(self, name) < 1:
-                raise ConfigurationError(f"recall setting {name} must be >= 1 (MEMORY_AGENT_RECALL_{name.upper()})")
+                env = f" (MEMORY_AGENT_RECALL_{name.upper()})" if name in _ENV_SETTINGS else ""
+                raise ConfigurationError(f"recall setting {name} must be >= 1{env}")
+        if self.vector_weight < 0:
+            raise ConfigurationError(f"recall setting vector_weight must be >= 0, got {self.vector_weight}")
+        for name in ("neighbours_before", "neighbours_after"):
+            if not 0 <= getattr(self, name) <= 5:
+                raise ConfigurationError(f"recall setting {name} must be within 0..5, got {getattr(self, name)}")
         if not 0.0 <= self.trgm_threshold <= 1.0:
             raise ConfigurationError(
                 "recall setting trgm_threshold must be within 0..1 (MEMORY_AGENT_RECALL_TRGM_THRESHOLD)"
@@ -90,6 +102,9 @@ class RecallResult:
     truncated: bool = False
     latency_ms: float = 0.0
     block: str = ""
+    # The fused ranking before the guardrails, up to `limit`: what the block was filled from (`results` are the
+    # ones that fit it). The evaluation reads @k here.
+    ranked: list[RecallHit] = field(default_factory=list)
 
     @property
     def context_items(self) -> int:
@@ -114,6 +129,7 @@ def _statement(vectors: bool, stored: bool) -> sql.Composed:
         message_fts=sql.SQL(queries[f"recall_message_fts_{fts}"]),
         item_fts=sql.SQL(queries[f"recall_item_fts_{fts}"]),
         note_fts=sql.SQL(queries[f"recall_note_fts_{fts}"]),
+        batch_fts=sql.SQL(queries[f"recall_batch_fts_{fts}"]),
     )
 
 
@@ -130,6 +146,7 @@ async def _search(
     settings_params = {
         "threshold": str(settings.trgm_threshold),
         "plan_cache_mode": "force_generic_plan" if stored else "force_custom_plan",
+        "tenant_id": params["tenant_id"],
     }
     try:
         async with AsyncExitStack() as stack:
@@ -153,7 +170,7 @@ def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
     if not hits or all(hit.paths == ["recent"] for hit in hits):
         return "window"
     found = {path for hit in hits for path in hit.paths}
-    # Vectors search items and summaries only: read as summaries_only, a vector answer would never show.
+    # What vectors alone found (turns, items or summaries) says `vector`, whatever its kind.
     if "vector" in found and not found & {"fts", "trgm"}:
         return "vector"
     if all(hit.kind != "turn" for hit in hits):
@@ -191,7 +208,10 @@ async def recall(
     unknown = set(paths) - set(ALL_PATHS)
     if unknown:
         raise InvalidInputError(f"unknown recall paths {sorted(unknown)}; choose among {list(ALL_PATHS)}")
-    query = (query or "").strip()
+    if query is not None and not isinstance(query, str):
+        raise InvalidInputError(f"recall query must be a string, got {type(query).__name__}")
+    # As the round stores a message: a NUL or a lone surrogate (PostgreSQL and UTF-8 refuse them) is replaced.
+    query = storable_text(query or "").strip()
     if not query:
         return RecallResult(results=[], query=query, latency_ms=(time.perf_counter() - started) * 1000)
     params: dict[str, Any] = {
@@ -212,10 +232,13 @@ async def recall(
         "past": points_to_past(query),
         "candidates": settings.candidates,
         "rrf_k": settings.rrf_k,
+        "vector_weight": settings.vector_weight,
         "recent": settings.recent_turns if "recent" in paths else 0,
         "fused_limit": max(limit, settings.max_turns) * 3,
+        "neighbours_before": settings.neighbours_before,
+        "neighbours_after": settings.neighbours_after,
     }
-    # Vectors are a fallback (the seed's V1.1-4, and measured: fused @1 drops when they always run): the query
+    # Vectors are a fallback (as designed, and measured: fused @1 drops when they always run): the query
     # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
     always = settings.vectors_always or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
@@ -236,7 +259,11 @@ async def recall(
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
-    hits = [hit_from_row(row, settings.max_turn_chars) for row in rows if row["kind"] is not None]
+    hits = [
+        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
+        for row in rows
+        if row["kind"] is not None
+    ]
     if not include_summaries:  # raw items and turns only (a tenant over its cost ceiling); the counts stay the search's
         hits = [hit for hit in hits if hit.kind != "summary"]
     kept, block, tokens, truncated = apply_guardrails(
@@ -255,6 +282,7 @@ async def recall(
         truncated=truncated,
         latency_ms=(time.perf_counter() - started) * 1000,
         block=block,
+        ranked=hits[:limit],
     )
 
 

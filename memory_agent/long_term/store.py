@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 import psycopg
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -30,10 +31,13 @@ from langgraph.store.base import (
 from psycopg_pool import AsyncConnectionPool
 
 from memory_agent.errors import ConfigurationError, InvalidInputError
+from memory_agent.long_term.recall import RecallSettings
 from memory_agent.long_term.scope import check_id
+from memory_agent.long_term.store_recall import recall_search
 from memory_agent.long_term.store_rows import (
     check_value,
     delete_rows,
+    equality_filter,
     get_row,
     namespaces_of,
     put_row,
@@ -56,13 +60,20 @@ class Loop(Protocol):
 
 
 class Service(Protocol):
-    """What from_service needs of a MemoryService: its loop and its backend's pool."""
+    """What from_service needs of a MemoryService: its loop, its backend's pool, and recall's settings and
+    embedder (a search with a query is recall)."""
 
     @property
     def loop(self) -> Loop: ...
 
     @property
     def backend(self) -> Any: ...
+
+    @property
+    def recall_settings(self) -> RecallSettings: ...
+
+    @property
+    def embedder(self) -> Embeddings | None: ...
 
 
 class MemoryStore(BaseStore):
@@ -74,11 +85,15 @@ class MemoryStore(BaseStore):
       `list_namespaces` answers from the data.
     - `put(ns, key, value)`: value is a JSON object; a new value closes the current version (valid_to) and opens
       another, the same value only touches updated_at; concurrent puts of one key leave one current version.
-      `value=None` (delete) forgets every version of the key and its lineage. `index` is ignored: the value's
-      "content" (or the whole value) is always searchable. TTL is not supported.
+      `value=None` (delete) forgets every version of the key and its lineage. The searched text is the value's
+      "content" (or the whole value); `index=[paths]` names the fields searched instead ("title", "a.b",
+      "notes[*].text"); `index=False` and `ttl` are refused (every item is searched and recalled; nothing expires).
     - `get` → the current version (created_at: when the key was first put; updated_at: last put).
     - `search(prefix, query=, filter=, limit=, offset=)`: the prefix names the user; filter is equality on
-      top-level value fields; a query ranks by full text (OR-ed terms) plus trigram similarity (CJK, typos).
+      top-level value fields. With a query it is recall (the round start's statement and ranking) and shows
+      the whole of the user's memory under `(category, user_id)`: items the summaries extracted, cluster, batch
+      and consolidation summaries, earlier turns, each with its provenance in the value (store_recall.py).
+      Without one it lists the store's rows, newest first.
     - `list_namespaces` needs a prefix condition naming the user (`prefix=("memories", user_id)`).
 
     Connections: `MemoryStore(pool, tenant_id=…)` over an AsyncConnectionPool of the memory_agent schema serves
@@ -167,6 +182,7 @@ class MemoryStore(BaseStore):
                 raise InvalidInputError(f"the root label 'langgraph' is reserved by LangGraph: {op.namespace!r}")
             if op.ttl is not None:
                 raise InvalidInputError("MemoryStore does not support TTL (supports_ttl is False); put without ttl")
+            index = _index_of(op.index)
             if op.value is None:
 
                 async def delete(conn: psycopg.AsyncConnection[Any]) -> Result:
@@ -177,12 +193,16 @@ class MemoryStore(BaseStore):
             value = check_value(op.value)
 
             async def put(conn: psycopg.AsyncConnection[Any]) -> Result:
-                await put_row(conn, at, value)
+                await put_row(conn, at, value, index=index)
                 return None
 
             return put
         if isinstance(op, SearchOp):
             user_of(op.namespace_prefix, "namespace prefix")
+            if op.query is not None and not isinstance(op.query, str):
+                raise InvalidInputError(f"query must be a string or None, got {type(op.query).__name__}")
+            if op.query and op.query.strip():
+                return self._recall_search(op)
 
             async def search(conn: psycopg.AsyncConnection[Any]) -> Result:
                 rows = await search_rows(
@@ -207,6 +227,31 @@ class MemoryStore(BaseStore):
             return list_namespaces
         raise InvalidInputError(f"MemoryStore cannot run {type(op).__name__}")
 
+    def _recall_search(self, op: SearchOp) -> Callable[[psycopg.AsyncConnection[Any]], Coroutine[Any, Any, Result]]:
+        if not isinstance(op.limit, int) or not isinstance(op.offset, int) or op.limit < 0 or op.offset < 0:
+            raise InvalidInputError(f"limit and offset must be integers >= 0, got {op.limit!r} and {op.offset!r}")
+        equal = equality_filter(op.filter)
+        if self._service is not None:
+            settings, embedder = self._service.recall_settings, self._service.embedder
+        else:
+            settings, embedder = RecallSettings(text_search_config=self.text_search_config), None
+        tenant, query = self.tenant_id, op.query or ""
+
+        async def search(conn: psycopg.AsyncConnection[Any]) -> Result:
+            return await recall_search(
+                conn,
+                tenant,
+                op.namespace_prefix,
+                query=query,
+                equal=equal,
+                limit=op.limit,
+                offset=op.offset,
+                settings=settings,
+                embedder=embedder,
+            )
+
+        return search
+
 
 def _item(row: dict[str, Any]) -> Item:
     return Item(
@@ -228,6 +273,21 @@ def _search_item(row: dict[str, Any]) -> SearchItem:
         updated_at=row["updated_at"],
         score=None if score is None else float(score),
     )
+
+
+def _index_of(index: Any) -> list[str] | None:
+    """put's `index`: None (the value's "content", or the whole value) or the paths whose text is searched.
+    False is refused: every item's text is searched and recalled (there is no unindexed item)."""
+    if index is None:
+        return None
+    if index is False:
+        raise InvalidInputError(
+            "MemoryStore searches and recalls every item's text, so index=False cannot be honoured; put without "
+            "index, or with index=[paths] naming the fields to search"
+        )
+    if not isinstance(index, list | tuple) or not index or not all(isinstance(p, str) and p for p in index):
+        raise InvalidInputError(f"index must be None or a non-empty list of field paths, got {index!r}")
+    return list(index)
 
 
 def _user_of_conditions(conditions: tuple[MatchCondition, ...] | None) -> str:

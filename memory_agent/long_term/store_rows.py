@@ -16,15 +16,17 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+from langgraph.store.base.embed import get_text_at_path
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
+from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.forget import ForgetReport, forget_item
 from memory_agent.long_term.items import ITEM_LISTS, ItemType, normalize_content
@@ -34,6 +36,16 @@ from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError
 logger = logging.getLogger("memory_agent.long_term")
 
 ONE_TICK = timedelta(microseconds=1)
+# The key a search with a query gives an item that was not put through the store (store_recall.py): a UUID (LangMem
+# updates and deletes by UUID) of version 8 (RFC 9562's custom layout) holding the item id in its last 48 bits.
+DERIVED_ITEM_PREFIX = "6d656d6f-7279-8000-8000-"  # "memory" in hex
+DERIVED_ITEM_KEY = re.compile(rf"^{DERIVED_ITEM_PREFIX}([0-9a-f]{{12}})$")
+
+
+def derived_item_key(item_id: int) -> str:
+    return f"{DERIVED_ITEM_PREFIX}{item_id:012x}"
+
+
 STORE_SLOT_PREFIX = "store:"
 TRGM_THRESHOLD = 0.3  # word_similarity a trigram hit needs; short CJK queries score about 0.33
 _TYPE_OF_CATEGORY: dict[str, ItemType] = {**ITEM_LISTS, **{t: t for t in ITEM_LISTS.values()}}
@@ -75,6 +87,7 @@ def user_of(namespace: tuple[str, ...], what: str = "namespace") -> str:
             f"{what} {namespace!r} names no user: store namespaces are (category, user_id, ...), e.g. "
             "('memories', user_id)"
         )
+    validate_user_id(namespace[1], "the user label (namespace[1])")
     check_id("the user label (namespace[1])", namespace[1])
     return namespace[1]
 
@@ -86,8 +99,13 @@ def store_key(tenant_id: str, namespace: tuple[str, ...], key: Any) -> StoreKey:
     return StoreKey(tenant_id, tuple(namespace), key)
 
 
-def content_of(value: Mapping[str, Any]) -> str:
-    """The text a value is searched by: its "content" field, or the whole value as JSON."""
+def content_of(value: Mapping[str, Any], index: Sequence[str] | None = None) -> str:
+    """The text a value is searched by: the text at the `index` paths (BaseStore's put(index=[...]): "field",
+    "a.b", "list[*].text"), else its "content" field, else the whole value as JSON."""
+    if index:
+        found = [text for path in index for text in get_text_at_path(dict(value), path) if text.strip()]
+        if found:
+            return "\n".join(found).replace("\x00", "")
     content = value.get("content", value)
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, sort_keys=True)
     return text.replace("\x00", "") or json.dumps(dict(value), ensure_ascii=False, sort_keys=True)
@@ -107,11 +125,17 @@ async def get_row(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> Row | Non
 
 
 async def put_row(
-    conn: psycopg.AsyncConnection[Any], at: StoreKey, value: dict[str, Any], now: datetime | None = None
+    conn: psycopg.AsyncConnection[Any],
+    at: StoreKey,
+    value: dict[str, Any],
+    now: datetime | None = None,
+    *,
+    index: Sequence[str] | None = None,
 ) -> str:
-    """Write `value` as the current version of `at`: 'unchanged' (same value), 'inserted' or 'superseded'."""
+    """Write `value` as the current version of `at`: 'unchanged' (same value), 'inserted' or 'superseded'. Its
+    searched text: content_of(value, index)."""
     params = at.params()
-    content = content_of(value)
+    content = content_of(value, index)
     now = now or datetime.now(UTC)
     # As remember(): writers of one key queue on the slot lock; the constraint stays the arbiter, a writer that
     # loses to it retries from the savepoint over what the winner committed.
@@ -119,6 +143,11 @@ async def put_row(
         try:
             async with conn.transaction():
                 await fetch(conn, "lock_item_slot", params)
+                if await derived_item(conn, at) is not None:
+                    raise InvalidInputError(
+                        f"{at.key!r} is a memory the summaries extracted, shown by search; the store cannot update "
+                        "it: put the new memory under a key of its own, and delete this one to forget it"
+                    )
                 current = await fetch_one(conn, "store_lock_current", params)
                 if current and current["item_id"] is not None and current["value"] == value:
                     await fetch(conn, "store_touch", {**params, "item_id": current["item_id"], "now": now})
@@ -148,14 +177,28 @@ async def put_row(
     raise LongTermWriteError(f"store key {at.key!r} stayed contended after {MAX_ATTEMPTS} attempts")
 
 
+async def derived_item(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> int | None:
+    """The item `at` names when its key is one a search gave a memory the store did not put (derived_item_key under
+    `(category, user_id)`, no store row of that key): LangMem deletes or updates what its search found by key."""
+    match = DERIVED_ITEM_KEY.match(at.key)
+    if match is None or len(at.namespace) != 2:
+        return None
+    row = await fetch_one(conn, "store_derived_item", {**at.params(), "item_id": int(match[1], 16)})
+    return row["item_id"] if row else None
+
+
 async def delete_rows(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> ForgetReport:
-    """Forget every version of `at` with its lineage (forget_item, which also re-derives cluster summaries)."""
+    """Forget every version of `at` with its lineage (forget_item, which also re-derives cluster summaries); a
+    key a search gave a derived item (derived_item_key) forgets that item."""
     params = at.params()
     deleted: list[int] = []
     async with conn.transaction():
         await fetch(conn, "lock_item_slot", params)
-        for row in await fetch(conn, "store_versions", params):
-            report = await forget_item(conn, at.tenant_id, at.user_id, row["item_id"])
+        versions = [row["item_id"] for row in await fetch(conn, "store_versions", params)]
+        if not versions and (item_id := await derived_item(conn, at)) is not None:
+            versions = [item_id]
+        for item_id in versions:
+            report = await forget_item(conn, at.tenant_id, at.user_id, item_id)
             deleted.extend(report.items_deleted)
     return ForgetReport(items_deleted=tuple(deleted))
 
@@ -183,7 +226,7 @@ async def search_rows(
         raise InvalidInputError(f"limit and offset must be integers >= 0, got {limit!r} and {offset!r}")
     if query is not None and not isinstance(query, str):
         raise InvalidInputError(f"query must be a string or None, got {type(query).__name__}")
-    equal = _equality_filter(filter)
+    equal = equality_filter(filter)
     return await fetch(
         conn,
         "store_search",
@@ -202,7 +245,7 @@ async def search_rows(
     )
 
 
-def _equality_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
+def equality_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
     """{field: value} or {field: {"$eq": value}}: the value's top-level field equals it (JSON equality)."""
     equal: dict[str, Any] = {}
     for field, wanted in (filter or {}).items():

@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
 
-from memory_agent.conversation.context import inject_memory
+from memory_agent.conversation.context import inject_context
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
 
@@ -72,15 +72,21 @@ class ContextAtRound:
     memory: Row | None  # memory_id, memory_text, start/end sequence of the version served; None on the raw path
     gap: list[Row] = field(default_factory=list)  # stored messages after the memory, oldest first
     input: list[Row] = field(default_factory=list)  # the round's own input messages
+    # The long-term block recall gave the round: block (as injected), hits (each one's provenance), path, items,
+    # tokens, truncated; None when the round recalled nothing (no user, recall off or failed, nothing found).
+    recall: Row | None = None
 
     @property
     def messages(self) -> list[Row]:
         return [*self.gap, *self.input]
 
     def model_input(self, injection_mode: str = "prefix") -> list[BaseMessage]:
-        """The messages the wrapped graph received, with the memory injected as at run time."""
+        """The messages the wrapped graph received, with the memory and the recalled block injected as at run
+        time."""
         messages = messages_from_dict([row["message"] for row in self.messages])
-        return inject_memory(self.memory["memory_text"] if self.memory else None, messages, injection_mode)
+        memory_text = self.memory["memory_text"] if self.memory else None
+        block = self.recall["block"] if self.recall else ""
+        return inject_context(memory_text, block, messages, injection_mode)
 
 
 @dataclass(frozen=True)
@@ -122,26 +128,33 @@ async def context_at(backend: MemoryBackend, conversation_id: str, round_number:
             f"round {round_number} has no metrics row (rounds are numbered from 1)"
         )
     parts = await backend._fetch_all("observe_context_at_round", params)
-    memory = next(
-        (
-            {
-                "memory_id": row["memory_id"],
-                "memory_text": row["content"],
-                "start_sequence": round_row["memory_start_sequence"],
-                "end_sequence": round_row["memory_end_sequence"],
-            }
-            for row in parts
-            if row["part"] == "memory"
-        ),
-        None,
-    )
+    by_part = {row["part"]: row for row in parts if row["part"] in ("memory", "recall")}
+    memory = by_part.get("memory")
+    recall = by_part.get("recall")
     return ContextAtRound(
         conversation_id=conversation_id,
         round_number=round_number,
         round=round_row,
-        memory=memory,
+        memory={
+            "memory_id": memory["memory_id"],
+            "memory_text": memory["content"],
+            "start_sequence": round_row["memory_start_sequence"],
+            "end_sequence": round_row["memory_end_sequence"],
+        }
+        if memory
+        else None,
         gap=[row for row in parts if row["part"] == "gap"],
         input=[row for row in parts if row["part"] == "input"],
+        recall={
+            "block": recall["content"],
+            "hits": recall["message"] or [],
+            "path": round_row["recall_path"],
+            "items": round_row["recall_items"],
+            "tokens": round_row["recall_tokens"],
+            "truncated": round_row["recall_truncated"],
+        }
+        if recall
+        else None,
     )
 
 

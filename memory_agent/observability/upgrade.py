@@ -1,5 +1,5 @@
-"""The weekly upgrade report (memory-system-evolution-plan.md, section 5), read from the view
-upgrade_report_weekly (sql/definitions/views.sql): per ISO week and tenant, each of the seed's metrics
+"""The weekly upgrade report (the design's upgrade triggers, docs/concepts/consolidation.md), read from the view
+upgrade_report_weekly (sql/definitions/views.sql): per ISO week and tenant, each of the design's metrics
 beside its threshold and whether it is crossed. `memory-agent report` prints it."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class Metric:
-    """One row of the seed's trigger table, and the view's columns for it."""
+    """One row of the design's trigger table, and the view's columns for it."""
 
     key: str
     label: str

@@ -23,6 +23,10 @@ from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
 
+# A cluster summary call's tokens (prompt, answer) as reserved before it is made: a few short items in, a sentence
+# out. The call's actual tokens replace the estimate in the ledger.
+CLUSTER_CALL_TOKENS = (1000, 200)
+
 
 class LongTermFollowUps:
     """SummaryRunner's long-term follow-ups; it sets these attributes."""
@@ -47,32 +51,54 @@ class LongTermFollowUps:
 
     async def _refresh_clusters(self, clusters: list[long_term.Cluster], now: datetime) -> None:
         """After the version's commit: each touched cluster in its own transaction. A failure is logged and left
-        to the periodic safety net (refresh_pending); a tenant over its cost ceiling gets no summary call."""
+        to the periodic safety net (refresh_pending); a tenant at its cost ceiling gets no summary call."""
         if not clusters:
             return
         try:
             async with self.backend.connection() as conn:
-                if await self._over_budget(conn, clusters[0].tenant_id, now):
-                    return
                 for cluster in clusters:
-                    async with long_term.tenant_transaction(conn, cluster.tenant_id):
-                        await long_term.refresh_cluster(
-                            conn,
-                            cluster,
-                            self.cluster_summarizer,
-                            now=now,
-                            min_items=self.settings.summary_min_cluster_items,
-                        )
+                    if not await self._refresh_within_budget(conn, cluster, now):
+                        return
         except Exception as exc:
             logger.warning("Cluster summaries not refreshed (the periodic task will): %s", exc)
 
-    async def _over_budget(self, conn: Any, tenant_id: str, now: datetime) -> bool:
-        budget = await ledger.tenant_budget(conn, tenant_id, self.settings.monthly_cost_ceiling, now)
-        if budget.over:
+    async def _refresh_within_budget(self, conn: Any, cluster: long_term.Cluster, now: datetime) -> bool:
+        """Refresh one cluster, its model call's estimated cost reserved against the tenant's monthly ceiling
+        first (ledger.reserve: the database admits concurrent callers one at a time) and settled with the calls
+        it made; False, with a WARNING and no call, when the ceiling (spent plus calls in flight) is reached."""
+        model = getattr(self.cluster_summarizer, "model_name", None) or self.settings.memory_model
+        estimate = ledger.price(
+            ledger.LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.settings.llm_prices
+        )
+        reservation = await ledger.reserve(
+            conn, cluster.tenant_id, self.settings.monthly_cost_ceiling, estimate[0], now
+        )
+        if reservation is None:
             logger.warning(
-                "%s: no cluster summary is written for this tenant (recall reads raw items)", budget.describe()
+                "tenant %r reached its monthly cost ceiling %s (spent and reserved by calls in flight): no cluster "
+                "summary is written for this tenant (recall reads raw items)",
+                cluster.tenant_id,
+                self.settings.monthly_cost_ceiling,
             )
-        return budget.over
+            return False
+        with ledger.collecting() as log:
+            try:
+                async with long_term.tenant_transaction(conn, cluster.tenant_id):
+                    await long_term.refresh_cluster(
+                        conn,
+                        cluster,
+                        self.cluster_summarizer,
+                        now=now,
+                        min_items=self.settings.summary_min_cluster_items,
+                    )
+            except BaseException:
+                await ledger.release(conn, reservation)
+                raise
+        prices = self.settings.llm_prices
+        async with long_term.tenant_transaction(conn, cluster.tenant_id):
+            user = await ledger_user(conn, cluster.params())  # answered after forget_user: under no user
+            await ledger.record_log(conn, cluster.tenant_id, user, log, now=now, prices=prices, reservation=reservation)
+        return True
 
     async def refresh_pending(self, limit: int = 100) -> int:
         """The periodic safety net: refresh up to `limit` clusters whose summary is missing, stale or due for
@@ -93,25 +119,17 @@ class LongTermFollowUps:
     async def _refresh_pending_clusters(self, limit: int) -> int:
         settings, now = self.settings, self.clock()
         per_scope: Counter[tuple[str, str, str]] = Counter()
-        over: dict[str, bool] = {}
+        over: set[str] = set()
         handled = 0
         async with self.backend.connection() as conn:
             pending = await long_term.pending_clusters(conn, min_items=settings.summary_min_cluster_items, limit=limit)
             for cluster in pending:
                 scope = (cluster.tenant_id, cluster.user_id, cluster.project)
-                if per_scope[scope] >= settings.max_summary_jobs_per_run:
+                if cluster.tenant_id in over or per_scope[scope] >= settings.max_summary_jobs_per_run:
                     continue  # the next run takes it
-                if cluster.tenant_id not in over:
-                    over[cluster.tenant_id] = await self._over_budget(conn, cluster.tenant_id, now)
-                if over[cluster.tenant_id]:
+                if not await self._refresh_within_budget(conn, cluster, now):
+                    over.add(cluster.tenant_id)
                     continue
                 per_scope[scope] += 1
-                with ledger.collecting() as log:
-                    await long_term.refresh_cluster(
-                        conn, cluster, self.cluster_summarizer, now=now, min_items=settings.summary_min_cluster_items
-                    )
-                async with conn.transaction():
-                    user = await ledger_user(conn, cluster.params())
-                    await ledger.record_log(conn, cluster.tenant_id, user, log, now=now, prices=settings.llm_prices)
                 handled += 1
         return handled

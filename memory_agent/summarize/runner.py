@@ -29,6 +29,7 @@ from memory_agent import ledger, long_term
 from memory_agent.conversation.messages import storable_text
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.summary_queries import StartedSummary
+from memory_agent.db.tenancy import current_tenant, tenant_scope
 from memory_agent.errors import InvalidInputError, SummarizationError
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
@@ -70,16 +71,19 @@ class SummaryRunner(LongTermFollowUps):
         the final status. `started`: the row as the round that claimed it picked it up (the inline executor);
         else it is picked up here (start_memory). Every model call it made goes to the cost ledger: the
         summarizer's (failed attempts included) with the completed version, in its transaction; the rest (a
-        failed version's, the cluster summaries') afterwards."""
-        with ledger.collecting() as log:
+        failed version's, the cluster summaries') afterwards. A row the round picked up names its tenant: the
+        job runs for it (row-level security, db/tenancy.py); otherwise for the tenant of the caller's scope."""
+        tenant = started[0]["tenant_id"] if started is not None else current_tenant()
+        with tenant_scope(tenant), ledger.collecting() as log:
             status = await self._run_summary(memory_id, user_id, log, started)
         if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
-                async with self.backend.connection() as conn, conn.transaction():
-                    user = await ledger_user(conn, {"tenant_id": log.tenant_id, "user_id": user_id})
-                    await ledger.record_log(
-                        conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.llm_prices
-                    )
+                with tenant_scope(log.tenant_id):
+                    async with self.backend.connection() as conn, conn.transaction():
+                        user = await ledger_user(conn, {"tenant_id": log.tenant_id, "user_id": user_id})
+                        await ledger.record_log(
+                            conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.llm_prices
+                        )
             except Exception as exc:  # the database may be away; the summary itself is done
                 logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
         return status

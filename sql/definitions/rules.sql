@@ -17,7 +17,7 @@ $$;
 -- "The latest completed memory of a conversation": the memory a round is given, the base of the next
 -- summary. Filter on user_id and conversation_id: both are DISTINCT ON columns, so the filter is pushed
 -- into the view and read as the first entry of idx_memory_conversation_status.
-CREATE VIEW latest_memory AS
+CREATE VIEW latest_memory WITH (security_invoker = true) AS
 SELECT DISTINCT ON (m.user_id, m.conversation_id) m.*
 FROM memory AS m
 WHERE m.status = 'completed'
@@ -322,6 +322,9 @@ BEGIN
                           WHERE s.user_id = p_user_id AND s.conversation_id = p_conversation_id
                             AND s.message_id IS NOT NULL
                             AND s.message_id = m.message -> 'data' ->> 'id' AND s.message = m.message
+                            -- What the graph produced ("after": the last sequence stored at round start) is new
+                            -- even when an earlier message has its id and content (a model that repeats itself).
+                            AND s.sequence_number > coalesce((r.item ->> 'after')::integer, -1)
                           OFFSET 0)
     ), fresh AS (
         SELECT c.role, c.content, c.message, c.ord, row_number() OVER (ORDER BY c.ord)::int AS position

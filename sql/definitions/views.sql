@@ -5,10 +5,12 @@
 -- Functions carry `SET search_path FROM CURRENT` so they find the tables whatever the caller's search_path.
 -- Intervals are left as intervals (readable in psql); shares and ratios are numeric, rounded to 4 places.
 -- Every join between tables includes user_id (the distribution column): nothing here joins across users.
+-- Every view reads its tables as the role that queries it (security_invoker): a role bound by row-level security
+-- (0017) sees through a view the rows of the tenant it named, as it would reading the tables.
 
--- The seed's "memory history with version chain", plus the rounds each version covers and what it dropped.
--- Filter on conversation_id; the seed orders by end_sequence DESC, `inspect` by memory_id.
-CREATE VIEW memory_version_chain AS
+-- The design's "memory history with version chain", plus the rounds each version covers and what it dropped.
+-- Filter on conversation_id; the design orders by end_sequence DESC, `inspect` by memory_id.
+CREATE VIEW memory_version_chain WITH (security_invoker = true) AS
 SELECT m.*,
        b.end_sequence AS base_end_seq,
        first_message.round_number AS first_round,
@@ -44,7 +46,7 @@ AS $$
                                           300))
 $$;
 
--- The seed's "stuck 'processing' tasks" with the timeout as a parameter: the rows memory_is_stuck() holds
+-- The design's "stuck 'processing' tasks" with the timeout as a parameter: the rows memory_is_stuck() holds
 -- stuck after `older_than` (the reclaimer applies it with processing_timeout_s, so these are exactly the rows
 -- the next sweep will mark failed).
 CREATE FUNCTION stuck_processing_after(older_than interval DEFAULT processing_timeout())
@@ -72,13 +74,13 @@ AS $$
     ORDER BY m.created_at
 $$;
 
--- The seed's query as a view: after processing_timeout() (the seed's 5 minutes unless the session says otherwise).
-CREATE VIEW stuck_processing AS
+-- The design's query as a view: after processing_timeout() (the design's 5 minutes unless the session says otherwise).
+CREATE VIEW stuck_processing WITH (security_invoker = true) AS
 SELECT * FROM stuck_processing_after(processing_timeout());
 
--- The seed's "sliding window progression" (without its LIMIT 20; add ORDER BY created_at DESC LIMIT 20).
+-- The design's "sliding window progression" (without its LIMIT 20; add ORDER BY created_at DESC LIMIT 20).
 -- dropped_messages: sequences 0..start_sequence-1 are outside the window.
-CREATE VIEW sliding_window_progression AS
+CREATE VIEW sliding_window_progression WITH (security_invoker = true) AS
 SELECT m.conversation_id,
        m.memory_id,
        m.start_sequence,
@@ -92,8 +94,8 @@ SELECT m.conversation_id,
 FROM memory AS m
 WHERE m.status = 'completed';
 
--- The seed's "average summarization time", with the median and 95th percentile.
-CREATE VIEW summary_generation_time AS
+-- The design's "average summarization time", with the median and 95th percentile.
+CREATE VIEW summary_generation_time WITH (security_invoker = true) AS
 SELECT avg(m.generation_time_ms)::numeric(12, 1) AS avg_ms,
        max(m.generation_time_ms) AS max_ms,
        count(*) AS total_summaries,
@@ -105,7 +107,7 @@ WHERE m.status = 'completed'
 
 -- Per summarizer model: outcome counts, failure rate, latency and cost. Rows still processing are left out;
 -- failed rows reclaimed before any model answered have no model_name (the NULL group).
-CREATE VIEW summary_model_stats AS
+CREATE VIEW summary_model_stats WITH (security_invoker = true) AS
 SELECT m.model_name,
        count(*) AS summaries,
        count(*) FILTER (WHERE m.status = 'completed') AS completed,
@@ -127,7 +129,7 @@ GROUP BY m.model_name;
 -- One row per stored round: what the model was given, as sequence ranges. The round's input is the leading
 -- run of its messages before the first assistant or tool message (the rest the wrapped graph produced).
 -- summary_lag: stored messages before the round that no served memory covered (the gap before any cut).
-CREATE VIEW round_context AS
+CREATE VIEW round_context WITH (security_invoker = true) AS
 SELECT r.conversation_id,
        r.round_number,
        r.created_at,
@@ -155,7 +157,13 @@ SELECT r.conversation_id,
        r.error_stage,
        r.id AS round_metrics_id,
        r.user_id,
-       r.tenant_id
+       r.tenant_id,
+       r.recall_path,
+       r.context_items AS recall_items,
+       r.estimated_tokens AS recall_tokens,
+       r.recall_truncated,
+       r.recall_block,
+       r.recall_hits
 FROM round_metrics AS r
 LEFT JOIN memory AS mem ON mem.user_id = r.user_id AND mem.memory_id = r.memory_id
 LEFT JOIN LATERAL (
@@ -168,8 +176,10 @@ LEFT JOIN LATERAL (
 WHERE r.round_number IS NOT NULL;
 
 -- Point in time: what the model was given at a round, rebuilt from stored rows. First the memory version
--- served (part 'memory', its text in `content`; absent on the raw path), then the gap messages, then the
--- round's input. The memory text is injected per injection_mode (prefix or system), as at run time.
+-- served (part 'memory', its text in `content`; absent on the raw path), then the long-term block recall gave
+-- the round (part 'recall': the block as injected in `content`, each hit's provenance in `message`; absent when
+-- the round recalled nothing), then the gap messages, then the round's input. The memory text and the block
+-- are injected per injection_mode (prefix or system), as at run time.
 CREATE FUNCTION context_at_round(p_conversation_id text, p_round_number integer)
 RETURNS TABLE (
     "position" integer,
@@ -195,6 +205,9 @@ AS $$
                NULL::integer AS round_number, NULL::text AS role, m.memory_text AS content, NULL::jsonb AS message
         FROM r JOIN memory AS m ON m.user_id = r.user_id AND m.memory_id = r.memory_id
         UNION ALL
+        SELECT 0, 'recall', r.memory_id, NULL::integer, NULL::integer, NULL::text, r.recall_block, r.recall_hits
+        FROM r WHERE r.recall_block IS NOT NULL AND r.recall_block <> ''
+        UNION ALL
         SELECT 1, 'gap', r.memory_id, g.sequence_number, g.round_number, g.role, g.content, g.message
         FROM r JOIN messages AS g
           ON g.user_id = r.user_id AND g.conversation_id = r.conversation_id
@@ -205,7 +218,7 @@ AS $$
           ON i.user_id = r.user_id AND i.conversation_id = r.conversation_id
          AND i.sequence_number BETWEEN r.input_first_sequence AND r.input_last_sequence
     )
-    SELECT (row_number() OVER (ORDER BY part_order, sequence_number NULLS FIRST))::integer,
+    SELECT (row_number() OVER (ORDER BY part_order, sequence_number NULLS FIRST, part))::integer,
            part, memory_id, sequence_number, round_number, role, content, message
     FROM parts
     ORDER BY 1
@@ -256,7 +269,7 @@ $$;
 -- served_memory_age: time since the memory a round would be given now was finished.
 -- compression_ratio: summarizer input tokens / summary output tokens, completed rows. stuck: as stuck_processing
 -- (memory_is_stuck after processing_timeout()).
-CREATE VIEW memory_health AS
+CREATE VIEW memory_health WITH (security_invoker = true) AS
 SELECT c.conversation_id,
        c.round_count AS rounds,
        c.next_sequence - 1 AS newest_sequence,
@@ -296,7 +309,7 @@ LEFT JOIN LATERAL (
 -- The whole database in one row: the numbers `memory-agent stats` opens with.
 -- summary_token_share: summarizer tokens / (summarizer tokens + chat-model context tokens of every round).
 -- structured_rate: completed versions with at least one structured item / completed versions.
-CREATE VIEW memory_health_totals AS
+CREATE VIEW memory_health_totals WITH (security_invoker = true) AS
 WITH summaries AS (
     SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
            count(*) FILTER (WHERE status = 'failed') AS failed,
@@ -349,7 +362,7 @@ FROM summaries, rounds, lag;
 -- The evolution plan's weekly report, adapted to rounds: fallback share (raw path), truncation share,
 -- p95 latency, summary lag at round start (see round_context), and what summaries cost that week.
 -- Weeks follow the session's TimeZone.
-CREATE VIEW round_report_weekly AS
+CREATE VIEW round_report_weekly WITH (security_invoker = true) AS
 WITH rounds AS (
     SELECT date_trunc('week', r.created_at) AS week,
            count(*) AS rounds,
@@ -396,8 +409,8 @@ SELECT week,
 FROM rounds
 FULL JOIN summaries USING (week);
 
--- The weekly upgrade report (memory-system-evolution-plan.md, section 5): per ISO week (Monday to Sunday, UTC)
--- and tenant, each metric of the seed beside its threshold and whether it is crossed (strictly above), so
+-- The weekly upgrade report (the design's upgrade triggers, docs/concepts/consolidation.md): per ISO week (Monday to Sunday, UTC)
+-- and tenant, each metric of the design beside its threshold and whether it is crossed (strictly above), so
 -- "should we upgrade" is read off one table (`memory-agent report`). Re-created with the other definitions.
 --
 -- Rounds (round_metrics): a *query* is a round that recalled (fts_hits not null).
@@ -414,7 +427,7 @@ FULL JOIN summaries USING (week);
 --                        configured); without them the share is 1 and says so through app_calls = 0
 --   summary_cost_share   summary_cost / llm_spend                                          (25%)
 -- A week without rounds or without spend has nulls there (not crossed, not known).
-CREATE VIEW upgrade_report_weekly AS
+CREATE VIEW upgrade_report_weekly WITH (security_invoker = true) AS
 WITH rounds AS (
     SELECT r.tenant_id,
            date_trunc('week', r.created_at AT TIME ZONE 'UTC')::date AS week_start,

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,16 +31,16 @@ NOW = datetime(2026, 1, 8, 12, tzinfo=UTC)
 
 class RacingModel(OfflineConsolidationModel):
     """The offline consolidator recording each call's first line; with `parties` > 1 every call waits (up to
-    `patience_s`[0]) until that many calls have arrived, so concurrent requests all pass their "is it written?"
+    `wait_s`, 5 s) until that many calls have arrived, so concurrent requests all pass their "is it written?"
     read."""
 
     calls: list[str] = Field(default_factory=list)  # shared by the copies with_structured_output makes
     parties: list[int] = Field(default_factory=lambda: [1])
-    patience_s: list[float] = Field(default_factory=lambda: [5.0])
+    wait_s: list[float] = Field(default_factory=lambda: [5.0])
 
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         self.calls.append(str(messages[-1].text).splitlines()[0])
-        deadline = time.monotonic() + self.patience_s[0]
+        deadline = time.monotonic() + self.wait_s[0]
         while len(self.calls) < self.parties[0] and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         return self._generate(messages, *args, **kwargs)
@@ -68,9 +69,9 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-async def served(open_memory: Any) -> AsyncIterator[Served]:
-    memory = await open_memory()
+@asynccontextmanager
+async def serve(memory: MemoryService) -> AsyncIterator[Served]:
+    """The HTTP API over `memory`, served by uvicorn on 127.0.0.1 in a thread, at NOW on a manual clock."""
     clock, model = ManualClock(NOW), RacingModel()
     app = create_app(memory, clock=clock, consolidation_model=model)
     server = uvicorn.Server(
@@ -89,3 +90,9 @@ async def served(open_memory: Any) -> AsyncIterator[Served]:
         server.should_exit = True
         thread.join(10)
         assert not thread.is_alive()
+
+
+@pytest.fixture
+async def served(open_memory: Any) -> AsyncIterator[Served]:
+    async with serve(await open_memory()) as served:
+        yield served

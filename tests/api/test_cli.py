@@ -3,7 +3,9 @@ runs them: the served app opens its own service from MEMORY_AGENT_* and answers 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -11,11 +13,13 @@ import sys
 import time
 
 import httpx
+import psycopg
 from typer.testing import CliRunner
 
+from memory_agent.api.keys import tenant_of_key
 from memory_agent.cli.main import app
 from tests.api.conftest import _free_port
-from tests.conftest import query
+from tests.conftest import execute, query
 
 
 def create_key(database_url: str, tenant: str):
@@ -65,8 +69,9 @@ def test_serve_answers_on_127_0_0_1(database_url):
                 assert time.monotonic() < deadline, "serve did not answer in 30 s"
                 time.sleep(0.1)
         headers = {"Authorization": f"Bearer {key}"}
-        assert httpx.get(f"{url}/users/ana/items", headers=headers, timeout=5).json() == []
+        assert httpx.get(f"{url}/users/ana/items", headers=headers, timeout=5).status_code == 404
         assert httpx.get(f"{url}/users/ana/items", timeout=5).status_code == 401
+        assert httpx.get(f"{url}/ready", timeout=5).json() == {"status": "ready"}
         server.send_signal(signal.SIGTERM)
         _, err = server.communicate(timeout=30)
     finally:
@@ -76,3 +81,80 @@ def test_serve_answers_on_127_0_0_1(database_url):
     # uvicorn shuts down gracefully, then re-raises the signal it caught: the exit status is SIGTERM's.
     assert server.returncode in (0, -signal.SIGTERM), err
     assert "Application shutdown complete" in err and "Traceback" not in err, err
+
+
+def keys(database_url: str, *args: str):
+    return CliRunner().invoke(app, ["api-key", *args], env={"MEMORY_AGENT_DATABASE_URL": database_url})
+
+
+def test_api_key_list_and_revoke(database_url):
+    first = create_key(database_url, "acme").output.strip()
+    second = create_key(database_url, "globex").output.strip()
+    listed = json.loads(keys(database_url, "list", "--json").output)
+    assert [(k["key_prefix"], k["tenant_id"], k["revoked_at"]) for k in listed] == [
+        (first[:10], "acme", None),
+        (second[:10], "globex", None),
+    ]
+    assert first not in keys(database_url, "list").output  # the key itself is never shown again
+    only = json.loads(keys(database_url, "list", "--tenant", "globex", "--json").output)
+    assert [k["tenant_id"] for k in only] == ["globex"]
+    revoked = keys(database_url, "revoke", first[:10])
+    assert revoked.exit_code == 0 and f"revoked {first[:10]} of tenant acme" in revoked.output
+    assert query(database_url, "SELECT tenant_id FROM api_keys WHERE revoked_at IS NOT NULL") == [("acme",)]
+    again = keys(database_url, "revoke", first)
+    assert again.exit_code == 1 and "no live key" in again.output
+    assert keys(database_url, "revoke", "someone").exit_code == 1
+    assert query(database_url, "SELECT count(*) FROM api_keys WHERE revoked_at IS NULL") == [(1,)]
+
+
+def test_a_prefix_shared_by_two_live_keys_revokes_nothing(database_url):
+    for _ in range(2):
+        create_key(database_url, "acme")
+    execute(database_url, "UPDATE api_keys SET key_prefix = 'mak_shared'")
+    shared = keys(database_url, "revoke", "mak_shared")
+    assert shared.exit_code == 1 and "2 live keys" in shared.output
+    assert query(database_url, "SELECT count(*) FROM api_keys WHERE revoked_at IS NULL") == [(2,)]
+
+
+def test_a_revoked_key_gets_401(database_url):
+    key = create_key(database_url, "acme").output.strip()
+    assert keys(database_url, "revoke", key).exit_code == 0
+
+    async def tenant() -> str | None:
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            await conn.execute("SET search_path TO memory_agent, public")
+            return await tenant_of_key(conn, key)
+
+    assert asyncio.run(tenant()) is None
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", *args], capture_output=True, text=True, timeout=120, env={**env, "COLUMNS": "200"}
+    )
+
+
+def test_api_key_create_says_nothing_about_openai(database_url):
+    env = {**os.environ, "MEMORY_AGENT_DATABASE_URL": database_url, "PYTHONPATH": os.getcwd()}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    run = run_cli("from memory_agent.cli.main import app; app(['api-key', 'create', '--tenant', 'acme'])", env=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("mak_") and "OPENAI" not in run.stderr, run.stderr
+
+
+def test_serve_without_the_api_extra_says_how_to_install_it():
+    # fastapi and uvicorn made unimportable, as in an installation without the extra.
+    hide = "import sys; sys.modules['fastapi'] = sys.modules['uvicorn'] = None; "
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    for command in ("['serve']", "['api-key', 'list']"):
+        run = run_cli(hide + f"from memory_agent.cli.main import app; app({command})", env=env)
+        assert run.returncode == 1
+        assert "pip install 'memory-agent[api]'" in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_flags_show_no_type_in_help():
+    for command in (["--help"], ["migrate", "--help"], ["api-key", "list", "--help"], ["stats", "--help"]):
+        shown = CliRunner().invoke(app, command, env={"COLUMNS": "200"}).output
+        assert "--help" in shown and "<bool>" not in shown, shown
+    assert "<str>" in CliRunner().invoke(app, ["api-key", "list", "--help"], env={"COLUMNS": "200"}).output

@@ -6,12 +6,15 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import psycopg
+import pytest
 from langchain_core.messages import HumanMessage
+from psycopg.conninfo import conninfo_to_dict
 
 from memory_agent import with_memory
 from memory_agent.long_term import remember
 from tests.api.conftest import Served
-from tests.conftest import query
+from tests.conftest import execute, query
 from tests.long_term.conftest import at, items
 from tests.long_term.test_forget import tables_holding
 from tests.support import EchoChat
@@ -59,7 +62,7 @@ async def test_requests_without_a_live_key_get_401(served):
                 assert response.status_code == 401, (key, path)
                 assert response.headers["www-authenticate"] == "Bearer"
     async with client(served, good) as http:
-        assert (await http.get("/users/ana/items")).status_code == 200
+        assert (await http.get("/users/ana/items")).status_code == 404  # past the key check: nobody named ana
     # Only the hash is stored.
     assert not any(good in str(row) for row in query(served.memory.database_url, "SELECT * FROM api_keys"))
 
@@ -76,7 +79,10 @@ async def test_a_key_sees_its_tenant_only(served, database_url):
         missing = await http.get("/conversations/acme-thread/memory")
         assert missing.status_code == 404
         assert missing.json() == (await http.get("/conversations/never-seen/memory")).json()
-        assert (await http.get("/users/ana/items")).json() == []
+        items_of_other = await http.get("/users/ana/items")
+        assert items_of_other.status_code == 404
+        assert items_of_other.json() == (await http.get("/users/never-seen/items")).json()
+        assert (await http.get("/users/ana/items", params={"as_of": at(3).isoformat()})).status_code == 404
         assert (await http.delete("/users/ana")).status_code == 404
     assert query(database_url, "SELECT count(*) FROM items WHERE tenant_id = 'acme'") == [(1,)]
     assert query(database_url, "SELECT count(*) FROM conversations WHERE tenant_id = 'acme'") == [(1,)]
@@ -112,7 +118,7 @@ async def test_delete_forgets_the_user_everywhere(served, database_url):
         response = await http.delete("/users/ana")
         assert response.status_code == 200, response.text
         assert response.json() == {"user_id": "ana", "items_deleted": 1, "conversations_deleted": 1}
-        assert (await http.get("/users/ana/items")).json() == []
+        assert (await http.get("/users/ana/items")).status_code == 404  # forgotten: nothing of ana is held
         assert (await http.get("/conversations/secret/memory")).status_code == 404
         assert (await http.delete("/users/ana")).status_code == 404
     assert tables_holding(database_url, canary) == []
@@ -128,6 +134,8 @@ async def test_bad_ids_are_422_naming_the_field_and_write_nothing(served, databa
             ("DELETE", "/users/" + "u" * 300, "user_id"),  # within the bytes, over the items' 256 characters
             ("GET", "/users/" + "\U0001f600" * 200 + "/items", "user_id"),  # 200 characters, 800 bytes
             ("GET", "/users/%20/items", "user_id"),  # blank
+            ("GET", "/users/conversation:t/items", "user_id"),  # a conversation's own scope: reserved
+            ("DELETE", "/users/conversation:t", "user_id"),
             ("GET", "/conversations/" + "c" * 1100 + "/memory", "conversation_id"),
         ):
             response = await http.request(method, path)
@@ -145,3 +153,39 @@ async def test_openapi_is_served(served):
         assert "HTTPBearer" in spec["components"]["securitySchemes"]
         docs = await http.get("/docs")
         assert docs.status_code == 200 and "swagger" in docs.text.lower()
+
+
+async def test_a_user_known_by_a_conversation_only_has_no_items_yet(served):
+    await chat(served, "bob-thread", "bob", "acme", ["hello"])
+    async with client(served, await served.key("acme")) as http:
+        response = await http.get("/users/bob/items")
+        assert response.status_code == 200 and response.json() == []
+
+
+async def test_health_and_ready_answer_without_a_key(served, database_url):
+    async with client(served) as http:
+        assert (await http.get("/health")).json() == {"status": "ok"}
+        ready = await http.get("/ready")
+        assert ready.status_code == 200 and ready.json() == {"status": "ready"}
+        # A migration this code has but the database lacks: not ready, and it says what to run.
+        execute(
+            database_url, "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)"
+        )
+        behind = await http.get("/ready")
+        assert behind.status_code == 503 and "memory-agent migrate" in behind.json()["detail"]
+        assert (await http.get("/health")).status_code == 200
+
+
+@pytest.mark.no_integrity_check
+async def test_ready_is_503_when_the_database_is_gone(served, server_url, database_url):
+    name = conninfo_to_dict(database_url)["dbname"]
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    async with client(served) as http:
+        gone = await http.get("/ready")
+        assert gone.status_code == 503, gone.text
+        assert gone.json()["detail"] in (
+            "the database is unreachable",
+            "the database did not answer in time (or a migration is running)",
+        )
+        assert (await http.get("/health")).json() == {"status": "ok"}

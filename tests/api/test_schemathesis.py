@@ -8,7 +8,7 @@ import asyncio
 
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import positive_data_acceptance
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.api.conftest import Served
 from tests.api.test_http import remember_on
@@ -46,7 +46,10 @@ async def test_the_served_app_conforms_to_its_openapi(served: Served):
     assert sorted(checked) == [
         "DELETE /users/{user_id}",
         "GET /conversations/{conversation_id}/memory",
+        "GET /health",
         "GET /memory/summaries",
+        "GET /ready",
         "GET /users/{user_id}/items",
+        "GET /users/{user_id}/recall",
         "POST /memory/summarize",
     ]

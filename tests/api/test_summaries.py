@@ -9,7 +9,7 @@ import asyncio
 import uuid
 from datetime import UTC, datetime
 
-from tests.api.conftest import Served
+from tests.api.conftest import NOW, Served, serve
 from tests.api.test_http import client, remember_on
 from tests.conftest import query
 from tests.long_term.test_forget import tables_holding
@@ -104,7 +104,10 @@ async def test_another_tenants_user_is_404_and_lists_show_the_keys_tenant_only(s
         assert len((await http.get("/memory/summaries", params={"period": "daily"})).json()) == 1
     async with client(served, globex) as http:
         assert (await http.get("/memory/summaries", params={"period": "daily"})).json() == []
-        assert (await http.get("/memory/summaries", params={"period": "daily", "userId": "ana"})).json() == []
+        of_other = await http.get("/memory/summaries", params={"period": "daily", "userId": "ana"})
+        assert of_other.status_code == 404 and of_other.json() == {"detail": "no such user"}
+        nobody = await http.get("/memory/summaries", params={"period": "daily", "userId": "nobody"})
+        assert nobody.status_code == 404
 
 
 async def test_bad_input_is_422_naming_the_problem_and_writes_nothing(served: Served, database_url):
@@ -140,7 +143,7 @@ async def test_bad_input_is_422_naming_the_problem_and_writes_nothing(served: Se
 async def test_concurrent_identical_requests_write_one_note(served: Served, database_url):
     await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")
     # A model call waits (up to 1 s) for four: all four requests pass their "is it written?" read meanwhile.
-    served.model.parties[0], served.model.patience_s[0] = 4, 1.0
+    served.model.parties[0], served.model.wait_s[0] = 4, 1.0
     async with client(served, await served.key("acme")) as http:
         responses = await asyncio.gather(
             *(http.post("/memory/summarize", json={"userId": "ana", "period": "daily"}) for _ in range(4))
@@ -162,3 +165,42 @@ async def test_forgetting_the_user_erases_their_notes(served: Served, database_u
         assert (await http.delete("/users/ana")).status_code == 200
         assert (await http.get("/memory/summaries", params={"period": "daily"})).json() == []
     assert tables_holding(database_url, canary) == []
+
+
+# One consolidation call of the offline consolidator costs ~150 here: far over a ceiling of 1.0.
+PRICED = {"monthly_cost_ceiling": 1.0, "llm_prices": {"offline-consolidator": {"input": 1e6, "output": 1e6}}}
+
+
+async def test_concurrent_requests_cannot_overrun_the_cost_ceiling(open_memory, database_url):
+    async with serve(await open_memory(**PRICED)) as served:
+        for n in range(12):
+            await remember_on(served, "acme", f"user{n}", 6, f"The user lives in city {n}")
+        served.model.parties[0], served.model.wait_s[0] = 12, 1.0  # calls that got through wait for the others
+        async with client(served, await served.key("acme")) as http:
+            responses = await asyncio.gather(
+                *(http.post("/memory/summarize", json={"userId": f"user{n}", "period": "daily"}) for n in range(12))
+            )
+    assert [r.status_code for r in responses] == [200] * 12, [r.text for r in responses]
+    statuses = sorted(r.json()["status"] for r in responses)
+    assert statuses == ["complete"] + ["over_budget"] * 11
+    assert len(served.model.calls) == 1  # the ceiling was reserved before the call: no other call started
+    (spent,) = query(database_url, "SELECT cost FROM tenant_monthly_spend WHERE tenant_id = 'acme'")[0]
+    assert 1.0 < spent < 400  # one call over the ceiling, at most
+    assert query(database_url, "SELECT count(*) FROM budget_reservations") == [(0,)]  # settled
+    assert query(database_url, "SELECT count(*) FROM llm_calls") == [(1,)]
+
+
+async def test_over_its_ceiling_a_tenant_gets_200_over_budget(open_memory, database_url):
+    async with serve(await open_memory(**PRICED)) as served:
+        await remember_on(served, "acme", "ana", 5, "The user lives in Lyon")
+        await remember_on(served, "acme", "ana", 6, "The user lives in Nice")
+        async with client(served, await served.key("acme")) as http:
+            served.clock.set(datetime(2026, 1, 7, 12, tzinfo=UTC))  # the daily of January 6: the ceiling's call
+            first = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})
+            assert first.status_code == 200 and first.json()["status"] == "complete"
+            served.clock.set(NOW)
+            response = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})
+            assert response.status_code == 200, response.text  # was a 500: KeyError 'over_budget'
+            assert response.json()["status"] == "over_budget" and response.json()["summaryId"] is None
+    assert len(served.model.calls) == 1
+    assert notes(database_url) == [("acme", "daily", "2026-01-06")]

@@ -65,3 +65,9 @@ async def test_consolidate_and_summaries(conn, database_url):
     assert bad.exit_code == 1 and "period must be one of daily, weekly, monthly" in bad.output
     nobody = invoke(database_url, "consolidate", "--period", "weekly")
     assert nobody.exit_code == 1 and "--user" in nobody.output
+
+
+def test_a_conversations_own_scope_cannot_be_named(database_url):
+    for args in (("consolidate", "--user", "conversation:t"), ("summaries", "--user", "conversation:t")):
+        result = invoke(database_url, *args)
+        assert result.exit_code != 0 and "reserved for the scope of conversations" in result.output, result.output

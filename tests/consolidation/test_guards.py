@@ -10,18 +10,25 @@ import sys
 import textwrap
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
 from memory_agent import ledger
 from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner
 from memory_agent.consolidation.guards import TenantBusy, claim_scheduler_run, tenant_slot
-from memory_agent.errors import InvalidInputError
+from memory_agent.errors import InvalidInputError, SummarizationError
 from memory_agent.guard_settings import ModelPrice
 from memory_agent.long_term import remember
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
 from tests.long_term.conftest import items
+
+
+class FailingModel(CountingModel):
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the provider is down")
+
 
 NOTES = "SELECT period, count(*) FROM consolidation_notes GROUP BY period ORDER BY period"
 
@@ -244,6 +251,53 @@ async def test_the_ceiling_stops_a_run_between_two_model_calls(conn, pool):
     outcome = done[("nightly", "acme", "alice")]
     assert outcome.endswith("stopped: over_budget") and 1 <= len(model.calls) < 6
     assert await ledger.tenant_spend(conn, "acme", day(6)) >= Decimal("0.25")
+
+
+async def test_the_ceiling_is_reserved_by_the_database_before_each_call(connect, database_url):
+    connections = [await connect() for _ in range(12)]
+    now = day(3, 5)
+    # Twelve callers at once, each estimating 0.3 of a ceiling of 1.0: admitted one at a time while the calls
+    # in flight stay below the ceiling (0, 0.3, 0.6, 0.9), whatever their timing: four, never more.
+    held = await asyncio.gather(*(ledger.reserve(c, "acme", 1.0, Decimal("0.3"), now) for c in connections))
+    admitted = [r for r in held if r is not None]
+    assert len(admitted) == 4 and len({r.reservation_id for r in admitted}) == 4
+    assert await ledger.reserve(connections[0], "other", 1.0, Decimal("0.3"), now) is not None  # its own month
+    # A failed call gives its reservation back: the next caller is admitted, then none.
+    for reservation in admitted[1:]:
+        await ledger.release(connections[0], reservation)
+    again = await ledger.reserve(connections[1], "acme", 1.0, Decimal("0.3"), now)
+    assert again is not None
+    # The call's actual cost settles the reservation, in one statement with its ledger rows.
+    prices = {"m": ModelPrice(input=1_000_000.0, output=0.0)}
+    await ledger.record_calls(
+        connections[1],
+        "acme",
+        "alice",
+        [ledger.LLMCall("consolidation", "m", 1, 0)],
+        now=now,
+        prices=prices,
+        reservation=again,
+    )
+    assert query(database_url, "SELECT tenant_id FROM budget_reservations ORDER BY 1") == [("acme",), ("other",)]
+    assert await ledger.tenant_spend(connections[1], "acme", now) == Decimal("1")
+    assert await ledger.reserve(connections[2], "acme", 1.0, Decimal("0.01"), now) is None  # spent: over
+    # A reservation never settled (its process died) stops counting when it expires.
+    assert await ledger.reserve(connections[2], "late", 1.0, Decimal("5"), now) is not None
+    assert await ledger.reserve(connections[2], "late", 1.0, Decimal("5"), now) is None
+    later = now + ledger.RESERVATION_TTL + timedelta(seconds=1)
+    assert await ledger.reserve(connections[2], "late", 1.0, Decimal("5"), later) is not None
+    # No ceiling: nothing is held.
+    assert (await ledger.reserve(connections[3], "acme", None, Decimal("9"), now)).reservation_id is None
+
+
+async def test_a_failed_model_call_releases_its_reservation(conn, pool, database_url):
+    prices = {"offline-consolidator": ModelPrice(input=1000.0, output=1000.0)}
+    await write_day(conn, "alice", 0)
+    runner = ConsolidationRunner(pool, FailingModel(), ConsolidationConfig(monthly_cost_ceiling=5.0, prices=prices))
+    with pytest.raises(SummarizationError):
+        await runner.run_user("nightly", "acme", "alice", day(1, 5))
+    assert query(database_url, "SELECT count(*) FROM budget_reservations") == [(0,)]
+    assert await ledger.tenant_spend(conn, "acme", day(1)) == 0
 
 
 @pytest.mark.parametrize(

@@ -188,6 +188,33 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     assert await runner.refresh_pending() == 0
 
 
+async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(open_memory, conn, database_url):
+    made: list[list[str]] = []
+
+    async def summarize(members: list[str]) -> str:
+        made.append(members)
+        ledger.note_call(ledger.LLMCall("cluster_summary", "cluster-model", 100, 20))
+        return await offline_cluster_summarizer(members)
+
+    memory = await open_memory(
+        long_term=True, monthly_cost_ceiling=1.0, llm_prices={"cluster-model": {"input": 1, "output": 1}}
+    )
+    runner = memory._parts.runner
+    runner.cluster_summarizer = summarize
+    facts = [("allergy", f"The user allergy fact number {n}", {"single_valued": False}) for n in range(3)]
+    await remember(
+        conn, tenant_id="acme", user_id="ana", items=items(facts=facts), conversation_id=None, memory_id=None, now=at(1)
+    )
+    # A call of the tenant in flight elsewhere holds the whole ceiling: nothing is spent yet, and no call starts.
+    held = await ledger.reserve(conn, "acme", 1.0, Decimal("5"), runner.clock())
+    assert held is not None
+    assert await runner.refresh_pending() == 0 and made == []
+    await ledger.release(conn, held)
+    assert await runner.refresh_pending() == 1 and len(made) == 1
+    assert query(database_url, "SELECT count(*) FROM budget_reservations") == [(0,)]  # settled with its call
+    assert query(database_url, "SELECT purpose, cost FROM llm_calls") == [("cluster_summary", Decimal("0.00012"))]
+
+
 async def _summarized_cluster(conn) -> None:
     foods = ("peanuts", "shellfish", "penicillin")
     facts = [("allergies", f"The user is allergic to {food}", {"single_valued": False}) for food in foods]

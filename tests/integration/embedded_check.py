@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory_agent.db.embedded import secret_path, start_embedded_postgres
+from memory_agent.db.embedded import remove_data_dir, secret_path, start_embedded_postgres, stop_embedded_postgres
 
 
 def modes(path: Path) -> dict[str, int]:
@@ -48,15 +48,18 @@ def check(base: Path) -> dict[str, object]:
         report["connects_without_password"] = False
         report["refusal"] = str(exc)
     if os.geteuid() == 0:  # root can also try as a third user, as a local attacker would
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+        from memory_agent.db.embedded_install import server_bin_dir
 
+        psql = str(server_bin_dir() / "psql")
         attempt = subprocess.run(
-            ["runuser", "-u", "nobody", "--", str(POSTGRES_BIN_PATH / "psql"), without_password, "-c", "SELECT 1"],
+            ["runuser", "-u", "nobody", "--", psql, without_password, "-c", "SELECT 1"],
             capture_output=True,
             text=True,
             timeout=30,
         )
         report["other_user"] = {"returncode": attempt.returncode, "stderr": attempt.stderr}
+    stop_embedded_postgres(data_dir)
+    remove_data_dir(data_dir)
     return report
 
 

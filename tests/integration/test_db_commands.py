@@ -8,7 +8,7 @@ import sys
 
 import psycopg
 
-from memory_agent.db.embedded import scratch_data_dir
+from memory_agent.db.embedded import remove_data_dir, scratch_data_dir, stop_embedded_postgres
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -17,16 +17,20 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_db_url_starts_the_embedded_server_and_db_stop_stops_it():
+def test_db_url_starts_the_embedded_server_and_db_stop_stops_it(request):
     data_dir = scratch_data_dir("ma_db_")
+    request.addfinalizer(lambda: (stop_embedded_postgres(data_dir), remove_data_dir(data_dir)))
     env = {k: v for k, v in os.environ.items() if k != "MEMORY_AGENT_DATABASE_URL"}
     env.update(MEMORY_AGENT_DATA_DIR=str(data_dir), PYTHONPATH=os.getcwd())
     url = run("db", "url", env=env)
     assert url.returncode == 0, url.stderr
     uri = url.stdout.strip()
-    # The server outlives the command, for psql.
+    # The server outlives the command, for psql, and the next command (which joins it) leaves it running.
     with psycopg.connect(uri) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+        migrated = run("migrate", env=env)
+        assert migrated.returncode == 0, migrated.stderr
+        assert conn.execute("SELECT count(*) FROM memory_agent.schema_migrations").fetchone()[0] > 0  # type: ignore[index]
     stopped = run("db", "stop", env=env)
     assert stopped.returncode == 0 and "stopped the embedded PostgreSQL" in stopped.stdout, stopped.stderr
     assert not (data_dir / "postmaster.pid").exists()

@@ -13,6 +13,7 @@ from types import ModuleType
 import pytest
 from langchain_core.messages import HumanMessage
 
+from memory_agent.langgraph_server import close_shared_memory
 from tests.conftest import query
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +138,7 @@ def test_langgraph_dev_graph(offline, database_url):
         first = graph.invoke({"messages": [HumanMessage("first question")]}, config)
         second = graph.invoke({"messages": [HumanMessage("second question")]}, config)
     finally:
-        module.memory.close()
+        close_shared_memory()  # the server process's service: the next test's database gets a new one
     assert first["messages"][-1].text == "echo: first question"
     assert second["messages"][-1].text == "echo: second question"
     # The thread's checkpointed state carried round 1 into round 2; it was not stored a second time.

@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import ConfigurationError, MemoryService, MemorySettings, with_memory
-from memory_agent.db.embedded import scratch_data_dir
+from memory_agent.db.embedded import remove_data_dir, scratch_data_dir, stop_embedded_postgres
 from memory_agent.resources import migrations
 from tests.support import EchoChat, GatedSummaryModel
 
@@ -92,9 +92,10 @@ def test_sync_invoke_from_a_plain_script(database_url):
     assert chat.seen[-1][0].text.startswith("[Previous context:")
 
 
-def test_embedded_database_is_the_default_and_keeps_its_data(monkeypatch):
+def test_embedded_database_is_the_default_and_keeps_its_data(monkeypatch, request):
     monkeypatch.delenv("MEMORY_AGENT_DATABASE_URL", raising=False)
     data_dir = scratch_data_dir("memory_agent_embedded_")
+    request.addfinalizer(lambda: (stop_embedded_postgres(data_dir), remove_data_dir(data_dir)))
     settings = MemorySettings(data_dir=data_dir)
     assert settings.database_url is None
     with MemoryService.from_settings(settings) as memory:

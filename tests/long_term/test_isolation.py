@@ -3,12 +3,8 @@ tenant A reads and writes nothing of tenant B, whatever its queries ask for."""
 
 from __future__ import annotations
 
-import uuid
-
 import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term import (
@@ -21,27 +17,6 @@ from memory_agent.long_term import (
 )
 from tests.conftest import query
 from tests.long_term.conftest import at, items
-
-
-@pytest.fixture
-def app_role(server_url: str, database_url: str):
-    """A login role that does not own the tables, granted what an application needs on them."""
-    role, password = f"memory_agent_app_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA memory_agent TO {}").format(sql.Identifier(role)))
-        conn.execute(
-            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memory_agent TO {}").format(
-                sql.Identifier(role)
-            )
-        )
-    params = conninfo_to_dict(database_url)
-    params.update(user=role, password=password)
-    yield make_conninfo(**params)
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
 
 async def seed(conn) -> None:

@@ -114,7 +114,7 @@ async def test_trigram_fallback_finds_cjk_text(conn: Any) -> None:
 
 async def test_trigram_fallback_finds_a_misspelled_short_query(conn: Any) -> None:
     await seed(conn)
-    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Ingrit", conversation_id=CURRENT)
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Ingryd", conversation_id=CURRENT)
     assert result.fts_hits == 0 and result.trgm_hits >= 1
     assert (OLD, 4) in turns_of(result)
 
@@ -235,8 +235,10 @@ async def test_other_users_and_tenants_are_never_returned(conn: Any) -> None:
             sources=[("bob-1", 0)],
         )
     embedder = HashingEmbeddings()
-    for tenant, user in (("t1", "bob"), ("t2", USER)):
-        assert await index_items(conn, tenant_id=tenant, user_id=user, embedder=embedder) == 1
+    # Bob's item and his turn; the other tenant's item (its user has no turns there); and ana's own turns.
+    assert await index_items(conn, tenant_id="t1", user_id="bob", embedder=embedder) == 2
+    assert await index_items(conn, tenant_id="t2", user_id=USER, embedder=embedder) == 1
+    assert await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder) > 0
     for query in ("allergic peanuts", "peanut", "花生", "What did I say last time?"):
         result = await recall(
             conn,

@@ -10,9 +10,9 @@ import typer
 from typer.testing import CliRunner
 
 from memory_agent.cli.eval import register
+from memory_agent.db.backend import MemoryBackend
 from memory_agent.long_term.embeddings import HashingEmbeddings
 from memory_agent.long_term.eval import evaluate, load_dataset
-from tests.long_term.recall_fixtures import conn  # noqa: F401 (a fixture)
 
 # Only trigrams can find the evidence: CJK text is one token for the text-search parser, and the English
 # question's one rare word is misspelled. The padding turns share no bigram with the questions.
@@ -36,7 +36,7 @@ TRIGRAM_ONLY = [
         },
         "qa": [
             {"question": "里昂", "answer": "lived there", "evidence": ["D1:1"], "category": 4},
-            {"question": "Ingrit?", "answer": "cello teacher", "evidence": ["D1:3"], "category": 4},
+            {"question": "Ingryd?", "answer": "cello teacher", "evidence": ["D1:3"], "category": 4},
             {"question": "Who is Bob?", "adversarial_answer": "nobody", "evidence": ["D2:1"], "category": 5},
         ],
     }
@@ -49,15 +49,23 @@ def write(tmp_path: Path, data: Any) -> Path:
     return path
 
 
-async def test_only_trigrams_find_the_evidence(conn: Any, tmp_path: Path) -> None:
+async def test_only_trigrams_find_the_evidence(database_url: str, tmp_path: Path) -> None:
     samples = load_dataset(write(tmp_path, TRIGRAM_ONLY))
     assert [len(s.turns) for s in samples[0].sessions] == [3, 2]
-    report = await evaluate(conn, samples, embedder=HashingEmbeddings())
+    pool = MemoryBackend.create_pool(database_url)
+    await pool.open(wait=True)
+    try:
+        report = await evaluate(MemoryBackend(pool), samples, embedder=HashingEmbeddings(), per_path=True)
+    finally:
+        await pool.close()
     assert report.questions == 2  # the adversarial question is not scored
-    recall = report.as_dict()["recall"]
-    assert recall["fts"] == {"@1": 0.0, "@5": 0.0, "@10": 0.0}
-    assert recall["trgm"]["@1"] == 1.0 and recall["fused"]["@1"] == 1.0
-    assert report.mean_tokens > 0 and report.latency_p95_ms >= report.latency_p50_ms > 0
+    figures = report.as_dict()
+    assert figures["per_path"]["fts"]["@10"] == 0.0
+    assert figures["per_path"]["trgm"]["@1"] == 1.0 and figures["recall"]["@1"] == 1.0
+    assert figures["categories"]["single-hop"]["questions"] == 2
+    assert figures["contributed"]["trgm"] == 2 and "fts" not in figures["contributed"]
+    assert figures["block_tokens"]["mean"] > 0
+    assert figures["latency_ms"]["p95"] >= figures["latency_ms"]["p50"] > 0
 
 
 def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None:
@@ -69,11 +77,11 @@ def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None
     )
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
-    assert figures["questions"] == 2 and figures["recall"]["trgm"]["@5"] == 1.0
+    assert figures["questions"] == 2 and figures["recall"]["@5"] == 1.0
     table = CliRunner().invoke(
         app, ["eval", "recall", "--dataset", str(dataset), "--database-url", server_url, "--embedder", "none"]
     )
-    assert table.exit_code == 0 and "fused" in table.output and "p95" in table.output
+    assert table.exit_code == 0 and "single-hop" in table.output and "p95" in table.output
     bad = write(tmp_path, [{"sample_id": "x", "conversation": {}}])
     failed = CliRunner().invoke(app, ["eval", "recall", "--dataset", str(bad), "--database-url", server_url])
     assert failed.exit_code == 2 and "speaker_a" in failed.output

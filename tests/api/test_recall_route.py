@@ -1,0 +1,61 @@
+"""GET /users/{user_id}/recall over real HTTP: the same ranked memories as memory.recall with their provenance
+(a batch summary whose originals were forgotten included), the key's tenant only (404 like an unknown user),
+401 without a key, 422 naming the bad parameter."""
+
+from __future__ import annotations
+
+from tests.api.test_http import chat, client
+from tests.integration.test_recall_surfaces import old_batch
+
+
+async def test_recall_returns_what_memory_recall_returns_with_provenance(served):
+    key = await served.key("default")
+    await chat(served, "dinner", "ana", "default", ["I'm allergic to peanuts.", "Any snack ideas?"])
+    summary_id = await old_batch(served.memory)
+    async with client(served, key) as http:
+        response = await http.get("/users/ana/recall", params={"q": "Remember what I am allergic to?"})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        expected = await served.memory.recall("ana", "Remember what I am allergic to?")
+        assert [r["text"] for r in body["results"]] == [hit.text for hit in expected]
+        first = body["results"][0]
+        assert (first["kind"], first["conversation_id"], first["sequences"]) == ("turn", "dinner", [0])
+        assert first["is_summary"] is False and "fts" in first["paths"]
+        assert body["block"].startswith("Recalled from earlier conversations") and body["retrieval_path"] == "fts"
+        assert 0 < body["estimated_tokens"] <= 2000
+
+        response = await http.get("/users/ana/recall", params={"q": "Kyoto ryokan", "limit": 5})
+        (summary,) = response.json()["results"]
+        assert summary["batch_summary_id"] == summary_id and summary["is_summary"] is True
+        assert len(summary["source_item_ids"]) == 2 and summary["kind"] == "summary"
+        assert response.json()["retrieval_path"] == "summaries_only"
+        # Before the summary was written, it was not there to recall.
+        early = await http.get("/users/ana/recall", params={"q": "Kyoto ryokan", "as_of": "2026-01-02T00:00:00Z"})
+        assert early.status_code == 200 and early.json()["results"] == []
+
+
+async def test_recall_is_tenant_checked_and_validates_its_parameters(served):
+    acme, globex = await served.key("acme"), await served.key("globex")
+    await chat(served, "t1", "ana", "acme", ["My violin teacher is called Ingrid."])
+    async with client(served) as http:
+        assert (await http.get("/users/ana/recall", params={"q": "violin"})).status_code == 401
+    async with client(served, globex) as http:
+        response = await http.get("/users/ana/recall", params={"q": "violin"})
+        assert response.status_code == 404 and "Ingrid" not in response.text
+    async with client(served, acme) as http:
+        assert (await http.get("/users/nobody/recall", params={"q": "violin"})).status_code == 404
+        ok = await http.get("/users/ana/recall", params={"q": "violin teacher"})
+        assert ok.status_code == 200 and "Ingrid" in ok.json()["results"][0]["text"]
+        for params, field in (
+            ({}, "q"),
+            ({"q": "   "}, "q"),
+            ({"q": "a\x00b"}, "q"),
+            ({"q": "x" * 4001}, "q"),
+            ({"q": "violin", "limit": 0}, "limit"),
+            ({"q": "violin", "limit": 51}, "limit"),
+            ({"q": "violin", "as_of": "2026-01-02T00:00:00"}, "as_of"),
+            ({"q": "violin", "as_of": "yesterday"}, "as_of"),
+        ):
+            response = await http.get("/users/ana/recall", params=params)
+            assert response.status_code == 422, (params, response.text)
+            assert response.json()["detail"][0]["loc"][-1] == field, (params, response.text)
