@@ -1,4 +1,4 @@
--- 0017_tenant_rls: row-level security on every table that holds a tenant's data, and the cost ceiling's
+-- 0020_tenant_rls: row-level security on every table that holds a tenant's data, and the cost ceiling's
 -- reservations.
 -- 0008, 0009, 0010 and 0014 gave the long-term tier, the consolidation tables and the guards a policy per tenant;
 -- the conversation tier had none, so a role bound by the policies still read every tenant's messages, memory,
