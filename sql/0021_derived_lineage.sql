@@ -1,4 +1,4 @@
--- 0020_derived_lineage: what each consolidation note and batch summary was made from, so that forgetting a source
+-- 0021_derived_lineage: what each consolidation note and batch summary was made from, so that forgetting a source
 -- (forget_item, delete_conversation) finds every note and batch summary holding its text and drops it.
 -- A null array: a row written before lineage was recorded; forgetting treats it as derived from every source of
 -- its user (dropped by any forget of that user, and re-made by the next run).
