@@ -63,9 +63,10 @@ class ConversationReads:
         self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> bool:
         """Delete a conversation and everything derived from it, in one transaction: its messages, memory versions
-        and metrics, the long-term items only it sourced (lineage of the others), and the cluster summaries built
-        from an erased item (regenerated without it, or removed below summary_min_cluster_items). False when it
-        did not exist."""
+        and metrics, the long-term items only it sourced (lineage of the others), the cluster summaries built
+        from an erased item (regenerated without it, or removed below summary_min_cluster_items), the
+        consolidation notes and batch summaries made from it (made again by their next run without it), and its
+        summary jobs' rows. False when it did not exist."""
         key = await self._owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
             coro = self._forget_conversation(key.tenant_id, key.user_id, key.conversation_id)

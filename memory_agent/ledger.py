@@ -171,9 +171,10 @@ async def record_log(
     reservation: Reservation | None = None,
 ) -> None:
     """record_calls for a job's log; a failure is logged, never raised (the job's work is done already; the
-    reservation then counts until it expires)."""
+    reservation then counts until it expires), and leaves the caller's transaction, if any, usable (a savepoint)."""
     try:
-        await record_calls(conn, tenant_id, user_id, log.calls, now=now, prices=prices, reservation=reservation)
+        async with conn.transaction():
+            await record_calls(conn, tenant_id, user_id, log.calls, now=now, prices=prices, reservation=reservation)
     except Exception as exc:
         logger.warning("LLM calls of %s/%s not recorded in the ledger: %s", tenant_id, user_id, exc)
 

@@ -147,7 +147,7 @@ class ServiceLifecycle:
                 enqueue=None if executor.runs_in_process else executor.enqueue,
                 pick_up=executor.runs_in_process,
             )
-            rounds = Rounds(settings, backend, loop, trigger, embedder=embedder)
+            rounds = Rounds(settings, backend, loop, trigger, embedder=embedder, clock=self.clock)
             await check_recall_settings(backend, recall_settings(settings))
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(

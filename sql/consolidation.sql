@@ -33,25 +33,39 @@ LEFT JOIN consolidation_schedules AS s
 -- advance_schedule --
 -- Record progress: covered_until, last_run and next_run only move forward (a retried older job cannot move them
 -- back); a null next_run (a day done, the run not finished) leaves the user due, so a killed run is picked up.
+-- A user with no item and no memory left (forgotten meanwhile: callers hold share_forget_lock) gets no row.
 INSERT INTO consolidation_schedules
     (user_id, tenant_id, job, schedule, interval_days, covered_until, last_run, next_run)
-VALUES (%(user_id)s, %(tenant_id)s, %(job)s, %(schedule)s, %(interval_days)s, %(covered_until)s, %(now)s,
-        COALESCE(%(next_run)s, %(now)s))
+SELECT %(user_id)s, %(tenant_id)s, %(job)s, %(schedule)s, %(interval_days)s, %(covered_until)s, %(now)s,
+       COALESCE(%(next_run)s, %(now)s)
+WHERE EXISTS (SELECT 1 FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
+   OR EXISTS (SELECT 1 FROM memory WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
 ON CONFLICT (user_id, tenant_id, job) DO UPDATE
 SET schedule = EXCLUDED.schedule, interval_days = EXCLUDED.interval_days,
     covered_until = GREATEST(consolidation_schedules.covered_until, EXCLUDED.covered_until),
     last_run = GREATEST(consolidation_schedules.last_run, EXCLUDED.last_run),
     next_run = GREATEST(consolidation_schedules.next_run, %(next_run)s);
 
+-- schedule_covered --
+-- A user's covered_until of one job, as it is now (a forget that dropped notes moved it back).
+SELECT covered_until FROM consolidation_schedules
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND job = %(job)s;
+
 -- daily_inputs --
--- A user's material of [start, end): the long-term items written then and each conversation's latest memory.
-SELECT kind, at, text FROM (
-    SELECT 'item' AS kind, created_at AS at, item_type || ' ' || key || ': ' || content AS text, item_id AS ord
-    FROM items
-    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND NOT is_summary
-      AND created_at >= %(start)s AND created_at < %(end)s
+-- A user's material of [start, end): the long-term items written then and each conversation's latest memory, with
+-- their lineage (the item or memory version, and the conversations it came from).
+SELECT kind, at, text, item_id, memory_id, conversation_ids FROM (
+    SELECT 'item' AS kind, i.created_at AS at, i.item_type || ' ' || i.key || ': ' || i.content AS text,
+           i.item_id AS ord, i.item_id, NULL::bigint AS memory_id,
+           ARRAY(SELECT DISTINCT s.conversation_id FROM item_sources AS s
+                 WHERE s.user_id = i.user_id AND s.item_id = i.item_id AND s.conversation_id IS NOT NULL
+                 ORDER BY 1) AS conversation_ids
+    FROM items AS i
+    WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND NOT i.is_summary
+      AND i.created_at >= %(start)s AND i.created_at < %(end)s
     UNION ALL
-    (SELECT DISTINCT ON (conversation_id) 'memory', COALESCE(finished_at, created_at), memory_text, memory_id
+    (SELECT DISTINCT ON (conversation_id) 'memory', COALESCE(finished_at, created_at), memory_text, memory_id,
+            NULL, memory_id, ARRAY[conversation_id]
      FROM memory
      WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND status = 'completed' AND memory_text <> ''
        AND COALESCE(finished_at, created_at) >= %(start)s AND COALESCE(finished_at, created_at) < %(end)s
@@ -62,7 +76,7 @@ ORDER BY at, kind, ord;
 -- notes_ending_between --
 -- A user's notes of one period whose last day falls in [first_day, last_day], oldest first.
 SELECT note_id, period, period_start, period_end, consolidated, insights, key_insights, notes_consolidated,
-       created_at
+       created_at, source_item_ids, source_conversation_ids
 FROM consolidation_notes
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND period = %(period)s
   AND period_end BETWEEN %(first_day)s AND %(last_day)s
@@ -75,19 +89,24 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND period = %(period)
   AND period_start = %(period_start)s;
 
 -- insert_note --
--- A note, once per (user, period, period_start): a repeat writes nothing unless forced, which replaces it.
+-- A note, once per (user, period, period_start), with its lineage: a repeat writes nothing unless forced, which
+-- replaces it. Callers hold share_forget_lock and checked sources_present.
 INSERT INTO consolidation_notes
     (user_id, tenant_id, period, period_start, period_end, content, consolidated, insights, key_insights,
-     key_insights_text, notes_consolidated, model, input_tokens, output_tokens, created_at)
+     key_insights_text, notes_consolidated, model, input_tokens, output_tokens, created_at, source_item_ids,
+     source_memory_ids, source_note_ids, source_conversation_ids)
 VALUES (%(user_id)s, %(tenant_id)s, %(period)s, %(period_start)s, %(period_end)s, %(content)s, %(consolidated)s,
         %(insights)s, %(key_insights)s, array_to_string(%(key_insights)s::text[], E'\n'), %(notes_consolidated)s,
-        %(model)s, %(input_tokens)s, %(output_tokens)s, %(now)s)
+        %(model)s, %(input_tokens)s, %(output_tokens)s, %(now)s, %(source_item_ids)s, %(source_memory_ids)s,
+        %(source_note_ids)s, %(source_conversation_ids)s)
 ON CONFLICT ON CONSTRAINT consolidation_notes_once DO UPDATE
 SET content = EXCLUDED.content, consolidated = EXCLUDED.consolidated, insights = EXCLUDED.insights,
     key_insights = EXCLUDED.key_insights, key_insights_text = EXCLUDED.key_insights_text,
     notes_consolidated = EXCLUDED.notes_consolidated, model = EXCLUDED.model,
     input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens, compacted_at = NULL,
-    created_at = EXCLUDED.created_at
+    created_at = EXCLUDED.created_at, source_item_ids = EXCLUDED.source_item_ids,
+    source_memory_ids = EXCLUDED.source_memory_ids, source_note_ids = EXCLUDED.source_note_ids,
+    source_conversation_ids = EXCLUDED.source_conversation_ids
 WHERE %(force)s
 RETURNING note_id;
 
@@ -134,8 +153,12 @@ WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND NOT i.is_summa
 ORDER BY 1, 2;
 
 -- next_batch --
--- The oldest items of a partition that are old enough and in no batch summary yet.
-SELECT i.item_id, i.item_type, i.key, i.content, i.created_at
+-- The oldest items of a partition that are old enough and in no batch summary yet, with the conversations each
+-- came from.
+SELECT i.item_id, i.item_type, i.key, i.content, i.created_at,
+       ARRAY(SELECT DISTINCT s.conversation_id FROM item_sources AS s
+             WHERE s.user_id = i.user_id AND s.item_id = i.item_id AND s.conversation_id IS NOT NULL
+             ORDER BY 1) AS conversation_ids
 FROM items AS i
 WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.project = %(project)s
   AND i.environment = %(environment)s AND NOT i.is_summary AND i.created_at < %(before)s
@@ -145,13 +168,15 @@ ORDER BY i.created_at, i.item_id
 LIMIT %(limit)s;
 
 -- insert_batch_summary --
--- A batch's summary, unless one of its items was summarized meanwhile (callers hold lock_batch_summaries).
+-- A batch's summary with its lineage, unless one of its items was summarized meanwhile (callers hold
+-- lock_batch_summaries and share_forget_lock, and checked sources_present).
 INSERT INTO batch_summaries
     (user_id, tenant_id, project, environment, content, first_item_id, summarized_ids, summarized_from,
-     summarized_until, model, input_tokens, output_tokens, created_at)
+     summarized_until, model, input_tokens, output_tokens, created_at, source_conversation_ids)
 SELECT %(user_id)s, %(tenant_id)s, %(project)s, %(environment)s, %(content)s, (%(item_ids)s::bigint[])[1],
        %(item_ids)s::bigint[],
-       %(summarized_from)s, %(summarized_until)s, %(model)s, %(input_tokens)s, %(output_tokens)s, %(now)s
+       %(summarized_from)s, %(summarized_until)s, %(model)s, %(input_tokens)s, %(output_tokens)s, %(now)s,
+       %(conversation_ids)s::text[]
 WHERE NOT EXISTS (SELECT 1 FROM batch_summaries
                   WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
                     AND summarized_ids && %(item_ids)s::bigint[])
@@ -174,3 +199,17 @@ SELECT summary_id, project, environment, content, summarized_ids, summarized_fro
 FROM batch_summaries
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
 ORDER BY summarized_from, summary_id;
+
+-- claim_note --
+-- Claim the note of (user, period, period_start) for this session, model call included: a second run of the same
+-- note waits here, then finds it written. A session lock (no transaction stays open across the model call); the
+-- holder releases it (release_note), or its connection's end does.
+SELECT pg_advisory_lock(hashtextextended(
+    concat_ws(chr(31), 'memory_agent.note', %(user_id)s::text, %(tenant_id)s::text, %(period)s::text,
+              %(period_start)s::text), 0));
+
+-- release_note --
+-- Give back the claim of claim_note.
+SELECT pg_advisory_unlock(hashtextextended(
+    concat_ws(chr(31), 'memory_agent.note', %(user_id)s::text, %(tenant_id)s::text, %(period)s::text,
+              %(period_start)s::text), 0)) AS released;

@@ -111,7 +111,8 @@ LEFT JOIN LATERAL (
 ORDER BY m.sequence_number;
 
 -- complete_memory --
--- Record a finished summary, in the job's transaction, one statement: hold the conversation against erasure until
+-- Record a finished summary (finished_at: the service's clock, which day's material it is), in the job's
+-- transaction, one statement: hold the conversation against erasure until
 -- the version and its items commit (FOR KEY SHARE: rounds, which update the row but never its key, go on; a forget
 -- takes FOR UPDATE and waits for the job, or ran first and left no row to hold), name the tenant row-level security
 -- filters the items written next by (as set_tenant), and complete the row if it is still `processing` (not
@@ -127,7 +128,7 @@ UPDATE memory
 SET status = 'completed', memory_text = %(memory_text)s, items = %(items)s, generation_time_ms = %(generation_time_ms)s,
     model_name = %(model_name)s, input_tokens = %(input_tokens)s, output_tokens = %(output_tokens)s,
     summarized_start = %(summarized_start)s, summarized_end = %(summarized_end)s,
-    error = NULL, finished_at = now()
+    error = NULL, finished_at = %(finished_at)s
 WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
   AND conversation_id = %(conversation_id)s
   -- Uncorrelated: evaluated once, before the row is read, so the hold comes first whatever happens to the row.
@@ -137,11 +138,12 @@ RETURNING memory_id, CASE WHEN jsonb_array_length(%(calls)s::jsonb) > 0 THEN
 END AS calls_recorded;
 
 -- fail_memory --
--- Record a failed summary with its error text; only a row still in `processing` is updated.
+-- Record a failed summary with its error text (finished_at: the service's clock); only a row still in
+-- `processing` is updated.
 UPDATE memory
 SET status = 'failed', error = %(error)s, generation_time_ms = %(generation_time_ms)s,
     model_name = %(model_name)s, summarized_start = %(summarized_start)s,
-    summarized_end = %(summarized_end)s, finished_at = now()
+    summarized_end = %(summarized_end)s, finished_at = %(finished_at)s
 WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
 RETURNING memory_id;
 

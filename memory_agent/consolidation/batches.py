@@ -21,7 +21,9 @@ from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, call_within_budget
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, ModelCall
+from memory_agent.consolidation.nightly import FORGOTTEN
 from memory_agent.long_term import forget_item
+from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 
 BATCH_JOB = "batch_summaries"
@@ -31,7 +33,7 @@ BATCH_JOB = "batch_summaries"
 class BatchReport:
     summaries: list[int] = field(default_factory=list)  # batch_summaries.summary_id written
     forgotten: list[int] = field(default_factory=list)  # originals erased by the TTL pass
-    stopped: str | None = None  # the guard that stopped the summaries (capped, over_budget): the rest stays due
+    stopped: str | None = None  # what stopped the summaries (capped, over_budget, forgotten): the rest stays due
 
 
 async def run_batch_summaries(
@@ -65,15 +67,27 @@ async def run_batch_summaries(
                 report.stopped = answer  # capped: this project waits, the others go on
                 break
             summary_id = await _write(conn, where, batch, material, answer, now)
+            if isinstance(summary_id, str):
+                report.stopped = FORGOTTEN  # a forget erased some of the batch: the next run batches what is left
+                return report
             if summary_id is None:
                 break  # another run summarized some of these meanwhile: it owns this partition now
             report.summaries.append(summary_id)
     expired = now - timedelta(days=config.keep_original_days)
     for row in await fetch(conn, "expired_originals", {**scope, "before": expired}):
-        forgotten = await forget_item(conn, tenant_id, user_id, row["item_id"], now=now)
+        forgotten = await forget_item(conn, tenant_id, user_id, row["item_id"], now=now, retention=True)
         report.forgotten.extend(forgotten.items_deleted)
     if report.stopped is not None:
         return report
+    async with conn.transaction():
+        await sources_held(conn, scope)  # a forget of the user in progress first: then no schedule row is left
+        await _advance_batches(conn, scope, now, config)
+    return report
+
+
+async def _advance_batches(
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], now: datetime, config: ConsolidationConfig
+) -> None:
     await fetch(
         conn,
         "advance_schedule",
@@ -87,7 +101,6 @@ async def run_batch_summaries(
             "next_run": now + timedelta(days=config.batch_interval_days),
         },
     )
-    return report
 
 
 async def _write(
@@ -97,18 +110,24 @@ async def _write(
     material: str,
     answer: tuple[Any, ModelCall],
     now: datetime,
-) -> int | None:
+) -> int | str | None:
+    """The batch's summary id; None when another run summarized some of it first; FORGOTTEN when a forget
+    erased some of it while the model answered (nothing written)."""
     output, call = answer
     content = output.summary.strip() or material
+    item_ids = [row["item_id"] for row in batch]
     async with conn.transaction():
         await fetch(conn, "lock_batch_summaries", where)
+        if not await sources_held(conn, where, item_ids=item_ids):
+            return FORGOTTEN
         row = await fetch_one(
             conn,
             "insert_batch_summary",
             {
                 **where,
                 "content": content,
-                "item_ids": [row["item_id"] for row in batch],
+                "item_ids": item_ids,
+                "conversation_ids": sorted({c for row in batch for c in row["conversation_ids"]}),
                 "summarized_from": batch[0]["created_at"],
                 "summarized_until": max(row["created_at"] for row in batch),
                 "model": call.model,

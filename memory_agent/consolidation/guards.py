@@ -36,6 +36,7 @@ from pydantic import BaseModel
 from memory_agent import ledger
 from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.model import ModelCall, call_consolidation_model, consolidation_prompt, model_name
+from memory_agent.long_term.lineage import ledger_user
 from memory_agent.long_term.scope import fetch, fetch_one
 
 logger = logging.getLogger("memory_agent.consolidation")
@@ -136,9 +137,11 @@ async def call_within_budget(
         await ledger.release(conn, reservation)
         raise
     log = ledger.CallLog([ledger.LLMCall(purpose, made.model, made.input_tokens, made.output_tokens)])
-    await ledger.record_log(
-        conn, scope["tenant_id"], scope["user_id"], log, now=now, prices=config.prices, reservation=reservation
-    )
+    async with conn.transaction():
+        user = await ledger_user(conn, scope)  # a call answered after forget_user is counted under no user
+        await ledger.record_log(
+            conn, scope["tenant_id"], user, log, now=now, prices=config.prices, reservation=reservation
+        )
     return output, made
 
 

@@ -16,6 +16,7 @@ import psycopg
 from langchain_core.language_models import BaseChatModel
 from psycopg.types.json import Jsonb
 
+from memory_agent.consolidation.claims import NIGHTLY, Covered, claimed_note, schedule_held
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import (
@@ -38,16 +39,18 @@ from memory_agent.consolidation.periods import (
     rollups_due_after,
     utc_day,
 )
+from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 
-NIGHTLY = "nightly"
+FORGOTTEN = "forgotten"
 
 
 @dataclass(frozen=True)
 class PeriodOutcome:
     """What consolidating one period did: complete (written), exists (already written, nothing done), empty
     (nothing to consolidate, nothing written), capped or over_budget (a tenant guard stopped it before its
-    model call: guards.py)."""
+    model call: guards.py), forgotten (a forget of the user erased some of its material while the model
+    answered: nothing written, the period stays due and is made again from what is left)."""
 
     period: Period
     status: str
@@ -60,7 +63,7 @@ class NightlyReport:
     days: list[date] = field(default_factory=list)
     outcomes: list[PeriodOutcome] = field(default_factory=list)
     compacted: list[int] = field(default_factory=list)
-    stopped: str | None = None  # the guard that stopped the run (capped, over_budget): the rest stays due
+    stopped: str | None = None  # what stopped the run (capped, over_budget, forgotten): the rest stays due
 
     def written(self, period: str) -> int:
         return sum(1 for o in self.outcomes if o.period.name == period and o.status == "complete")
@@ -90,23 +93,29 @@ async def run_nightly(
     day = first
     while day is not None and day <= yesterday:
         for period in [Period("daily", day, day), *rollups_due_after(day)]:
-            outcome = await consolidate_period(
-                conn, tenant_id, user_id, period, now, model=model, config=config, cap=cap
-            )
+            outcome = await _claimed_period(conn, scope, period, now, _Job(model, config, False, cap, Covered(covered)))
             report.outcomes.append(outcome)
-            if outcome.status in (CAPPED, OVER_BUDGET):
+            if outcome.status in (CAPPED, OVER_BUDGET, FORGOTTEN):
                 report.stopped = outcome.status
                 return report
         async with conn.transaction():
+            if not await schedule_held(conn, scope, Covered(covered)):
+                report.stopped = FORGOTTEN
+                return report
             run_day = day + timedelta(days=1)
             before = run_day - timedelta(days=config.retain_days)
             rows = await fetch(conn, "compact_dailies", {**scope, "before": before, "now": now})
             report.compacted.extend(row["note_id"] for row in rows)
             await _advance(conn, scope, day, now, None)
         report.days.append(day)
+        covered = day
         day += timedelta(days=1)
     # Only a finished run moves next_run: a run killed midway leaves the user due at the next tick.
-    await _advance(conn, scope, covered, now, next_tick(now, config.schedule_time))
+    async with conn.transaction():
+        if not await schedule_held(conn, scope, Covered(covered)):
+            report.stopped = FORGOTTEN
+            return report
+        await _advance(conn, scope, covered, now, next_tick(now, config.schedule_time))
     return report
 
 
@@ -145,14 +154,48 @@ async def consolidate_period(
     cap: SummaryJobCap | None = None,
 ) -> PeriodOutcome:
     """Write the note of one period from its material (one model call, or parts within the model's budget:
-    parts.py), unless it exists and `force` is off."""
+    parts.py), unless it exists and `force` is off. The note is claimed first: a second run of the same note
+    waits, then finds it written (no second call)."""
     check_identity(tenant_id, user_id)
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
+    return await _claimed_period(conn, scope, period, now, _Job(model, config, force, cap, None))
+
+
+@dataclass(frozen=True)
+class _Job:
+    """How one period is consolidated: the model, the settings, and the run's guards."""
+
+    model: BaseChatModel
+    config: ConsolidationConfig
+    force: bool
+    cap: SummaryJobCap | None
+    covered: Covered | None  # the run's schedule as it left it (None: a manual run)
+
+
+async def _claimed_period(
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, now: datetime, job: _Job
+) -> PeriodOutcome:
     key = {**scope, "period": period.name, "period_start": period.start}
-    if not force and await fetch_one(conn, "note_exists", key):
+    if not job.force and await fetch_one(conn, "note_exists", key):
         return PeriodOutcome(period, "exists")
-    lines, content, consolidated = await _material(conn, scope, period, config)
+    async with claimed_note(conn, key):
+        if not job.force and await fetch_one(conn, "note_exists", key):
+            return PeriodOutcome(period, "exists")
+        return await _consolidate(conn, scope, key, period, now, job)
+
+
+async def _consolidate(
+    conn: psycopg.AsyncConnection[Any],
+    scope: dict[str, Any],
+    key: dict[str, Any],
+    period: Period,
+    now: datetime,
+    job: _Job,
+) -> PeriodOutcome:
+    """The claimed period's note: material, guards, model call, and the write a forget can void."""
+    model, config, force, cap, covered = job.model, job.config, job.force, job.cap, job.covered
+    lines, content, consolidated, lineage = await _material(conn, scope, period, config)
     if not lines:
         return PeriodOutcome(period, "empty")
     header = f"Period: {period.name} {period.start.isoformat()}..{period.end.isoformat()}\nNotes, oldest first:\n"
@@ -171,24 +214,31 @@ async def consolidate_period(
         # Rollups keep what matters; the compacted dailies keep everything.
         insights = [i for i in insights if i.importance >= config.min_importance]
     key_insights = [i.text for i in insights if i.importance >= config.min_importance][: config.key_insights]
-    row = await fetch_one(
-        conn,
-        "insert_note",
-        {
-            **key,
-            "period_end": period.end,
-            "content": content if period.name == "daily" else output.summary,
-            "consolidated": output.summary,
-            "insights": Jsonb([{"text": i.text, "importance": i.importance} for i in insights]),
-            "key_insights": key_insights,
-            "notes_consolidated": consolidated,
-            "model": call.model,
-            "input_tokens": call.input_tokens,
-            "output_tokens": call.output_tokens,
-            "now": now,
-            "force": force,
-        },
-    )
+    async with conn.transaction():
+        held = await sources_held(
+            conn, scope, item_ids=lineage.item_ids, memory_ids=lineage.memory_ids, note_ids=lineage.note_ids
+        ) and await schedule_held(conn, scope, covered)
+        if not held:
+            return PeriodOutcome(period, FORGOTTEN)
+        row = await fetch_one(
+            conn,
+            "insert_note",
+            {
+                **key,
+                **lineage.params(),
+                "period_end": period.end,
+                "content": content if period.name == "daily" else output.summary,
+                "consolidated": output.summary,
+                "insights": Jsonb([{"text": i.text, "importance": i.importance} for i in insights]),
+                "key_insights": key_insights,
+                "notes_consolidated": consolidated,
+                "model": call.model,
+                "input_tokens": call.input_tokens,
+                "output_tokens": call.output_tokens,
+                "now": now,
+                "force": force,
+            },
+        )
     if row is None:  # written meanwhile by another run: that one stands
         return PeriodOutcome(period, "exists")
     return PeriodOutcome(period, "complete", row["note_id"], consolidated)
@@ -196,14 +246,17 @@ async def consolidate_period(
 
 async def _material(
     conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, config: ConsolidationConfig
-) -> tuple[list[str], str, int]:
-    """The period's input as '- ' lines for the model, the raw text a daily note keeps until compacted, and how
-    many notes it consolidates (a daily's inputs, a weekly's dailies, a monthly's weeklies)."""
+) -> tuple[list[str], str, int, Lineage]:
+    """The period's input as '- ' lines for the model, the raw text a daily note keeps until compacted, how
+    many notes it consolidates (a daily's inputs, a weekly's dailies, a monthly's weeklies), and its lineage."""
+    lineage = Lineage()
     if period.name == "daily":
         start, end = day_bounds(period.start)
         rows = await fetch(conn, "daily_inputs", {**scope, "start": start, "end": end})
+        for row in rows:
+            lineage.add(item_id=row["item_id"], memory_id=row["memory_id"], conversation_ids=row["conversation_ids"])
         lines = [f"- {' '.join(row['text'].split())}" for row in rows]
-        return lines, "\n".join(lines), len(lines)
+        return lines, "\n".join(lines), len(lines), lineage
     source = "daily" if period.name == "weekly" else "weekly"
     notes = await fetch(
         conn,
@@ -212,7 +265,10 @@ async def _material(
     )
     lines = []
     for note in notes:
+        lineage.add(
+            note_id=note["note_id"], item_ids=note["source_item_ids"], conversation_ids=note["source_conversation_ids"]
+        )
         for insight in note["insights"]:
             if insight["importance"] >= config.min_importance:
                 lines.append(f"- ({insight['importance']:.2f}) {insight['text']}")
-    return lines, "", len(notes)
+    return lines, "", len(notes), lineage

@@ -24,13 +24,14 @@ from memory_agent.consolidation.nightly import PeriodOutcome, consolidate_period
 from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, latest_period
 from memory_agent.long_term.scope import Row, check_identity, fetch_one
 
-SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "over_budget"]
+SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "over_budget", "forgotten"]
 # consolidate_period's outcome → the answer's status ("complete" is the design's word for a written note).
 _STATUS: dict[str, SummarizeStatus] = {
     "complete": "complete",
     "exists": "exists",
     "empty": "nothing_to_consolidate",
     OVER_BUDGET: "over_budget",
+    "forgotten": "forgotten",
 }
 
 
@@ -77,7 +78,8 @@ class SummarizeResult(_CamelCaseShape):
     status: SummarizeStatus = Field(
         description="complete: written now; exists: already written this cycle, nothing done (force: true writes "
         "it again); nothing_to_consolidate: the period holds no material, nothing written; over_budget: the "
-        "tenant's monthly cost ceiling is reached (or reserved by calls in flight), no model call, nothing written."
+        "tenant's monthly cost ceiling is reached (or reserved by calls in flight), no model call, nothing written; "
+        "forgotten: a forget of the user erased some of the material while the model answered, nothing written."
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from langchain_core.embeddings import Embeddings
@@ -54,8 +54,11 @@ class Rounds:
         trigger: SummaryTrigger,
         *,
         embedder: Embeddings | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.settings = settings
+        # The service's clock: the month recall checks the cost ceiling against, the app calls' ledger time.
+        self.clock = clock or (lambda: datetime.now(UTC))
         self.embedder = embedder  # recall's vector fallback; None: off
         self.backend = backend
         self.loop = loop
@@ -109,6 +112,7 @@ class Rounds:
                     query,
                     self.recall_settings,
                     cost_ceiling=self.settings.monthly_cost_ceiling,
+                    now=self.clock(),
                     embedder=self.embedder,
                 )
             )
@@ -264,7 +268,7 @@ class Rounds:
                     conversation_id=conversation_id,
                     prices=self.app_prices,
                     app_model=self.settings.app_model,
-                    now=datetime.now(UTC),
+                    now=self.clock(),
                 )
             trigger = None
             if recorded is None or self.trigger.enqueues:  # the claim's id is needed before COMMIT

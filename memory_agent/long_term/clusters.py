@@ -8,7 +8,8 @@ refresh_cluster() is the whole life cycle:
 - the same members as the summary's → no model call; only importance/confidence follow the members;
 - otherwise the summarizer writes a new text over the members, checked by cluster_text.summary_rejection:
   accepted → the row is created or refreshed in place (same item_id; its vector, the old text's, is dropped
-  for the next indexing); rejected or failed → nothing changes.
+  for the next indexing), unless a forget of the user is in progress or erased a member while the model
+  answered (lineage.sources_held: then nothing is written, outcome failed); rejected or failed → nothing changes.
 Importance is the members' highest (a cluster matters as much as its most important member, the allergy among
 preferences); confidence their lowest (a summary is no surer than its least sure member). Members are the
 current versions only: a closed version is history (item_history), not something held.
@@ -29,6 +30,7 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.cluster_text import ClusterSummarizer, summary_rejection
 from memory_agent.long_term.embeddings import drop_item_vector
 from memory_agent.long_term.items import normalize_content
+from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import Cluster, check_now, fetch, fetch_one
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError, RememberOutcome
 
@@ -142,6 +144,9 @@ async def _refresh(
     if reason is not None:
         logger.warning("cluster summary of %s rejected: %s", cluster, reason)
         return await _unusable(conn, cluster, summary, "rejected", reason, drop_when_unusable)
+    if not await sources_held(conn, params, item_ids=member_ids, wait=False):
+        # A forget of the user is in progress or erased members meanwhile: it handles the summary; write nothing.
+        return ClusterOutcome("failed", cluster, summary["item_id"] if summary else None, "members being forgotten")
     values = {
         **params,
         **weight,

@@ -1,15 +1,21 @@
 """Forgetting with lineage: erase what was asked and every row derived from it, in the caller's transaction.
 
 - forget_conversation: the conversation's lineage rows; the items no other source is left for (an item the user
-  also stated elsewhere stays, minus this lineage); the conversation tier (messages, memory versions, round
-  metrics, lease, the conversation).
-- forget_item: that item version (its lineage goes with it). Forgetting a cluster summary forgets the members
-  it stands for too — otherwise the next refresh would write the same text back.
+  also stated elsewhere stays, minus this lineage); the consolidation notes and batch summaries made from the
+  conversation or an erased item; the conversation tier (messages, memory versions, round metrics, lease, the
+  conversation); its summary jobs' rows.
+- forget_item: that item version (its lineage goes with it), and the notes and batch summaries made from it.
+  Forgetting a cluster summary forgets the members it stands for too — otherwise the next refresh would write
+  the same text back.
 - Both clear the recalled blocks (what `memory-agent at` shows a round was given) that quoted what they erased.
-- forget_user: every long-term row of the user (consolidation notes and batch summaries too) and every
-  conversation of theirs.
+- forget_user: every long-term row of the user (consolidation notes and batch summaries too), every
+  conversation of theirs, their jobs' rows; their cost-ledger rows move to user '' (no user).
+A dropped note is made again by the next nightly run from what is left (its schedule is moved back before it);
+the items of a dropped batch summary are batched again.
 A summary job holds its conversation while it writes (complete_memory); forget_conversation and forget_user
 lock the conversations first, so a job racing a forget either commits before the forget reads or writes nothing.
+Every forget then takes the user's forget lock (lineage.py): a writer of notes, batch summaries or cluster
+summaries either committed before (and its row is found and erased) or checks its sources after and writes nothing.
 Each then regenerates the cluster summaries built from an erased item without it (or deletes them below
 min_items). A summary that cannot be regenerated — no summarizer given, or its new text rejected — is deleted
 rather than kept: it would still carry the erased text. The periodic safety net rebuilds it from what is left.
@@ -26,7 +32,7 @@ import psycopg
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.clusters import SUMMARY_MIN_CLUSTER_ITEMS, refresh_cluster
-from memory_agent.long_term.scope import Cluster, check_identity, check_now, fetch
+from memory_agent.long_term.scope import Cluster, check_identity, check_now, fetch, fetch_one
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,8 @@ class ForgetReport:
     summaries_refreshed: tuple[int, ...] = ()
     summaries_deleted: tuple[int, ...] = ()
     conversations_deleted: tuple[str, ...] = ()
-    notes_deleted: tuple[int, ...] = ()  # consolidation notes (forget_user only)
+    notes_deleted: tuple[int, ...] = ()  # consolidation notes
+    batch_summaries_deleted: tuple[int, ...] = ()
 
 
 async def forget_conversation(
@@ -59,11 +66,14 @@ async def forget_conversation(
         # First: a summary job writing this conversation's items commits before the lineage is read, or after
         # the conversation is gone (and then writes nothing).
         await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": conversation_id})
+        await fetch(conn, "lock_forget", scope)
         deleted = await _erase_conversation_lineage(conn, scope, conversation_id)
         summaries = await _rederive(conn, scope, deleted, summarize, now, min_items)
+        notes, batches = await _drop_derived(conn, scope, deleted, [conversation_id])
+        await _erase_jobs(conn, scope, conversation_id)
         rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
         await _clear_recalled(conn, scope, [*deleted, *summaries[0], *summaries[1]])
-    return ForgetReport(tuple(deleted), *summaries, tuple(row["conversation_id"] for row in rows))
+    return ForgetReport(tuple(deleted), *summaries, tuple(row["conversation_id"] for row in rows), notes, batches)
 
 
 async def forget_item(
@@ -75,22 +85,29 @@ async def forget_item(
     summarize: ClusterSummarizer | None = None,
     now: datetime | None = None,
     min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+    retention: bool = False,
 ) -> ForgetReport:
-    """Erase one item version of the user (a summary: with its members). Unknown ids erase nothing."""
+    """Erase one item version of the user (a summary: with its members). Unknown ids erase nothing.
+    `retention`: the batch summaries' TTL pass expiring an original a batch summary stands for; the notes and
+    batch summaries made from it stay (they are what is kept of it)."""
     check_identity(tenant_id, user_id)
     if not isinstance(item_id, int) or isinstance(item_id, bool):
         raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     async with conn.transaction():
+        await fetch(conn, "lock_forget", scope)
         rows = await fetch(conn, "delete_items", {**scope, "item_ids": [item_id]})
         members = [m for row in rows if row["is_summary"] for m in row["source_item_ids"]]
         if members:
             rows += await fetch(conn, "delete_items", {**scope, "item_ids": members})
         deleted = [row["item_id"] for row in rows]
         refreshed, summaries_deleted = await _rederive(conn, scope, deleted, summarize, now, min_items)
+        notes, batches = ((), ()) if retention else await _drop_derived(conn, scope, deleted, [])
         await _clear_recalled(conn, scope, [*deleted, *refreshed, *summaries_deleted])
     summaries_deleted += tuple(row["item_id"] for row in rows if row["is_summary"])
-    return ForgetReport(tuple(i for i in deleted if i not in summaries_deleted), refreshed, summaries_deleted)
+    return ForgetReport(
+        tuple(i for i in deleted if i not in summaries_deleted), refreshed, summaries_deleted, (), notes, batches
+    )
 
 
 async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str) -> ForgetReport:
@@ -100,18 +117,43 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     async with conn.transaction():
         await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": None})
+        await fetch(conn, "lock_forget", scope)
         conversations = [row["conversation_id"] for row in await fetch(conn, "user_conversations", scope)]
+        await _erase_jobs(conn, scope, None)
         items = await fetch(conn, "delete_user_items", scope)
         notes = await fetch(conn, "delete_user_consolidation", scope)
         erased: list[str] = []
         for conversation_id in sorted(conversations):
             rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
             erased.extend(row["conversation_id"] for row in rows)
+        await fetch(conn, "pseudonymise_user_calls", scope)
     return ForgetReport(
         items_deleted=tuple(row["item_id"] for row in items),
         conversations_deleted=tuple(erased),
         notes_deleted=tuple(row["note_id"] for row in notes),
     )
+
+
+async def _drop_derived(
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], item_ids: list[int], conversation_ids: list[str]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Erase the notes and batch summaries made from the erased items or conversations: (note ids, batch ids)."""
+    rows = await fetch(conn, "drop_derived", {**scope, "item_ids": item_ids, "conversation_ids": conversation_ids})
+    notes = tuple(row["note_id"] for row in rows if row["note_id"] is not None)
+    return notes, tuple(row["batch_id"] for row in rows if row["batch_id"] is not None)
+
+
+async def _erase_jobs(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], conversation_id: str | None) -> None:
+    """The job rows (waiting or finished; procrastinate's, when installed) whose arguments name the user and a
+    memory version erased here, or (a whole user) the user in this tenant."""
+    installed = await fetch_one(conn, "procrastinate_installed", {})
+    if not (installed and installed["installed"]):
+        return
+    memory_ids = [
+        row["memory_id"] for row in await fetch(conn, "user_memory_ids", {**scope, "conversation_id": conversation_id})
+    ]
+    whole_user = conversation_id is None
+    await fetch(conn, "erase_user_jobs", {**scope, "memory_ids": memory_ids, "whole_user": whole_user})
 
 
 async def _clear_recalled(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], item_ids: list[int]) -> None:

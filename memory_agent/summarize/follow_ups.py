@@ -18,6 +18,7 @@ from memory_agent import ledger, long_term
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.embeddings import index_items, index_pending
+from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
@@ -95,9 +96,9 @@ class LongTermFollowUps:
                 await ledger.release(conn, reservation)
                 raise
         prices = self.settings.llm_prices
-        await ledger.record_log(
-            conn, cluster.tenant_id, cluster.user_id, log, now=now, prices=prices, reservation=reservation
-        )
+        async with long_term.tenant_transaction(conn, cluster.tenant_id):
+            user = await ledger_user(conn, cluster.params())  # answered after forget_user: under no user
+            await ledger.record_log(conn, cluster.tenant_id, user, log, now=now, prices=prices, reservation=reservation)
         return True
 
     async def refresh_pending(self, limit: int = 100) -> int:

@@ -32,6 +32,7 @@ from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.db.tenancy import current_tenant, tenant_scope
 from memory_agent.errors import InvalidInputError, SummarizationError
 from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, SequencedMessage, SummaryResult
 from memory_agent.summarize.follow_ups import LongTermFollowUps
@@ -80,9 +81,10 @@ class SummaryRunner(LongTermFollowUps):
         if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
                 with tenant_scope(log.tenant_id):
-                    async with self.backend.connection() as conn:
+                    async with self.backend.connection() as conn, conn.transaction():
+                        user = await ledger_user(conn, {"tenant_id": log.tenant_id, "user_id": user_id})
                         await ledger.record_log(
-                            conn, log.tenant_id, user_id, log, now=self.clock(), prices=self.settings.llm_prices
+                            conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.llm_prices
                         )
             except Exception as exc:  # the database may be away; the summary itself is done
                 logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
@@ -146,6 +148,7 @@ class SummaryRunner(LongTermFollowUps):
                 model_name=storable_text(self.agent.model_name),
                 summarized_start=new_start,
                 summarized_end=end_seq,
+                finished_at=self.clock(),
             )
             logger.warning(
                 "Summarization of messages %s-%s for %s failed: %s", start_seq, end_seq, conversation_id, error
@@ -199,6 +202,7 @@ class SummaryRunner(LongTermFollowUps):
             "output_tokens": result.output_tokens,
             "summarized_start": new_start,
             "summarized_end": row["end_sequence"],
+            "finished_at": now,
         }
         try:
             ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.llm_prices)

@@ -142,14 +142,15 @@ async def test_bad_input_is_422_naming_the_problem_and_writes_nothing(served: Se
 
 async def test_concurrent_identical_requests_write_one_note(served: Served, database_url):
     await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")
-    served.model.parties[0] = 4  # every model call waits until all four requests have passed their read
+    # A model call waits (up to 1 s) for four: all four requests pass their "is it written?" read meanwhile.
+    served.model.parties[0], served.model.wait_s[0] = 4, 1.0
     async with client(served, await served.key("acme")) as http:
         responses = await asyncio.gather(
             *(http.post("/memory/summarize", json={"userId": "ana", "period": "daily"}) for _ in range(4))
         )
     answers = [response.json() for response in responses]
     assert all(response.status_code == 200 for response in responses), answers
-    assert len(served.model.calls) == 4  # the race happened: none of them saw the note before writing
+    assert len(served.model.calls) == 1  # the note is claimed before its call: the others wait, then find it
     assert sorted(a["status"] for a in answers) == ["complete", "exists", "exists", "exists"]
     assert len({a["summaryId"] for a in answers}) == 1  # the losers answer with the note that stands
     assert notes(database_url) == [("acme", "daily", "2026-01-07")]

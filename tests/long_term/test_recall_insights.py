@@ -12,6 +12,7 @@ from typing import Any
 from memory_agent import resources
 from memory_agent.long_term.eval import store_conversation
 from memory_agent.long_term.forget import forget_user
+from memory_agent.long_term.lineage import Lineage
 from memory_agent.long_term.recall import RecallSettings, recall
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 from tests.long_term.test_forget import tables_holding
@@ -44,6 +45,7 @@ async def write_note(
                 "output_tokens": 0,
                 "now": at(30),
                 "force": False,
+                **Lineage().params(),
             },
         )
         row = await cur.fetchone()

@@ -109,6 +109,7 @@ COMPLETE_FIELDS = [
     "summarized_start",
     "summarized_end",
     "now",
+    "finished_at",
     "calls",
 ]
 

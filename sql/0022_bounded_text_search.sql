@@ -1,4 +1,4 @@
--- 0021_bounded_text_search: a full-text vector is made from the first 100,000 characters of its text.
+-- 0022_bounded_text_search: a full-text vector is made from the first 100,000 characters of its text.
 -- PostgreSQL refuses a tsvector whose lexemes pass 1 MB ("string is too long for tsvector"): a round with ~750 KB
 -- of distinct words failed at every attempt, the generated column or the expression index refusing the insert.
 -- 100,000 characters are at most 400 kB of UTF-8 (~600 kB of lexemes where lower-casing lengthens a letter), far
