@@ -283,7 +283,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-async def recall_quality(server_url: str) -> dict[str, Any]:
+async def recall_quality(server_url: str, locomo: bool = True) -> dict[str, Any]:
     """The evaluation through the round start's recall: the synthetic dataset per text-search configuration and
     term operator (the first is the default), and the LoCoMo development split with no embedder and with the
     bundled e5 (skipped, with the reason printed and recorded, when the file or the extra is absent)."""
@@ -296,7 +296,9 @@ async def recall_quality(server_url: str) -> dict[str, Any]:
         )
         runs[f"synthetic, {config} {'OR' if or_terms else 'AND'}"] = report
     skipped: dict[str, str] = {}
-    if not LOCOMO_DEV.exists():
+    if not locomo:
+        skipped["locomo dev"] = "not asked for (BenchConfig.locomo is off)"
+    elif not LOCOMO_DEV.exists():
         skipped["locomo dev"] = f"{LOCOMO_DEV} is absent (LoCoMo, CC BY-NC 4.0: never part of this repository)"
     else:
         for embedder in ("none", "e5"):
@@ -408,8 +410,9 @@ async def recall_latency(
     }
 
 
-async def recall_stage(server_url: str, **sizes: int) -> dict[str, Any]:
-    return {"quality": await recall_quality(server_url), "latency": await recall_latency(server_url, **sizes)}
+async def recall_stage(server_url: str, *, locomo: bool = True, **sizes: int) -> dict[str, Any]:
+    quality = await recall_quality(server_url, locomo)
+    return {"quality": quality, "latency": await recall_latency(server_url, **sizes)}
 
 
 def render(stage: dict[str, Any]) -> str:

@@ -77,6 +77,8 @@ class BenchConfig:
     recall_turns: int = 100
     recall_items: int = 10_000
     recall_repeats: int = 40
+    # the LoCoMo development split in the recall stage's quality figures, when its file is present
+    locomo: bool = True
 
 
 def checkpoint(server_url: str) -> None:
@@ -541,6 +543,7 @@ def run(config: BenchConfig) -> dict[str, Any]:
         results["recall"] = asyncio.run(
             recall_stage(
                 server_url,
+                locomo=config.locomo,
                 conversations=config.recall_conversations,
                 turns=config.recall_turns,
                 items=config.recall_items,

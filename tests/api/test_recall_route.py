@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from memory_agent.long_term.block import BLOCK_HEADER
 from tests.api.test_http import chat, client
 from tests.integration.test_recall_surfaces import old_batch
 
@@ -21,7 +22,7 @@ async def test_recall_returns_what_memory_recall_returns_with_provenance(served)
         first = body["results"][0]
         assert (first["kind"], first["conversation_id"], first["sequences"]) == ("turn", "dinner", [0])
         assert first["is_summary"] is False and "fts" in first["paths"]
-        assert body["block"].startswith("Recalled from earlier conversations") and body["retrieval_path"] == "fts"
+        assert body["block"].startswith(BLOCK_HEADER) and body["retrieval_path"] == "fts"
         assert 0 < body["estimated_tokens"] <= 2000
 
         response = await http.get("/users/ana/recall", params={"q": "Kyoto ryokan", "limit": 5})
