@@ -93,7 +93,7 @@ def _time(memory: MemoryService, make: Any, repeats: int) -> list[float]:
 
 
 def _time_before(url: str, repeats: int) -> list[float]:
-    """The reads `stats` made before sql/health.sql: the 0003 views, every conversation fetched."""
+    """The reads `stats` made before sql/queries/health.sql: the 0003 views, every conversation fetched."""
     statements = _blocks("before_")
     samples = []
     with psycopg.connect(url, autocommit=True) as conn:

@@ -134,7 +134,7 @@ SELECT 'default', user_id, conversation_id, r, started + make_interval(mins => r
        r %% 2 = 0, CASE WHEN r %% 2 = 0 THEN 'started' ELSE 'below_threshold' END
 FROM ranges;
 
--- The reads `memory-agent stats` made before sql/health.sql, for the stage's "before" figure.
+-- The reads `memory-agent stats` made before sql/queries/health.sql, for the stage's "before" figure.
 
 -- before_totals --
 -- The 0003 view of the totals (memory_health for every conversation underneath).

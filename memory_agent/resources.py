@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import LiteralString
 
 _QUERY_HEADER = re.compile(r"^-- (?P<name>[a-z_]+) --$", re.MULTILINE)
-_MIGRATION_NAME = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
 
 
 def _resource_dir(name: str) -> Path:
@@ -25,6 +24,21 @@ def _resource_dir(name: str) -> Path:
 
 def sql_dir() -> Path:
     return _resource_dir("sql")
+
+
+def migrations_dir() -> Path:
+    """sql/migrations/: the numbered schema files, applied once each, never changed once released."""
+    return sql_dir() / "migrations"
+
+
+def queries_dir() -> Path:
+    """sql/queries/: one file of named statements per package (conversation, long_term, recall, ...)."""
+    return sql_dir() / "queries"
+
+
+def definitions_dir() -> Path:
+    """sql/definitions/: the views and functions, re-created by `migrate` whenever their text changes."""
+    return sql_dir() / "definitions"
 
 
 def prompts_dir() -> Path:
@@ -44,11 +58,9 @@ def parse_queries(text: str) -> dict[str, LiteralString]:
 
 @functools.cache
 def queries() -> dict[str, LiteralString]:
-    """Every named query of every non-migration .sql file in sql/ (names are unique across files)."""
+    """Every named query of sql/queries/ (names are unique across files)."""
     merged: dict[str, LiteralString] = {}
-    for path in sorted(sql_dir().glob("*.sql")):
-        if _MIGRATION_NAME.match(path.name):
-            continue
+    for path in sorted(queries_dir().glob("*.sql")):
         for name, statement in parse_queries(path.read_text(encoding="utf-8")).items():
             if name in merged:
                 raise ValueError(f"query {name!r} is defined twice (second time in {path.name})")
@@ -56,23 +68,9 @@ def queries() -> dict[str, LiteralString]:
     return merged
 
 
-def migrations() -> list[tuple[int, str, str]]:
-    """[(version, name, sql)] in version order."""
-    found = []
-    for path in sorted(sql_dir().glob("[0-9][0-9][0-9][0-9]_*.sql")):
-        match = _MIGRATION_NAME.match(path.name)
-        if match is None:
-            raise ValueError(f"migration file name {path.name!r} must look like 0001_name.sql")
-        found.append((int(match["version"]), match["name"], path.read_text(encoding="utf-8")))
-    versions = [version for version, _, _ in found]
-    if len(set(versions)) != len(versions):
-        raise ValueError(f"two migrations share a version number: {versions}")
-    return found
-
-
 def definitions() -> list[tuple[str, str]]:
     """[(file name, sql)] of sql/definitions/, in name order: the views and functions, re-created when changed."""
-    return [(path.name, path.read_text(encoding="utf-8")) for path in sorted((sql_dir() / "definitions").glob("*.sql"))]
+    return [(path.name, path.read_text(encoding="utf-8")) for path in sorted(definitions_dir().glob("*.sql"))]
 
 
 @functools.cache

@@ -1,7 +1,7 @@
 """The HTTP API: a FastAPI app over a MemoryService (app.py; the consolidation routes in summaries.py, recall in
 recall.py, what every route shares in deps.py) and the tenant API keys it checks (keys.py).
 
-Owns the table of sql/0013_api_keys.sql and the queries of sql/api.sql. A top layer like cli/: it may import
+Owns the table of sql/migrations/0013_api_keys.sql and the queries of sql/queries/api.sql. A top layer like cli/: it may import
 anything in memory_agent (service.py, long_term/, db/); nothing but cli/ imports it. Needs the `api` extra
 (fastapi, uvicorn).
 """

@@ -1,5 +1,5 @@
 """Reading consolidation notes: a period's notes (what `memory-agent summaries` shows) and the keyword search
-over key insights (the full-text index of sql/0010_consolidation.sql) that recall's tiers can call."""
+over key insights (the full-text index of sql/migrations/0010_consolidation.sql) that recall's tiers can call."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Schema migrations: memory_agent's numbered files, the re-creatable definitions, procrastinate's schema.
 
-- Numbered files `sql/NNNN_name.sql` are applied in order, each recorded in `schema_migrations` with the sha256
+- Numbered files `sql/migrations/NNNN_name.sql` are applied in order, each recorded in `schema_migrations` with the sha256
   of the file. A released file is never edited: an applied file whose checksum changed is an error, and so is a
   database at a version this code does not know (a newer memory_agent migrated it).
 - A file whose first lines hold `-- memory_agent: no-transaction` (CREATE INDEX CONCURRENTLY on a big table) runs

@@ -72,9 +72,9 @@ def checksum(data: bytes) -> str:
 
 
 def load_migrations(directory: Path | None = None) -> list[Migration]:
-    """The numbered files of sql/ (or `directory`), in version order."""
+    """The numbered files of sql/migrations/ (or `directory`), in version order."""
     found = []
-    for path in sorted((directory or resources.sql_dir()).glob("[0-9][0-9][0-9][0-9]_*.sql")):
+    for path in sorted((directory or resources.migrations_dir()).glob("[0-9][0-9][0-9][0-9]_*.sql")):
         match = _MIGRATION_NAME.match(path.name)
         if match is None:
             raise ValueError(f"migration file name {path.name!r} must look like 0001_name.sql")

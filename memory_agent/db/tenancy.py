@@ -1,4 +1,4 @@
-"""The tenant a piece of work runs for, for row-level security (sql/0008, sql/0020).
+"""The tenant a piece of work runs for, for row-level security (sql/migrations/0008, sql/migrations/0020).
 
 The tables carry policies `tenant_id = current_setting('memory_agent.tenant_id', true)`; they bind a role that
 does not own the tables. Work that belongs to one tenant (a round, a summary, a user's reads and erasures) runs

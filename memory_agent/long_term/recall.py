@@ -5,7 +5,7 @@ Paths: full-text search ranked by BM25 over turns (with their speaker's name), i
 → trigram fallback (CJK queries, or too few full-text hits) → vectors of turns, items and summaries when an
 embedder is configured (on every recall: hybrid; or as a fallback, `vectors_always` False) → the latest turns when
 nothing matched; the lists are fused by weighted reciprocal rank in one statement (`recall_search` in
-sql/recall.sql). A recalled turn comes with its neighbours in its conversation and its date. With the stored 'english' vectors the statement is prepared once per
+sql/queries/recall.sql). A recalled turn comes with its neighbours in its conversation and its date. With the stored 'english' vectors the statement is prepared once per
 connection and runs on a generic plan. Scope: this conversation's turns first, the user's other conversations
 too when this one has few hits or the message points to the past ("last time", "之前", …). Guardrails: a token
 budget for the block, a number of turns, a per-turn character cap (long_term/block.py). Every result says where

@@ -2,7 +2,7 @@
 
 A row belongs to a (tenant, user) and, inside it, to a project and an environment; a cluster adds the item's
 type and key. Callers hand over a psycopg AsyncConnection whose search_path reaches the memory_agent schema (the
-backend's pool sets it); statements are the named queries of sql/long_term.sql.
+backend's pool sets it); statements are the named queries of sql/queries/long_term.sql.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Naming the tenant for row-level security (optional; see sql/0008_long_term.sql).
+"""Naming the tenant for row-level security (optional; see sql/migrations/0008_long_term.sql).
 
 The long-term tables carry policies `tenant_id = current_setting('memory_agent.tenant_id', true)`. They bind
 roles that do not own the tables: an application that connects as such a role names its tenant in every

@@ -1,4 +1,4 @@
-"""Memory health (sql/health.sql) on generated data, against values computed here from the stored rows.
+"""Memory health (sql/queries/health.sql) on generated data, against values computed here from the stored rows.
 
 The data is the benchmark's generator (benchmarks/scale_data.sql) at a small size, plus rows it does not
 make: a processing row quiet for an hour (stuck), failed summaries with and without a model, a round that
@@ -305,7 +305,7 @@ async def test_health_of_an_empty_database_and_a_bad_limit(open_memory):
 
 
 async def test_every_health_query_is_run_by_the_module():
-    text = (resources.sql_dir() / "health.sql").read_text(encoding="utf-8")
+    text = (resources.queries_dir() / "health.sql").read_text(encoding="utf-8")
     source = Path(obs.__file__).read_text(encoding="utf-8")
     for name in resources.parse_queries(text):
         assert f'"{name}"' in source, name

@@ -14,7 +14,7 @@ from memory_agent import MemoryStore
 from memory_agent.errors import InvalidInputError
 from tests.conftest import query
 
-INDEXED_CHARS = 100_000  # sql/0022_bounded_text_search.sql
+INDEXED_CHARS = 100_000  # sql/migrations/0022_bounded_text_search.sql
 
 
 def distinct_words(n_bytes: int, seed: int = 7) -> str:

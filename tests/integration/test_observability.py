@@ -426,8 +426,8 @@ async def test_weekly_report_matches_round_metrics(open_memory, database_url):
 
 
 async def test_every_observability_query_is_exercised():
-    # Each named block of sql/observability.sql is run by a test in this file or test_cli_observe.py.
-    text = (resources.sql_dir() / "observability.sql").read_text(encoding="utf-8")
+    # Each named block of sql/queries/observability.sql is run by a test in this file or test_cli_observe.py.
+    text = (resources.queries_dir() / "observability.sql").read_text(encoding="utf-8")
     names = set(resources.parse_queries(text))
     here = Path(__file__).read_text(encoding="utf-8")
     module = Path(obs.__file__).read_text(encoding="utf-8")

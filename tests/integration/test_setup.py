@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import ConfigurationError, MemoryService, MemorySettings, with_memory
 from memory_agent.db.embedded import remove_data_dir, scratch_data_dir, stop_embedded_postgres
-from memory_agent.resources import migrations
+from memory_agent.db.migrations import load_migrations
 from tests.support import EchoChat, GatedSummaryModel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def applied(url: str, schema: str = "memory_agent") -> list[int]:
 
 
 def test_migrations_apply_once_and_again_is_a_no_op(empty_database_url):
-    all_versions = [v for v, _, _ in migrations()]
+    all_versions = [m.version for m in load_migrations()]
     with MemoryService.from_settings(MemorySettings(database_url=empty_database_url)) as memory:
         assert memory.call_sync(memory.backend.setup()) == []  # already applied by open()
     with MemoryService.from_settings(MemorySettings(database_url=empty_database_url)):
@@ -46,7 +46,7 @@ def test_two_processes_set_up_at_once(empty_database_url):
     for proc in procs:
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err.decode()[-2000:]
-    assert applied(empty_database_url) == [v for v, _, _ in migrations()]
+    assert applied(empty_database_url) == [m.version for m in load_migrations()]
 
 
 def test_tables_live_in_their_own_schema(empty_database_url):
@@ -130,8 +130,9 @@ def test_wheel_carries_sql_and_prompts(tmp_path):
     (wheel,) = tmp_path.glob("memory_agent-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for expected in (
-        "memory_agent/sql/0001_init.sql",
-        "memory_agent/sql/queries.sql",
+        "memory_agent/sql/migrations/0001_init.sql",
+        "memory_agent/sql/queries/conversation.sql",
+        "memory_agent/sql/definitions/rules.sql",
         "memory_agent/prompts/summarize_system.txt",
         "memory_agent/prompts/summarize_user.txt",
     ):
@@ -143,7 +144,7 @@ def test_wheel_carries_sql_and_prompts(tmp_path):
             sys.executable,
             "-c",
             "import sys; sys.path.insert(0, sys.argv[1]); from memory_agent import resources; "
-            "print(resources.sql_dir()); print(len(resources.migrations())); print(len(resources.queries()));"
+            "print(resources.sql_dir()); print(len(list(resources.migrations_dir().glob('0*.sql')))); print(len(resources.queries()));"
             "print(resources.prompt('summarize_system')[:20])",
             str(site),
         ],
@@ -154,7 +155,7 @@ def test_wheel_carries_sql_and_prompts(tmp_path):
     )
     sql_dir, n_migrations, n_queries, prompt = probe.stdout.splitlines()
     assert Path(sql_dir).is_relative_to(site)
-    assert int(n_migrations) == len(migrations()) and int(n_queries) > 10 and prompt.startswith("You maintain")
+    assert int(n_migrations) == len(load_migrations()) and int(n_queries) > 10 and prompt.startswith("You maintain")
 
 
 async def test_design_log_lines(open_memory, caplog):

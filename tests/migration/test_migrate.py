@@ -29,7 +29,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS idx_round_metrics_user_created_at
 
 
 def copy_migrations(tmp_path: Path) -> Path:
-    for path in resources.sql_dir().glob("[0-9][0-9][0-9][0-9]_*.sql"):
+    for path in resources.migrations_dir().glob("[0-9][0-9][0-9][0-9]_*.sql"):
         shutil.copy(path, tmp_path / path.name)
     return tmp_path
 

@@ -78,9 +78,9 @@ def test_the_check_finds_each_broken_rule(database_url):
 
 
 def test_every_named_query_on_a_conversation_names_user_id():
-    from memory_agent.resources import parse_queries, sql_dir
+    from memory_agent.resources import parse_queries, queries_dir
 
-    named = parse_queries((sql_dir() / "queries.sql").read_text(encoding="utf-8"))
+    named = parse_queries((queries_dir() / "conversation.sql").read_text(encoding="utf-8"))
     tables = ("conversations", "messages", "memory", "round_metrics", "round_leases", "latest_memory")
     # schema_clash reads the catalog; conversation_owner reads the owners table, keyed by the thread id.
     for name, statement in named.items():

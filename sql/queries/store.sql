@@ -1,5 +1,5 @@
 -- Named queries of the LangGraph store (memory_agent/long_term/store.py): its rows are long-term items whose
--- store_namespace is set (sql/0011_store.sql). Every statement names its tenant and user.
+-- store_namespace is set (sql/migrations/0011_store.sql). Every statement names its tenant and user.
 
 -- store_lock_current --
 -- The current version of a store key, locked, and when the key's history last ended (the next version starts no earlier).
