@@ -65,12 +65,12 @@ def register_consolidation(app: procrastinate.App, settings: MemorySettings, poo
     from memory_agent.consolidation import (
         ConsolidationConfig,
         ConsolidationRunner,
-        default_consolidation_model,
         register_tasks,
     )
+    from memory_agent.llm import default_chat_model
 
     runner = ConsolidationRunner(
-        pool, default_consolidation_model(settings), ConsolidationConfig.from_settings(settings)
+        pool, default_chat_model(settings, "consolidation"), ConsolidationConfig.from_settings(settings)
     )
     register_tasks(app, runner, queue=QUEUE, retry=RETRY_TRANSIENT)
 

@@ -12,8 +12,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import ValidationError
 
-from memory_agent import ledger, resources
+from memory_agent import resources
 from memory_agent.errors import ConfigurationError, SummarizationError
+from memory_agent.llm import LLMCall, model_name, note_answer, note_call, usage_of
 from memory_agent.long_term.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.schemas import MemorySummaryOutput
 
@@ -36,14 +37,6 @@ class SummaryResult:
     # Items the model got wrong twice (the answer and its one retry): dropped, the text kept. Each entry says
     # which list and why; the runner records them on the memory row.
     dropped_items: tuple[str, ...] = ()
-
-
-def model_name_of(model: BaseChatModel) -> str:
-    for attribute in ("model_name", "model", "model_id"):
-        value = getattr(model, attribute, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
 
 
 def render_message(item: SequencedMessage) -> str:
@@ -129,7 +122,7 @@ class MemoryAgent:
 
     def __init__(self, model: BaseChatModel, *, max_words: int = 250, max_tokens: int | None = None) -> None:
         self.model = model
-        self.model_name = model_name_of(model)
+        self.model_name = model_name(model)
         self.max_words = max_words
         # The hard cap on a stored memory: the prompt asks for max_words, this refuses what ignores it (a
         # memory is injected into every later round).
@@ -172,7 +165,7 @@ class MemoryAgent:
             HumanMessage(resources.prompt("cluster_summary").format(members="\n".join(f"- {m}" for m in members)))
         ]
         answer = await self.model.ainvoke(prompt, config={"callbacks": []})
-        ledger.note_answer("cluster_summary", self.model_name, answer, prompt)
+        note_answer("cluster_summary", self.model_name, answer, prompt)
         return str(answer.text).strip()
 
     async def _ask(self, prompt: list[BaseMessage]) -> tuple[Any, int]:
@@ -180,8 +173,8 @@ class MemoryAgent:
         # No callbacks of any caller's run (an empty list replaces inherited ones; None would not), and the
         # background task starts from a fresh context: summarizer tokens never reach a user's stream.
         answer = await self._bound.ainvoke(prompt, config={"callbacks": []})
-        input_tokens, output_tokens = ledger.usage_of(answer, prompt)
-        ledger.note_call(ledger.LLMCall("conversation_summary", self.model_name, input_tokens, output_tokens))
+        input_tokens, output_tokens = usage_of(answer, prompt)
+        note_call(LLMCall("conversation_summary", self.model_name, input_tokens, output_tokens))
         return answer, input_tokens  # the retry's is noted too
 
     async def summarize(self, **window: Any) -> SummaryResult:

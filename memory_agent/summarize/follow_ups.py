@@ -17,6 +17,7 @@ from langchain_core.embeddings import Embeddings
 from memory_agent import ledger, long_term
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import JobFailedError
+from memory_agent.llm import LLMCall, collecting
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.embeddings import index_items, index_pending
 from memory_agent.long_term.lineage import ledger_user
@@ -71,9 +72,7 @@ class LongTermFollowUps:
         it made; what it did, or None, with a WARNING and no call, when the ceiling (spent plus calls in flight)
         is reached."""
         model = getattr(self.cluster_summarizer, "model_name", None) or self.settings.memory_model
-        estimate = ledger.price(
-            ledger.LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.settings.llm_prices
-        )
+        estimate = ledger.price(LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.settings.llm_prices)
         reservation = await ledger.reserve(
             conn, cluster.tenant_id, self.settings.monthly_cost_ceiling, estimate[0], now
         )
@@ -85,7 +84,7 @@ class LongTermFollowUps:
                 self.settings.monthly_cost_ceiling,
             )
             return None
-        with ledger.collecting() as log:
+        with collecting() as log:
             try:
                 async with long_term.tenant_transaction(conn, cluster.tenant_id):
                     outcome = await long_term.refresh_cluster(

@@ -32,12 +32,12 @@ from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.db.tenancy import current_tenant, tenant_scope
 from memory_agent.errors import InvalidInputError, JobFailedError, SummarizationError, is_transient
+from memory_agent.llm import CallLog, OfflineModel, collecting
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, SequencedMessage, SummaryResult
 from memory_agent.summarize.follow_ups import LongTermFollowUps
-from memory_agent.summarize.offline import OfflineSummaryModel
 
 logger = logging.getLogger("memory_agent")
 # Dropped items listed on a memory row; the rest are counted.
@@ -77,7 +77,7 @@ class SummaryRunner(LongTermFollowUps):
         self.agent = agent
         self.clock = clock or (lambda: datetime.now(UTC))
         # The summary model writes cluster summaries too; the offline model has a deterministic counterpart.
-        offline = isinstance(agent.model, OfflineSummaryModel)
+        offline = isinstance(agent.model, OfflineModel)
         self.cluster_summarizer: ClusterSummarizer = cluster_summarizer or (
             long_term.offline_cluster_summarizer if offline else agent.summarize_cluster
         )
@@ -96,7 +96,7 @@ class SummaryRunner(LongTermFollowUps):
         JobFailedError, retryable when the error that stopped it may pass (the row stays `processing` for the
         retry), not when the row is recorded `failed` (a run again finds nothing to do)."""
         tenant = started[0]["tenant_id"] if started is not None else current_tenant()
-        with tenant_scope(tenant), ledger.collecting() as log:
+        with tenant_scope(tenant), collecting() as log:
             outcome = await self._run_summary(memory_id, user_id, log, started)
         if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
@@ -119,7 +119,7 @@ class SummaryRunner(LongTermFollowUps):
         return outcome.status
 
     async def _run_summary(
-        self, memory_id: int, user_id: str, log: ledger.CallLog, picked_up: StartedSummary | None
+        self, memory_id: int, user_id: str, log: CallLog, picked_up: StartedSummary | None
     ) -> _Outcome:
         backend = self.backend
         try:
@@ -210,7 +210,7 @@ class SummaryRunner(LongTermFollowUps):
         )
 
     async def _complete(
-        self, row: dict[str, Any], result: SummaryResult, elapsed_ms: int, new_start: int, log: ledger.CallLog
+        self, row: dict[str, Any], result: SummaryResult, elapsed_ms: int, new_start: int, log: CallLog
     ) -> bool | str:
         """Complete the version, write its items and record the model calls made for it (`log`, emptied once
         they are recorded) in one transaction. True when done, False when the row was reclaimed meanwhile

@@ -12,10 +12,11 @@ import procrastinate
 import pytest
 
 from memory_agent import MemorySettings
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, default_consolidation_model
+from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner
 from memory_agent.consolidation.schedule import USER_TASK, defer_user, register_tasks
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.jobs.retry import RETRY_TRANSIENT
+from memory_agent.llm import default_chat_model
 from tests.conftest import execute, query
 from tests.consolidation.conftest import day, write_day
 
@@ -28,7 +29,7 @@ async def app(pool, conn, fake_openai) -> AsyncIterator[procrastinate.App]:
     # The tick's time far from now: the worker's periodic deferrer never adds a tick of its own.
     schedule_time = (datetime.now(UTC) + timedelta(hours=12)).strftime("%H:%M")
     runner = ConsolidationRunner(
-        pool, default_consolidation_model(MemorySettings()), ConsolidationConfig(schedule_time=schedule_time)
+        pool, default_chat_model(MemorySettings(), "consolidation"), ConsolidationConfig(schedule_time=schedule_time)
     )
     opened = procrastinate.App(connector=procrastinate.PsycopgConnector())
     register_tasks(opened, runner, queue="memory_agent", retry=RETRY_TRANSIENT)

@@ -12,7 +12,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, with_memory
 from memory_agent.jobs.procrastinate_executor import REFRESH_CLUSTERS_TASK, SUMMARIZE_TASK
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import execute, query
 from tests.support import EchoChat, ScriptedSummaryModel
 

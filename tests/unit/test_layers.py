@@ -97,6 +97,19 @@ FORBIDDEN = {
     "long_term": ("api", "integrations", "cli", "service"),
     "consolidation": ("api", "jobs", "conversation", "integrations", "observability", "cli", "service"),
     "api": ("cli",),
+    # The LLM call path sits under every package that calls a model.
+    "llm": (
+        "db",
+        "conversation",
+        "summarize",
+        "consolidation",
+        "jobs",
+        "integrations",
+        "observability",
+        "api",
+        "cli",
+        "service",
+    ),
 }
 
 
