@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +19,8 @@ from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import LLMCall, model_name, note_answer, note_call, usage_of
 from memory_agent.long_term.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.schemas import MemorySummaryOutput
+
+logger = logging.getLogger("memory_agent")
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,15 @@ def render_message(item: SequencedMessage) -> str:
     else:
         line = f"{message.type}: {text}"
     return f"[seq {item.sequence_number}] {line}"
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How a summary is asked for: attempts, the timeout of each, and the first backoff (doubled after each)."""
+
+    attempts: int
+    timeout_s: float
+    backoff_s: float
 
 
 @dataclass(frozen=True)
@@ -211,3 +224,22 @@ class MemoryAgent:
             items=parsed.items,
             dropped_items=parsed.invalid,
         )
+
+    async def summarize_with_retries(self, retries: Retries, what: str, **window: Any) -> SummaryResult:
+        """`summarize(**window)`, each attempt within its timeout, again after a backoff while attempts remain;
+        the last attempt's error is raised (a timeout as SummarizationError). `what` names it in the log."""
+        delay = retries.backoff_s
+        for attempt in range(1, retries.attempts + 1):
+            try:
+                return await asyncio.wait_for(self.summarize(**window), timeout=retries.timeout_s)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+                    exc = SummarizationError(f"Timeout: summarizer did not answer within {retries.timeout_s}s")
+                if attempt == retries.attempts:
+                    raise exc
+                logger.info("%s: attempt %s failed (%s); retrying in %.1fs", what, attempt, exc, delay)
+                await asyncio.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")

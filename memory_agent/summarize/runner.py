@@ -36,7 +36,7 @@ from memory_agent.llm import CallLog, OfflineModel, collecting
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.agent import MemoryAgent, SequencedMessage, SummaryResult
+from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult
 from memory_agent.summarize.follow_ups import LongTermFollowUps
 
 logger = logging.getLogger("memory_agent")
@@ -144,8 +144,15 @@ class SummaryRunner(LongTermFollowUps):
                 logger.debug("No new messages to summarize for %s", conversation_id)
                 raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
             new_messages = [SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows]
-            result: SummaryResult | None = await self._summarize_with_retries(
-                row["base_memory_text"], base_end, new_messages, start_seq, end_seq, memory_id
+            settings = self.settings
+            result: SummaryResult | None = await self.agent.summarize_with_retries(
+                Retries(settings.summary_max_attempts, settings.summary_timeout_s, settings.summary_retry_backoff_s),
+                f"Memory {memory_id}",
+                previous_summary=row["base_memory_text"],
+                base_end_sequence=base_end,
+                new_messages=new_messages,
+                window_start_seq=start_seq,
+                window_end_seq=end_seq,
             )
         except asyncio.CancelledError:
             raise
@@ -286,38 +293,3 @@ class SummaryRunner(LongTermFollowUps):
         if outcomes:
             await self._index(tenant_id, user_id, memory_id)
         return True
-
-    async def _summarize_with_retries(
-        self,
-        previous_summary: str | None,
-        base_end: int | None,
-        new_messages: list[SequencedMessage],
-        start_seq: int,
-        end_seq: int,
-        memory_id: int,
-    ) -> SummaryResult:
-        settings = self.settings
-        delay = settings.summary_retry_backoff_s
-        for attempt in range(1, settings.summary_max_attempts + 1):
-            try:
-                return await asyncio.wait_for(
-                    self.agent.summarize(
-                        previous_summary=previous_summary,
-                        base_end_sequence=base_end,
-                        new_messages=new_messages,
-                        window_start_seq=start_seq,
-                        window_end_seq=end_seq,
-                    ),
-                    timeout=settings.summary_timeout_s,
-                )
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-                    exc = SummarizationError(f"Timeout: summarizer did not answer within {settings.summary_timeout_s}s")
-                if attempt == settings.summary_max_attempts:
-                    raise exc
-                logger.info("Memory %s: attempt %s failed (%s); retrying in %.1fs", memory_id, attempt, exc, delay)
-                await asyncio.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
