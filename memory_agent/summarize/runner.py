@@ -58,7 +58,8 @@ def _describe(exc: BaseException) -> str:
 
 
 class SummaryRunner(LongTermFollowUps):
-    """Runs summaries on the memory loop; never raises into its caller (an executor). `clock` gives the
+    """Runs summaries on the memory loop; never raises into an in-process executor, and raises JobFailedError
+    into a job queue's worker when the work did not get done (run_summary's `strict`). `clock` gives the
     long-term tier its times (valid_from, valid_to)."""
 
     def __init__(
