@@ -96,6 +96,7 @@ FORBIDDEN = {
     "observability": ("api", "summarize", "jobs", "integrations", "cli", "service"),
     "long_term": ("api", "integrations", "cli", "service"),
     "consolidation": ("api", "jobs", "conversation", "integrations", "observability", "cli", "service"),
+    "evaluation": ("api", "integrations", "jobs", "summarize", "observability", "cli", "service"),
     "api": ("cli",),
 }
 
