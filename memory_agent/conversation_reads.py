@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from memory_agent.conversation.identity import validate_identity, validate_user_id
 from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.schemas import MemoryRecord
+from memory_agent.schemas.keys import ConversationKey
 
 if TYPE_CHECKING:
     from memory_agent.runtime import MemoryLoop

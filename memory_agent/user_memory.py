@@ -18,13 +18,13 @@ from memory_agent import long_term
 from memory_agent.conversation.identity import validate_identity, validate_user_id
 from memory_agent.conversation.recalled import recall_settings
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import DEFAULT_TENANT_ID
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.recall import ALL_PATHS, RecallResult, RecallSettings, recall
 from memory_agent.long_term.store_recall import SEARCH_PATHS
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID
 from memory_agent.settings import MemorySettings
 
 if TYPE_CHECKING:
