@@ -15,14 +15,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.identity import round_identity
+from memory_agent.conversation.memory import ConversationReads
 from memory_agent.conversation.window import calculate_summary_range
-from memory_agent.conversation_reads import ConversationReads
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
-from memory_agent.lifecycle import ServiceLifecycle
+from memory_agent.long_term.memory import UserMemory
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, TriggerResult
+from memory_agent.service.lifecycle import ServiceLifecycle
 from memory_agent.settings import MemorySettings
-from memory_agent.user_memory import UserMemory
 
 
 class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
