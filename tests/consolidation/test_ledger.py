@@ -155,7 +155,7 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     memory = await open_memory(
         long_term=True, max_summary_jobs_per_run=2, llm_prices={"cluster-model": {"input": 1, "output": 1}}
     )
-    runner = memory._parts.runner
+    runner = memory._lifecycle.parts.runner
     runner.cluster_summarizer = summarize
     for key in ("allergy", "pet", "city"):
         facts = [(key, f"The user {key} fact number {n}", {"single_valued": False}) for n in range(3)]
@@ -199,7 +199,7 @@ async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(ope
     memory = await open_memory(
         long_term=True, monthly_cost_ceiling=1.0, llm_prices={"cluster-model": {"input": 1, "output": 1}}
     )
-    runner = memory._parts.runner
+    runner = memory._lifecycle.parts.runner
     runner.cluster_summarizer = summarize
     facts = [("allergy", f"The user allergy fact number {n}", {"single_valued": False}) for n in range(3)]
     await remember(
