@@ -5,5 +5,5 @@ The only code that talks to PostgreSQL. Owns the connection pool, transactions a
 (embedded.py), the migrations (migrate.py: numbered files, sql/definitions/; migrate_procrastinate.py:
 procrastinate's schema). The row key (tenant, user, the per-conversation default scope) is schemas/keys.py.
 May import: errors, settings, schemas, resources. Never conversation/, summarize/, jobs/, integrations/,
-observability/, cli/ nor service.py.
+observability/, cli/ nor service/.
 """

@@ -4,7 +4,7 @@ dataset.py reads the dataset (samples of sessions of turns, scored questions wit
 ingest.py writes a sample straight into the tables (sql/queries/evaluation.sql; the round path is not run), and
 recall.py asks each question through the round start's recall and scores the hits.
 May import: conversation/ (recall at round start), long_term/, db/, errors, resources. Never api/, integrations/,
-jobs/, summarize/, observability/, cli/ nor service.py.
+jobs/, summarize/, observability/, cli/ nor service/.
 """
 
 from memory_agent.evaluation.dataset import EVAL_TENANT, Sample, load_dataset
