@@ -42,7 +42,6 @@ from memory_agent.testing import NoopMemory
 RESULTS_DIR = Path(__file__).parent / "results"
 
 
-
 @dataclass
 class BenchConfig:
     rounds: int = 1000  # steady stage, zero-latency model
