@@ -3,7 +3,7 @@ OpenAI key or base URL is configured (the demo, tests, deployments without a mod
 
 It answers the tool it is bound to. MemorySummaryOutput (the summarizer): one short line per user/assistant
 message inside the window, carrying forward the previous memory's lines whose sequence is still inside it, and
-structured items from long_term.extract over the window's user lines (`[seq N] user: text`), read in full (a line
+structured items from llm.extract over the window's user lines (`[seq N] user: text`), read in full (a line
 the previous memory shortened is left out of extraction rather than read cut). ConsolidationOutput or
 BatchSummaryOutput (consolidation): the material's '- ' lines merged, one per key (the latest value wins) and one
 per distinct text, importance scored by kind, with its token usage. Its name (model_name) is what the cost ledger
@@ -23,8 +23,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from memory_agent.long_term.extract import Statement, extract_items
-from memory_agent.long_term.items import normalize_content
+from memory_agent.llm.extract import Statement, extract_items
+from memory_agent.schemas.items import normalize_content
 
 OFFLINE_SUMMARIZER = "offline-extractive-summarizer"
 OFFLINE_CONSOLIDATOR = "offline-consolidator"

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from memory_agent import resources
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import LLMCall, model_name, note_answer, note_call, usage_of
-from memory_agent.long_term.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.schemas import MemorySummaryOutput
+from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
 
 logger = logging.getLogger("memory_agent")
 
