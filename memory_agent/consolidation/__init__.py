@@ -9,7 +9,7 @@ goes through model.call_consolidation_model (one per period or batch, never per 
 token counts.
 The tenant guards (guards.py: cooldown, summary jobs per run, concurrent-job slots, monthly cost ceiling) wrap
 the schedules, and every model call is recorded in the cost ledger (memory_agent/ledger.py).
-May import: db/, long_term/, llm/, ledger, settings, errors, resources. Never jobs/, integrations/,
+May import: db/, long_term/, llm/, schemas, ledger, settings, errors, resources. Never jobs/, integrations/,
 cli/, observability/ nor service/ (jobs/ registers this package's tasks, not the other way round).
 """
 
