@@ -12,9 +12,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memory_agent.api.limits import TENANT_STATE, lookup_tenant
 from memory_agent.conversation.identity import validate_user_id
+from memory_agent.db.connector import fetch_one
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import check_id, fetch_one
+from memory_agent.long_term.scope import check_id
 from memory_agent.service import MemoryService
 
 T = TypeVar("T")

@@ -1,8 +1,9 @@
-"""Who a long-term row belongs to, and the statement runner every long-term module shares.
+"""Who a long-term row belongs to.
 
 A row belongs to a (tenant, user) and, inside it, to a project and an environment; a cluster adds the item's
 type and key. Callers hand over a psycopg AsyncConnection whose search_path reaches the memory_agent schema (the
-backend's pool sets it); statements are the named queries of sql/queries/long_term.sql.
+backend's pool sets it); statements are the named queries of sql/queries/long_term.sql, run through
+memory_agent.db.connector.
 """
 
 from __future__ import annotations
@@ -11,10 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
-
-from memory_agent import resources
 from memory_agent.errors import InvalidInputError
 
 Row = dict[str, Any]
@@ -67,15 +64,3 @@ def check_now(now: Any) -> datetime:
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
         raise InvalidInputError(f"now must be a timezone-aware datetime, got {now!r}")
     return now
-
-
-async def fetch(conn: psycopg.AsyncConnection[Any], name: str, params: Row) -> list[Row]:
-    """Run the named query; its rows as dicts whatever row factory the caller's connection uses."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(resources.queries()[name], params)
-        return await cur.fetchall() if cur.description else []
-
-
-async def fetch_one(conn: psycopg.AsyncConnection[Any], name: str, params: Row) -> Row | None:
-    rows = await fetch(conn, name, params)
-    return rows[0] if rows else None

@@ -30,6 +30,7 @@ from langgraph.store.base import (
 )
 from psycopg_pool import AsyncConnectionPool
 
+from memory_agent.db.connector import Connector
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.recall import RecallSettings
 from memory_agent.long_term.scope import check_id
@@ -67,7 +68,7 @@ class Service(Protocol):
     def loop(self) -> Loop: ...
 
     @property
-    def backend(self) -> Any: ...
+    def backend(self) -> Connector: ...
 
     @property
     def recall_settings(self) -> RecallSettings: ...
@@ -131,8 +132,11 @@ class MemoryStore(BaseStore):
         store._service = memory
         return store
 
-    def _connection_pool(self) -> AsyncConnectionPool:
-        return self._service.backend.pool if self._service is not None else self._pool  # type: ignore[return-value]
+    def _connector(self) -> Connector:
+        if self._service is not None:
+            return self._service.backend
+        assert self._pool is not None
+        return Connector(self._pool)
 
     def _owning_loop(self) -> Loop | None:
         return self._service.loop if self._service is not None else self._loop
@@ -156,7 +160,7 @@ class MemoryStore(BaseStore):
         # Every op is checked before any runs: a bad op in a batch writes nothing.
         steps = [self._plan(op) for op in ops]
         results: list[Result] = []
-        async with self._connection_pool().connection() as conn:
+        async with self._connector().connection() as conn:
             for step in steps:
                 async with tenant_transaction(conn, self.tenant_id):
                     results.append(await step(conn))

@@ -15,8 +15,9 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
+from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import check_id, fetch
+from memory_agent.long_term.scope import check_id
 
 
 async def set_tenant(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> None:

@@ -429,3 +429,7 @@ RETURNING item_id
 INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number)
 VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(conversation_id)s, NULL, %(sequence_number)s)
 ON CONFLICT DO NOTHING
+
+-- check_text_search_config --
+-- At open: the text search configuration recall uses exists on the server (UndefinedObject when it does not).
+SELECT %(config)s::regconfig AS config;
