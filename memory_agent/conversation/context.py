@@ -14,8 +14,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
 from memory_agent.db.connector import Row
+from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import ConfigurationError
 from memory_agent.schemas import ConversationContext
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
 
-from memory_agent.db.connector import execute_query, execute_many, fetch_all, fetch_one
+from memory_agent.db.connector import execute_many, execute_query, fetch_all, fetch_one
 from memory_agent.errors import ConfigurationError
 from memory_agent.long_term.query_text import CJK_RUN
 from memory_agent.long_term.tenancy import tenant_transaction

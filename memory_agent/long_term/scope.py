@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memory_agent.conversation.identity import validate_identity
 from memory_agent.errors import InvalidInputError
 
 Row = dict[str, Any]
-MAX_SCOPE_CHARS = 256
+MAX_PARTITION_CHARS = 256  # the settings' max_length of project and environment
 
 
 @dataclass(frozen=True)
@@ -40,23 +41,20 @@ class Cluster:
         }
 
 
-def check_id(name: str, value: Any) -> None:
-    """InvalidInputError unless `value` is a non-empty string: an empty id would silently pool callers' rows."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
-    if len(value) > MAX_SCOPE_CHARS or "\x00" in value:
-        raise InvalidInputError(f"{name} must be at most {MAX_SCOPE_CHARS} characters without NUL")
-
-
 def check_identity(tenant_id: Any, user_id: Any) -> None:
-    check_id("tenant_id", tenant_id)
-    check_id("user_id", user_id)
+    """The row's owner, by the one rule of ids (conversation/identity.py): an empty id would silently pool
+    callers' rows, an over-long one fail in an index key."""
+    validate_identity(tenant_id, "tenant_id")
+    validate_identity(user_id, "user_id")
 
 
 def check_partition(project: Any, environment: Any) -> None:
+    """A project and an environment (MEMORY_AGENT_PROJECT, _ENVIRONMENT): strings, empty for none."""
     for name, value in (("project", project), ("environment", environment)):
-        if not isinstance(value, str) or len(value) > MAX_SCOPE_CHARS or "\x00" in value:
-            raise InvalidInputError(f"{name} must be a string of at most {MAX_SCOPE_CHARS} characters, got {value!r}")
+        if not isinstance(value, str) or len(value) > MAX_PARTITION_CHARS or "\x00" in value:
+            raise InvalidInputError(
+                f"{name} must be a string of at most {MAX_PARTITION_CHARS} characters, got {value!r}"
+            )
 
 
 def check_now(now: Any) -> datetime:

@@ -30,10 +30,11 @@ from langgraph.store.base import (
 )
 from psycopg_pool import AsyncConnectionPool
 
+from memory_agent.conversation.identity import validate_identity
 from memory_agent.db.connector import Connector
+from memory_agent.db.keys import DEFAULT_TENANT_ID
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.recall import RecallSettings
-from memory_agent.long_term.scope import check_id
 from memory_agent.long_term.store_recall import recall_search
 from memory_agent.long_term.store_rows import (
     check_value,
@@ -49,7 +50,6 @@ from memory_agent.long_term.store_rows import (
 from memory_agent.long_term.tenancy import tenant_transaction
 
 T = TypeVar("T")
-DEFAULT_TENANT_ID = "default"  # the tenant of rounds that name none (db.keys.ConversationKey)
 
 
 class Loop(Protocol):
@@ -112,7 +112,7 @@ class MemoryStore(BaseStore):
         loop: Loop | None = None,
         text_search_config: str = "english",
     ) -> None:
-        check_id("tenant_id", tenant_id)
+        validate_identity(tenant_id, "tenant_id")
         if not isinstance(text_search_config, str) or not text_search_config:
             raise InvalidInputError(
                 f"text_search_config must name a text search configuration, got {text_search_config!r}"
