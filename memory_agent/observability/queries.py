@@ -22,10 +22,11 @@ from langchain_core.messages import BaseMessage, messages_from_dict
 from memory_agent.conversation.context import inject_context
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
+from memory_agent.settings import DEFAULT_PROCESSING_TIMEOUT_S
 
 Row = dict[str, Any]
 
-DEFAULT_STUCK_AFTER_S = 300.0  # the design's 5 minutes, and the default processing_timeout_s
+DEFAULT_STUCK_AFTER_S = DEFAULT_PROCESSING_TIMEOUT_S
 DEFAULT_HEALTH_LIMIT = 20  # conversations health() lists, the most lagging first
 # Sort memory for the percentiles of health(), set for their transaction only: at PostgreSQL's default (4 MB)
 # sorting the generation times of a few hundred thousand summaries spills to temporary files.

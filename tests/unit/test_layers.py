@@ -24,7 +24,8 @@ RULE = dict(summarize_after_seq=5, min_new_messages=1, processing_timeout_s=300.
         (4, 10.0, None, "below_threshold"),  # the threshold is checked first
         (5, None, None, None),  # due: the design's first summary
         (7, 10.0, None, "already_processing"),
-        (7, 300.0, None, None),  # stale at the timeout: reclaimed, so due
+        (7, 300.0, None, "already_processing"),  # at the timeout: not stuck yet (memory_is_stuck: older than)
+        (7, 300.5, None, None),  # past the timeout: stale, reclaimed, so due
         (7, 10.0, 7, "already_processing"),  # in progress wins over "nothing new"
         (7, None, 7, "no_new_messages"),
         (7, 900.0, 7, "no_new_messages"),  # stale row reclaimed, but nothing new since the memory
