@@ -26,11 +26,11 @@ from typing import Any, Literal
 
 import psycopg
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
 
 from memory_agent.db.connector import execute_query, fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.guard_settings import ModelPrice
+from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent.ledger")
 
@@ -82,11 +82,11 @@ def note_call(call: LLMCall) -> None:
 def usage_of(answer: Any, prompt: Sequence[BaseMessage]) -> tuple[int, int]:
     """(input, output) tokens of an answer: the provider's usage when it reports one, else an estimate."""
     usage = getattr(answer, "usage_metadata", None) or {}
-    input_tokens = usage.get("input_tokens") or count_tokens_approximately(list(prompt))
+    input_tokens = usage.get("input_tokens") or count_tokens(list(prompt))
     if usage.get("output_tokens"):
         return int(input_tokens), int(usage["output_tokens"])
     answered = answer if isinstance(answer, BaseMessage) else AIMessage(str(answer))
-    return int(input_tokens), int(count_tokens_approximately([answered]))
+    return int(input_tokens), int(count_tokens([answered]))
 
 
 def note_answer(purpose: Purpose, model: str, answer: Any, prompt: Sequence[BaseMessage]) -> None:
@@ -195,7 +195,7 @@ def estimate_cost(
 ) -> Decimal:
     """What a call is expected to cost before it is made: its prompt's tokens, and as many again for the answer
     (a summary is shorter than what it condenses)."""
-    tokens = count_tokens_approximately(list(prompt))
+    tokens = count_tokens(list(prompt))
     return price(LLMCall(purpose, model, tokens, tokens), prices)[0]
 
 

@@ -19,13 +19,13 @@ from typing import Annotated, Any
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import AfterValidator, BaseModel, Field
 
 from memory_agent.errors import SummarizationError
 from memory_agent.long_term.items import normalize_content
 from memory_agent.settings import MemorySettings
+from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent.consolidation")
 
@@ -112,8 +112,8 @@ async def call_consolidation_model(
     usage = getattr(raw, "usage_metadata", None) or {}
     call = ModelCall(
         model_name(model),
-        int(usage.get("input_tokens") or count_tokens_approximately(messages)),
-        int(usage.get("output_tokens") or count_tokens_approximately([AIMessage(parsed.model_dump_json())])),
+        int(usage.get("input_tokens") or count_tokens(messages)),
+        int(usage.get("output_tokens") or count_tokens([AIMessage(parsed.model_dump_json())])),
     )
     return parsed, call
 
@@ -188,8 +188,8 @@ class OfflineConsolidationModel(BaseChatModel):
     ) -> ChatResult:
         material = str(messages[-1].text)
         args = self.answer(material)
-        tokens_in = count_tokens_approximately(messages)
-        tokens_out = count_tokens_approximately([AIMessage(str(args))])
+        tokens_in = count_tokens(messages)
+        tokens_out = count_tokens([AIMessage(str(args))])
         message = AIMessage(
             content="",
             tool_calls=[{"name": self.tool_name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}"}],

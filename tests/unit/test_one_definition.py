@@ -1,0 +1,48 @@
+"""One definition per rule: the token estimate, the default tenant and the implicit scope's prefix are each stated
+in one module and imported everywhere else."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import memory_agent
+
+ROOT = Path(memory_agent.__file__).parent
+
+
+def _code_lines(pattern: str) -> list[str]:
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if re.search(pattern, code):
+                found.append(f"{path.relative_to(ROOT)}:{number}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("pattern", "home"),
+    [
+        (r"import count_tokens_approximately|count_tokens_approximately\(", "tokens.py"),
+        (r"\bCHARS_PER_TOKEN\s*=", "tokens.py"),
+        (r"\bDEFAULT_TENANT_ID\s*=", "db/keys.py"),
+        (r"^[A-Z_]+\s*=\s*['\"]conversation:['\"]", "db/keys.py"),
+        (r"\bDEFAULT_PROCESSING_TIMEOUT_S\s*=", "settings.py"),
+    ],
+)
+def test_a_rule_is_defined_in_one_module(pattern, home):
+    found = _code_lines(pattern)
+    assert found and {line.rsplit(":", 1)[0] for line in found} == {home}, found
+
+
+def test_the_token_estimate_is_langchains_approximation():
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from memory_agent.tokens import count_tokens
+
+    messages = [HumanMessage("héllo " * 50), AIMessage("a reply")]
+    assert count_tokens(messages) == count_tokens_approximately(messages) > 0
