@@ -196,14 +196,11 @@ async def health(
     )
     assert rounds is not None and lag is not None  # aggregates: always one row
     summaries = summary_rows[0]
-    conversations = await backend.fetch_all(
-        "health_conversations",
-        {
-            "conversation_ids": lag.pop("most_lagging"),
-            "user_ids": lag.pop("most_lagging_users"),
-            "stuck_after_s": stuck_after_s,
-        },
-    )
+    named = {"conversation_ids": lag.pop("most_lagging"), "user_ids": lag.pop("most_lagging_users")}
+    async with backend.transaction() as conn:
+        # memory_health's stuck count with the timeout the stuck rows were listed with.
+        await backend.fetch_all("health_stuck_after", {"stuck_after_s": str(stuck_after_s)}, conn=conn)
+        conversations = await backend.fetch_all("health_conversations", named, conn=conn)
     parts = {**rounds, **summaries, **lag}
     spent = summaries["input_tokens"] + summaries["output_tokens"]
     parts["summary_token_share"] = _share(spent, spent + rounds["context_tokens"])
