@@ -46,3 +46,18 @@ def test_the_token_estimate_is_langchains_approximation():
 
     messages = [HumanMessage("héllo " * 50), AIMessage("a reply")]
     assert count_tokens(messages) == count_tokens_approximately(messages) > 0
+
+
+def test_health_reads_the_definitions_instead_of_restating_them():
+    from memory_agent import resources
+
+    queries = resources.queries()
+    assert "latest_memory" in queries["health_lag_totals"]
+    assert "JOIN memory_health " in queries["health_conversations"]
+    assert "FROM summary_model_stats " in queries["health_model_stats"]
+    for name, statement in queries.items():
+        if name.startswith("health_"):
+            # The served memory (latest_memory) and a conversation's versions (memory_health) are not restated.
+            assert "end_sequence DESC" not in statement and "FROM memory AS m\n    WHERE m.user_id" not in statement, (
+                name
+            )
