@@ -15,9 +15,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, me
 
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connector import Row
-from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import ConfigurationError
 from memory_agent.schemas import ConversationContext
+from memory_agent.schemas.keys import ConversationKey
 
 logger = logging.getLogger("memory_agent")
 

@@ -32,7 +32,6 @@ from psycopg_pool import AsyncConnectionPool
 
 from memory_agent.conversation.identity import validate_identity
 from memory_agent.db.connector import Connector
-from memory_agent.db.keys import DEFAULT_TENANT_ID
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.recall import RecallSettings
 from memory_agent.long_term.store_recall import recall_search
@@ -48,6 +47,7 @@ from memory_agent.long_term.store_rows import (
     user_of,
 )
 from memory_agent.long_term.tenancy import tenant_transaction
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID
 
 T = TypeVar("T")
 

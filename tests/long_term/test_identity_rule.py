@@ -7,8 +7,8 @@ import pytest
 
 from memory_agent import InvalidInputError
 from memory_agent.conversation.identity import MAX_IDENTITY_BYTES, validate_identity, validate_user_id
-from memory_agent.db.keys import ConversationKey
 from memory_agent.long_term import list_items, remember
+from memory_agent.schemas.keys import ConversationKey
 from tests.conftest import query
 from tests.long_term.conftest import T0, items
 

@@ -28,8 +28,8 @@ def _code_lines(pattern: str) -> list[str]:
     [
         (r"import count_tokens_approximately|count_tokens_approximately\(", "tokens.py"),
         (r"\bCHARS_PER_TOKEN\s*=", "tokens.py"),
-        (r"\bDEFAULT_TENANT_ID\s*=", "db/keys.py"),
-        (r"^[A-Z_]+\s*=\s*['\"]conversation:['\"]", "db/keys.py"),
+        (r"\bDEFAULT_TENANT_ID\s*=", "schemas/keys.py"),
+        (r"^[A-Z_]+\s*=\s*['\"]conversation:['\"]", "schemas/keys.py"),
         (r"\bDEFAULT_PROCESSING_TIMEOUT_S\s*=", "settings.py"),
     ],
 )

@@ -12,9 +12,9 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from memory_agent.db.connector import execute_many, execute_query, fetch_one
-from memory_agent.long_term.eval_dataset import EVAL_TENANT, Sample
+from memory_agent.evaluation.dataset import EVAL_TENANT, Sample
 from memory_agent.long_term.extract import Statement, extract_items
-from memory_agent.long_term.items import is_single_valued, normalize_content
+from memory_agent.schemas.items import is_single_valued, normalize_content
 
 
 async def store_conversation(
