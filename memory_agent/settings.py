@@ -15,6 +15,9 @@ from memory_agent.limit_settings import LimitSettings
 
 # Durations are sent to PostgreSQL as integer seconds (int4) and to timers: a year is the most that means anything.
 MAX_SECONDS = 365 * 24 * 3600
+# The design's 5 minutes; sql/definitions' processing_timeout() falls back to the same for a session (psql) that
+# does not set it.
+DEFAULT_PROCESSING_TIMEOUT_S = 300.0
 # Schemas that belong to PostgreSQL itself.
 SYSTEM_SCHEMAS = ("pg_catalog", "pg_toast", "information_schema")
 
@@ -203,7 +206,10 @@ class MemorySettings(LimitSettings):
         default=1.0, ge=0, le=MAX_SECONDS, description="First retry delay; doubles each retry."
     )
     processing_timeout_s: float = Field(
-        default=300.0, gt=0, le=MAX_SECONDS, description="A `processing` row quiet for longer than this is reclaimed."
+        default=DEFAULT_PROCESSING_TIMEOUT_S,
+        gt=0,
+        le=MAX_SECONDS,
+        description="A `processing` row quiet for longer than this is reclaimed.",
     )
     sweep_interval_s: float = Field(
         default=60.0,

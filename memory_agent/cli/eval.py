@@ -33,6 +33,7 @@ async def run_recall_eval(
 
     from memory_agent.conversation.recalled import recall_settings
     from memory_agent.db.backend import MemoryBackend
+    from memory_agent.db.connector import execute_query
     from memory_agent.evaluation import evaluate, load_dataset
     from memory_agent.long_term.embeddings import embedder_from_setting
     from memory_agent.settings import MemorySettings
@@ -49,7 +50,7 @@ async def run_recall_eval(
     name = f"memory_agent_eval_{uuid.uuid4().hex[:10]}"
     params = psycopg.conninfo.conninfo_to_dict(server_url)
     async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-        await admin.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
+        await execute_query(admin, psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
     try:
         url = psycopg.conninfo.make_conninfo("", **{**params, "dbname": name})
         pool = MemoryBackend.create_pool(url)
@@ -62,8 +63,8 @@ async def run_recall_eval(
             await pool.close()
     finally:
         async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-            await admin.execute(
-                psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name))
+            await execute_query(
+                admin, psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name))
             )
 
 

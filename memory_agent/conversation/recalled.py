@@ -46,8 +46,7 @@ def recall_settings(settings: MemorySettings) -> RecallSettings:
 async def check_recall_settings(backend: MemoryBackend, settings: RecallSettings) -> None:
     """At open: the text-search configuration exists on the server (a typo would otherwise fail every recall)."""
     try:
-        async with backend.connection() as conn:
-            await conn.execute("SELECT %s::regconfig", (settings.text_search_config,))
+        await backend.fetch_one("check_text_search_config", {"config": settings.text_search_config})
     except psycopg.errors.UndefinedObject as exc:
         raise ConfigurationError(
             f"MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG (got {settings.text_search_config!r}): the server has no such "

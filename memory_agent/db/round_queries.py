@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_agent.db.named import NamedQueries, Row
+from memory_agent.db.connector import Connector, Row, execute_query, fetch_one, send
 from memory_agent.errors import (
     ConversationOwnerError,
     MemoryAgentError,
@@ -72,7 +72,7 @@ def _saved(conversation_id: str, row: Row | None) -> RoundSaved | None:
     )
 
 
-class RoundQueries(NamedQueries):
+class RoundQueries(Connector):
     # ------------------------------------------------------------------ round path
 
     async def load_context(
@@ -80,7 +80,7 @@ class RoundQueries(NamedQueries):
     ) -> list[Row]:
         """Latest completed memory + the messages after it (at most the conversation's last `max_gap`), and
         which of `message_ids` are stored, in one statement (at least one row)."""
-        return await self._fetch_all(
+        return await self.fetch_all(
             "load_context",
             {
                 "user_id": user_id,
@@ -96,7 +96,7 @@ class RoundQueries(NamedQueries):
         """Claim the conversation for (tenant_id, user_id) and take its lease; False while another round holds
         it. ConversationOwnerError when the conversation belongs to another tenant or user (nothing written)."""
         params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
-        row = await self._fetch_one("acquire_round_lease", params)
+        row = await self.fetch_one("acquire_round_lease", params)
         assert row is not None
         return await self._lease_taken(row, params)
 
@@ -116,13 +116,9 @@ class RoundQueries(NamedQueries):
         the lease back. None while another round holds the lease; ConversationOwnerError as
         acquire_round_lease."""
         params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
-        async with self.connection() as conn:
-            cursor = await conn.execute(
-                self._queries["begin_round"],
-                {"message_ids": list(message_ids), "max_gap": max_gap, **params},
-                prepare=True,
-            )
-            rows = await cursor.fetchall()
+        rows = await self.fetch_all(
+            "begin_round", {"message_ids": list(message_ids), "max_gap": max_gap, **params}, prepare=True
+        )
         lease_row = rows[0]
         if lease_row["owner_user_id"] is None:  # a concurrent first claim: settled by _lease_taken, read again
             if not await self._lease_taken(lease_row, params):
@@ -136,11 +132,11 @@ class RoundQueries(NamedQueries):
         owner = (row["owner_tenant_id"], row["owner_user_id"])
         if row["owner_user_id"] is None:
             # Another process claimed the thread after this statement's snapshot: its row is committed now.
-            found = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+            found = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
             # No row: the owner is a tenant row-level security hides from this role (a thread id is claimed once).
             owner = (found["tenant_id"], found["user_id"]) if found is not None else ("", "")
             if owner == (tenant_id, user_id):
-                retried = await self._fetch_one("acquire_round_lease", params)
+                retried = await self.fetch_one("acquire_round_lease", params)
                 assert retried is not None
                 row = retried
         if owner != (tenant_id, user_id):
@@ -152,16 +148,15 @@ class RoundQueries(NamedQueries):
 
     async def conversation_owner(self, conversation_id: str) -> tuple[str, str] | None:
         """(tenant_id, user_id) of the conversation, None when no round of it has started."""
-        row = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+        row = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
         return (row["tenant_id"], row["user_id"]) if row else None
 
     async def release_round_lease(self, conversation_id: str, holder: str, *, user_id: str) -> None:
         params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder}
-        async with self.connection() as conn:
-            await conn.execute(self._queries["release_round_lease"], params)
+        await self.execute_query("release_round_lease", params)
 
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
-        return await self._fetch_one(
+        return await self.fetch_one(
             "gap_cap_cause",
             {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence},
         )
@@ -193,8 +188,7 @@ class RoundQueries(NamedQueries):
             "round": round_json(roles, contents, messages, produced),
             "window": window,
         }
-        cursor = await conn.execute(self._queries["end_round"], params, prepare=True)
-        row = await cursor.fetchone()
+        row = await fetch_one(conn, "end_round", params, prepare=True)
         assert row is not None  # one row always
         return _saved(conversation_id, row), row
 
@@ -202,10 +196,10 @@ class RoundQueries(NamedQueries):
         self, conn: psycopg.AsyncConnection[Row], conversation_id: str, last_sequence: int, window: int, *, user_id: str
     ) -> Row:
         """The trigger rule's state for the window of `window` messages that ends at `last_sequence`."""
-        row = await self._fetch_one(
+        row = await self.fetch_one(
             "trigger_state",
             {"user_id": user_id, "conversation_id": conversation_id, "last_sequence": last_sequence, "window": window},
-            conn,
+            conn=conn,
         )
         assert row is not None
         return row
@@ -221,8 +215,10 @@ class RoundQueries(NamedQueries):
     ) -> int | None:
         """Claim the conversation's single in-flight slot for `claim`'s window: the new `processing` row's id,
         None when another process holds the slot."""
-        row = await self._fetch_one(
-            "claim_summary", {"tenant_id": tenant_id, "user_id": user_id, **_claim_params(conversation_id, claim)}, conn
+        row = await self.fetch_one(
+            "claim_summary",
+            {"tenant_id": tenant_id, "user_id": user_id, **_claim_params(conversation_id, claim)},
+            conn=conn,
         )
         return row["memory_id"] if row else None
 
@@ -237,10 +233,8 @@ class RoundQueries(NamedQueries):
         """Fail stuck rows of one conversation (its user_id required), or of every user (the sweep)."""
         if conversation_id is not None and user_id is None:
             raise TypeError("reclaim_stale: a conversation needs its user_id")
-        return await self._fetch_all(
-            "reclaim_stale",
-            {"timeout_s": timeout_s, "user_id": user_id, "conversation_id": conversation_id},
-            conn,
+        return await self.fetch_all(
+            "reclaim_stale", {"timeout_s": timeout_s, "user_id": user_id, "conversation_id": conversation_id}, conn=conn
         )
 
     async def record_app_calls(
@@ -266,7 +260,7 @@ class RoundQueries(NamedQueries):
             "app_model": app_model,
             "now": now,
         }
-        await conn.execute(self._queries["record_app_calls"], params)
+        await execute_query(conn, "record_app_calls", params)
 
     async def insert_round_metrics(
         self,
@@ -289,7 +283,6 @@ class RoundQueries(NamedQueries):
             if params.get(column) is not None:
                 params[column] = Jsonb(params[column])
         if conn is not None:
-            return await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
-        async with self.connection() as own:
-            await own.execute(self._queries["insert_round_metrics"], params)
+            return await send(conn, "insert_round_metrics", params, prepare=True)
+        await self.execute_query("insert_round_metrics", params)
         return None

@@ -20,11 +20,11 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from memory_agent.llm.extract import Statement, extract_items
 from memory_agent.schemas.items import normalize_content
+from memory_agent.tokens import count_tokens
 
 OFFLINE_SUMMARIZER = "offline-extractive-summarizer"
 OFFLINE_CONSOLIDATOR = "offline-consolidator"
@@ -128,8 +128,8 @@ class OfflineModel(BaseChatModel):
             message = AIMessage(content="", tool_calls=[{"name": SUMMARY_TOOL, "args": args, "id": call_id}])
             return ChatResult(generations=[ChatGeneration(message=message)])
         args = self.answer(str(messages[-1].text))
-        tokens_in = count_tokens_approximately(messages)
-        tokens_out = count_tokens_approximately([AIMessage(str(args))])
+        tokens_in = count_tokens(messages)
+        tokens_out = count_tokens([AIMessage(str(args))])
         message = AIMessage(
             content="",
             tool_calls=[{"name": self.tool_name, "args": args, "id": call_id}],

@@ -10,7 +10,8 @@ from datetime import date, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import SystemMessage
-from langchain_core.messages.utils import count_tokens_approximately
+
+from memory_agent.tokens import count_tokens
 
 Kind = Literal["turn", "item", "summary"]
 
@@ -191,10 +192,10 @@ def format_block(hits: Sequence[RecallHit]) -> str:
 
 
 def estimate_tokens(block: str) -> int:
-    return count_tokens_approximately([SystemMessage(content=block)]) if block else 0
+    return count_tokens([SystemMessage(content=block)]) if block else 0
 
 
-# count_tokens_approximately gives at most one token per character (plus a few per message): a block of fewer
+# count_tokens gives at most one token per character (plus a few per message): a block of fewer
 # characters than the budget less this margin fits without counting, which spares a count per candidate hit.
 _COUNT_MARGIN = 16
 

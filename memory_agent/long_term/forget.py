@@ -29,10 +29,12 @@ from typing import Any
 
 import psycopg
 
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.clusters import SUMMARY_MIN_CLUSTER_ITEMS, refresh_cluster
-from memory_agent.long_term.scope import Cluster, check_identity, check_now, fetch, fetch_one
+from memory_agent.long_term.scope import Cluster, check_identity, check_now
 
 
 @dataclass(frozen=True)

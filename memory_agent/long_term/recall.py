@@ -27,10 +27,10 @@ from typing import Any, Literal
 import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection, sql
-from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.conversation.messages import storable_text
+from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.block import RecallHit, apply_guardrails, hit_from_row
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
@@ -164,11 +164,11 @@ async def _search(
             await stack.enter_async_context(conn.pipeline())
             if not conn.autocommit:
                 await stack.enter_async_context(conn.transaction())
-            cur = await stack.enter_async_context(conn.cursor(row_factory=dict_row))
-            await cur.execute(resources.queries()["recall_settings"], settings_params)
+            await execute_query(conn, "recall_settings", settings_params)
             # Prepared at once: the generic plan is made once per connection and reused.
-            await cur.execute(_statement(vectors is not None, stored), {**params, **(vectors or {})}, prepare=stored)
-            return await cur.fetchall()
+            return await fetch_all(
+                conn, _statement(vectors is not None, stored), {**params, **(vectors or {})}, prepare=stored
+            )
     except psycopg.errors.UndefinedObject as exc:
         raise ConfigurationError(
             f"recall cannot use text search configuration {settings.text_search_config!r} "
@@ -316,14 +316,13 @@ async def source_turns(
     """The stored turns behind a hit (its provenance re-expanded), only ever the user's own."""
     if not hit.sources:
         return []
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            resources.queries()["recall_source_turns"],
-            {
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "conversation_ids": [c for c, _ in hit.sources],
-                "sequences": [s for _, s in hit.sources],
-            },
-        )
-        return await cur.fetchall()
+    return await fetch_all(
+        conn,
+        "recall_source_turns",
+        {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "conversation_ids": [c for c, _ in hit.sources],
+            "sequences": [s for _, s in hit.sources],
+        },
+    )

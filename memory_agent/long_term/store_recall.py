@@ -25,9 +25,9 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import SearchItem
 
+from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.recall import RecallSettings, SearchPath, recall
-from memory_agent.long_term.scope import fetch
 from memory_agent.long_term.store_rows import derived_item_key, user_of
 
 USER_PREFIX_LENGTH = 2  # (category, user_id): the whole of a user's memory

@@ -387,3 +387,7 @@ FROM unnest(%(conversation_ids)s::text[], %(sequences)s::integer[]) AS p (conver
 JOIN messages AS m USING (conversation_id, sequence_number)
 WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s
 ORDER BY m.conversation_id, m.sequence_number
+
+-- check_text_search_config --
+-- At open: the text search configuration recall uses exists on the server (UndefinedObject when it does not).
+SELECT %(config)s::regconfig AS config;
