@@ -16,15 +16,12 @@ from langchain_core.embeddings import Embeddings
 
 from memory_agent import long_term
 from memory_agent.conversation.identity import validate_identity, validate_user_id
-from memory_agent.conversation.recalled import recall_settings
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import DEFAULT_TENANT_ID
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.cluster_text import ClusterSummarizer
-from memory_agent.long_term.recall import ALL_PATHS, RecallResult, RecallSettings, recall
-from memory_agent.long_term.store_recall import SEARCH_PATHS
+from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings, recall_settings, user_recall
 from memory_agent.settings import MemorySettings
 
 if TYPE_CHECKING:
@@ -167,25 +164,21 @@ class UserMemory:
         settings = self.recall_settings
         embedder = self.embedder
 
-        async def run() -> RecallResult:
-            # In the tenant's transaction: a role bound by row-level security reads the tenant's rows only.
-            async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant):
-                return await recall(
-                    conn,
-                    tenant_id=tenant,
-                    user_id=user,
-                    query=query,
-                    limit=limit,
-                    as_of=as_of,
-                    settings=settings,
-                    embedder=embedder,
-                    paths=ALL_PATHS if recent_fallback else SEARCH_PATHS,
-                )
-
+        run = user_recall(
+            self.backend,
+            tenant_id=tenant,
+            user_id=user,
+            query=query,
+            limit=limit,
+            as_of=as_of,
+            settings=settings,
+            embedder=embedder,
+            recent_fallback=recent_fallback,
+        )
         # Recall names its tenant in its own transaction too (recall_settings): row-level security would
         # otherwise hide every item and note of the user from a role it binds, and recall would find turns only.
         with tenant_scope(tenant):
-            return await self.loop.arun(run())
+            return await self.loop.arun(run)
 
     def as_retriever(
         self, *, user_id: str, tenant_id: str | None = None, k: int = 10, as_of: datetime | None = None

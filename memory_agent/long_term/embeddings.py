@@ -26,7 +26,7 @@ from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.errors import ConfigurationError
-from memory_agent.long_term.query_text import CJK_RUN
+from memory_agent.long_term.recall.query_text import CJK_RUN
 from memory_agent.long_term.tenancy import tenant_transaction
 
 EmbeddingsSetting = Literal["none", "hashing", "e5"]

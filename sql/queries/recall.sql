@@ -1,4 +1,4 @@
--- Named queries of recall (memory_agent/long_term/recall.py and embeddings.py).
+-- Named queries of recall (memory_agent/long_term/recall/search.py and long_term/embeddings.py).
 -- Every statement runs with search_path set to the memory_agent schema. `recall_search` has placeholders:
 -- {vector_hits}, filled with `recall_vector_hits` when an embedder is configured and `recall_no_vector_hits`
 -- otherwise (the embeddings table exists only where pgvector does); {message_fts}, {item_fts}, {note_fts},

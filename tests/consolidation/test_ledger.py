@@ -13,12 +13,12 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import ledger, with_memory
 from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, run_batch_summaries
-from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
 from memory_agent.guard_settings import ModelPrice
 from memory_agent.long_term import offline_cluster_summarizer, refresh_clusters, remember, touched_clusters
 from memory_agent.long_term.recall import RecallSettings
+from memory_agent.long_term.recall.round_start import round_recall
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
