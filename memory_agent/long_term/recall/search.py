@@ -32,7 +32,7 @@ from memory_agent import resources
 from memory_agent.conversation.messages import storable_text
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
-from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row
+from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
 from memory_agent.long_term.recall.query_text import cjk_bigrams, has_cjk, points_to_past
 from memory_agent.long_term.recall.settings import RecallSettings
 
@@ -229,11 +229,9 @@ async def recall(
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
-    hits = [
-        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
-        for row in rows
-        if row["kind"] is not None
-    ]
+    hits = without_repeats(
+        [hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars) for row in rows if row["kind"]]
+    )
     if not include_summaries:  # raw items and turns only (a tenant over its cost ceiling); the counts stay the search's
         hits = [hit for hit in hits if hit.kind != "summary"]
     kept, block, tokens, truncated = apply_guardrails(
