@@ -382,7 +382,7 @@ async def recall_latency(
                         by_query[query].append(result.latency_ms)
                         paths[result.retrieval_path] = paths.get(result.retrieval_path, 0) + 1
         # The figure that counts: a user's round start with recall on, less the same without, in this run.
-        round_start = await round_start_cost(url, user, own, QUERIES, repeats)
+        round_start = await round_start_cost(url, name, user, own, QUERIES, repeats)
     finally:
         await pool.close()
         drop_database(server_url, name)
@@ -407,6 +407,14 @@ def render_round_start(cost: dict[str, Any]) -> list[str]:
         added = cost["added_p95_ms"].get(name)
         more = f"; added p95 {added:.2f} ms" if added is not None else ""
         lines.append(f"  - {labels[name]:<22} p50 {figure['p50_ms']:.2f} ms, p95 {figure['p95_ms']:.2f} ms{more}")
+    lines.append(
+        "- CPU per round (this process + database server), mean: "
+        + "; ".join(
+            f"{labels[name]} {c['process']:.2f} + {c['server']:.2f} ms" for name, c in cost["cpu_ms_per_round"].items()
+        )
+        + "; added: "
+        + "; ".join(f"{labels[name]} {ms:.2f} ms" for name, ms in cost["added_cpu_ms_per_round"].items())
+    )
     lines.append(
         f"- recalled block tokens: max {cost['block_tokens_max']} (limit {cost['block_token_limit']}); "
         f"model calls on the read path: {cost['model_calls_on_read_path']}; recall errors: {cost['recall_errors']}"
