@@ -33,11 +33,11 @@ from memory_agent.conversation.messages import (
 from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey, default_user_id
 from memory_agent.long_term.recall import recall_settings
 from memory_agent.long_term.recall.round_start import RoundRecall, recall_query, recalls, round_recall
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, SummaryClaim, TriggerResult, fingerprint
+from memory_agent.schemas.keys import ConversationKey, default_user_id
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from memory_agent.long_term.eval import store_conversation
+from memory_agent.evaluation import store_conversation
 from memory_agent.long_term.recall import recall
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 

@@ -21,10 +21,10 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory_agent import ledger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey, default_user_id
 from memory_agent.long_term.recall.block import estimate_tokens, format_block
 from memory_agent.long_term.recall.search import RecallResult, recall
 from memory_agent.long_term.recall.settings import RecallSettings
+from memory_agent.schemas.keys import ConversationKey, default_user_id
 
 logger = logging.getLogger("memory_agent")
 
