@@ -25,7 +25,7 @@ from psycopg import AsyncConnection
 
 from memory_agent.db.connector import execute_many, execute_query, fetch_all, fetch_one
 from memory_agent.errors import ConfigurationError
-from memory_agent.long_term.query_text import CJK_RUN
+from memory_agent.long_term.recall.query_text import CJK_RUN
 from memory_agent.long_term.tenancy import tenant_transaction
 
 EmbeddingsSetting = Literal["none", "hashing", "e5"]

@@ -13,12 +13,12 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import ledger, llm, with_memory
 from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, run_batch_summaries
-from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.guard_settings import ModelPrice
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import offline_cluster_summarizer, refresh_clusters, remember, touched_clusters
 from memory_agent.long_term.recall import RecallSettings
+from memory_agent.long_term.recall.round_start import round_recall
 from memory_agent.schemas.keys import ConversationKey
 from memory_agent.summarize.agent import MemoryAgent
 from tests.conftest import query
