@@ -27,6 +27,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from memory_agent import resources
+from memory_agent.db.citus import CitusDistribution
 from memory_agent.db.migrate_procrastinate import ProcrastinateMigrations
 from memory_agent.db.migrations import (
     NO_TRANSACTION_MARKER,
@@ -54,9 +55,9 @@ __all__ = [
 logger = logging.getLogger("memory_agent.migrate")
 
 
-class Migrator(ProcrastinateMigrations):
+class Migrator(ProcrastinateMigrations, CitusDistribution):
     """Applies (or, with apply=False, only checks) the schema on one autocommit connection; procrastinate's
-    schema through ProcrastinateMigrations."""
+    schema through ProcrastinateMigrations, the distribution on Citus through CitusDistribution."""
 
     def __init__(
         self,
@@ -100,6 +101,9 @@ class Migrator(ProcrastinateMigrations):
         if create and not (await self._run("schema_present", {"schema": self.schema}))[0]["present"]:
             await self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
         await self.conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(ident))
+        # On Citus, a transaction that re-creates functions after DDL on distributed tables must use one
+        # connection per node (a placeholder setting, without effect, on a PostgreSQL without citus).
+        await self.conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
 
     # ------------------------------------------------------------------ memory_agent's files
 
@@ -108,7 +112,10 @@ class Migrator(ProcrastinateMigrations):
         report = MigrationReport()
         try:
             async with self._session_lock():
-                return await self._migrate(apply, report)
+                await self._migrate(apply, report)
+                if apply:
+                    report.distributed = await self.distribute(changed=bool(report.applied or report.definitions))
+                return report
         except psycopg.errors.InsufficientPrivilege as exc:
             raise ConfigurationError(
                 f"this role may not migrate schema {self.schema!r} ({exc.diag.message_primary}); run `memory-agent "
@@ -204,8 +211,9 @@ class Migrator(ProcrastinateMigrations):
             return
         # Views and functions may read columns a migration changes: dropped first, created after.
         await self._run("drop_definitions")
+        citus = await self.citus_installed()
         for migration in segment:
-            await self.conn.execute(migration.text.encode())  # bytes: no parameters, several statements
+            await self._execute_file(migration.text, citus)
             await self._run(
                 "record_migration",
                 {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
@@ -215,7 +223,7 @@ class Migrator(ProcrastinateMigrations):
         await self._run("drop_definitions")
         await self._run("forget_definitions")
         for name, text, digest in definition_files():
-            await self.conn.execute(text.encode())
+            await self._execute_file(text, citus)
             await self._run("record_definition", {"name": name, "checksum": digest})
             report.definitions.append(name)
         if report.applied:

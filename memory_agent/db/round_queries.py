@@ -131,12 +131,14 @@ class RoundQueries(NamedQueries):
         return rows if await self._lease_taken(lease_row, params) else None
 
     async def _lease_taken(self, row: Row, params: dict[str, Any]) -> bool:
-        """Whether acquire_round_lease's `row` took the lease; raises when the conversation is someone else's."""
+        """Whether acquire_round_lease's `row` took the lease; raises when the conversation is someone else's. A
+        thread without an owner is claimed first (claim_conversation, a statement of its own) and tried again."""
         conversation_id, tenant_id, user_id = params["conversation_id"], params["tenant_id"], params["user_id"]
         owner = (row["owner_tenant_id"], row["owner_user_id"])
         if row["owner_user_id"] is None:
-            # Another process claimed the thread after this statement's snapshot: its row is committed now.
-            found = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+            found = await self._fetch_one("claim_conversation", params)
+            if found is None:  # another round claimed it first: committed now (the insert waited for it)
+                found = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
             # No row: the owner is a tenant row-level security hides from this role (a thread id is claimed once).
             owner = (found["tenant_id"], found["user_id"]) if found is not None else ("", "")
             if owner == (tenant_id, user_id):
@@ -178,13 +180,14 @@ class RoundQueries(NamedQueries):
         user_id: str,
         holder: str | None,
         window: int,
+        now: datetime,
         produced: tuple[int, int] | None = None,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
-        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `produced`: see
-        round_json."""
+        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `now`: the
+        service's clock (the conversation's updated_at). `produced`: see round_json."""
         params = {
             "tenant_id": tenant_id,
             "user_id": user_id,
@@ -192,6 +195,7 @@ class RoundQueries(NamedQueries):
             "holder": holder,
             "round": round_json(roles, contents, messages, produced),
             "window": window,
+            "now": now,
         }
         cursor = await conn.execute(self._queries["end_round"], params, prepare=True)
         row = await cursor.fetchone()
@@ -218,13 +222,15 @@ class RoundQueries(NamedQueries):
         *,
         tenant_id: str,
         user_id: str,
-    ) -> int | None:
-        """Claim the conversation's single in-flight slot for `claim`'s window: the new `processing` row's id,
-        None when another process holds the slot."""
-        row = await self._fetch_one(
-            "claim_summary", {"tenant_id": tenant_id, "user_id": user_id, **_claim_params(conversation_id, claim)}, conn
-        )
-        return row["memory_id"] if row else None
+        pick_up: bool = False,
+    ) -> Row:
+        """Claim the conversation's single in-flight slot for `claim`'s window: the row of the function
+        claim_summary (`memory_id` None when another process holds the slot; with `pick_up`, what its summary
+        reads)."""
+        params = {"tenant_id": tenant_id, "user_id": user_id, "pick_up": pick_up, **_claim_params(conversation_id, claim)}
+        row = await self._fetch_one("claim_summary", params, conn)
+        assert row is not None  # one row always
+        return row
 
     async def reclaim_stale(
         self,
@@ -277,19 +283,41 @@ class RoundQueries(NamedQueries):
         user_id: str,
         claim: SummaryClaim | None = None,
         pick_up: bool = False,
-    ) -> psycopg.AsyncCursor[Row] | None:
-        """The round's metrics row; with `claim`, the same statement claims the due summary and records the
-        outcome, and with `pick_up` picks the claimed row up and reads what its summary needs (see
-        picked_up_by_claim). On `conn` the cursor comes back unread (its row: `triggered_memory_id` and those
-        reads), so a round end reads it with COMMIT's reply."""
-        params = {**row, "tenant_id": tenant_id, "user_id": user_id, "claim": claim is not None}
-        params["pick_up"] = pick_up and claim is not None
-        params.update(_claim_params(row["conversation_id"], claim))
+    ) -> ClaimedRound | psycopg.AsyncCursor[Row] | None:
+        """The round's metrics row; with `claim`, the due summary is claimed first (claim_summary, with `pick_up`
+        picked up too) and the row records the outcome: 'started' and the new row's id, or 'already_processing'.
+        On `conn` the answer is the claim's row (a ClaimedRound: `triggered_memory_id` and what the summary reads,
+        see picked_up_by_claim), or without a claim the insert's cursor, unread: a round end reads it with
+        COMMIT's reply."""
+        params = {**row, "tenant_id": tenant_id, "user_id": user_id}
+        claimed = None
+        if claim is not None:
+            assert conn is not None
+            claimed = ClaimedRound(
+                await self.claim_summary(
+                    conn, row["conversation_id"], claim, tenant_id=tenant_id, user_id=user_id, pick_up=pick_up
+                )
+            )
+            memory_id = claimed.row["memory_id"]
+            params["summary_triggered"] = memory_id is not None
+            params["trigger_outcome"] = "already_processing" if memory_id is None else "started"
+            params["triggered_memory_id"] = memory_id
         for column in ("truncation", "recall_hits"):
             if params.get(column) is not None:
                 params[column] = Jsonb(params[column])
         if conn is not None:
-            return await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
+            cursor = await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
+            return claimed if claimed is not None else cursor
         async with self.connection() as own:
             await own.execute(self._queries["insert_round_metrics"], params)
         return None
+
+
+class ClaimedRound:
+    """A round end's claim, read like the metrics statement's cursor (Trigger.claimed reads either)."""
+
+    def __init__(self, row: Row) -> None:
+        self.row = {**row, "triggered_memory_id": row["memory_id"]}
+
+    async def fetchone(self) -> Row:
+        return self.row

@@ -27,9 +27,9 @@ WHERE user_id = '' AND tenant_id = %(tenant_id)s AND reservation_id = %(reservat
 
 -- tenant_month_spend --
 -- What memory_agent's calls cost a tenant in the calendar month (UTC) of `now`: 0 when nothing was recorded.
-SELECT COALESCE((SELECT cost FROM tenant_monthly_spend
-                 WHERE user_id = '' AND tenant_id = %(tenant_id)s
-                   AND month = date_trunc('month', %(now)s::timestamptz AT TIME ZONE 'UTC')::date), 0) AS cost;
+-- The sum of the tenant's rows: one per user and the tenant's own (0023).
+SELECT COALESCE(sum(cost), 0) AS cost FROM tenant_monthly_spend
+WHERE tenant_id = %(tenant_id)s AND month = date_trunc('month', %(now)s::timestamptz AT TIME ZONE 'UTC')::date;
 
 -- list_llm_calls --
 -- A tenant's recorded calls (one user's when named), oldest first.

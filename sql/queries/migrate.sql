@@ -116,3 +116,16 @@ SELECT ARRAY(SELECT DISTINCT p.proname::text FROM pg_proc AS p
 -- A procrastinate migration applied (or the level of a schema created whole), with the installed procrastinate version.
 INSERT INTO schema_procrastinate (migration, procrastinate_version) VALUES (%(migration)s, %(version)s)
 ON CONFLICT (migration) DO NOTHING;
+
+-- citus_installed --
+-- Whether the citus extension is installed in the database (sql/distribution.sql then applies).
+SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS installed;
+
+-- citus_undistributed --
+-- Whether a table of the schema (not the migration records, not procrastinate's) is not distributed yet.
+SELECT EXISTS (
+    SELECT 1 FROM pg_class AS c
+    WHERE c.relnamespace = %(schema)s::regnamespace AND c.relkind IN ('r', 'p')
+      AND c.relname NOT LIKE 'schema\_%%' AND c.relname NOT LIKE 'procrastinate\_%%'
+      AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = c.oid)
+) AS undistributed;
