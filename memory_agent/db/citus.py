@@ -42,7 +42,10 @@ class CitusDistribution:
             await self._enter_schema(create=False)
             if not await self.citus_installed():
                 return False
-            if not changed and not (await self._run("citus_undistributed", {"schema": self.schema}))[0]["undistributed"]:
+            if (
+                not changed
+                and not (await self._run("citus_undistributed", {"schema": self.schema}))[0]["undistributed"]
+            ):
                 return False
             await self._execute_file(resources.distribution(), citus=True)
         logger.info("Applied memory_agent's Citus distribution to schema %s", self.schema)

@@ -227,7 +227,12 @@ class RoundQueries(NamedQueries):
         """Claim the conversation's single in-flight slot for `claim`'s window: the row of the function
         claim_summary (`memory_id` None when another process holds the slot; with `pick_up`, what its summary
         reads)."""
-        params = {"tenant_id": tenant_id, "user_id": user_id, "pick_up": pick_up, **_claim_params(conversation_id, claim)}
+        params = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "pick_up": pick_up,
+            **_claim_params(conversation_id, claim),
+        }
         row = await self._fetch_one("claim_summary", params, conn)
         assert row is not None  # one row always
         return row
@@ -283,41 +288,22 @@ class RoundQueries(NamedQueries):
         user_id: str,
         claim: SummaryClaim | None = None,
         pick_up: bool = False,
-    ) -> ClaimedRound | psycopg.AsyncCursor[Row] | None:
-        """The round's metrics row; with `claim`, the due summary is claimed first (claim_summary, with `pick_up`
-        picked up too) and the row records the outcome: 'started' and the new row's id, or 'already_processing'.
-        On `conn` the answer is the claim's row (a ClaimedRound: `triggered_memory_id` and what the summary reads,
-        see picked_up_by_claim), or without a claim the insert's cursor, unread: a round end reads it with
-        COMMIT's reply."""
+    ) -> psycopg.AsyncCursor[Row] | None:
+        """The round's metrics row; with `claim`, the same statement (record_round_claim) claims the due summary
+        and records the outcome, and with `pick_up` picks the claimed row up and reads what its summary needs (see
+        picked_up_by_claim). On `conn` the cursor comes back unread (with a claim its row: `triggered_memory_id`
+        and those reads), so a round end reads it with COMMIT's reply."""
         params = {**row, "tenant_id": tenant_id, "user_id": user_id}
-        claimed = None
         if claim is not None:
             assert conn is not None
-            claimed = ClaimedRound(
-                await self.claim_summary(
-                    conn, row["conversation_id"], claim, tenant_id=tenant_id, user_id=user_id, pick_up=pick_up
-                )
-            )
-            memory_id = claimed.row["memory_id"]
-            params["summary_triggered"] = memory_id is not None
-            params["trigger_outcome"] = "already_processing" if memory_id is None else "started"
-            params["triggered_memory_id"] = memory_id
+            claiming = {**_claim_params(row["conversation_id"], claim), "tenant_id": tenant_id, "user_id": user_id}
+            claiming.update(pick_up=pick_up, metrics=json.dumps(row))
+            return await conn.execute(self._queries["record_round_claim"], claiming, prepare=True)
         for column in ("truncation", "recall_hits"):
             if params.get(column) is not None:
                 params[column] = Jsonb(params[column])
         if conn is not None:
-            cursor = await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
-            return claimed if claimed is not None else cursor
+            return await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
         async with self.connection() as own:
             await own.execute(self._queries["insert_round_metrics"], params)
         return None
-
-
-class ClaimedRound:
-    """A round end's claim, read like the metrics statement's cursor (Trigger.claimed reads either)."""
-
-    def __init__(self, row: Row) -> None:
-        self.row = {**row, "triggered_memory_id": row["memory_id"]}
-
-    async def fetchone(self) -> Row:
-        return self.row

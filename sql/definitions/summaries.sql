@@ -86,3 +86,46 @@ BEGIN
     RETURN v_id;
 END
 $$;
+
+-- record_round_claim: a round end whose trigger rule found a summary due, in one call: claim it (claim_summary, with
+-- `p_pick_up` picked up too) and write the round's metrics row (`p_metrics`: the row's columns as a JSON object) with
+-- the outcome, 'started' and the new row's id, or 'already_processing' when another process holds the slot. Returns
+-- claim_summary's row with its id as `triggered_memory_id`. One statement for the client (a round end that starts a
+-- summary stays two round trips), plain routed statements inside (on Citus an INSERT with a subquery is refused).
+CREATE FUNCTION record_round_claim(
+    p_tenant_id text, p_user_id text, p_conversation_id text, p_start_sequence integer, p_end_sequence integer,
+    p_base_memory_id integer, p_pick_up boolean, p_metrics jsonb
+)
+RETURNS TABLE (triggered_memory_id integer, base_memory_text text, base_end_sequence integer,
+               picked_sequences integer[], picked_messages jsonb[])
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    claimed record;
+    r round_metrics;
+BEGIN
+    SELECT * INTO claimed
+    FROM claim_summary(p_tenant_id, p_user_id, p_conversation_id, p_start_sequence, p_end_sequence,
+                       p_base_memory_id, p_pick_up);
+    r := jsonb_populate_record(NULL::round_metrics, p_metrics);
+    INSERT INTO round_metrics (
+        tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id,
+        memory_end_sequence, gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens,
+        truncated, truncation, retrieval_path, latency_load_ms, latency_round_ms, summary_triggered, trigger_outcome,
+        triggered_memory_id, error_stage, error, query, fts_hits, trgm_hits, used_fallback, recall_path,
+        context_items, estimated_tokens, recall_truncated, latency_retrieval_ms, latency_llm_ms, recall_status,
+        recall_block, recall_hits)
+    VALUES (
+        p_tenant_id, p_user_id, p_conversation_id, r.round_number, r.first_sequence, r.last_sequence, r.memory_id,
+        r.memory_end_sequence, r.gap_start_sequence, r.gap_end_sequence, r.gap_size, r.context_messages,
+        r.context_tokens, r.truncated, r.truncation, r.retrieval_path, r.latency_load_ms, r.latency_round_ms,
+        claimed.memory_id IS NOT NULL,
+        CASE WHEN claimed.memory_id IS NULL THEN 'already_processing' ELSE 'started' END,
+        claimed.memory_id, r.error_stage, r.error, r.query, r.fts_hits, r.trgm_hits, r.used_fallback,
+        r.recall_path, r.context_items, r.estimated_tokens, r.recall_truncated, r.latency_retrieval_ms,
+        r.latency_llm_ms, r.recall_status, r.recall_block, r.recall_hits);
+    RETURN QUERY SELECT claimed.memory_id, claimed.base_memory_text, claimed.base_end_sequence,
+                        claimed.picked_sequences, claimed.picked_messages;
+END
+$$;

@@ -129,8 +129,8 @@ SELECT * FROM memory WHERE user_id = %(user_id)s AND conversation_id = %(convers
 
 -- insert_round_metrics --
 -- Round end: the round's metrics row, written in the same transaction as its messages, with the trigger rule's
--- outcome (a due summary is claimed before it: claim_summary). One plain VALUES row (no subquery: on Citus an INSERT
--- is routed to the user's shard only as such).
+-- outcome given (a round whose summary is due goes through record_round_claim instead). One plain VALUES row (no
+-- subquery: on Citus an INSERT is routed to the user's shard only as such).
 INSERT INTO round_metrics (
     tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id, memory_end_sequence,
     gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens, truncated, truncation,
@@ -145,6 +145,13 @@ VALUES (
     %(error_stage)s, %(error)s, %(query)s, %(fts_hits)s, %(trgm_hits)s, %(used_fallback)s,
     %(recall_path)s, %(context_items)s, %(estimated_tokens)s, %(recall_truncated)s, %(latency_retrieval_ms)s,
     %(latency_llm_ms)s, %(recall_status)s, %(recall_block)s, %(recall_hits)s);
+
+-- record_round_claim --
+-- Round end with a summary due: claim it and write the metrics row with the outcome (record_round_claim,
+-- sql/definitions); the claimed id (null: another process holds the slot) and, with `pick_up`, what its summary reads.
+SELECT * FROM record_round_claim(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
+                                 %(end_sequence)s::integer, %(base_memory_id)s::integer, %(pick_up)s::boolean,
+                                 %(metrics)s::jsonb);
 
 -- delete_conversation --
 -- Remove a conversation and everything derived from it (messages, memory versions, round metrics, its owner row), in one statement.
