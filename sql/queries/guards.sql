@@ -39,12 +39,13 @@ WHERE tenant_id = %(tenant_id)s AND (%(user_id)s::text IS NULL OR user_id = %(us
 ORDER BY created_at, call_id;
 
 -- claim_scheduler_run --
--- The tenant's run at `now`, unless its previous run is less than `cooldown` ago: a row when this run may go on.
+-- The tenant's run at `now`, unless its previous run is after `cutoff` (`now` less the cooldown, computed by the
+-- caller: on Citus the conflict clause may hold no time arithmetic): a row when this run may go on.
 INSERT INTO tenant_scheduler_runs AS r (user_id, tenant_id, last_run)
 VALUES ('', %(tenant_id)s, %(now)s)
 ON CONFLICT (user_id, tenant_id) DO UPDATE
 SET last_run = EXCLUDED.last_run
-WHERE r.last_run <= EXCLUDED.last_run - %(cooldown)s::interval
+WHERE r.last_run <= %(cutoff)s::timestamptz
 RETURNING last_run;
 
 -- scheduler_last_run --

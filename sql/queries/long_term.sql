@@ -245,10 +245,10 @@ RETURNING conversation_id;
 
 -- clear_recalled_blocks --
 -- After a forget: the recalled blocks (round_metrics.recall_block, 0019) of the user's rounds that quoted what is
--- gone — a hit (or a turn behind it) of a conversation no longer stored (its owner row is its last trace), an item, note or batch summary no longer
--- stored — or what was rewritten: a cluster summary among `item_ids` (refreshed in place) or made from one of
+-- gone — a hit (or a turn behind it) of a conversation of the user no longer stored, an item, note or batch
+-- summary no longer stored — or what was rewritten: a cluster summary among `item_ids` (refreshed in place) or made from one of
 -- them. Whatever a forget erased, every block that showed it goes. The block is one text, so it goes whole; the
--- round's other figures (path, items, tokens) stay.
+-- round's other figures (path, items, tokens) stay. Every table read names the user (on Citus: routed to their shard).
 UPDATE round_metrics AS r SET recall_block = NULL, recall_hits = NULL
 WHERE r.user_id = %(user_id)s AND r.tenant_id = %(tenant_id)s AND r.recall_hits IS NOT NULL
   AND EXISTS (
@@ -256,21 +256,21 @@ WHERE r.user_id = %(user_id)s AND r.tenant_id = %(tenant_id)s AND r.recall_hits 
       WHERE EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(h -> 'sources', '[]')
                                   || jsonb_build_array(jsonb_build_array(h ->> 'conversation_id'))) AS s (pair)
                     WHERE s.pair ->> 0 IS NOT NULL
-                      AND NOT EXISTS (SELECT 1 FROM conversation_owners AS o
-                                      WHERE o.conversation_id = s.pair ->> 0))
+                      AND NOT EXISTS (SELECT 1 FROM conversations AS c
+                                      WHERE c.user_id = %(user_id)s AND c.conversation_id = s.pair ->> 0))
          OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(coalesce(h -> 'item_ids', '[]')) AS x (item_id)
                     WHERE x.item_id::bigint = ANY(%(item_ids)s::bigint[])
                        OR NOT EXISTS (SELECT 1 FROM items AS i
-                                      WHERE i.user_id = r.user_id AND i.item_id = x.item_id::bigint))
+                                      WHERE i.user_id = %(user_id)s AND i.item_id = x.item_id::bigint))
          OR (h ? 'item_ids'
              AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(coalesce(h -> 'source_item_ids', '[]')) AS x (item_id)
                          WHERE x.item_id::bigint = ANY(%(item_ids)s::bigint[])))
          OR (h ? 'note_id'
              AND NOT EXISTS (SELECT 1 FROM consolidation_notes AS n
-                             WHERE n.user_id = r.user_id AND n.note_id = (h ->> 'note_id')::bigint))
+                             WHERE n.user_id = %(user_id)s AND n.note_id = (h ->> 'note_id')::bigint))
          OR (h ? 'batch_summary_id'
              AND NOT EXISTS (SELECT 1 FROM batch_summaries AS b
-                             WHERE b.user_id = r.user_id AND b.summary_id = (h ->> 'batch_summary_id')::bigint)));
+                             WHERE b.user_id = %(user_id)s AND b.summary_id = (h ->> 'batch_summary_id')::bigint)));
 
 -- set_tenant --
 -- Name the tenant row-level security filters by, until the end of the transaction (SET LOCAL).

@@ -25,7 +25,8 @@ async def run_rounds(app, rounds: int, threads: tuple[str, ...] = ("a", "b")) ->
         for thread in threads:
             for n in range(rounds):
                 await app.ainvoke(
-                    {"messages": [HumanMessage(f"{user} says {n} in {thread}")]}, config(f"{user}-{thread}", user)
+                    {"messages": [HumanMessage(f"I like {user} apples {n} in {thread}")]},
+                    config(f"{user}-{thread}", user),
                 )
 
 
@@ -99,7 +100,7 @@ async def test_rounds_through_with_memory_and_inline_summaries(open_memory, citu
     state = await app.ainvoke({"messages": [HumanMessage("what did I say?")]}, config("ana-a", "ana"))
     assert state["messages"][-1].content.startswith("reply")
     context = await memory.get_context_for_workflow("ana-a", user_id="ana", tenant_id="acme")
-    assert context.memory_text and "ana says" in context.memory_text
+    assert context.memory_text and "ana apples" in context.memory_text
     # Every round's metrics row, on its user's shard; the users' rows spread over more than one node.
     assert query(citus_url, schema, "SELECT count(*) FROM round_metrics") == [(len(USERS) * 2 * 8 + 1,)]
     nodes = query(
