@@ -53,19 +53,27 @@ LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    v_recorded integer;
-    v_cost numeric;
-    v_calls bigint;
+    v_call record;
+    v_recorded integer := 0;
+    v_cost numeric := 0;
+    v_calls bigint := 0;
 BEGIN
-    INSERT INTO llm_calls
-        (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
-    SELECT p_user_id, p_tenant_id, c.purpose, c.model, c.input_tokens, c.output_tokens, c.cost, c.priced, p_now
-    FROM jsonb_to_recordset(p_calls)
-        AS c (purpose text, model text, input_tokens integer, output_tokens integer, cost numeric, priced boolean);
-    GET DIAGNOSTICS v_recorded = ROW_COUNT;
-    SELECT sum(c.cost), count(*) INTO v_cost, v_calls
-    FROM jsonb_to_recordset(p_calls) AS c (purpose text, cost numeric)
-    WHERE c.purpose <> 'app';
+    -- One routed INSERT per call (on Citus an INSERT ... SELECT goes through the coordinator and commits in two
+    -- phases); a summary makes one or two calls.
+    FOR v_call IN
+        SELECT * FROM jsonb_to_recordset(p_calls)
+            AS c (purpose text, model text, input_tokens integer, output_tokens integer, cost numeric, priced boolean)
+    LOOP
+        INSERT INTO llm_calls
+            (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
+        VALUES (p_user_id, p_tenant_id, v_call.purpose, v_call.model, v_call.input_tokens, v_call.output_tokens,
+                v_call.cost, v_call.priced, p_now);
+        v_recorded := v_recorded + 1;
+        IF v_call.purpose <> 'app' THEN
+            v_cost := v_cost + v_call.cost;
+            v_calls := v_calls + 1;
+        END IF;
+    END LOOP;
     IF v_calls > 0 THEN
         INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
         VALUES (p_user_id, p_tenant_id, date_trunc('month', p_now AT TIME ZONE 'UTC')::date, v_cost, v_calls)
@@ -352,6 +360,8 @@ DECLARE
     v_count integer;
     v_next integer;
     v_round integer;
+    v_item jsonb;
+    v_position bigint;
 BEGIN
     SELECT jsonb_agg(r.item || jsonb_build_object('ord', r.ord) ORDER BY r.ord), count(*)
     INTO v_fresh, v_count
@@ -379,11 +389,16 @@ BEGIN
                 round_count = c.round_count + 1,
                 updated_at = EXCLUDED.updated_at
         RETURNING c.next_sequence, c.round_count INTO v_next, v_round;
-        INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content,
-                              message)
-        SELECT p_tenant_id, p_user_id, p_conversation_id, v_next - v_count + f.position - 1, v_round,
-               f.item ->> 'role', f.item ->> 'content', f.item -> 'message'
-        FROM jsonb_array_elements(v_fresh) WITH ORDINALITY AS f (item, position);
+        -- One routed INSERT per message (on Citus an INSERT ... SELECT goes through the coordinator and commits in
+        -- two phases); on PostgreSQL the loop costs what the set insert did for a round's few messages.
+        FOR v_item, v_position IN
+            SELECT f.item, f.position FROM jsonb_array_elements(v_fresh) WITH ORDINALITY AS f (item, position)
+        LOOP
+            INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content,
+                                  message)
+            VALUES (p_tenant_id, p_user_id, p_conversation_id, v_next - v_count + v_position::integer - 1, v_round,
+                    v_item ->> 'role', v_item ->> 'content', v_item -> 'message');
+        END LOOP;
     END IF;
     -- The lease after the conversation row (locked by the upsert above), the order an erasure takes them in
     -- (lock_user_conversations, then erase_conversation_rows): given back first, a round end waited for an

@@ -51,12 +51,13 @@ SELECT release_round_lease(%(user_id)s, %(conversation_id)s, %(holder)s);
 -- Why a round's gap hit the bound: the newest memory row of the conversation and how many rounds no memory covers.
 SELECT newest.status AS latest_status, newest.error AS latest_error,
        c.round_count - COALESCE((SELECT e.round_number FROM messages AS e
-                                 WHERE e.user_id = c.user_id AND e.conversation_id = c.conversation_id
+                                 WHERE e.user_id = %(user_id)s AND e.conversation_id = %(conversation_id)s
                                    AND e.sequence_number = %(memory_end_sequence)s), 0) AS rounds_behind
 FROM conversations AS c
 LEFT JOIN LATERAL (
+    -- Every table with the user's key as given: on Citus the statement is routed to their shard.
     SELECT status, error FROM memory
-    WHERE memory.user_id = c.user_id AND memory.conversation_id = c.conversation_id
+    WHERE memory.user_id = %(user_id)s AND memory.conversation_id = %(conversation_id)s
     ORDER BY memory_id DESC
     LIMIT 1
 ) AS newest ON true

@@ -26,18 +26,10 @@ LEFT JOIN LATERAL (
 ) AS current ON true;
 
 -- restate_item --
--- The same content stated again: importance and confidence keep their highest value; the new lineage is added.
-WITH restated AS (
-    UPDATE items
-    SET importance = GREATEST(importance, %(importance)s), confidence = GREATEST(confidence, %(confidence)s),
-        updated_at = GREATEST(updated_at, %(now)s)
-    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s
-    RETURNING item_id
-)
-INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
-SELECT %(user_id)s, %(tenant_id)s, restated.item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
-FROM restated CROSS JOIN unnest(%(sequences)s::integer[]) AS sequence_number
-ON CONFLICT DO NOTHING;
+-- The same content stated again: importance and confidence keep their highest value; the new lineage is added
+-- (restate_item, sql/definitions).
+SELECT restate_item(%(user_id)s, %(tenant_id)s, %(item_id)s::bigint, %(importance)s::real, %(confidence)s::real,
+                    %(conversation_id)s, %(memory_id)s::integer, %(sequences)s::integer[], %(now)s::timestamptz);
 
 -- close_item --
 -- End a current version's validity at `until` (it is never deleted: as_of reads still find it).
@@ -55,28 +47,18 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND project = %(projec
 RETURNING item_id;
 
 -- insert_item --
--- A new current version from `valid_from`, with its lineage; fails with 23P01 when a concurrent writer opened one first.
-WITH inserted AS (
-    INSERT INTO items (user_id, tenant_id, project, environment, item_type, key, value_slot, content, content_norm,
-                       importance, confidence, valid_during, created_at, updated_at)
-    VALUES (%(user_id)s, %(tenant_id)s, %(project)s, %(environment)s, %(item_type)s, %(key)s, %(value_slot)s,
-            %(content)s, %(content_norm)s, %(importance)s, %(confidence)s, tstzrange(%(valid_from)s, NULL),
-            %(now)s, %(now)s)
-    RETURNING item_id
-), lineage AS (
-    INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
-    SELECT %(user_id)s, %(tenant_id)s, inserted.item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
-    FROM inserted CROSS JOIN unnest(%(sequences)s::integer[]) AS sequence_number
-)
-SELECT item_id FROM inserted;
+-- A new current version from `valid_from`, with its lineage (insert_item, sql/definitions); fails with 23P01 when a
+-- concurrent writer opened one first.
+SELECT insert_item(%(user_id)s, %(tenant_id)s, %(project)s, %(environment)s, %(item_type)s, %(key)s, %(value_slot)s,
+                   %(content)s, %(content_norm)s, %(importance)s::real, %(confidence)s::real,
+                   %(valid_from)s::timestamptz, %(conversation_id)s, %(memory_id)s::integer,
+                   %(sequences)s::integer[], %(now)s::timestamptz) AS item_id;
 
 -- add_item_sources --
--- Lineage of closed todos: one row per cited message (a null sequence when it cites none); known rows are kept.
-INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
-SELECT %(user_id)s, %(tenant_id)s, item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
-FROM unnest(%(item_ids)s::bigint[]) AS item_id
-CROSS JOIN unnest(%(sequences)s::integer[]) AS sequence_number
-ON CONFLICT DO NOTHING;
+-- Lineage of closed todos: one row per cited message (a null sequence when it cites none); known rows are kept
+-- (add_item_sources, sql/definitions).
+SELECT add_item_sources(%(user_id)s, %(tenant_id)s, %(item_ids)s::bigint[], %(conversation_id)s,
+                        %(memory_id)s::integer, %(sequences)s::integer[], %(now)s::timestamptz);
 
 -- list_items --
 -- A user's items current at `as_of` (null: now, with cluster summaries) with their lineage, most important first.
