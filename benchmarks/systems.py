@@ -30,7 +30,7 @@ from benchmarks.fakes import (
     assistant_reply,
     user_message,
 )
-from memory_agent.db.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID, default_user_id
 
 POOL_SIZE = 10
 # How long a round may queue for a pooled connection. With 1,000 rounds in flight on 10 connections a

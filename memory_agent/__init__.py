@@ -2,7 +2,6 @@
 
 from memory_agent.conversation.window import calculate_summary_range, should_trigger_summary
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import (
     ConfigurationError,
     ConversationOwnerError,
@@ -23,6 +22,7 @@ from memory_agent.integrations.langgraph import (
 )
 from memory_agent.integrations.middleware import MemoryMiddleware
 from memory_agent.integrations.retriever import MemoryRetriever
+from memory_agent.llm import OfflineSummaryModel, openai_chat_model
 from memory_agent.long_term.store import MemoryStore
 from memory_agent.schemas import (
     ConversationContext,
@@ -31,11 +31,10 @@ from memory_agent.schemas import (
     RoundSaved,
     TriggerResult,
 )
+from memory_agent.schemas.keys import ConversationKey
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
-from memory_agent.summarize.models import openai_chat_model
-from memory_agent.summarize.offline import OfflineSummaryModel
 
 __all__ = [
     "ConfigurationError",

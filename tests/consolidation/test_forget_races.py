@@ -11,14 +11,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import PrivateAttr
 
-from memory_agent.consolidation import (
-    ConsolidationConfig,
-    OfflineConsolidationModel,
-    Period,
-    consolidate_period,
-    run_batch_summaries,
-    run_nightly,
-)
+from memory_agent.consolidation import ConsolidationConfig, Period, consolidate_period, run_batch_summaries, run_nightly
+from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.long_term import Cluster, forget_item, forget_user, refresh_cluster, remember
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory_agent.consolidation import ConsolidationConfig, OfflineConsolidationModel
+from memory_agent.consolidation import ConsolidationConfig
 from memory_agent.consolidation.nightly import run_nightly
 from memory_agent.consolidation.parts import split_material
 from memory_agent.consolidation.periods import utc_day
+from memory_agent.llm import OfflineConsolidationModel, openai_chat_model
 from memory_agent.long_term import remember
-from memory_agent.summarize.models import openai_chat_model
 from tests.conftest import query
 from tests.consolidation.conftest import day
 from tests.long_term.conftest import items

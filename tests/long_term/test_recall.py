@@ -1,6 +1,6 @@
 """Recall on the real PostgreSQL: scope switch, trigram fallback, provenance, guardrails, as_of, isolation, vectors.
 
-Turns and items are written with the evaluation's direct writers (long_term.eval.store_conversation,
+Turns and items are written with the evaluation's direct writers (evaluation.store_conversation,
 store_item), keyed by (tenant, user) like the round path's.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from memory_agent.errors import ConfigurationError, InvalidInputError
+from memory_agent.evaluation import store_conversation, store_item
 from memory_agent.long_term.embeddings import HashingEmbeddings, index_items
-from memory_agent.long_term.eval import store_conversation, store_item
 from memory_agent.long_term.recall import (
     RecallSettings,
     cjk_bigrams,

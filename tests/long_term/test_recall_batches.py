@@ -6,7 +6,8 @@ Batch summaries are written by the consolidation job itself (run_batch_summaries
 
 from __future__ import annotations
 
-from memory_agent.consolidation import ConsolidationConfig, OfflineConsolidationModel, run_batch_summaries
+from memory_agent.consolidation import ConsolidationConfig, run_batch_summaries
+from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.long_term import remember
 from memory_agent.long_term.recall import recall
 from tests.long_term.conftest import at, conn, connect, items  # noqa: F401 (fixtures)

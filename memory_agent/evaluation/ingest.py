@@ -13,9 +13,9 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from memory_agent import resources
-from memory_agent.long_term.eval_dataset import EVAL_TENANT, Sample
+from memory_agent.evaluation.dataset import EVAL_TENANT, Sample
 from memory_agent.long_term.extract import Statement, extract_items
-from memory_agent.long_term.items import is_single_valued, normalize_content
+from memory_agent.schemas.items import is_single_valued, normalize_content
 
 
 async def store_conversation(
