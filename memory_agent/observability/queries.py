@@ -21,8 +21,8 @@ from langchain_core.messages import BaseMessage, messages_from_dict
 
 from memory_agent.conversation.context import inject_context
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import default_user_id
 from memory_agent.errors import InvalidInputError
+from memory_agent.schemas.keys import default_user_id
 
 Row = dict[str, Any]
 

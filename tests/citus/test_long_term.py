@@ -11,8 +11,8 @@ from psycopg import sql
 
 from memory_agent import MemoryStore, with_memory
 from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, OfflineConsolidationModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import remember
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.citus.conftest import query
 from tests.long_term.conftest import items
 from tests.support import EchoChat

@@ -5,9 +5,9 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.observability import queries
 from memory_agent.observability.upgrade import upgrade_report
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.support import EchoChat
 
 

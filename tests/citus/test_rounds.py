@@ -15,7 +15,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memory_agent import MemoryMiddleware, with_memory
 from memory_agent.db.connect import migrate_database
 from memory_agent.errors import ConfigurationError
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from tests.citus.conftest import query
 from tests.integration.agent_support import ToolScriptModel, lookup, shout
 from tests.support import EchoChat
