@@ -10,7 +10,8 @@ from langchain_core.messages import HumanMessage
 from psycopg import sql
 
 from memory_agent import MemoryStore, with_memory
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, OfflineConsolidationModel
+from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner
+from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import remember
 from tests.citus.conftest import query
