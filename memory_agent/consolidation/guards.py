@@ -74,7 +74,7 @@ async def claim_scheduler_run(
     conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, cooldown_s: float
 ) -> datetime | None:
     """Record the tenant's run at `now`: None when it may go on, else the previous run holding the cooldown."""
-    params = {"tenant_id": tenant_id, "now": now, "cooldown": timedelta(seconds=cooldown_s)}
+    params = {"tenant_id": tenant_id, "now": now, "cutoff": now - timedelta(seconds=cooldown_s)}
     if await fetch_one(conn, "claim_scheduler_run", params):
         return None
     row = await fetch_one(conn, "scheduler_last_run", {"tenant_id": tenant_id})

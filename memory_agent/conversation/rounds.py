@@ -244,6 +244,7 @@ class Rounds:
                 user_id=user_id,
                 holder=info.lease if info is not None else None,
                 window=self.settings.memory_rolling_window_size,
+                now=self.clock(),
                 produced=_produced(info),
             )
             if saved is None:

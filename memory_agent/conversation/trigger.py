@@ -134,9 +134,10 @@ class SummaryTrigger:
             row = rows[0] if rows else None
             memory_id = row["triggered_memory_id"] if row else None
         else:
-            memory_id = await self.backend.claim_summary(
+            claimed = await self.backend.claim_summary(
                 conn, key.conversation_id, decision, tenant_id=key.tenant_id, user_id=key.user_id
             )
+            memory_id = claimed["memory_id"]
         if memory_id is None:  # another process claimed the slot between our read and insert
             logger.debug("Summarization already in progress for %s", key.conversation_id)
         result = decision.result(memory_id)

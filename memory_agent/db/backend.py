@@ -85,6 +85,11 @@ class MemoryBackend(RoundQueries, SummaryQueries):
                 report.procrastinate = await migrator.migrate_procrastinate(apply=apply)
         return report
 
+    async def on_citus(self) -> bool:
+        """Whether the database is a Citus cluster's (the citus extension is installed)."""
+        row = await self.fetch_one("citus_installed")
+        return bool(row and row["installed"])
+
     async def setup(self, *, apply: bool = True) -> list[int]:
         """Apply pending migrations; returns the versions applied."""
         return (await self.migrate(apply=apply)).versions

@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from memory_agent.db.citus import CitusDistribution
 from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.db.migrate_procrastinate import ProcrastinateMigrations
 from memory_agent.db.migrations import (
@@ -53,9 +54,9 @@ __all__ = [
 logger = logging.getLogger("memory_agent.migrate")
 
 
-class Migrator(ProcrastinateMigrations):
+class Migrator(ProcrastinateMigrations, CitusDistribution):
     """Applies (or, with apply=False, only checks) the schema on one autocommit connection; procrastinate's
-    schema through ProcrastinateMigrations."""
+    schema through ProcrastinateMigrations, the distribution on Citus through CitusDistribution."""
 
     def __init__(
         self,
@@ -93,6 +94,9 @@ class Migrator(ProcrastinateMigrations):
         if create and not (await fetch_all(self.conn, "schema_present", {"schema": self.schema}))[0]["present"]:
             await execute_query(self.conn, sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
         await execute_query(self.conn, sql.SQL("SET LOCAL search_path TO {}, public").format(ident))
+        # On Citus, a transaction that re-creates functions after DDL on distributed tables must use one
+        # connection per node (a placeholder setting, without effect, on a PostgreSQL without citus).
+        await execute_query(self.conn, "citus_sequential_modify")
 
     # ------------------------------------------------------------------ memory_agent's files
 
@@ -101,7 +105,10 @@ class Migrator(ProcrastinateMigrations):
         report = MigrationReport()
         try:
             async with self._session_lock():
-                return await self._migrate(apply, report)
+                await self._migrate(apply, report)
+                if apply:
+                    report.distributed = await self.distribute(changed=bool(report.applied or report.definitions))
+                return report
         except psycopg.errors.InsufficientPrivilege as exc:
             raise ConfigurationError(
                 f"this role may not migrate schema {self.schema!r} ({exc.diag.message_primary}); run `memory-agent "
@@ -197,8 +204,9 @@ class Migrator(ProcrastinateMigrations):
             return
         # Views and functions may read columns a migration changes: dropped first, created after.
         await fetch_all(self.conn, "drop_definitions")
+        citus = await self.citus_installed()
         for migration in segment:
-            await execute_query(self.conn, migration.text.encode())  # bytes: no parameters, several statements
+            await self._execute_file(migration.text, citus)
             await fetch_all(
                 self.conn,
                 "record_migration",
@@ -209,7 +217,7 @@ class Migrator(ProcrastinateMigrations):
         await fetch_all(self.conn, "drop_definitions")
         await fetch_all(self.conn, "forget_definitions")
         for name, text, digest in definition_files():
-            await execute_query(self.conn, text.encode())
+            await self._execute_file(text, citus)
             await fetch_all(self.conn, "record_definition", {"name": name, "checksum": digest})
             report.definitions.append(name)
         if report.applied:

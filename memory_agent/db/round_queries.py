@@ -127,12 +127,14 @@ class RoundQueries(Connector):
         return rows if await self._lease_taken(lease_row, params) else None
 
     async def _lease_taken(self, row: Row, params: dict[str, Any]) -> bool:
-        """Whether acquire_round_lease's `row` took the lease; raises when the conversation is someone else's."""
+        """Whether acquire_round_lease's `row` took the lease; raises when the conversation is someone else's. A
+        thread without an owner is claimed first (claim_conversation, a statement of its own) and tried again."""
         conversation_id, tenant_id, user_id = params["conversation_id"], params["tenant_id"], params["user_id"]
         owner = (row["owner_tenant_id"], row["owner_user_id"])
         if row["owner_user_id"] is None:
-            # Another process claimed the thread after this statement's snapshot: its row is committed now.
-            found = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
+            found = await self.fetch_one("claim_conversation", params)
+            if found is None:  # another round claimed it first: committed now (the insert waited for it)
+                found = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
             # No row: the owner is a tenant row-level security hides from this role (a thread id is claimed once).
             owner = (found["tenant_id"], found["user_id"]) if found is not None else ("", "")
             if owner == (tenant_id, user_id):
@@ -173,13 +175,14 @@ class RoundQueries(Connector):
         user_id: str,
         holder: str | None,
         window: int,
+        now: datetime,
         produced: tuple[int, int] | None = None,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
-        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `produced`: see
-        round_json."""
+        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `now`: the
+        service's clock (the conversation's updated_at). `produced`: see round_json."""
         params = {
             "tenant_id": tenant_id,
             "user_id": user_id,
@@ -187,6 +190,7 @@ class RoundQueries(Connector):
             "holder": holder,
             "round": round_json(roles, contents, messages, produced),
             "window": window,
+            "now": now,
         }
         row = await fetch_one(conn, "end_round", params, prepare=True)
         assert row is not None  # one row always
@@ -212,15 +216,20 @@ class RoundQueries(Connector):
         *,
         tenant_id: str,
         user_id: str,
-    ) -> int | None:
-        """Claim the conversation's single in-flight slot for `claim`'s window: the new `processing` row's id,
-        None when another process holds the slot."""
-        row = await self.fetch_one(
-            "claim_summary",
-            {"tenant_id": tenant_id, "user_id": user_id, **_claim_params(conversation_id, claim)},
-            conn=conn,
-        )
-        return row["memory_id"] if row else None
+        pick_up: bool = False,
+    ) -> Row:
+        """Claim the conversation's single in-flight slot for `claim`'s window: the row of the function
+        claim_summary (`memory_id` None when another process holds the slot; with `pick_up`, what its summary
+        reads)."""
+        params = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "pick_up": pick_up,
+            **_claim_params(conversation_id, claim),
+        }
+        row = await self.fetch_one("claim_summary", params, conn=conn)
+        assert row is not None  # one row always
+        return row
 
     async def reclaim_stale(
         self,
@@ -272,13 +281,16 @@ class RoundQueries(Connector):
         claim: SummaryClaim | None = None,
         pick_up: bool = False,
     ) -> psycopg.AsyncCursor[Row] | None:
-        """The round's metrics row; with `claim`, the same statement claims the due summary and records the
-        outcome, and with `pick_up` picks the claimed row up and reads what its summary needs (see
-        picked_up_by_claim). On `conn` the cursor comes back unread (its row: `triggered_memory_id` and those
-        reads), so a round end reads it with COMMIT's reply."""
-        params = {**row, "tenant_id": tenant_id, "user_id": user_id, "claim": claim is not None}
-        params["pick_up"] = pick_up and claim is not None
-        params.update(_claim_params(row["conversation_id"], claim))
+        """The round's metrics row; with `claim`, the same statement (record_round_claim) claims the due summary
+        and records the outcome, and with `pick_up` picks the claimed row up and reads what its summary needs (see
+        picked_up_by_claim). On `conn` the cursor comes back unread (with a claim its row: `triggered_memory_id`
+        and those reads), so a round end reads it with COMMIT's reply."""
+        params = {**row, "tenant_id": tenant_id, "user_id": user_id}
+        if claim is not None:
+            assert conn is not None
+            claiming = {**_claim_params(row["conversation_id"], claim), "tenant_id": tenant_id, "user_id": user_id}
+            claiming.update(pick_up=pick_up, metrics=json.dumps(row))
+            return await send(conn, "record_round_claim", claiming, prepare=True)
         for column in ("truncation", "recall_hits"):
             if params.get(column) is not None:
                 params[column] = Jsonb(params[column])

@@ -73,7 +73,8 @@ class SummaryQueries(Connector):
         params = {**fields, "user_id": user_id, "tenant_id": tenant_id, "conversation_id": conversation_id}
         params["now"] = calls["now"] if calls else None
         params["calls"] = calls["calls"] if calls else None
-        return await self.fetch_one("complete_memory", params, conn=conn) is not None
+        row = await self.fetch_one("complete_memory", params, conn=conn)
+        return row is not None and row["memory_id"] is not None
 
     async def fail_memory(self, *, user_id: str, **fields: Any) -> bool:
         return await self.fetch_one("fail_memory", {**fields, "user_id": user_id}) is not None

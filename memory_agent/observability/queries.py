@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage, messages_from_dict
 from memory_agent.conversation.context import inject_context
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
+from memory_agent.schemas.keys import default_user_id
 from memory_agent.settings import DEFAULT_PROCESSING_TIMEOUT_S
 
 Row = dict[str, Any]
@@ -102,9 +103,15 @@ class MemoryHealth:
     stuck_after_s: float
 
 
+async def _keyed(backend: MemoryBackend, conversation_id: str) -> dict[str, Any]:
+    """The conversation's key: its recorded owner, else its own scope (the rule of conversation_user)."""
+    owner = await backend.conversation_owner(conversation_id)
+    return {"conversation_id": conversation_id, "user_id": owner[1] if owner else default_user_id(conversation_id)}
+
+
 async def conversation(backend: MemoryBackend, conversation_id: str) -> Row:
     """The conversation's memory_health row; UnknownConversationError when no round of it is stored."""
-    row = await backend.fetch_one("observe_conversation", {"conversation_id": conversation_id})
+    row = await backend.fetch_one("observe_conversation", await _keyed(backend, conversation_id))
     if row is None:
         raise UnknownConversationError(
             f"no conversation {conversation_id!r} is stored; check the thread id and MEMORY_AGENT_DATABASE_URL"
@@ -115,13 +122,13 @@ async def conversation(backend: MemoryBackend, conversation_id: str) -> Row:
 async def version_chain(backend: MemoryBackend, conversation_id: str) -> list[Row]:
     """Every memory version of a conversation, oldest first, with its base and the rounds it covers."""
     await conversation(backend, conversation_id)
-    return await backend.fetch_all("observe_version_chain", {"conversation_id": conversation_id})
+    return await backend.fetch_all("observe_version_chain", await _keyed(backend, conversation_id))
 
 
 async def context_at(backend: MemoryBackend, conversation_id: str, round_number: int) -> ContextAtRound:
     """What the model was given at `round_number`: the memory version served and the message range."""
     summary = await conversation(backend, conversation_id)
-    params = {"conversation_id": conversation_id, "round_number": round_number}
+    params = {**await _keyed(backend, conversation_id), "round_number": round_number}
     round_row = await backend.fetch_one("observe_round_context", params)
     if round_row is None:
         raise UnknownRoundError(
@@ -235,7 +242,10 @@ async def generation_time(backend: MemoryBackend) -> Row:
 
 async def window_progression(backend: MemoryBackend, conversation_id: str | None = None, limit: int = 20) -> list[Row]:
     """The newest completed memory versions with their window, of one conversation or all."""
-    return await backend.fetch_all("observe_window_progression", {"conversation_id": conversation_id, "limit": limit})
+    key = await _keyed(backend, conversation_id) if conversation_id is not None else {"user_id": None}
+    return await backend.fetch_all(
+        "observe_window_progression", {"conversation_id": conversation_id, **key, "limit": limit}
+    )
 
 
 async def weekly_report(backend: MemoryBackend) -> list[Row]:

@@ -11,8 +11,12 @@
 -- configuration the configuration must be a constant for the planner to match the expression index, hence
 -- custom plans. And the tenant row-level security filters by: recall reads the items, summaries and notes of the
 -- tenant it was asked for, whichever role runs it (a role bound by the policies saw turns only without it).
+-- On Citus (its catalog present) plans are made with the values: it plans a statement with unresolved parameters
+-- only when it is simple.
 SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
-       set_config('plan_cache_mode', %(plan_cache_mode)s, true),
+       set_config('plan_cache_mode',
+                  CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN %(plan_cache_mode)s
+                       ELSE 'force_custom_plan' END, true),
        set_config('memory_agent.tenant_id', %(tenant_id)s, true)
 
 -- recall_search --
