@@ -129,6 +129,7 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
             rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
             erased.extend(row["conversation_id"] for row in rows)
         await fetch(conn, "pseudonymise_user_calls", scope)
+        await fetch(conn, "pseudonymise_user_spend", scope)
     return ForgetReport(
         items_deleted=tuple(row["item_id"] for row in items),
         conversations_deleted=tuple(erased),

@@ -94,3 +94,15 @@ WITH gone AS (
 INSERT INTO llm_calls (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
 SELECT '', tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at FROM gone
 RETURNING call_id;
+
+-- pseudonymise_user_spend --
+-- The forgotten user's monthly spend rows (0023) are added to the tenant's own rows (user ''): the tenant's month
+-- stays whole for its cost ceiling, and no row names the user.
+WITH gone AS (
+    DELETE FROM tenant_monthly_spend WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+    RETURNING tenant_id, month, cost, calls
+)
+INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
+SELECT '', tenant_id, month, sum(cost), sum(calls) FROM gone GROUP BY tenant_id, month
+ON CONFLICT (user_id, tenant_id, month) DO UPDATE SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls
+RETURNING month;
