@@ -179,7 +179,7 @@ class MemoryAgentSystem(System):
                         tenant_id=DEFAULT_TENANT_ID,
                         user_id=default_user_id(thread_id),
                         holder=None,
-                        window=self.memory.settings.memory_rolling_window_size,
+                        window=self.memory.settings.memory.rolling_window_size,
                     )
 
         await self.memory.loop.arun(store())

@@ -9,7 +9,7 @@ without an answer records nothing: no usage is known.
 
 Model code has no SQL: it notes each answer's usage in the CallLog of the job it runs in (a context variable,
 so concurrent jobs on one agent never mix their calls), and the job writes the log with record_calls.
-May import: errors, resources, guard_settings. Imported by summarize/, consolidation/, conversation/.
+May import: errors, resources, settings. Imported by summarize/, consolidation/, conversation/.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.errors import InvalidInputError
-from memory_agent.guard_settings import ModelPrice
+from memory_agent.settings import ModelPrice
 
 logger = logging.getLogger("memory_agent.ledger")
 

@@ -16,7 +16,7 @@ from typing import Self
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
-from memory_agent.conversation.recalled import check_recall_settings, recall_settings
+from memory_agent.conversation.recalled import check_recall_settings
 from memory_agent.conversation.rounds import Rounds
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
@@ -64,7 +64,7 @@ class ServiceLifecycle:
         self.clock = clock or (lambda: datetime.now(UTC))
         self._model = model
         self._embeddings = embeddings
-        self._database_url = database_url or self.settings.database_url
+        self._database_url = database_url or self.settings.database.database_url
         self.database_url: str | None = None  # resolved at open (the embedded server's URI when unset)
         self._loop: MemoryLoop | None = None
         self._opened: _Opened | None = None
@@ -110,26 +110,30 @@ class ServiceLifecycle:
             return self._database_url
         from memory_agent.db.embedded import start_embedded_postgres
 
-        return start_embedded_postgres(self.settings.data_dir, install_dir=self.settings.embedded_install_dir)
+        return start_embedded_postgres(
+            self.settings.database.data_dir, install_dir=self.settings.database.embedded_install_dir
+        )
 
     async def _open_on_loop(self, url: str, loop: MemoryLoop) -> None:
         settings = self.settings
         self.database_url = url
-        if settings.memory_rolling_window_size % 2:
+        if settings.memory.rolling_window_size % 2:
             logger.warning(
                 "MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE=%s is odd: a window starts at a round, so with "
                 "user/assistant pairs it covers %s messages",
-                settings.memory_rolling_window_size,
-                settings.memory_rolling_window_size - 1,
+                settings.memory.rolling_window_size,
+                settings.memory.rolling_window_size - 1,
             )
         # Before the database: a missing extra is a configuration error with nothing opened.
-        embedder = self._embeddings if self._embeddings is not None else embedder_from_setting(settings.embeddings)
+        embedder = (
+            self._embeddings if self._embeddings is not None else embedder_from_setting(settings.long_term.embeddings)
+        )
         backend = await open_backend(url, settings)
         try:
             agent = MemoryAgent(
                 self._model or default_summary_model(settings),
-                max_words=settings.memory_max_words,
-                max_tokens=settings.memory_max_tokens_cap,
+                max_words=settings.memory.max_words,
+                max_tokens=settings.memory.max_tokens_cap,
             )
             runner = SummaryRunner(settings, backend, agent, clock=self.clock, embedder=embedder)
 
@@ -148,10 +152,10 @@ class ServiceLifecycle:
                 pick_up=executor.runs_in_process,
             )
             rounds = Rounds(settings, backend, loop, trigger, embedder=embedder, clock=self.clock)
-            await check_recall_settings(backend, recall_settings(settings))
+            await check_recall_settings(backend, settings.recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(
-                settings.analyze_interval_s, [("Analyzing young tables", backend.analyze_young_tables)], logger
+                settings.jobs.analyze_interval_s, [("Analyzing young tables", backend.analyze_young_tables)], logger
             )
             self._opened = _Opened(backend, agent, runner, trigger, rounds, executor, embedder, statistics)
             await executor.start()
@@ -178,7 +182,7 @@ class ServiceLifecycle:
 
     async def aopen(self) -> Self:
         """As open(); with MEMORY_AGENT_EVENT_LOOP=caller the pool and the summaries run on this event loop."""
-        if self.settings.event_loop == "own":
+        if self.settings.jobs.event_loop == "own":
             await asyncio.to_thread(self.open)
             return self
         if self._opened is not None:
@@ -193,7 +197,7 @@ class ServiceLifecycle:
         return self
 
     def _drain_timeout(self, timeout: float | None) -> float:
-        return self.settings.drain_timeout_s if timeout is None else timeout
+        return self.settings.jobs.drain_timeout_s if timeout is None else timeout
 
     def _forget_loop(self) -> None:
         """After a close (or a failed open): the memory loop stopped, nothing of the open service kept."""

@@ -41,7 +41,7 @@ class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
     ) -> MemoryService:
         """A service for `settings` (default: from the environment) and summarizer `model`.
 
-        `model` is any LangChain chat model; by default ChatOpenAI(settings.memory_model) when
+        `model` is any LangChain chat model; by default ChatOpenAI(settings.memory.model) when
         OPENAI_API_KEY or OPENAI_BASE_URL is set, the offline summarizer otherwise. `embeddings` is any
         LangChain Embeddings for long-term items, cluster summaries and recall's vector fallback; by default
         the one MEMORY_AGENT_EMBEDDINGS names (none: vectors off).
@@ -52,7 +52,7 @@ class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
         """(thread id, user id, tenant id) of a run's config: `thread_id`, and the keys MEMORY_AGENT_USER_ID_KEY
         and MEMORY_AGENT_TENANT_ID_KEY name (default `user_id`, `tenant_id`); None where absent."""
         configurable = (config or {}).get("configurable") or {}
-        return round_identity(configurable, self.settings.user_id_key, self.settings.tenant_id_key)
+        return round_identity(configurable, self.settings.rounds.user_id_key, self.settings.rounds.tenant_id_key)
 
     def call_sync(self, coro: Any) -> Any:
         """Run one of this service's coroutines from synchronous code (used by the sync graph nodes)."""
@@ -111,7 +111,7 @@ class MemoryService(ServiceLifecycle, ConversationReads, UserMemory):
     def calculate_summary_range(
         self, last_saved_seq: int, round_starts: Sequence[int] | None = None
     ) -> tuple[int, int]:
-        return calculate_summary_range(last_saved_seq, self.settings.memory_rolling_window_size, round_starts)
+        return calculate_summary_range(last_saved_seq, self.settings.memory.rolling_window_size, round_starts)
 
     async def finish_round(
         self,

@@ -16,7 +16,6 @@ from langchain_core.embeddings import Embeddings
 
 from memory_agent import long_term
 from memory_agent.conversation.identity import validate_identity, validate_user_id
-from memory_agent.conversation.recalled import recall_settings
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import DEFAULT_TENANT_ID
 from memory_agent.db.tenancy import tenant_scope
@@ -91,7 +90,7 @@ class UserMemory:
                     item_id,
                     summarize=self.cluster_summarizer,
                     now=self.clock(),
-                    min_items=self.settings.summary_min_cluster_items,
+                    min_items=self.settings.summary.min_cluster_items,
                 )
 
         with tenant_scope(tenant):
@@ -118,14 +117,14 @@ class UserMemory:
                 conversation_id,
                 summarize=self.cluster_summarizer,
                 now=self.clock(),
-                min_items=self.settings.summary_min_cluster_items,
+                min_items=self.settings.summary.min_cluster_items,
             )
         return bool(report.conversations_deleted)
 
     @property
     def recall_settings(self) -> RecallSettings:
         """Recall's knobs as the MEMORY_AGENT_RECALL_* settings give them (every read surface uses these)."""
-        return recall_settings(self.settings)
+        return self.settings.recall
 
     async def recall(
         self,

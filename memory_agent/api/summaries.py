@@ -26,7 +26,7 @@ from memory_agent.api.deps import (
     on_pool,
     user_known,
 )
-from memory_agent.consolidation import ConsolidationConfig, default_consolidation_model, list_notes
+from memory_agent.consolidation import default_consolidation_model, list_notes
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.periods import PeriodName
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
@@ -66,7 +66,7 @@ async def summarize(body: SummarizeRequest, tenant: Tenant, request: Request) ->
     now = check_aware(request.app.state.clock())
     service = memory_of(request)
     model = _model(request)
-    config = ConsolidationConfig.from_settings(service.settings)
+    config = service.settings
 
     async def run(conn: psycopg.AsyncConnection[Any]) -> SummarizeResult | None:
         if not await user_known(conn, tenant, user_id):

@@ -13,7 +13,6 @@ from rich.table import Table
 
 from memory_agent.cli.output import _cell, _fail, _opened, _print_json, escape
 from memory_agent.consolidation import (
-    ConsolidationConfig,
     ConsolidationRunner,
     default_consolidation_model,
     list_notes,
@@ -55,10 +54,10 @@ def consolidate(
     """Consolidate the last complete period of a user (a repeat is a no-op unless --force), or every due user."""
     settings = MemorySettings()
     model = default_consolidation_model(settings)
-    config = ConsolidationConfig.from_settings(settings)
+    config = settings
     now = system_clock()
     if due:
-        runner_config = ConsolidationConfig(**{**config.__dict__, "nightly_enabled": True})
+        runner_config = config.replace(consolidation_enabled=True)
 
         async def run_due(pool: Any) -> dict[tuple[str, str, str], str]:
             runner = ConsolidationRunner(pool, model, runner_config)

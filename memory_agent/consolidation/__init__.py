@@ -15,7 +15,6 @@ cli/, observability/ nor service.py (jobs/ registers this package's tasks, not t
 
 from memory_agent.consolidation.batches import BatchReport, run_batch_summaries
 from memory_agent.consolidation.clock import Clock, ManualClock, system_clock
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, tenant_slot
 from memory_agent.consolidation.model import (
     Insight,
@@ -33,7 +32,6 @@ from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult,
 __all__ = [
     "BatchReport",
     "Clock",
-    "ConsolidationConfig",
     "ConsolidationRunner",
     "Insight",
     "ManualClock",

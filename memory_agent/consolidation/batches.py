@@ -18,13 +18,13 @@ import psycopg
 from langchain_core.language_models import BaseChatModel
 
 from memory_agent.consolidation.clock import check_aware
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, call_within_budget
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, ModelCall
 from memory_agent.consolidation.nightly import FORGOTTEN
 from memory_agent.long_term import forget_item
 from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
+from memory_agent.settings import MemorySettings
 
 BATCH_JOB = "batch_summaries"
 
@@ -43,7 +43,7 @@ async def run_batch_summaries(
     now: datetime,
     *,
     model: BaseChatModel,
-    config: ConsolidationConfig,
+    config: MemorySettings,
     cap: SummaryJobCap | None = None,
 ) -> BatchReport:
     """Summarize every due batch of the user, then run the TTL pass and schedule the next run (not when a guard
@@ -52,11 +52,11 @@ async def run_batch_summaries(
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     report = BatchReport()
-    before = now - timedelta(days=config.min_age_days)
+    before = now - timedelta(days=config.consolidation.min_age_days)
     for partition in await fetch(conn, "batch_partitions", {**scope, "before": before}):
         if report.stopped == OVER_BUDGET:
             break
-        where = {**scope, **partition, "before": before, "limit": config.max_memories_per_batch}
+        where = {**scope, **partition, "before": before, "limit": config.consolidation.max_memories_per_batch}
         while batch := await fetch(conn, "next_batch", where):
             material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
             call = (model, BATCH_PROMPT, material, BatchSummaryOutput)
@@ -73,7 +73,7 @@ async def run_batch_summaries(
             if summary_id is None:
                 break  # another run summarized some of these meanwhile: it owns this partition now
             report.summaries.append(summary_id)
-    expired = now - timedelta(days=config.keep_original_days)
+    expired = now - timedelta(days=config.consolidation.keep_original_days)
     for row in await fetch(conn, "expired_originals", {**scope, "before": expired}):
         forgotten = await forget_item(conn, tenant_id, user_id, row["item_id"], now=now, retention=True)
         report.forgotten.extend(forgotten.items_deleted)
@@ -86,7 +86,7 @@ async def run_batch_summaries(
 
 
 async def _advance_batches(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], now: datetime, config: ConsolidationConfig
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], now: datetime, config: MemorySettings
 ) -> None:
     await fetch(
         conn,
@@ -94,11 +94,11 @@ async def _advance_batches(
         {
             **scope,
             "job": BATCH_JOB,
-            "schedule": config.schedule,
-            "interval_days": config.batch_interval_days,
+            "schedule": config.consolidation.batch_summaries_schedule,
+            "interval_days": config.consolidation.batch_interval_days,
             "covered_until": None,
             "now": now,
-            "next_run": now + timedelta(days=config.batch_interval_days),
+            "next_run": now + timedelta(days=config.consolidation.batch_interval_days),
         },
     )
 

@@ -124,8 +124,8 @@ def default_consolidation_model(settings: MemorySettings) -> BaseChatModel:
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         from memory_agent.summarize.models import openai_chat_model
 
-        name = settings.consolidation_model or settings.memory_model
-        return openai_chat_model(name, timeout=settings.summary_timeout_s, max_retries=1)
+        name = settings.consolidation.consolidation_model or settings.memory.model
+        return openai_chat_model(name, timeout=settings.summary.timeout_s, max_retries=1)
     logger.warning("No OPENAI_API_KEY or OPENAI_BASE_URL: using the offline consolidator (no network)")
     return OfflineConsolidationModel()
 

@@ -18,7 +18,6 @@ from psycopg.types.json import Jsonb
 
 from memory_agent.consolidation.claims import NIGHTLY, Covered, claimed_note, schedule_held
 from memory_agent.consolidation.clock import check_aware
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import (
     CAPPED,
     OVER_BUDGET,
@@ -41,6 +40,7 @@ from memory_agent.consolidation.periods import (
 )
 from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
+from memory_agent.settings import MemorySettings
 
 FORGOTTEN = "forgotten"
 
@@ -76,7 +76,7 @@ async def run_nightly(
     now: datetime,
     *,
     model: BaseChatModel,
-    config: ConsolidationConfig,
+    config: MemorySettings,
     cap: SummaryJobCap | None = None,
 ) -> NightlyReport:
     """Consolidate every day of the user not yet covered, up to yesterday (UTC) at `now`; a guard that stops a
@@ -103,7 +103,7 @@ async def run_nightly(
                 report.stopped = FORGOTTEN
                 return report
             run_day = day + timedelta(days=1)
-            before = run_day - timedelta(days=config.retain_days)
+            before = run_day - timedelta(days=config.consolidation.retain_days)
             rows = await fetch(conn, "compact_dailies", {**scope, "before": before, "now": now})
             report.compacted.extend(row["note_id"] for row in rows)
             await _advance(conn, scope, day, now, None)
@@ -115,7 +115,7 @@ async def run_nightly(
         if not await schedule_held(conn, scope, Covered(covered)):
             report.stopped = FORGOTTEN
             return report
-        await _advance(conn, scope, covered, now, next_tick(now, config.schedule_time))
+        await _advance(conn, scope, covered, now, next_tick(now, config.consolidation.schedule_time))
     return report
 
 
@@ -149,7 +149,7 @@ async def consolidate_period(
     now: datetime,
     *,
     model: BaseChatModel,
-    config: ConsolidationConfig,
+    config: MemorySettings,
     force: bool = False,
     cap: SummaryJobCap | None = None,
 ) -> PeriodOutcome:
@@ -167,7 +167,7 @@ class _Job:
     """How one period is consolidated: the model, the settings, and the run's guards."""
 
     model: BaseChatModel
-    config: ConsolidationConfig
+    config: MemorySettings
     force: bool
     cap: SummaryJobCap | None
     covered: Covered | None  # the run's schedule as it left it (None: a manual run)
@@ -204,7 +204,7 @@ async def _consolidate(
         request = (model, CONSOLIDATE_PROMPT, material, ConsolidationOutput)
         return await call_within_budget(conn, scope, "consolidation", now, config, request, cap)
 
-    answer = await consolidate_in_parts(ask, header, lines, config.max_input_tokens)
+    answer = await consolidate_in_parts(ask, header, lines, config.consolidation.consolidation_max_input_tokens)
     if isinstance(answer, str):
         return PeriodOutcome(period, answer)
     output, calls = answer
@@ -212,8 +212,10 @@ async def _consolidate(
     insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
     if period.name != "daily":
         # Rollups keep what matters; the compacted dailies keep everything.
-        insights = [i for i in insights if i.importance >= config.min_importance]
-    key_insights = [i.text for i in insights if i.importance >= config.min_importance][: config.key_insights]
+        insights = [i for i in insights if i.importance >= config.consolidation.rollup_min_importance]
+    key_insights = [i.text for i in insights if i.importance >= config.consolidation.rollup_min_importance][
+        : config.consolidation.key_insights_count
+    ]
     async with conn.transaction():
         held = await sources_held(
             conn, scope, item_ids=lineage.item_ids, memory_ids=lineage.memory_ids, note_ids=lineage.note_ids
@@ -245,7 +247,7 @@ async def _consolidate(
 
 
 async def _material(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, config: ConsolidationConfig
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, config: MemorySettings
 ) -> tuple[list[str], str, int, Lineage]:
     """The period's input as '- ' lines for the model, the raw text a daily note keeps until compacted, how
     many notes it consolidates (a daily's inputs, a weekly's dailies, a monthly's weeklies), and its lineage."""
@@ -269,6 +271,6 @@ async def _material(
             note_id=note["note_id"], item_ids=note["source_item_ids"], conversation_ids=note["source_conversation_ids"]
         )
         for insight in note["insights"]:
-            if insight["importance"] >= config.min_importance:
+            if insight["importance"] >= config.consolidation.rollup_min_importance:
                 lines.append(f"- ({insight['importance']:.2f}) {insight['text']}")
     return lines, "", len(notes), lineage

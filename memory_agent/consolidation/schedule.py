@@ -25,12 +25,12 @@ from psycopg_pool import AsyncConnectionPool
 
 from memory_agent.consolidation.batches import BATCH_JOB, run_batch_summaries
 from memory_agent.consolidation.clock import check_aware
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, open_tenant, over_budget, tenant_slot
 from memory_agent.consolidation.nightly import NIGHTLY, run_nightly
 from memory_agent.consolidation.periods import cron_for
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import fetch
+from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.consolidation")
 
@@ -45,11 +45,14 @@ class ConsolidationRunner:
 
     pool: AsyncConnectionPool[Any]
     model: BaseChatModel
-    config: ConsolidationConfig
+    config: MemorySettings
 
     @property
     def jobs(self) -> tuple[str, ...]:
-        enabled = {NIGHTLY: self.config.nightly_enabled, BATCH_JOB: self.config.batch_summaries_enabled}
+        enabled = {
+            NIGHTLY: self.config.consolidation.consolidation_enabled,
+            BATCH_JOB: self.config.consolidation.batch_summaries_enabled,
+        }
         return tuple(job for job in JOBS if enabled[job])
 
     async def due_users(self, job: str, now: datetime) -> list[tuple[str, str]]:
@@ -66,8 +69,8 @@ class ConsolidationRunner:
         if job not in JOBS:
             raise InvalidInputError(f"job must be one of {', '.join(JOBS)}, got {job!r}")
         config = self.config
-        cap = cap or SummaryJobCap(config.max_summary_jobs_per_run)
-        slot = tenant_slot(self.pool, tenant_id, config.max_concurrent_jobs_per_tenant)
+        cap = cap or SummaryJobCap(config.guards.max_summary_jobs_per_run)
+        slot = tenant_slot(self.pool, tenant_id, config.guards.max_concurrent_jobs_per_tenant)
         async with slot, self.pool.connection() as conn:
             stopped = await over_budget(conn, tenant_id, now, config)
             if stopped is not None:
@@ -93,7 +96,7 @@ class ConsolidationRunner:
         hold back reports why for each of its due users; a user whose tenant has no free slot waits (still due)."""
         due = [(job, tenant_id, user_id) for job in self.jobs for tenant_id, user_id in await self.due_users(job, now)]
         gates = await self.open_tenants((tenant_id for _, tenant_id, _ in due), now)
-        cap = SummaryJobCap(self.config.max_summary_jobs_per_run)
+        cap = SummaryJobCap(self.config.guards.max_summary_jobs_per_run)
         done: dict[tuple[str, str, str], str] = {}
         for job, tenant_id, user_id in due:
             gate = gates[tenant_id]
@@ -141,7 +144,7 @@ async def defer_user(
 def register_tasks(app: procrastinate.App, runner: ConsolidationRunner, *, queue: str) -> None:
     """Add the tick (periodic, cron from schedule_time) and the per-user task to `app`."""
 
-    @app.periodic(cron=cron_for(runner.config.schedule_time), periodic_id=TICK_TASK)
+    @app.periodic(cron=cron_for(runner.config.consolidation.schedule_time), periodic_id=TICK_TASK)
     @app.task(name=TICK_TASK, queue=queue, queueing_lock=TICK_TASK)
     async def tick(timestamp: int) -> int:
         return await defer_due(app, runner, datetime.fromtimestamp(timestamp, UTC))
@@ -153,7 +156,7 @@ def register_tasks(app: procrastinate.App, runner: ConsolidationRunner, *, queue
             outcome = await runner.run_user(job, tenant_id, user_id, at)
         except TenantBusy as busy:
             # Not dropped: the same job again later (the queueing lock keeps it one per user).
-            delay = runner.config.tenant_slot_retry_s
+            delay = runner.config.guards.tenant_slot_retry_s
             await defer_user(app, job, tenant_id, user_id, at, delay_s=delay)
             logger.info("consolidation %s of %s/%s deferred by %ss: %s", job, tenant_id, user_id, delay, busy)
             return f"deferred: {busy}"

@@ -18,11 +18,11 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import OVER_BUDGET
 from memory_agent.consolidation.nightly import PeriodOutcome, consolidate_period
 from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, latest_period
 from memory_agent.long_term.scope import Row, check_identity, fetch_one
+from memory_agent.settings import MemorySettings
 
 SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "over_budget", "forgotten"]
 # consolidate_period's outcome → the answer's status ("complete" is the design's word for a written note).
@@ -107,7 +107,7 @@ async def summarize_latest(
     now: datetime,
     *,
     model: BaseChatModel,
-    config: ConsolidationConfig,
+    config: MemorySettings,
     force: bool = False,
 ) -> SummarizeResult:
     """Consolidate the user's latest complete `period_name` at `now` (its missing inputs first)."""

@@ -26,21 +26,8 @@ from memory_agent.db.keys import ConversationKey, default_user_id
 from memory_agent.errors import ConfigurationError
 from memory_agent.long_term.block import estimate_tokens, format_block
 from memory_agent.long_term.recall import RecallResult, RecallSettings, recall
-from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
-
-
-def recall_settings(settings: MemorySettings) -> RecallSettings:
-    """Recall's knobs from the MEMORY_AGENT_RECALL_* settings."""
-    return RecallSettings(
-        text_search_config=settings.recall_text_search_config,
-        max_tokens=settings.recall_max_tokens,
-        max_turns=settings.recall_max_turns,
-        max_turn_chars=settings.recall_max_turn_chars,
-        trgm_threshold=settings.recall_trgm_threshold,
-        max_query_chars=settings.recall_max_query_chars,
-    )
 
 
 async def check_recall_settings(backend: MemoryBackend, settings: RecallSettings) -> None:

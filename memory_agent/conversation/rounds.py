@@ -30,7 +30,7 @@ from memory_agent.conversation.messages import (
     validate_conversation_id,
     validate_round_input,
 )
-from memory_agent.conversation.recalled import RoundRecall, recall_query, recall_settings, recalls, round_recall
+from memory_agent.conversation.recalled import RoundRecall, recall_query, recalls, round_recall
 from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
@@ -65,11 +65,11 @@ class Rounds:
         self.trigger = trigger
         self.leases = RoundLeases(settings, backend, loop)
         # A bad setting is a ConfigurationError at open; None: recall is off.
-        self.recall_settings = recall_settings(settings) if settings.recall else None
+        self.recall_settings = settings.recall if settings.rounds.recall else None
         # The app model's answers go to the cost ledger once prices or the app's model are configured.
         self.app_prices = (
-            {model: price.model_dump() for model, price in settings.llm_prices.items()}
-            if settings.llm_prices or settings.app_model
+            {model: price.model_dump() for model, price in settings.guards.llm_prices.items()}
+            if settings.guards.llm_prices or settings.guards.app_model
             else None
         )
 
@@ -111,7 +111,7 @@ class Rounds:
                     key,
                     query,
                     self.recall_settings,
-                    cost_ceiling=self.settings.monthly_cost_ceiling,
+                    cost_ceiling=self.settings.guards.monthly_cost_ceiling,
                     now=self.clock(),
                     embedder=self.embedder,
                 )
@@ -121,7 +121,7 @@ class Rounds:
             rows = await self.backend.begin_round(
                 key.conversation_id,
                 token,
-                self.settings.round_lease_s,
+                self.settings.rounds.round_lease_s,
                 message_ids,
                 self.settings.gap_message_cap,
                 tenant_id=key.tenant_id,
@@ -160,9 +160,11 @@ class Rounds:
         budget = apply_budget(
             gap,
             current,
-            lambda messages: inject_context(context.memory_text, recalled.block, messages, settings.injection_mode),
-            max_context_tokens=settings.max_context_tokens,
-            max_message_tokens=settings.max_message_tokens,
+            lambda messages: inject_context(
+                context.memory_text, recalled.block, messages, settings.rounds.injection_mode
+            ),
+            max_context_tokens=settings.rounds.max_context_tokens,
+            max_message_tokens=settings.rounds.max_message_tokens,
         )
         workflow = budget.context
         if budget.applied:
@@ -242,7 +244,7 @@ class Rounds:
                 tenant_id=key.tenant_id,
                 user_id=user_id,
                 holder=info.lease if info is not None else None,
-                window=self.settings.memory_rolling_window_size,
+                window=self.settings.memory.rolling_window_size,
                 produced=_produced(info),
             )
             if saved is None:
@@ -267,7 +269,7 @@ class Rounds:
                     user_id=user_id,
                     conversation_id=conversation_id,
                     prices=self.app_prices,
-                    app_model=self.settings.app_model,
+                    app_model=self.settings.guards.app_model,
                     now=self.clock(),
                 )
             trigger = None

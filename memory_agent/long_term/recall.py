@@ -16,7 +16,6 @@ it. Recall never calls an LLM. docs/recall.md has the measurements.
 from __future__ import annotations
 
 import functools
-import re
 import time
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
@@ -35,66 +34,11 @@ from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.block import RecallHit, apply_guardrails, hit_from_row
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
 from memory_agent.long_term.query_text import cjk_bigrams, has_cjk, points_to_past
+from memory_agent.settings import RecallSettings
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
 ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
-
-_ENV_SETTINGS = ("max_tokens", "max_turns", "max_turn_chars")
-_CONFIG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
-
-
-@dataclass(frozen=True)
-class RecallSettings:
-    """The guardrails and knobs of recall; the defaults are the design's (block, turns) or measured (the rest)."""
-
-    text_search_config: str = "english"  # chosen by measurement: docs/recall.md
-    or_terms: bool = True  # OR the query's lexemes: AND-ed terms match almost no question
-    max_tokens: int = 2000  # the injected block, estimated with count_tokens_approximately
-    max_turns: int = 6
-    max_turn_chars: int = 600
-    min_hits: int = 2  # fewer full-text hits than this → trigrams; fewer in this conversation → user-wide
-    trgm_threshold: float = 0.3  # word_similarity a trigram hit needs (CJK bigram matches need none)
-    vectors_always: bool = True  # hybrid: with an embedder, vectors on every recall; False: only as a fallback
-    vector_min_similarity: float = 0.15  # cosine similarity a vector hit needs: the nearest are not always near
-    vector_weight: float = 0.1  # a vector rank's weight in the fusion (full text's and trigrams' are 1): measured
-    candidates: int = 50  # per path, before fusion
-    rrf_k: int = 60
-    recent_turns: int = 2  # when nothing matched: the latest turns of other conversations
-    neighbours_before: int = 1  # turns shown before a recalled turn (its context), counted in the token budget
-    neighbours_after: int = 1  # and after it
-    max_neighbour_chars: int = 300  # a neighbour longer than this is cut
-    # The message's start searched with (docs/limits.md): trigram similarity grows with the query's length times
-    # each candidate's (a 100 KB message cost ~26 s a round against 2,000 stored turns).
-    max_query_chars: int = 2000
-
-    def __post_init__(self) -> None:
-        if not _CONFIG_NAME.match(self.text_search_config):
-            raise ConfigurationError(
-                f"text search configuration {self.text_search_config!r} is not a configuration name; set "
-                "MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one such as 'english' or 'simple'"
-            )
-        for name in (
-            "max_tokens",
-            "max_turns",
-            "max_turn_chars",
-            "candidates",
-            "rrf_k",
-            "max_neighbour_chars",
-            "max_query_chars",
-        ):
-            if getattr(self, name) < 1:
-                env = f" (MEMORY_AGENT_RECALL_{name.upper()})" if name in _ENV_SETTINGS else ""
-                raise ConfigurationError(f"recall setting {name} must be >= 1{env}")
-        if self.vector_weight < 0:
-            raise ConfigurationError(f"recall setting vector_weight must be >= 0, got {self.vector_weight}")
-        for name in ("neighbours_before", "neighbours_after"):
-            if not 0 <= getattr(self, name) <= 5:
-                raise ConfigurationError(f"recall setting {name} must be within 0..5, got {getattr(self, name)}")
-        if not 0.0 <= self.trgm_threshold <= 1.0:
-            raise ConfigurationError(
-                "recall setting trgm_threshold must be within 0..1 (MEMORY_AGENT_RECALL_TRGM_THRESHOLD)"
-            )
 
 
 @dataclass

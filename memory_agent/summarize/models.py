@@ -28,10 +28,10 @@ def openai_chat_model(model: str | None = None, **options: Any) -> BaseChatModel
 
 
 def default_summary_model(settings: MemorySettings) -> BaseChatModel:
-    """ChatOpenAI(settings.memory_model) when an OpenAI key or base URL is set, else the offline summarizer."""
+    """ChatOpenAI(settings.memory.model) when an OpenAI key or base URL is set, else the offline summarizer."""
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         # Retries are ours, recorded on the memory row.
-        return openai_chat_model(settings.memory_model, timeout=settings.summary_timeout_s, max_retries=0)
+        return openai_chat_model(settings.memory.model, timeout=settings.summary.timeout_s, max_retries=0)
     from memory_agent.summarize.offline import OfflineSummaryModel
 
     logger.warning("No OPENAI_API_KEY or OPENAI_BASE_URL: using the offline summarizer (extractive, no network)")

@@ -84,7 +84,7 @@ class SummaryRunner(LongTermFollowUps):
                     async with self.backend.connection() as conn, conn.transaction():
                         user = await ledger_user(conn, {"tenant_id": log.tenant_id, "user_id": user_id})
                         await ledger.record_log(
-                            conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.llm_prices
+                            conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.guards.llm_prices
                         )
             except Exception as exc:  # the database may be away; the summary itself is done
                 logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
@@ -168,7 +168,7 @@ class SummaryRunner(LongTermFollowUps):
         (nothing written), the error text when a write failed (rolled back)."""
         user_id, tenant_id, memory_id = row["user_id"], row["tenant_id"], row["memory_id"]
         items, over_cap = result.items.within(row["start_sequence"], row["end_sequence"]).capped(
-            self.settings.summary_max_items
+            self.settings.summary.max_items
         )
         stored = items.model_dump(mode="json")
         dropped = list(result.dropped_items)
@@ -178,7 +178,7 @@ class SummaryRunner(LongTermFollowUps):
             logger.warning("Memory %s: %s items over the cap dropped", memory_id, over_cap)
             dropped.insert(
                 0,
-                f"{over_cap} items over the cap of {self.settings.summary_max_items} per version "
+                f"{over_cap} items over the cap of {self.settings.summary.max_items} per version "
                 "(MEMORY_AGENT_SUMMARY_MAX_ITEMS): the most important were kept",
             )
         if dropped:
@@ -188,7 +188,7 @@ class SummaryRunner(LongTermFollowUps):
         outcomes: list[long_term.RememberOutcome] = []
         now = self.clock()
         calls = list(log.calls)
-        remembering = self.settings.long_term and not items.is_empty()
+        remembering = self.settings.long_term.long_term and not items.is_empty()
         completing = {
             "user_id": user_id,
             "tenant_id": tenant_id,
@@ -205,7 +205,7 @@ class SummaryRunner(LongTermFollowUps):
             "finished_at": now,
         }
         try:
-            ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.llm_prices)
+            ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.guards.llm_prices)
             if not remembering:
                 # Nothing for the long-term tier: one statement (the version and its calls), no transaction.
                 if not await self.backend.complete_memory(None, calls=ledger_rows, **completing):
@@ -223,8 +223,8 @@ class SummaryRunner(LongTermFollowUps):
                         conversation_id=row["conversation_id"],
                         memory_id=memory_id,
                         now=now,
-                        project=self.settings.project,
-                        environment=self.settings.environment,
+                        project=self.settings.long_term.project,
+                        environment=self.settings.long_term.environment,
                     )
         except (psycopg.Error, InvalidInputError, long_term.LongTermWriteError) as exc:
             if isinstance(exc, psycopg.OperationalError):
@@ -248,8 +248,8 @@ class SummaryRunner(LongTermFollowUps):
         memory_id: int,
     ) -> SummaryResult:
         settings = self.settings
-        delay = settings.summary_retry_backoff_s
-        for attempt in range(1, settings.summary_max_attempts + 1):
+        delay = settings.summary.retry_backoff_s
+        for attempt in range(1, settings.summary.max_attempts + 1):
             try:
                 return await asyncio.wait_for(
                     self.agent.summarize(
@@ -259,14 +259,14 @@ class SummaryRunner(LongTermFollowUps):
                         window_start_seq=start_seq,
                         window_end_seq=end_seq,
                     ),
-                    timeout=settings.summary_timeout_s,
+                    timeout=settings.summary.timeout_s,
                 )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-                    exc = SummarizationError(f"Timeout: summarizer did not answer within {settings.summary_timeout_s}s")
-                if attempt == settings.summary_max_attempts:
+                    exc = SummarizationError(f"Timeout: summarizer did not answer within {settings.summary.timeout_s}s")
+                if attempt == settings.summary.max_attempts:
                     raise exc
                 logger.info("Memory %s: attempt %s failed (%s); retrying in %.1fs", memory_id, attempt, exc, delay)
                 await asyncio.sleep(delay)

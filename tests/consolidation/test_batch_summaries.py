@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRunner, run_batch_summaries
 from memory_agent.long_term import list_items, remember
+from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day
 from tests.long_term.conftest import items
 
-CONFIG = ConsolidationConfig(
-    nightly_enabled=False,
+CONFIG = MemorySettings(
+    consolidation_enabled=False,
     batch_summaries_enabled=True,
     min_age_days=7,
     max_memories_per_batch=4,
@@ -105,7 +106,7 @@ async def test_the_runner_runs_batch_summaries_when_due(conn, pool, database_url
     weekly = ConsolidationRunner(
         pool,
         CountingModel(),
-        ConsolidationConfig(nightly_enabled=False, batch_summaries_enabled=True, schedule="weekly"),
+        MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, batch_summaries_schedule="weekly"),
     )
     assert list(await weekly.run_due(day(11))) == [("batch_summaries", "acme", "alice")]
     assert query(database_url, "SELECT next_run FROM consolidation_schedules") == [(day(18),)]

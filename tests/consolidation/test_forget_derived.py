@@ -10,8 +10,9 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, with_memory
-from memory_agent.consolidation import ConsolidationConfig, ManualClock, run_batch_summaries, run_nightly
+from memory_agent.consolidation import ManualClock, run_batch_summaries, run_nightly
 from memory_agent.long_term import forget_item, remember
+from memory_agent.settings import MemorySettings
 from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day
@@ -20,8 +21,8 @@ from tests.long_term.test_forget import tables_holding
 from tests.long_term.test_summary_job import open_service  # noqa: F401 (fixture)
 from tests.support import EchoChat
 
-NIGHTLY = ConsolidationConfig()
-BATCHES = ConsolidationConfig(nightly_enabled=False, batch_summaries_enabled=True, min_age_days=1)
+NIGHTLY = MemorySettings(consolidation_enabled=True)
+BATCHES = MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, min_age_days=1)
 NOTE_COLUMNS = {
     "consolidation_notes.content",
     "consolidation_notes.consolidated",
@@ -130,8 +131,8 @@ async def test_the_retention_pass_keeps_what_its_batch_summary_stands_for(conn, 
     await write_decisions(conn, 3)
     await run_nightly(conn, "default", "ana", day(8, 6), model=CountingModel(), config=NIGHTLY)
     notes = query(database_url, "SELECT note_id FROM consolidation_notes ORDER BY note_id")
-    config = ConsolidationConfig(
-        nightly_enabled=False, batch_summaries_enabled=True, min_age_days=1, keep_original_days=2
+    config = MemorySettings(
+        consolidation_enabled=False, batch_summaries_enabled=True, min_age_days=1, keep_original_days=2
     )
     report = await run_batch_summaries(conn, "default", "ana", day(8, 6), model=CountingModel(), config=config)
     assert len(report.summaries) == 1 and len(report.forgotten) == 3

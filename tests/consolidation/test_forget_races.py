@@ -12,7 +12,6 @@ from langchain_core.outputs import ChatResult
 from pydantic import PrivateAttr
 
 from memory_agent.consolidation import (
-    ConsolidationConfig,
     OfflineConsolidationModel,
     Period,
     consolidate_period,
@@ -20,12 +19,13 @@ from memory_agent.consolidation import (
     run_nightly,
 )
 from memory_agent.long_term import Cluster, forget_item, forget_user, refresh_cluster, remember
+from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
 from tests.long_term.conftest import items
 from tests.long_term.test_forget import tables_holding
 
-CONFIG = ConsolidationConfig()
+CONFIG = MemorySettings(consolidation_enabled=True)
 
 
 class SlowCountingModel(CountingModel):
@@ -114,7 +114,7 @@ async def test_a_batch_summary_answered_after_forget_user_is_not_written(conn, c
     for n in range(3):
         await write_secret(conn, canary, n)
     model = HeldModel()
-    config = ConsolidationConfig(nightly_enabled=False, batch_summaries_enabled=True, min_age_days=1)
+    config = MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, min_age_days=1)
     report = await answered_after(
         forget_user(await connect(), "acme", "ana"),
         run_batch_summaries(conn, "acme", "ana", day(8), model=model, config=config),

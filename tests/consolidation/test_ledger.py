@@ -12,13 +12,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import ledger, with_memory
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRunner, run_batch_summaries
 from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
-from memory_agent.guard_settings import ModelPrice
 from memory_agent.long_term import offline_cluster_summarizer, refresh_clusters, remember, touched_clusters
 from memory_agent.long_term.recall import RecallSettings
+from memory_agent.settings import MemorySettings, ModelPrice
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
@@ -39,7 +39,7 @@ async def test_every_consolidation_call_is_recorded_with_its_cost(conn, pool, da
     model = CountingModel()
     for n in range(7):
         await write_day(conn, "alice", n)
-    runner = ConsolidationRunner(pool, model, ConsolidationConfig(prices=PRICES))
+    runner = ConsolidationRunner(pool, model, MemorySettings(consolidation_enabled=True, llm_prices=PRICES))
     await runner.run_due(day(7, 5))  # 7 dailies and the weekly of June 7
     rows = query(database_url, CALLS)
     assert len(rows) == len(model.calls) == 8
@@ -58,7 +58,7 @@ async def test_every_consolidation_call_is_recorded_with_its_cost(conn, pool, da
 async def test_a_model_missing_from_the_price_table_costs_nothing_but_its_tokens_count(conn, database_url):
     for n in range(3):
         await write_day(conn, "alice", n)
-    config = ConsolidationConfig(min_age_days=0, max_memories_per_batch=50)  # no price table
+    config = MemorySettings(consolidation_enabled=True, min_age_days=0, max_memories_per_batch=50)  # no price table
     report = await run_batch_summaries(conn, "acme", "alice", day(5), model=CountingModel(), config=config)
     assert len(report.summaries) == 1
     ((purpose, name, input_tokens, output_tokens, cost, priced),) = query(database_url, CALLS)
@@ -175,7 +175,7 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     )
     assert await runner.refresh_pending() == 1
     # Over the ceiling, the safety net writes no summary.
-    runner.settings = runner.settings.model_copy(update={"monthly_cost_ceiling": 0.0})
+    runner.settings = runner.settings.replace(monthly_cost_ceiling=0.0)
     await remember(
         conn,
         tenant_id="acme",

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory_agent.consolidation import ConsolidationConfig, OfflineConsolidationModel
+from memory_agent.consolidation import OfflineConsolidationModel
 from memory_agent.consolidation.nightly import run_nightly
 from memory_agent.consolidation.parts import split_material
 from memory_agent.consolidation.periods import utc_day
 from memory_agent.long_term import remember
+from memory_agent.settings import MemorySettings
 from memory_agent.summarize.models import openai_chat_model
 from tests.conftest import query
 from tests.consolidation.conftest import day
@@ -37,7 +38,9 @@ async def test_a_day_over_the_models_context_is_consolidated_in_parts(conn, fake
     )
     fake_openai.max_prompt_chars = 12_000
     model = openai_chat_model("fake-small-context", max_retries=0, timeout=30)
-    config = ConsolidationConfig(max_input_tokens=2_500)  # ~10,000 characters a prompt
+    config = MemorySettings(
+        consolidation_enabled=True, consolidation_max_input_tokens=2_500
+    )  # ~10,000 characters a prompt
     report = await run_nightly(conn, "acme", "alice", day(1, 5), model=model, config=config)
 
     assert [o.status for o in report.outcomes] == ["complete"]
@@ -76,7 +79,7 @@ async def test_a_consolidation_answer_with_nul_or_lone_surrogates_is_stored_clea
         now=day(0, 12),
     )
     report = await run_nightly(
-        conn, "acme", "alice", day(1, 5), model=HostileConsolidator(), config=ConsolidationConfig()
+        conn, "acme", "alice", day(1, 5), model=HostileConsolidator(), config=MemorySettings(consolidation_enabled=True)
     )
     assert [o.status for o in report.outcomes] == ["complete"]
     ((consolidated, key_insights),) = query(database_url, "SELECT consolidated, key_insights FROM consolidation_notes")

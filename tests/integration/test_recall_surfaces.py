@@ -18,10 +18,11 @@ from langgraph.graph import END, START, StateGraph
 from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from memory_agent import MemoryStore, with_memory
-from memory_agent.consolidation import ConsolidationConfig, OfflineConsolidationModel, run_batch_summaries
+from memory_agent.consolidation import OfflineConsolidationModel, run_batch_summaries
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term import remember
 from memory_agent.long_term.store_rows import derived_item_key
+from memory_agent.settings import MemorySettings
 from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.integration.test_store_graph import ScriptModel, call
@@ -117,7 +118,7 @@ async def test_langmem_search_tool_finds_extracted_items_beside_store_rows(open_
 
 async def old_batch(memory: Any) -> int:
     """Two old items of ana's summarized in a batch, then forgotten by the retention pass; the summary's id."""
-    config = ConsolidationConfig(nightly_enabled=False, batch_summaries_enabled=True, keep_original_days=30)
+    config = MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, keep_original_days=30)
 
     async def run() -> int:
         async with memory.backend.pool.connection() as conn:

@@ -6,13 +6,14 @@ Batch summaries are written by the consolidation job itself (run_batch_summaries
 
 from __future__ import annotations
 
-from memory_agent.consolidation import ConsolidationConfig, OfflineConsolidationModel, run_batch_summaries
+from memory_agent.consolidation import OfflineConsolidationModel, run_batch_summaries
 from memory_agent.long_term import remember
 from memory_agent.long_term.recall import recall
+from memory_agent.settings import MemorySettings
 from tests.long_term.conftest import at, conn, connect, items  # noqa: F401 (fixtures)
 
-CONFIG = ConsolidationConfig(
-    nightly_enabled=False,
+CONFIG = MemorySettings(
+    consolidation_enabled=False,
     batch_summaries_enabled=True,
     min_age_days=7,
     max_memories_per_batch=10,
