@@ -61,8 +61,10 @@ class MemorySettings(BaseModel):
         super().__init__(**build_groups(values))
 
     def replace(self, **values: Any) -> MemorySettings:
-        """These settings with some changed (by variable name without the prefix, or whole groups)."""
-        return MemorySettings(**{name: getattr(self, name) for name in groups()}, **values)
+        """These settings with some changed (by name, as MemorySettings takes them), checked as when built."""
+        given, lines = route(values)
+        merged = {group: {**getattr(self, group).model_dump(), **changes} for group, changes in given.items()}
+        return MemorySettings(**merged, **dict.fromkeys(lines))
 
     @property
     def gap_message_cap(self) -> int:
@@ -85,26 +87,34 @@ def argument_names() -> dict[str, tuple[str, str]]:
     return names
 
 
-def build_groups(values: dict[str, Any]) -> dict[str, SettingsGroup]:
-    """Every group, from the arguments given (settings by name, or whole groups as objects or dicts) and the
-    environment; the problems of every group are reported together."""
+def route(values: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The arguments each group is given (settings by name, or whole groups as objects or dicts), and the
+    arguments that are no setting."""
     names = argument_names()
     given: dict[str, dict[str, Any]] = {group: {} for group in groups()}
-    lines = []
+    unknown = []
     for name, value in values.items():
         whole = value.model_dump(exclude_unset=True) if isinstance(value, SettingsGroup) else value
         if name in given and (isinstance(whole, dict) or name.lower() not in names):  # `recall=False` is a setting
-            if not isinstance(whole, dict):
-                lines.append(f"{name}: expected {groups()[name].__name__} or a dict, got {type(value).__name__}")
-                continue
-            given[name] = {**whole, **given[name]}
+            given[name] = {**whole, **given[name]} if isinstance(whole, dict) else {"": whole}
         elif name.lower() in names:
             group, field = names[name.lower()]
             given[group][field] = value
         else:
-            lines.append(f"{name}: not a memory_agent setting")
+            unknown.append(name)
+    return given, unknown
+
+
+def build_groups(values: dict[str, Any]) -> dict[str, SettingsGroup]:
+    """Every group, from the arguments given and the environment; the problems of every group are reported
+    together."""
+    given, unknown = route(values)
+    lines = [f"{name}: not a memory_agent setting" for name in unknown]
     built = {}
     for group, cls in groups().items():
+        if "" in given[group]:
+            lines.append(f"{group}: expected {cls.__name__} or a dict, got {type(given[group]['']).__name__}")
+            continue
         try:
             built[group] = cls(**given[group])
         except ConfigurationError as exc:
