@@ -7,11 +7,12 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memory_agent.db.keys import ConversationKey
 from memory_agent.db.named import NamedQueries, Row
 from memory_agent.errors import (
     ConversationOwnerError,
@@ -41,13 +42,20 @@ def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str,
     }
 
 
-def round_json(
-    roles: Sequence[str], contents: Sequence[str], messages: Sequence[str], produced: tuple[int, int] | None = None
-) -> str:
+class StoredRound(NamedTuple):
+    """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order."""
+
+    roles: Sequence[str]
+    contents: Sequence[str]
+    messages: Sequence[str]
+
+
+def round_json(stored: StoredRound, produced: tuple[int, int] | None = None) -> str:
     """end_round's `round`: a JSON array of {role, content, message}, built from serialize_round's output. The
     message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. `produced`
     (first position, last sequence stored at round start): those messages carry "after", so only a copy stored
     after the round started (the same round stored twice) keeps them from being stored."""
+    roles, contents, messages = stored
     first, after = produced if produced is not None else (len(messages), -1)
     items = (
         f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'
@@ -101,21 +109,14 @@ class RoundQueries(NamedQueries):
         return await self._lease_taken(row, params)
 
     async def begin_round(
-        self,
-        conversation_id: str,
-        holder: str,
-        lease_s: float,
-        message_ids: Sequence[str],
-        max_gap: int,
-        *,
-        tenant_id: str,
-        user_id: str,
+        self, key: ConversationKey, holder: str, lease_s: float, message_ids: Sequence[str], max_gap: int
     ) -> list[Row] | None:
         """Round start in one statement (the SQL function begin_round): take the lease (acquire_round_lease),
         then read memory + gap (load_context) in a statement of its own, so the read sees every round that gave
         the lease back. None while another round holds the lease; ConversationOwnerError as
         acquire_round_lease."""
-        params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
+        conversation_id, user_id = key.conversation_id, key.user_id
+        params = _lease_params(conversation_id, holder, lease_s, key.tenant_id, user_id)
         async with self.connection() as conn:
             cursor = await conn.execute(
                 self._queries["begin_round"],
@@ -169,13 +170,9 @@ class RoundQueries(NamedQueries):
     async def end_round(
         self,
         conn: psycopg.AsyncConnection[Row],
-        conversation_id: str,
-        roles: Sequence[str],
-        contents: Sequence[str],
-        messages: Sequence[str],
+        key: ConversationKey,
+        stored: StoredRound,
         *,
-        tenant_id: str,
-        user_id: str,
         holder: str | None,
         window: int,
         produced: tuple[int, int] | None = None,
@@ -185,12 +182,13 @@ class RoundQueries(NamedQueries):
         when every one of them was) and read the trigger rule's state after them (over the last `window`
         messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `produced`: see
         round_json."""
+        conversation_id = key.conversation_id
         params = {
-            "tenant_id": tenant_id,
-            "user_id": user_id,
+            "tenant_id": key.tenant_id,
+            "user_id": key.user_id,
             "conversation_id": conversation_id,
             "holder": holder,
-            "round": round_json(roles, contents, messages, produced),
+            "round": round_json(stored, produced),
             "window": window,
         }
         cursor = await conn.execute(self._queries["end_round"], params, prepare=True)
@@ -247,19 +245,17 @@ class RoundQueries(NamedQueries):
         self,
         conn: psycopg.AsyncConnection[Row],
         saved: RoundSaved,
+        key: ConversationKey,
         *,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
         prices: dict[str, Any],
         app_model: str | None,
         now: datetime,
     ) -> None:
         """The cost ledger's 'app' rows: one per answer of the round that reports its usage (memory_agent/ledger.py)."""
         params = {
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "conversation_id": conversation_id,
+            "tenant_id": key.tenant_id,
+            "user_id": key.user_id,
+            "conversation_id": key.conversation_id,
             "first_sequence": saved.first_sequence,
             "last_sequence": saved.last_sequence,
             "prices": Jsonb(prices),
