@@ -26,7 +26,7 @@ from memory_agent.api.deps import (
     on_pool,
     user_known,
 )
-from memory_agent.consolidation import default_consolidation_model, list_notes
+from memory_agent.consolidation import ConsolidationRun, default_consolidation_model, list_notes
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.periods import PeriodName
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
@@ -72,7 +72,7 @@ async def summarize(body: SummarizeRequest, tenant: Tenant, request: Request) ->
         if not await user_known(conn, tenant, user_id):
             return None
         return await summarize_latest(
-            conn, tenant, user_id, body.period, now, model=model, config=config, force=body.force
+            conn, tenant, user_id, body.period, now, run=ConsolidationRun(model, config, force=body.force)
         )
 
     try:

@@ -19,6 +19,7 @@ from memory_agent.consolidation import (
     system_clock,
 )
 from memory_agent.consolidation.periods import PERIODS
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import MemoryAgentError
@@ -79,7 +80,9 @@ def consolidate(
 
     async def run_one(pool: Any) -> SummarizeResult:
         async with pool.connection() as conn:
-            return await summarize_latest(conn, tenant, user, period, now, model=model, config=config, force=force)
+            return await summarize_latest(
+                conn, tenant, user, period, now, run=ConsolidationRun(model, config, force=force)
+            )
 
     result = _with_pool(run_one).model_dump(mode="json")
     if as_json:

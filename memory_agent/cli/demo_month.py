@@ -18,6 +18,7 @@ from rich.table import Table
 
 from memory_agent.cli.demo import ScriptedChatModel, _chat_graph
 from memory_agent.consolidation import (
+    ConsolidationRun,
     ManualClock,
     OfflineConsolidationModel,
     consolidate_period,
@@ -89,7 +90,7 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
                 await _chat(memory, app, day, text)
             now = clock.set(at(day + 1, 5))
             async with memory.backend.pool.connection() as conn:
-                report = await run_nightly(conn, TENANT, USER, now, model=model, config=config)
+                report = await run_nightly(conn, TENANT, USER, now, run=ConsolidationRun(model, config))
             written = {period: report.written(period) for period in PERIODS}
             for period, count in written.items():
                 totals[period] += count
@@ -130,7 +131,7 @@ async def _print_rollups(conn: Any, console: Console) -> None:
 async def _rerun(conn: Any, console: Console, now: datetime, days: int, model: Any, config: MemorySettings) -> None:
     """The last night again, and the night of a rollup's day again: every note exists, nothing is written."""
     before = await _snapshot(conn)
-    again = await run_nightly(conn, TENANT, USER, now, model=model, config=config)
+    again = await run_nightly(conn, TENANT, USER, now, run=ConsolidationRun(model, config))
     first = START.date()
     covered = next(
         (first + timedelta(days=d) for d in reversed(range(days)) if rollups_due_after(first + timedelta(days=d))),
@@ -138,7 +139,7 @@ async def _rerun(conn: Any, console: Console, now: datetime, days: int, model: A
     )
     periods = [Period("daily", covered, covered), *rollups_due_after(covered)]
     statuses = [
-        (await consolidate_period(conn, TENANT, USER, period, now, model=model, config=config)).status
+        (await consolidate_period(conn, TENANT, USER, period, now, run=ConsolidationRun(model, config))).status
         for period in periods
     ]
     unchanged = await _snapshot(conn) == before

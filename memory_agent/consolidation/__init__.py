@@ -26,12 +26,14 @@ from memory_agent.consolidation.model import (
 from memory_agent.consolidation.nightly import NightlyReport, PeriodOutcome, consolidate_period, run_nightly
 from memory_agent.consolidation.periods import Period, latest_period, rollups_due_after
 from memory_agent.consolidation.reads import list_notes, search_key_insights
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.schedule import ConsolidationRunner, register_tasks
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 
 __all__ = [
     "BatchReport",
     "Clock",
+    "ConsolidationRun",
     "ConsolidationRunner",
     "Insight",
     "ManualClock",

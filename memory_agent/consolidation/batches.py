@@ -15,12 +15,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
-from langchain_core.language_models import BaseChatModel
 
 from memory_agent.consolidation.clock import check_aware
-from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, call_within_budget
+from memory_agent.consolidation.guards import OVER_BUDGET, call_within_budget
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, ModelCall
 from memory_agent.consolidation.nightly import FORGOTTEN
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.long_term import forget_item
 from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
@@ -42,13 +42,12 @@ async def run_batch_summaries(
     user_id: str,
     now: datetime,
     *,
-    model: BaseChatModel,
-    config: MemorySettings,
-    cap: SummaryJobCap | None = None,
+    run: ConsolidationRun,
 ) -> BatchReport:
     """Summarize every due batch of the user, then run the TTL pass and schedule the next run (not when a guard
     stopped the summaries: the user stays due)."""
     check_identity(tenant_id, user_id)
+    model, config, cap = run.model, run.settings, run.cap
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     report = BatchReport()

@@ -38,6 +38,7 @@ from memory_agent.consolidation.periods import (
     rollups_due_after,
     utc_day,
 )
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 from memory_agent.settings import MemorySettings
@@ -75,13 +76,12 @@ async def run_nightly(
     user_id: str,
     now: datetime,
     *,
-    model: BaseChatModel,
-    config: MemorySettings,
-    cap: SummaryJobCap | None = None,
+    run: ConsolidationRun,
 ) -> NightlyReport:
     """Consolidate every day of the user not yet covered, up to yesterday (UTC) at `now`; a guard that stops a
     period (`cap`, the cost ceiling) ends the run there, the day not covered, the user still due."""
     check_identity(tenant_id, user_id)
+    model, config, cap = run.model, run.settings, run.cap
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     state = await fetch_one(conn, "consolidation_schedule", {**scope, "job": NIGHTLY})
@@ -148,10 +148,7 @@ async def consolidate_period(
     period: Period,
     now: datetime,
     *,
-    model: BaseChatModel,
-    config: MemorySettings,
-    force: bool = False,
-    cap: SummaryJobCap | None = None,
+    run: ConsolidationRun,
 ) -> PeriodOutcome:
     """Write the note of one period from its material (one model call, or parts within the model's budget:
     parts.py), unless it exists and `force` is off. The note is claimed first: a second run of the same note
@@ -159,7 +156,7 @@ async def consolidate_period(
     check_identity(tenant_id, user_id)
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
-    return await _claimed_period(conn, scope, period, now, _Job(model, config, force, cap, None))
+    return await _claimed_period(conn, scope, period, now, _Job(run.model, run.settings, run.force, run.cap, None))
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, open_tenant, over_budget, tenant_slot
 from memory_agent.consolidation.nightly import NIGHTLY, run_nightly
 from memory_agent.consolidation.periods import cron_for
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import fetch
 from memory_agent.settings import MemorySettings
@@ -76,13 +77,17 @@ class ConsolidationRunner:
             if stopped is not None:
                 return stopped
             if job == NIGHTLY:
-                nightly = await run_nightly(conn, tenant_id, user_id, now, model=self.model, config=config, cap=cap)
+                nightly = await run_nightly(
+                    conn, tenant_id, user_id, now, run=ConsolidationRun(self.model, config, cap=cap)
+                )
                 line = (
                     f"{len(nightly.days)} days: {nightly.written('daily')} daily, {nightly.written('weekly')} "
                     f"weekly, {nightly.written('monthly')} monthly, {len(nightly.compacted)} compacted"
                 )
                 return line + (f", stopped: {nightly.stopped}" if nightly.stopped else "")
-            batches = await run_batch_summaries(conn, tenant_id, user_id, now, model=self.model, config=config, cap=cap)
+            batches = await run_batch_summaries(
+                conn, tenant_id, user_id, now, run=ConsolidationRun(self.model, config, cap=cap)
+            )
             line = f"{len(batches.summaries)} batch summaries, {len(batches.forgotten)} originals forgotten"
             return line + (f", stopped: {batches.stopped}" if batches.stopped else "")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from memory_agent.consolidation import ConsolidationRunner, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
 from memory_agent.long_term import list_items, remember
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
@@ -50,7 +50,7 @@ async def test_batches_oldest_first_then_ttl(conn, pool, database_url):
     model = CountingModel()
 
     # Day 12: items older than day 5 — days 0..4 of the default project, day 2 of "other".
-    report = await run_batch_summaries(conn, "acme", "alice", day(12), model=model, config=CONFIG)
+    report = await run_batch_summaries(conn, "acme", "alice", day(12), run=ConsolidationRun(model, CONFIG))
     assert len(report.summaries) == 3 and len(model.calls) == 3
     assert summaries(database_url) == [
         ("", ids[0:4], day(0, 12), day(3, 12)),
@@ -58,17 +58,17 @@ async def test_batches_oldest_first_then_ttl(conn, pool, database_url):
         ("other", [other], day(2, 12), day(2, 12)),
     ]
     # Nothing new: no call, no row.
-    again = await run_batch_summaries(conn, "acme", "alice", day(12), model=model, config=CONFIG)
+    again = await run_batch_summaries(conn, "acme", "alice", day(12), run=ConsolidationRun(model, CONFIG))
     assert again.summaries == [] and len(model.calls) == 3
 
     # Day 20: days 5..9 in two batches; every original still there (keep_original_days not reached).
-    await run_batch_summaries(conn, "acme", "alice", day(20), model=model, config=CONFIG)
+    await run_batch_summaries(conn, "acme", "alice", day(20), run=ConsolidationRun(model, CONFIG))
     assert [row[1] for row in summaries(database_url)[3:]] == [ids[5:9], ids[9:10]]
     assert query(database_url, "SELECT count(*) FROM items") == [(11,)]
 
     # Day 40: originals older than day 10 are forgotten with their lineage; a newer item is summarized, kept.
     await write_decision(conn, 30)
-    report = await run_batch_summaries(conn, "acme", "alice", day(40), model=model, config=CONFIG)
+    report = await run_batch_summaries(conn, "acme", "alice", day(40), run=ConsolidationRun(model, CONFIG))
     assert sorted(report.forgotten) == sorted([*ids, other])
     remaining = await list_items(conn, "acme", "alice")
     assert [item.content for item in remaining] == ["Decided to ship step 30"]
@@ -88,8 +88,8 @@ async def test_two_runs_racing_summarize_each_item_once(connect, database_url):
         await write_decision(first, n)
     model = CountingModel()
     await asyncio.gather(
-        run_batch_summaries(first, "acme", "alice", day(30), model=model, config=CONFIG),
-        run_batch_summaries(second, "acme", "alice", day(30), model=model, config=CONFIG),
+        run_batch_summaries(first, "acme", "alice", day(30), run=ConsolidationRun(model, CONFIG)),
+        run_batch_summaries(second, "acme", "alice", day(30), run=ConsolidationRun(model, CONFIG)),
     )
     summarized = [i for (ids,) in query(database_url, "SELECT summarized_ids FROM batch_summaries") for i in ids]
     assert sorted(summarized) == sorted(set(summarized)) and len(summarized) == 9

@@ -6,7 +6,7 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from memory_agent import ledger, with_memory
-from memory_agent.consolidation import ManualClock, run_nightly
+from memory_agent.consolidation import ConsolidationRun, ManualClock, run_nightly
 from memory_agent.settings import MemorySettings, ModelPrice
 from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
@@ -24,7 +24,11 @@ async def test_a_days_daily_note_holds_that_days_conversation_memory(open_servic
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT status, finished_at FROM memory") == [("completed", day(0, 9))]
     report = await run_nightly(
-        conn, "default", "ana", day(1, 6), model=CountingModel(), config=MemorySettings(consolidation_enabled=True)
+        conn,
+        "default",
+        "ana",
+        day(1, 6),
+        run=ConsolidationRun(CountingModel(), MemorySettings(consolidation_enabled=True)),
     )
     assert [o.status for o in report.outcomes] == ["complete"]
     ((content,),) = query(database_url, "SELECT content FROM consolidation_notes")

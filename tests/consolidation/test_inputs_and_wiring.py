@@ -15,6 +15,7 @@ from memory_agent.consolidation import (
     run_nightly,
 )
 from memory_agent.consolidation.periods import cron_for, next_tick
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.schedule import TICK_TASK, USER_TASK
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.jobs.base import SummaryJobs
@@ -37,7 +38,7 @@ async def test_a_days_conversation_memory_is_daily_material(open_memory, conn, d
     execute(database_url, "UPDATE memory SET finished_at = %s", [day(0, 10)])
     model = CountingModel()
     report = await run_nightly(
-        conn, "default", "alice", day(1, 5), model=model, config=MemorySettings(consolidation_enabled=True)
+        conn, "default", "alice", day(1, 5), run=ConsolidationRun(model, MemorySettings(consolidation_enabled=True))
     )
     assert report.written("daily") == 1 and len(model.calls) == 1
     ((content, consolidated),) = query(database_url, "SELECT content, notes_consolidated FROM consolidation_notes")
@@ -84,7 +85,7 @@ def test_settings_and_inputs_are_checked():
 async def test_bad_identity_writes_nothing(conn, pool, database_url):
     with pytest.raises(InvalidInputError, match="user_id"):
         await run_nightly(
-            conn, "acme", "", day(1), model=CountingModel(), config=MemorySettings(consolidation_enabled=True)
+            conn, "acme", "", day(1), run=ConsolidationRun(CountingModel(), MemorySettings(consolidation_enabled=True))
         )
     with pytest.raises(InvalidInputError, match="timezone-aware"):
         await ConsolidationRunner(pool, CountingModel(), MemorySettings(consolidation_enabled=True)).run_due(

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import ledger, with_memory
-from memory_agent.consolidation import ConsolidationRunner, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
 from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
@@ -59,7 +59,7 @@ async def test_a_model_missing_from_the_price_table_costs_nothing_but_its_tokens
     for n in range(3):
         await write_day(conn, "alice", n)
     config = MemorySettings(consolidation_enabled=True, min_age_days=0, max_memories_per_batch=50)  # no price table
-    report = await run_batch_summaries(conn, "acme", "alice", day(5), model=CountingModel(), config=config)
+    report = await run_batch_summaries(conn, "acme", "alice", day(5), run=ConsolidationRun(CountingModel(), config))
     assert len(report.summaries) == 1
     ((purpose, name, input_tokens, output_tokens, cost, priced),) = query(database_url, CALLS)
     assert (purpose, name, cost, priced) == ("batch_summary", "offline-consolidator", 0, False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory_agent.consolidation import OfflineConsolidationModel
+from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationModel
 from memory_agent.consolidation.nightly import run_nightly
 from memory_agent.consolidation.parts import split_material
 from memory_agent.consolidation.periods import utc_day
@@ -41,7 +41,7 @@ async def test_a_day_over_the_models_context_is_consolidated_in_parts(conn, fake
     config = MemorySettings(
         consolidation_enabled=True, consolidation_max_input_tokens=2_500
     )  # ~10,000 characters a prompt
-    report = await run_nightly(conn, "acme", "alice", day(1, 5), model=model, config=config)
+    report = await run_nightly(conn, "acme", "alice", day(1, 5), run=ConsolidationRun(model, config))
 
     assert [o.status for o in report.outcomes] == ["complete"]
     prompts = fake_openai.structured_requests()
@@ -79,7 +79,11 @@ async def test_a_consolidation_answer_with_nul_or_lone_surrogates_is_stored_clea
         now=day(0, 12),
     )
     report = await run_nightly(
-        conn, "acme", "alice", day(1, 5), model=HostileConsolidator(), config=MemorySettings(consolidation_enabled=True)
+        conn,
+        "acme",
+        "alice",
+        day(1, 5),
+        run=ConsolidationRun(HostileConsolidator(), MemorySettings(consolidation_enabled=True)),
     )
     assert [o.status for o in report.outcomes] == ["complete"]
     ((consolidated, key_insights),) = query(database_url, "SELECT consolidated, key_insights FROM consolidation_notes")

@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from memory_agent import MemoryStore, with_memory
-from memory_agent.consolidation import OfflineConsolidationModel, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationModel, run_batch_summaries
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term import remember
 from memory_agent.long_term.store_rows import derived_item_key
@@ -133,7 +133,7 @@ async def old_batch(memory: Any) -> int:
                     now=at(n),
                 )
             report = await run_batch_summaries(
-                conn, "default", "ana", at(60), model=OfflineConsolidationModel(), config=config
+                conn, "default", "ana", at(60), run=ConsolidationRun(OfflineConsolidationModel(), config)
             )
         assert len(report.forgotten) == 2
         (summary_id,) = report.summaries

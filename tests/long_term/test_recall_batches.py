@@ -6,7 +6,7 @@ Batch summaries are written by the consolidation job itself (run_batch_summaries
 
 from __future__ import annotations
 
-from memory_agent.consolidation import OfflineConsolidationModel, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationModel, run_batch_summaries
 from memory_agent.long_term import remember
 from memory_agent.long_term.recall import recall
 from memory_agent.settings import MemorySettings
@@ -46,7 +46,9 @@ async def test_a_batch_summary_is_recalled_after_its_originals_are_forgotten(con
 
     # Day 10: summarized, originals kept (keep_original_days not reached): both found, the summary with the
     # summarized items' ids and their source turns.
-    report = await run_batch_summaries(conn, TENANT, USER, at(10), model=OfflineConsolidationModel(), config=CONFIG)
+    report = await run_batch_summaries(
+        conn, TENANT, USER, at(10), run=ConsolidationRun(OfflineConsolidationModel(), CONFIG)
+    )
     (summary_id,) = report.summaries
     found = await recall(conn, tenant_id=TENANT, user_id=USER, query="Which ryokan in Kyoto did I book?")
     (batch,) = batch_hits(found)
@@ -58,7 +60,9 @@ async def test_a_batch_summary_is_recalled_after_its_originals_are_forgotten(con
     assert batch.provenance()["batch_summary_id"] == summary_id and batch.provenance()["is_summary"] is True
 
     # Day 40: the retention pass forgot the originals; the summary is what recall returns, its ids kept.
-    report = await run_batch_summaries(conn, TENANT, USER, at(40), model=OfflineConsolidationModel(), config=CONFIG)
+    report = await run_batch_summaries(
+        conn, TENANT, USER, at(40), run=ConsolidationRun(OfflineConsolidationModel(), CONFIG)
+    )
     assert sorted(report.forgotten) == sorted(originals)
     found = await recall(conn, tenant_id=TENANT, user_id=USER, query="Which ryokan in Kyoto did I book?")
     assert [hit.kind for hit in found.results] == ["summary"]
@@ -76,7 +80,7 @@ async def test_a_batch_summary_is_recalled_after_its_originals_are_forgotten(con
 async def test_batch_summaries_are_found_by_trigrams_and_cjk_bigrams(conn):
     await remember_old(conn, 0, "决定四月去京都住旅馆")
     await remember_old(conn, 1, "Decided on the Shinkansen pass")
-    await run_batch_summaries(conn, TENANT, USER, at(40), model=OfflineConsolidationModel(), config=CONFIG)
+    await run_batch_summaries(conn, TENANT, USER, at(40), run=ConsolidationRun(OfflineConsolidationModel(), CONFIG))
     assert [hit.kind for hit in (await recall(conn, tenant_id=TENANT, user_id=USER, query="京都")).results] == [
         "summary"
     ]
