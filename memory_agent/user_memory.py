@@ -69,7 +69,7 @@ class UserMemory:
 
         async def read() -> list[long_term.LongTermItem]:
             async with self.backend.connection() as conn, long_term.tenant_transaction(conn, tenant):
-                return await long_term.list_items(conn, tenant, user, as_of=as_of)
+                return await long_term.list_items(conn, tenant, user, where=long_term.ItemFilter(as_of=as_of))
 
         with tenant_scope(tenant):
             return await self.loop.arun(read())

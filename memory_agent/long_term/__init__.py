@@ -25,8 +25,8 @@ from memory_agent.long_term.embeddings import (
     index_pending,
 )
 from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
-from memory_agent.long_term.reads import ItemSource, LongTermItem, item_history, list_items
-from memory_agent.long_term.scope import Cluster
+from memory_agent.long_term.reads import ItemFilter, ItemSource, LongTermItem, item_history, list_items
+from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope
 from memory_agent.long_term.store import MemoryStore
 from memory_agent.long_term.tenancy import set_tenant, tenant_transaction
 from memory_agent.long_term.writer import DONE_PREFIX, LongTermWriteError, RememberOutcome, remember
@@ -39,6 +39,9 @@ __all__ = [
     "ClusterOutcome",
     "ForgetReport",
     "HashingEmbeddings",
+    "ItemFilter",
+    "ItemOrigin",
+    "ItemScope",
     "ItemSource",
     "LongTermItem",
     "LongTermWriteError",

@@ -217,14 +217,15 @@ class SummaryRunner(LongTermFollowUps):
                         return False
                     outcomes = await long_term.remember(
                         conn,
-                        tenant_id=tenant_id,
-                        user_id=user_id,
+                        scope=long_term.ItemScope(
+                            tenant_id=tenant_id,
+                            user_id=user_id,
+                            project=self.settings.long_term.project,
+                            environment=self.settings.long_term.environment,
+                        ),
+                        source=long_term.ItemOrigin(conversation_id=row["conversation_id"], memory_id=memory_id),
                         items=items,
-                        conversation_id=row["conversation_id"],
-                        memory_id=memory_id,
                         now=now,
-                        project=self.settings.long_term.project,
-                        environment=self.settings.long_term.environment,
                     )
         except (psycopg.Error, InvalidInputError, long_term.LongTermWriteError) as exc:
             if isinstance(exc, psycopg.OperationalError):

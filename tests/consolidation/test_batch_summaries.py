@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
-from memory_agent.long_term import list_items, remember
+from memory_agent.long_term import ItemOrigin, ItemScope, list_items, remember
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day
@@ -24,13 +24,10 @@ CONFIG = MemorySettings(
 async def write_decision(conn, n: int, project: str = "") -> None:
     await remember(
         conn,
-        tenant_id="acme",
-        user_id="alice",
+        scope=ItemScope(tenant_id="acme", user_id="alice", project=project),
+        source=ItemOrigin(conversation_id=f"c{n}", memory_id=None),
         items=items(decisions=[(f"step_{n}", f"Decided to ship step {n}")]),
-        conversation_id=f"c{n}",
-        memory_id=None,
         now=day(n, 12),
-        project=project,
     )
 
 

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, with_memory
 from memory_agent.consolidation import ConsolidationRun, ManualClock, run_batch_summaries, run_nightly
-from memory_agent.long_term import forget_item, remember
+from memory_agent.long_term import ItemOrigin, ItemScope, forget_item, remember
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import execute, query
@@ -43,11 +43,9 @@ async def write_decisions(conn: Any, days: int) -> None:
     for n in range(days):
         await remember(
             conn,
-            tenant_id="default",
-            user_id="ana",
+            scope=ItemScope(tenant_id="default", user_id="ana"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
             items=items(decisions=[(f"step_{n}", f"Decided to ship step {n}")]),
-            conversation_id=None,
-            memory_id=None,
             now=day(n, 12),
         )
 
@@ -96,16 +94,14 @@ async def test_forget_item_erases_the_notes_and_batch_summaries_made_from_it(ope
     for n, other in enumerate(["Lisbon", "Porto", "Faro", "Braga"]):  # 4 statements of the fact, one a day
         await remember(
             conn,
-            tenant_id="default",
-            user_id="ana",
+            scope=ItemScope(tenant_id="default", user_id="ana"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
             items=items(
                 facts=[
                     ("allergies", f"The user is allergic to {canary}", {"single_valued": False}),
                     (f"visit_{n}", f"The user visited {other}"),
                 ]
             ),
-            conversation_id=None,
-            memory_id=None,
             now=day(n, 12),
         )
     await consolidate(conn, 8)

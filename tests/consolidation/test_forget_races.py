@@ -19,7 +19,7 @@ from memory_agent.consolidation import (
     run_batch_summaries,
     run_nightly,
 )
-from memory_agent.long_term import Cluster, forget_item, forget_user, refresh_cluster, remember
+from memory_agent.long_term import Cluster, ItemOrigin, ItemScope, forget_item, forget_user, refresh_cluster, remember
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
@@ -52,11 +52,9 @@ class HeldModel(OfflineConsolidationModel):
 async def write_secret(conn: Any, canary: str, n: int, user: str = "ana") -> None:
     await remember(
         conn,
-        tenant_id="acme",
-        user_id=user,
+        scope=ItemScope(tenant_id="acme", user_id=user),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(facts=[("allergies", f"The user is allergic to {canary} {n}", {"single_valued": False})]),
-        conversation_id=None,
-        memory_id=None,
         now=day(n, 12),
     )
 

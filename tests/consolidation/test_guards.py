@@ -18,7 +18,7 @@ from memory_agent import ledger
 from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.guards import TenantBusy, claim_scheduler_run, tenant_slot
 from memory_agent.errors import ConfigurationError, SummarizationError
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.settings import MemorySettings, ModelPrice
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
@@ -88,13 +88,10 @@ async def test_the_batch_summary_cap_counts_per_project(conn, pool, database_url
         for n in range(6):
             await remember(
                 conn,
-                tenant_id="acme",
-                user_id="alice",
+                scope=ItemScope(tenant_id="acme", user_id="alice", project=project),
+                source=ItemOrigin(conversation_id=None, memory_id=None),
                 items=items(facts=[(f"{project}_{n}", f"Fact {n} of {project}")]),
-                conversation_id=None,
-                memory_id=None,
                 now=day(n),
-                project=project,
             )
     config = MemorySettings(
         consolidation_enabled=False,

@@ -16,7 +16,14 @@ from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, ru
 from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
-from memory_agent.long_term import offline_cluster_summarizer, refresh_clusters, remember, touched_clusters
+from memory_agent.long_term import (
+    ItemOrigin,
+    ItemScope,
+    offline_cluster_summarizer,
+    refresh_clusters,
+    remember,
+    touched_clusters,
+)
 from memory_agent.long_term.recall import RecallSettings
 from memory_agent.settings import MemorySettings, ModelPrice
 from memory_agent.summarize.agent import MemoryAgent
@@ -161,11 +168,9 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
         facts = [(key, f"The user {key} fact number {n}", {"single_valued": False}) for n in range(3)]
         await remember(
             conn,
-            tenant_id="acme",
-            user_id="ana",
+            scope=ItemScope(tenant_id="acme", user_id="ana"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
             items=items(facts=facts),
-            conversation_id=None,
-            memory_id=None,
             now=at(1),
         )
     assert await runner.refresh_pending() == 2  # three pending clusters of one user+project: two this run
@@ -178,11 +183,9 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     runner.settings = runner.settings.replace(monthly_cost_ceiling=0.0)
     await remember(
         conn,
-        tenant_id="acme",
-        user_id="ana",
+        scope=ItemScope(tenant_id="acme", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(facts=[("food", f"The user food fact number {n}", {"single_valued": False}) for n in range(3)]),
-        conversation_id=None,
-        memory_id=None,
         now=at(2),
     )
     assert await runner.refresh_pending() == 0
@@ -203,7 +206,11 @@ async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(ope
     runner.cluster_summarizer = summarize
     facts = [("allergy", f"The user allergy fact number {n}", {"single_valued": False}) for n in range(3)]
     await remember(
-        conn, tenant_id="acme", user_id="ana", items=items(facts=facts), conversation_id=None, memory_id=None, now=at(1)
+        conn,
+        scope=ItemScope(tenant_id="acme", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
+        items=items(facts=facts),
+        now=at(1),
     )
     # A call of the tenant in flight elsewhere holds the whole ceiling: nothing is spent yet, and no call starts.
     held = await ledger.reserve(conn, "acme", 1.0, Decimal("5"), runner.clock())
@@ -220,11 +227,9 @@ async def _summarized_cluster(conn) -> None:
     facts = [("allergies", f"The user is allergic to {food}", {"single_valued": False}) for food in foods]
     outcomes = await remember(
         conn,
-        tenant_id="default",
-        user_id="ana",
+        scope=ItemScope(tenant_id="default", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(facts=facts),
-        conversation_id=None,
-        memory_id=None,
         now=at(1),
     )
     await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(1))

@@ -10,7 +10,7 @@ from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationMod
 from memory_agent.consolidation.nightly import run_nightly
 from memory_agent.consolidation.parts import split_material
 from memory_agent.consolidation.periods import utc_day
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.models import openai_chat_model
 from tests.conftest import query
@@ -27,13 +27,11 @@ def test_parts_keep_order_fit_the_budget_and_cut_an_overlong_line():
 
 
 async def test_a_day_over_the_models_context_is_consolidated_in_parts(conn, fake_openai, database_url):
-    await remember(  # ~50 kB of material in one day
+    await remember(
         conn,
-        tenant_id="acme",
-        user_id="alice",
+        scope=ItemScope(tenant_id="acme", user_id="alice"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(decisions=[(f"step_{n}", f"Decided to ship step {n} of the migration plan") for n in range(600)]),
-        conversation_id=None,
-        memory_id=None,
         now=day(0, 12),
     )
     fake_openai.max_prompt_chars = 12_000
@@ -71,11 +69,9 @@ class HostileConsolidator(OfflineConsolidationModel):
 async def test_a_consolidation_answer_with_nul_or_lone_surrogates_is_stored_cleaned(conn, database_url):
     await remember(
         conn,
-        tenant_id="acme",
-        user_id="alice",
+        scope=ItemScope(tenant_id="acme", user_id="alice"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(decisions=[("step_1", "Decided to ship step 1")]),
-        conversation_id=None,
-        memory_id=None,
         now=day(0, 12),
     )
     report = await run_nightly(

@@ -20,7 +20,7 @@ from langmem import create_manage_memory_tool, create_search_memory_tool
 from memory_agent import MemoryStore, with_memory
 from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationModel, run_batch_summaries
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.long_term.store_rows import derived_item_key
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.offline import OfflineSummaryModel
@@ -125,11 +125,9 @@ async def old_batch(memory: Any) -> int:
             for n, text in enumerate(["Decided to book the Kyoto ryokan for April", "Decided on a rail pass"]):
                 await remember(
                     conn,
-                    tenant_id="default",
-                    user_id="ana",
+                    scope=ItemScope(tenant_id="default", user_id="ana"),
+                    source=ItemOrigin(conversation_id=None, memory_id=None),
                     items=items(decisions=[(f"trip_{n}", text)]),
-                    conversation_id=None,
-                    memory_id=None,
                     now=at(n),
                 )
             report = await run_batch_summaries(

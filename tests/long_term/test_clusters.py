@@ -8,6 +8,9 @@ import pytest
 
 from memory_agent.long_term import (
     Cluster,
+    ItemFilter,
+    ItemOrigin,
+    ItemScope,
     forget_item,
     list_items,
     offline_cluster_summarizer,
@@ -41,10 +44,8 @@ class CountingSummarizer:
 async def allergy(conn, what: str, day: float, importance: float = 0.5):
     outcomes = await remember(
         conn,
-        tenant_id="acme",
-        user_id="alice",
-        conversation_id="c1",
-        memory_id=1,
+        scope=ItemScope(tenant_id="acme", user_id="alice"),
+        source=ItemOrigin(conversation_id="c1", memory_id=1),
         now=at(day),
         items=items(
             facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False, "importance": importance})]
@@ -134,10 +135,8 @@ async def test_pending_clusters_finds_what_the_inline_path_missed(conn, database
         await allergy(conn, what, n)
     await remember(
         conn,
-        tenant_id="acme",
-        user_id="bob",
-        conversation_id=None,
-        memory_id=None,
+        scope=ItemScope(tenant_id="acme", user_id="bob"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         now=at(0),
         items=items(decisions=[("decisions", f"Decided: option {n}") for n in range(3)]),
     )
@@ -197,7 +196,7 @@ async def test_summaries_are_a_view_of_the_present(conn):
         await allergy(conn, what, n)
     await refresh_cluster(conn, ALLERGIES, offline_cluster_summarizer, now=at(3))
     assert len(await list_items(conn, "acme", "alice")) == 4
-    assert len(await list_items(conn, "acme", "alice", include_summaries=False)) == 3
+    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(include_summaries=False))) == 3
     # As of a date the members were held, the summary (refreshed in place, so of no fixed date) is not read.
-    assert all(not i.is_summary for i in await list_items(conn, "acme", "alice", as_of=at(10)))
-    assert len(await list_items(conn, "acme", "alice", as_of=at(10))) == 3
+    assert all(not i.is_summary for i in await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(10))))
+    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(10)))) == 3

@@ -7,7 +7,7 @@ Batch summaries are written by the consolidation job itself (run_batch_summaries
 from __future__ import annotations
 
 from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationModel, run_batch_summaries
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.long_term.recall import recall
 from memory_agent.settings import MemorySettings
 from tests.long_term.conftest import at, conn, connect, items  # noqa: F401 (fixtures)
@@ -25,11 +25,9 @@ TENANT, USER = "acme", "ana"
 async def remember_old(conn, n: int, content: str, user_id: str = USER, tenant_id: str = TENANT) -> None:
     await remember(
         conn,
-        tenant_id=tenant_id,
-        user_id=user_id,
+        scope=ItemScope(tenant_id=tenant_id, user_id=user_id),
+        source=ItemOrigin(conversation_id=f"trip-{n}", memory_id=None),
         items=items(decisions=[(f"trip_{n}", content, {"source_sequences": [0]})]),
-        conversation_id=f"trip-{n}",
-        memory_id=None,
         now=at(n),
     )
 

@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term import item_history, list_items, remember
+from memory_agent.long_term import ItemFilter, ItemOrigin, ItemScope, item_history, list_items, remember
 from tests.conftest import query
 from tests.long_term.conftest import T0, at, items
 
@@ -18,7 +18,11 @@ ALICE = {"tenant_id": "acme", "user_id": "alice"}
 
 async def say(conn, structured, *, now: datetime, conversation_id="c1", memory_id=1, **scope):
     return await remember(
-        conn, **{**ALICE, **scope}, items=structured, conversation_id=conversation_id, memory_id=memory_id, now=now
+        conn,
+        scope=ItemScope(**{**ALICE, **scope}),
+        source=ItemOrigin(conversation_id=conversation_id, memory_id=memory_id),
+        items=structured,
+        now=now,
     )
 
 
@@ -56,7 +60,7 @@ async def test_a_new_value_closes_the_previous_version_and_as_of_reads_the_past(
         ("The user lives in Paris", at(20), None),
     ]
     for day, city in ((-1, None), (0, "Lyon"), (9.9, "Lyon"), (10, "Berlin"), (25, "Paris")):
-        held = await list_items(conn, "acme", "alice", as_of=at(day), key="home_city")
+        held = await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(day), key="home_city"))
         assert [i.content for i in held] == ([f"The user lives in {city}"] if city else [])
     (current,) = await list_items(conn, "acme", "alice")
     assert current.content == "The user lives in Paris" and current.is_current
@@ -95,10 +99,12 @@ async def test_only_the_same_key_is_ever_closed(conn):
     await say(conn, items(preferences=[("home_city", "The user would rather live in Rome")]), now=at(2))
     await say(conn, items(facts=[("home_city", "The user lives in Oslo")]), now=at(2), project="p2")
     await say(conn, items(facts=[("home_city", "The user lives in Kyiv")]), now=at(2), environment="staging")
-    assert len(await list_items(conn, "acme", "alice", key="home_city")) == 4
+    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(key="home_city"))) == 4
     assert [
         i.content
-        for i in await list_items(conn, "acme", "alice", key="home_city", project="", environment="", item_type="fact")
+        for i in await list_items(
+            conn, "acme", "alice", where=ItemFilter(item_type="fact", key="home_city", project="", environment="")
+        )
     ] == ["The user lives in Berlin"]
 
 
@@ -123,7 +129,7 @@ async def test_todos_close_when_done_and_decisions_accumulate(conn):
         ("decisions", "Decided: write tests first"),
         ("todo_pay_rent", "Remind the user to pay rent"),
     ]
-    (was,) = await list_items(conn, "acme", "alice", as_of=at(1), key="todo_call_mom")
+    (was,) = await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(1), key="todo_call_mom"))
     assert was.content == "Remind the user to call mom" and was.valid_to == at(2)
     # The todo can come back later: a new open version after the closed one.
     (reopened,) = await say(conn, items(todos=[("todo_call_mom", "Remind the user to call mom")]), now=at(4))
@@ -143,9 +149,21 @@ async def test_bad_input_names_the_problem_and_writes_nothing(conn, database_url
     with pytest.raises(InvalidInputError, match="timezone-aware"):
         await say(conn, good, now=datetime(2026, 1, 1))
     with pytest.raises(InvalidInputError, match="user_id must be a non-empty string"):
-        await remember(conn, tenant_id="acme", user_id=" ", items=good, conversation_id=None, memory_id=None, now=T0)
+        await remember(
+            conn,
+            scope=ItemScope(tenant_id="acme", user_id=" "),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
+            items=good,
+            now=T0,
+        )
     with pytest.raises(InvalidInputError, match="tenant_id"):
-        await remember(conn, tenant_id=None, user_id="a", items=good, conversation_id=None, memory_id=None, now=T0)
+        await remember(
+            conn,
+            scope=ItemScope(tenant_id=None, user_id="a"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
+            items=good,
+            now=T0,
+        )
     assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
 
 
