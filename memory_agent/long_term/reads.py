@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import Row, check_identity, check_now, fetch
+from memory_agent.long_term.scope import ItemScope, Row, check_identity, check_now, fetch
 
 
 @dataclass(frozen=True)
@@ -92,29 +92,11 @@ async def list_items(
 
 
 async def item_history(
-    conn: psycopg.AsyncConnection[Any],
-    tenant_id: str,
-    user_id: str,
-    item_type: str,
-    key: str,
-    *,
-    project: str = "",
-    environment: str = "",
+    conn: psycopg.AsyncConnection[Any], scope: ItemScope, item_type: str, key: str
 ) -> list[LongTermItem]:
-    """Every version of one key, oldest first: closed ones with their valid_to, then the current ones."""
-    check_identity(tenant_id, user_id)
+    """Every version of one key of `scope`, oldest first: closed ones with their valid_to, then the current ones."""
+    check_identity(scope.tenant_id, scope.user_id)
     if not key:
         raise InvalidInputError("key must be a non-empty string")
-    rows = await fetch(
-        conn,
-        "item_history",
-        {
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "item_type": item_type,
-            "key": key,
-            "project": project,
-            "environment": environment,
-        },
-    )
+    rows = await fetch(conn, "item_history", {**dataclasses.asdict(scope), "item_type": item_type, "key": key})
     return [_item(row) for row in rows]

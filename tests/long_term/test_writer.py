@@ -53,7 +53,7 @@ async def test_the_same_statement_100_times_is_one_row(conn, database_url):
 async def test_a_new_value_closes_the_previous_version_and_as_of_reads_the_past(conn):
     for day, city in ((0, "Lyon"), (10, "Berlin"), (20, "Paris")):
         await say(conn, items(facts=[("home_city", f"The user lives in {city}")]), now=at(day))
-    history = await item_history(conn, "acme", "alice", "fact", "home_city")
+    history = await item_history(conn, ItemScope("acme", "alice"), "fact", "home_city")
     assert [(h.content, h.valid_from, h.valid_to) for h in history] == [
         ("The user lives in Lyon", at(0), at(10)),
         ("The user lives in Berlin", at(10), at(20)),
@@ -70,7 +70,7 @@ async def test_a_new_value_closes_the_previous_version_and_as_of_reads_the_past(
     ] == ["unchanged"]
     (back,) = await say(conn, items(facts=[("home_city", "The user lives in Lyon")]), now=at(40))
     assert back.outcome == "superseded" and back.closed_item_ids == (history[2].item_id,)
-    assert len(await item_history(conn, "acme", "alice", "fact", "home_city")) == 4
+    assert len(await item_history(conn, ItemScope("acme", "alice"), "fact", "home_city")) == 4
 
 
 async def test_only_the_same_key_is_ever_closed(conn):
@@ -140,7 +140,7 @@ async def test_a_late_clock_never_overlaps_history(conn):
     await say(conn, items(facts=[("home_city", "The user lives in Lyon")]), now=at(10))
     (late,) = await say(conn, items(facts=[("home_city", "The user lives in Berlin")]), now=at(5))
     assert late.outcome == "superseded"
-    history = await item_history(conn, "acme", "alice", "fact", "home_city")
+    history = await item_history(conn, ItemScope("acme", "alice"), "fact", "home_city")
     assert history[0].valid_to == history[1].valid_from > at(10) and history[1].valid_to is None
 
 
@@ -256,4 +256,4 @@ async def test_a_todo_said_done_in_the_users_words_closes(conn):
     )
     assert sorted(o.outcome for o in await say(conn, both, now=at(2))) == ["closed", "inserted"]
     assert [i.content for i in await list_items(conn, "acme", "alice")] == ["Remind the user to buy milk"]
-    assert len(await item_history(conn, "acme", "alice", "todo", "todo_water_the_plants")) == 1
+    assert len(await item_history(conn, ItemScope("acme", "alice"), "todo", "todo_water_the_plants")) == 1

@@ -21,12 +21,11 @@ import memory_agent
 
 MOST_PARAMETERS = 6
 # Not there yet, each with its count: forgetting and cluster refreshes take (tenant, user) and their cluster
-# options loose, item_history its key's partition, the pool factory its pool's options. The list only shrinks.
+# options loose, the pool factory its pool's options. The list only shrinks.
 LEFT = {
     "memory_agent.MemoryBackend.create_pool": 7,
     "memory_agent.long_term.forget_conversation": 7,
     "memory_agent.long_term.forget_item": 8,
-    "memory_agent.long_term.item_history": 7,
     "memory_agent.long_term.refresh_cluster": 7,
     "memory_agent.long_term.refresh_pending_clusters": 7,
 }
