@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import ValidationError
+from pydantic import BeforeValidator, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory_agent.errors import ConfigurationError
@@ -39,8 +39,11 @@ class SettingsGroup(BaseSettings):
 
 
 def lower_case(value: Any) -> Any:
-    """Mode settings are case-insensitive, as environment names are."""
     return value.strip().lower() if isinstance(value, str) else value
+
+
+# Mode settings are case-insensitive, as environment names are: `Annotated[Literal[...], CASE_INSENSITIVE]`.
+CASE_INSENSITIVE = BeforeValidator(lower_case)
 
 
 def problems(group: type[SettingsGroup], error: ValidationError) -> list[str]:

@@ -3,11 +3,11 @@ read by consolidation/."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from memory_agent.settings.base import SettingsGroup, lower_case
+from memory_agent.settings.base import CASE_INSENSITIVE, SettingsGroup
 
 
 class ConsolidationSettings(SettingsGroup):
@@ -46,7 +46,7 @@ class ConsolidationSettings(SettingsGroup):
     batch_summaries_enabled: bool = Field(
         default=False, description="Summarize old long-term items in batches and forget originals after their TTL."
     )
-    batch_summaries_schedule: Literal["daily", "weekly", "next_run"] = Field(
+    batch_summaries_schedule: Annotated[Literal["daily", "weekly", "next_run"], CASE_INSENSITIVE] = Field(
         default="daily",
         description="When batch summaries run per user: daily, weekly, or next_run (every interval_days).",
     )
@@ -64,8 +64,3 @@ class ConsolidationSettings(SettingsGroup):
     def batch_interval_days(self) -> int:
         """Days between batch-summary runs: daily 1, weekly 7, next_run interval_days."""
         return {"daily": 1, "weekly": 7}.get(self.batch_summaries_schedule, self.interval_days)
-
-    @field_validator("batch_summaries_schedule", mode="before")
-    @classmethod
-    def _case_insensitive(cls, value: Any) -> Any:
-        return lower_case(value)

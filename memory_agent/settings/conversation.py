@@ -3,12 +3,12 @@ summarize/), and what a round gives the model (read by conversation/rounds)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from memory_agent.settings.base import ENV_PREFIX, MAX_SECONDS, SettingsGroup, lower_case
+from memory_agent.settings.base import CASE_INSENSITIVE, ENV_PREFIX, MAX_SECONDS, SettingsGroup
 
 
 class MemoryWindowSettings(SettingsGroup):
@@ -95,7 +95,7 @@ class RoundSettings(SettingsGroup):
         description="A round with a user (config user_id) gets that user's relevant long-term items, cluster "
         "summaries and earlier turns as a block of its own. Off, or a round without a user: no recall.",
     )
-    injection_mode: Literal["prefix", "system"] = Field(
+    injection_mode: Annotated[Literal["prefix", "system"], CASE_INSENSITIVE] = Field(
         default="prefix",
         description="prefix: '[Previous context: …]' before the first user message; system: a SystemMessage.",
     )
@@ -130,7 +130,7 @@ class RoundSettings(SettingsGroup):
         min_length=1,
         description="The key of config['configurable'] naming a round's tenant. Absent: tenant 'default'.",
     )
-    multitask_strategy: Literal["enqueue", "reject"] = Field(
+    multitask_strategy: Annotated[Literal["enqueue", "reject"], CASE_INSENSITIVE] = Field(
         default="enqueue",
         description="A round started while another round of the same conversation runs (any process): "
         "enqueue: it waits for that round to end, then sees its messages; reject: RoundInProgressError.",
@@ -145,8 +145,3 @@ class RoundSettings(SettingsGroup):
         description="A round's hold on its conversation expires after this (a process that died mid-round "
         "blocks the conversation no longer).",
     )
-
-    @field_validator("injection_mode", "multitask_strategy", mode="before")
-    @classmethod
-    def _case_insensitive(cls, value: Any) -> Any:
-        return lower_case(value)

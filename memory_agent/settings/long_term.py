@@ -3,12 +3,12 @@ and what the summary job writes to the tier (read by summarize/ and long_term/).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from memory_agent.settings.base import ENV_PREFIX, SettingsGroup, lower_case
+from memory_agent.settings.base import CASE_INSENSITIVE, ENV_PREFIX, SettingsGroup
 
 
 class RecallSettings(SettingsGroup):
@@ -97,14 +97,9 @@ class LongTermSettings(SettingsGroup):
         max_length=256,
         description="The environment long-term items are written under (one per service).",
     )
-    embeddings: Literal["none", "hashing", "e5"] = Field(
+    embeddings: Annotated[Literal["none", "hashing", "e5"], CASE_INSENSITIVE] = Field(
         default="none",
         description="Embedder of long-term items and cluster summaries (the summary job embeds them; recall's "
         "vector fallback embeds the query): none (vectors off), hashing (offline, deterministic n-grams), e5 "
         "(bundled multilingual-e5-small, the `embeddings` extra). An `embeddings=` object given to the service wins.",
     )
-
-    @field_validator("embeddings", mode="before")
-    @classmethod
-    def _case_insensitive(cls, value: Any) -> Any:
-        return lower_case(value)

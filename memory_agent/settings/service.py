@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from memory_agent.settings.base import MAX_SECONDS, SettingsGroup, lower_case
+from memory_agent.settings.base import CASE_INSENSITIVE, MAX_SECONDS, SettingsGroup
 
 
 class JobSettings(SettingsGroup):
     """`settings.jobs`: where summaries run, how stale work is reclaimed, and the service's event loop."""
 
-    executor: Literal["inline", "procrastinate"] = Field(
+    executor: Annotated[Literal["inline", "procrastinate"], CASE_INSENSITIVE] = Field(
         default="inline",
         description="inline: a background task in this process; procrastinate: a job for `memory-agent worker`.",
     )
@@ -47,11 +47,6 @@ class JobSettings(SettingsGroup):
         "with no thread hop a round: for an async app that serves every round from that one loop and keeps it "
         "running until aclose().",
     )
-
-    @field_validator("executor", mode="before")
-    @classmethod
-    def _case_insensitive(cls, value: Any) -> Any:
-        return lower_case(value)
 
 
 class ApiSettings(SettingsGroup):
