@@ -9,6 +9,7 @@ is MEMORY_AGENT_DB_SCHEMA), and `MemorySettings(...)` takes it under that variab
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,11 +74,13 @@ class MemorySettings(BaseModel):
         return cap if cap is not None else 2 * self.memory.rolling_window_size
 
 
+@functools.cache
 def groups() -> dict[str, type[SettingsGroup]]:
     """Each group's attribute on MemorySettings and its class."""
     return {name: field.annotation for name, field in MemorySettings.model_fields.items()}  # type: ignore[misc]
 
 
+@functools.cache
 def argument_names() -> dict[str, tuple[str, str]]:
     """Each setting's argument name (its variable without MEMORY_AGENT_, lower case) -> (group, field)."""
     names = {}
