@@ -22,6 +22,7 @@ from benchmarks.systems import create_database, drop_database
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.long_term import (
     Cluster,
+    ClusterSummaries,
     ItemFilter,
     ItemOrigin,
     ItemScope,
@@ -147,17 +148,24 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
 
     allergies = Cluster("t", "u0", "", "", "fact", "allergies")
     out["refresh_cluster_create"] = ms(
-        await timed(1, lambda n: refresh_cluster(conn, allergies, offline_cluster_summarizer, now=T0))
+        await timed(1, lambda n: refresh_cluster(conn, allergies, ClusterSummaries(offline_cluster_summarizer), now=T0))
     )
     out["refresh_cluster_unchanged"] = ms(
-        await timed(calls, lambda n: refresh_cluster(conn, allergies, offline_cluster_summarizer, now=T0))
+        await timed(
+            calls, lambda n: refresh_cluster(conn, allergies, ClusterSummaries(offline_cluster_summarizer), now=T0)
+        )
     )
 
     for day in range(10):
         await write("forgetful", f"x{day}", day, conversation="erase-me")
     started = time.perf_counter()
     report = await forget_conversation(
-        conn, "t", "forgetful", "erase-me", summarize=offline_cluster_summarizer, now=T0 + timedelta(days=20)
+        conn,
+        "t",
+        "forgetful",
+        "erase-me",
+        summaries=ClusterSummaries(offline_cluster_summarizer),
+        now=T0 + timedelta(days=20),
     )
     out["forget_conversation"] = {
         "ms": round((time.perf_counter() - started) * 1000, 1),

@@ -54,6 +54,11 @@ class UserMemory:
     def embedder(self) -> Embeddings | None:
         raise NotImplementedError
 
+    @property
+    def _cluster_summaries(self) -> long_term.ClusterSummaries:
+        """How forgetting makes the cluster summaries built from what it erased again."""
+        return long_term.ClusterSummaries(self.cluster_summarizer, min_items=self.settings.summary.min_cluster_items)
+
     def _user(self, user_id: Any, tenant_id: Any) -> tuple[str, str]:
         validate_user_id(user_id)
         if tenant_id is not None:
@@ -88,9 +93,8 @@ class UserMemory:
                     tenant,
                     user,
                     item_id,
-                    summarize=self.cluster_summarizer,
+                    summaries=self._cluster_summaries,
                     now=self.clock(),
-                    min_items=self.settings.summary.min_cluster_items,
                 )
 
         with tenant_scope(tenant):
@@ -115,9 +119,8 @@ class UserMemory:
                 tenant_id,
                 user_id,
                 conversation_id,
-                summarize=self.cluster_summarizer,
+                summaries=self._cluster_summaries,
                 now=self.clock(),
-                min_items=self.settings.summary.min_cluster_items,
             )
         return bool(report.conversations_deleted)
 

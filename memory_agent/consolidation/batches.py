@@ -4,7 +4,7 @@ after keep_original_days.
 Items older than min_age_days and in no batch summary yet are taken oldest first, per (project, environment),
 max_memories_per_batch at a time; each batch is one model call and one batch_summaries row recording the
 summarized ids and summarized_until. The TTL pass forgets the summarized originals older than
-keep_original_days through long_term.forget_item (their lineage and the cluster summaries built on them go
+keep_original_days through long_term.expire_item (their lineage and the cluster summaries built on them go
 with them, so nothing dangles); the batch summaries themselves are never deleted and keep the ids as lineage.
 """
 
@@ -21,7 +21,7 @@ from memory_agent.consolidation.guards import OVER_BUDGET, call_within_budget
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, ModelCall
 from memory_agent.consolidation.nightly import FORGOTTEN
 from memory_agent.consolidation.run import ConsolidationRun
-from memory_agent.long_term import forget_item
+from memory_agent.long_term import expire_item
 from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 from memory_agent.settings import MemorySettings
@@ -74,7 +74,7 @@ async def run_batch_summaries(
             report.summaries.append(summary_id)
     expired = now - timedelta(days=config.consolidation.keep_original_days)
     for row in await fetch(conn, "expired_originals", {**scope, "before": expired}):
-        forgotten = await forget_item(conn, tenant_id, user_id, row["item_id"], now=now, retention=True)
+        forgotten = await expire_item(conn, tenant_id, user_id, row["item_id"], now=now)
         report.forgotten.extend(forgotten.items_deleted)
     if report.stopped is not None:
         return report

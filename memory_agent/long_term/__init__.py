@@ -11,6 +11,7 @@ from memory_agent.long_term.cluster_text import offline_cluster_summarizer, summ
 from memory_agent.long_term.clusters import (
     SUMMARY_MIN_CLUSTER_ITEMS,
     ClusterOutcome,
+    ClusterSummaries,
     pending_clusters,
     refresh_cluster,
     refresh_clusters,
@@ -24,7 +25,7 @@ from memory_agent.long_term.embeddings import (
     index_items,
     index_pending,
 )
-from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
+from memory_agent.long_term.forget import ForgetReport, expire_item, forget_conversation, forget_item, forget_user
 from memory_agent.long_term.reads import ItemFilter, ItemSource, LongTermItem, item_history, list_items
 from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope
 from memory_agent.long_term.store import MemoryStore
@@ -37,6 +38,7 @@ __all__ = [
     "BundledE5Embeddings",
     "Cluster",
     "ClusterOutcome",
+    "ClusterSummaries",
     "ForgetReport",
     "HashingEmbeddings",
     "ItemFilter",
@@ -48,6 +50,7 @@ __all__ = [
     "MemoryStore",
     "RememberOutcome",
     "embedder_from_setting",
+    "expire_item",
     "forget_conversation",
     "forget_item",
     "forget_user",

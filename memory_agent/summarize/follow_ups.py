@@ -87,10 +87,12 @@ class LongTermFollowUps:
                     await long_term.refresh_cluster(
                         conn,
                         cluster,
-                        self.cluster_summarizer,
+                        long_term.ClusterSummaries(
+                            self.cluster_summarizer,
+                            min_items=self.settings.summary.min_cluster_items,
+                            max_members=self.settings.summary.max_cluster_members,
+                        ),
                         now=now,
-                        min_items=self.settings.summary.min_cluster_items,
-                        max_members=self.settings.summary.max_cluster_members,
                     )
             except BaseException:
                 await ledger.release(conn, reservation)

@@ -19,7 +19,16 @@ from memory_agent.consolidation import (
     run_batch_summaries,
     run_nightly,
 )
-from memory_agent.long_term import Cluster, ItemOrigin, ItemScope, forget_item, forget_user, refresh_cluster, remember
+from memory_agent.long_term import (
+    Cluster,
+    ClusterSummaries,
+    ItemOrigin,
+    ItemScope,
+    forget_item,
+    forget_user,
+    refresh_cluster,
+    remember,
+)
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
@@ -138,7 +147,7 @@ async def test_a_first_cluster_summary_answered_after_forget_user_is_not_written
         return "The user is allergic to " + ", ".join(t.rsplit(" ", 2)[-2] + " " + t.rsplit(" ", 1)[-1] for t in texts)
 
     cluster = Cluster("acme", "ana", "", "", "fact", "allergies")
-    running = asyncio.ensure_future(refresh_cluster(conn, cluster, held_summarizer, now=day(4)))
+    running = asyncio.ensure_future(refresh_cluster(conn, cluster, ClusterSummaries(held_summarizer), now=day(4)))
     await asyncio.wait_for(asked.wait(), 30)
     await forget_user(await connect(), "acme", "ana")
     answer.set()

@@ -17,6 +17,7 @@ from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.keys import ConversationKey
 from memory_agent.long_term import (
+    ClusterSummaries,
     ItemOrigin,
     ItemScope,
     offline_cluster_summarizer,
@@ -232,7 +233,7 @@ async def _summarized_cluster(conn) -> None:
         items=items(facts=facts),
         now=at(1),
     )
-    await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(1))
+    await refresh_clusters(conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(1))
 
 
 async def test_over_the_ceiling_recall_returns_raw_items_visibly(pool, conn, caplog):

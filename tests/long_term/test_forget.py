@@ -9,6 +9,7 @@ from psycopg import sql
 
 from memory_agent import with_memory
 from memory_agent.long_term import (
+    ClusterSummaries,
     ItemOrigin,
     ItemScope,
     forget_conversation,
@@ -108,7 +109,9 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
             items=found,
             now=at(day),
         )
-        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(day))
+        await refresh_clusters(
+            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(day)
+        )
     (summary,) = [i for i in await list_items(conn, "default", "ana") if i.is_summary]
     assert canary in summary.content and len(summary.source_item_ids) == 4
     assert set(tables_holding(database_url, canary)) >= {
@@ -120,7 +123,7 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
     }
 
     report = await forget_conversation(
-        conn, "default", "ana", "secret-thread", summarize=offline_cluster_summarizer, now=at(3)
+        conn, "default", "ana", "secret-thread", summaries=ClusterSummaries(offline_cluster_summarizer), now=at(3)
     )
     assert report.conversations_deleted == ("secret-thread",) and len(report.items_deleted) == 1
     assert report.summaries_refreshed == (summary.item_id,)
@@ -149,7 +152,9 @@ async def test_forget_without_a_summarizer_deletes_the_summaries_it_touched(conn
                 ]
             ),
         )
-        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
+        await refresh_clusters(
+            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
+        )
     assert "items.content" in tables_holding(database_url, canary)
     report = await forget_conversation(conn, "t", "ana", "c1")
     assert len(report.summaries_deleted) == 1 and report.conversations_deleted == ()
@@ -170,7 +175,9 @@ async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
             now=at(n),
             items=items(facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False})]),
         )
-        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
+        await refresh_clusters(
+            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
+        )
     await remember(
         conn,
         scope=ItemScope(tenant_id="t", user_id="ana"),
@@ -226,7 +233,9 @@ async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
             now=at(n),
             items=items(facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False})]),
         )
-        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
+        await refresh_clusters(
+            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
+        )
     before = query(database_url, "SELECT item_id, content FROM items ORDER BY item_id")
 
     class Crash(Exception):
@@ -234,7 +243,9 @@ async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
 
     try:
         async with conn.transaction():  # the caller's transaction, which dies before it commits
-            report = await forget_conversation(conn, "t", "ana", "c1", summarize=offline_cluster_summarizer)
+            report = await forget_conversation(
+                conn, "t", "ana", "c1", summaries=ClusterSummaries(offline_cluster_summarizer)
+            )
             assert len(report.items_deleted) == 3 and len(report.summaries_deleted) == 1
             raise Crash
     except Crash:
