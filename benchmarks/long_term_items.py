@@ -32,7 +32,7 @@ from memory_agent.long_term import (
     refresh_cluster,
     remember,
 )
-from memory_agent.long_term.items import StructuredItems, SummaryItem
+from memory_agent.schemas.items import StructuredItems, SummaryItem
 
 RESULTS = Path(__file__).parent / "results" / "long_term_items.json"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

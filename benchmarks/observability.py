@@ -1,6 +1,6 @@
 """The observability stage: `stats`, `inspect` and `at` on a database of 100,000 conversations.
 
-The data is written by SQL (benchmarks/scale_data.sql, generate_series) into a fresh database migrated by
+The data is written by SQL (memory_agent.testing.generate_conversations: generate_series) into a fresh database migrated by
 memory_agent, then each command's read is timed in this process through an open MemoryService, as the CLI
 runs it (`memory.call_sync(...)`, start-up excluded), and each command runs once end to end as a
 subprocess for reference. The pre-health.sql reads (the 0003 views, every conversation fetched) are timed
@@ -9,7 +9,6 @@ in the same run, so the figures come with their "before".
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from memory_agent.observability import queries as observability
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.testing import generate_conversations
 
 SCALE_SQL = Path(__file__).parent / "scale_data.sql"
 STATS_TARGET_MS = 1000.0
@@ -39,38 +39,6 @@ def _blocks(prefix: str) -> dict[str, str]:
         name: statement
         for name, statement in resources.parse_queries(SCALE_SQL.read_text(encoding="utf-8")).items()
         if name.startswith(prefix)
-    }
-
-
-def generate(url: str, conversations: int, rounds: int, schema: str = "memory_agent") -> dict[str, Any]:
-    """Fill the migrated, empty `schema` at `url`; returns row counts and the seconds each step took."""
-    timings: dict[str, float] = {}
-    params = {"conversations": conversations, "rounds": rounds}
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(psycopg.sql.SQL("SET search_path TO {}, public").format(psycopg.sql.Identifier(schema)))
-        conn.execute("SET synchronous_commit = off")
-        # The rows are consistent by construction; skipping the per-row foreign-key triggers halves the
-        # load. Only a superuser may; elsewhere the load just takes longer.
-        with contextlib.suppress(psycopg.Error):
-            conn.execute("SET session_replication_role = replica")
-        for name, statement in _blocks("scale_").items():
-            started = time.perf_counter()
-            conn.execute(statement, params)
-            timings[name] = time.perf_counter() - started
-        started = time.perf_counter()
-        conn.execute("VACUUM ANALYZE")  # what autovacuum would have done on a database that grew to this size
-        timings["vacuum_analyze"] = time.perf_counter() - started
-        counts = conn.execute(
-            "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages),"
-            " (SELECT count(*) FROM round_metrics), (SELECT count(*) FROM memory)"
-        ).fetchone()
-    assert counts is not None
-    return {
-        "conversations": counts[0],
-        "messages": counts[1],
-        "round_metrics": counts[2],
-        "memory_versions": counts[3],
-        "generate_s": {name: round(seconds, 2) for name, seconds in timings.items()},
     }
 
 
@@ -132,7 +100,9 @@ def observability_stage(
     with MemoryService.from_settings(settings, model=OfflineSummaryModel()) as memory:  # migrates the database
         backend = memory.backend
         _log(f"observability: generating {conversations:,} conversations x {rounds} rounds in SQL")
-        result: dict[str, Any] = {"data": generate(url, conversations, rounds, settings.database.db_schema)}
+        result: dict[str, Any] = {
+            "data": generate_conversations(url, conversations, rounds, settings.database.db_schema)
+        }
         _log(f"observability: generated in {sum(result['data']['generate_s'].values()):.1f} s: {result['data']}")
 
         async def stats(_: int) -> observability.MemoryHealth:

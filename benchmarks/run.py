@@ -21,14 +21,13 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks.fakes import FakeChatModel, user_message
@@ -38,12 +37,9 @@ from benchmarks.recall import recall_stage
 from benchmarks.recall import render as render_recall
 from benchmarks.report import ratio_table, readme_with_results, render_markdown, render_plot
 from benchmarks.systems import MemoryAgentSystem, System, all_systems, chat_graph, create_database, drop_database
-from memory_agent.integrations.base import RoundMemory
-from memory_agent.schemas import RoundInfo
+from memory_agent.testing import NoopMemory
 
 RESULTS_DIR = Path(__file__).parent / "results"
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -311,44 +307,6 @@ async def concurrent_stage(system: System, config: BenchConfig, server_url: str)
             result["duplicate_versions"] = result["versions"]["duplicates"]
     result["peak_connections"] = sampler.peak
     return result
-
-
-class NoopMemory(RoundMemory):
-    """A RoundMemory with no database and no summaries, for `with_memory`: what is left of a round is the
-    wrapper graph's own cost in LangGraph."""
-
-    async def prepare_round(
-        self,
-        conversation_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        lease: str | None = None,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
-    ) -> tuple[list[BaseMessage], RoundInfo]:
-        incoming = list(messages)
-        return incoming, RoundInfo(
-            conversation_id=conversation_id, input_messages=incoming, started=time.perf_counter()
-        )
-
-    async def finish_round(
-        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
-    ) -> None:
-        return None
-
-    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
-        return None
-
-    async def release_round(self, info: RoundInfo) -> None:
-        return None
-
-    def round_identity(self, config: Any) -> tuple[str, str | None, str | None]:
-        configurable = (config or {}).get("configurable") or {}
-        return configurable["thread_id"], None, None
-
-    def call_sync(self, coro: Coroutine[Any, Any, T]) -> T:  # pragma: no cover - the benchmark is asynchronous
-        coro.close()
-        raise RuntimeError("the benchmark runs asynchronously")
 
 
 async def _median_round_ms(app: Any, rounds: int, config: dict[str, Any] | None = None) -> float:

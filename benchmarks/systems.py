@@ -29,8 +29,8 @@ from benchmarks.fakes import (
     assistant_reply,
     user_message,
 )
-from memory_agent.db.keys import ConversationKey
 from memory_agent.db.round_queries import StoredRound
+from memory_agent.schemas.keys import ConversationKey
 
 POOL_SIZE = 10
 # How long a round may queue for a pooled connection. With 1,000 rounds in flight on 10 connections a

@@ -2,7 +2,6 @@
 
 from memory_agent.conversation.window import calculate_summary_range, should_trigger_summary
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import (
     ConfigurationError,
     ConversationOwnerError,
@@ -31,6 +30,7 @@ from memory_agent.schemas import (
     RoundSaved,
     TriggerResult,
 )
+from memory_agent.schemas.keys import ConversationKey
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent

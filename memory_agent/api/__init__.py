@@ -2,7 +2,7 @@
 recall.py, what every route shares in deps.py) and the tenant API keys it checks (keys.py).
 
 Owns the table of sql/migrations/0013_api_keys.sql and the queries of sql/queries/api.sql. A top layer like cli/: it may import
-anything in memory_agent (service.py, long_term/, db/); nothing but cli/ imports it. Needs the `api` extra
+anything in memory_agent (service/, long_term/, db/); nothing but cli/ imports it. Needs the `api` extra
 (fastapi, uvicorn).
 """
 

@@ -38,10 +38,10 @@ from memory_agent.api.recall import router as recall_router
 from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
-from memory_agent.db.keys import default_user_id
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.long_term import ItemFilter, LongTermItem, forget_user, list_items, tenant_transaction
 from memory_agent.schemas import MemoryRecord
+from memory_agent.schemas.keys import default_user_id
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 

@@ -30,8 +30,8 @@ async def run_recall_eval(
     import psycopg
 
     from memory_agent.db.backend import MemoryBackend
+    from memory_agent.evaluation import evaluate, load_dataset
     from memory_agent.long_term.embeddings import embedder_from_setting
-    from memory_agent.long_term.eval import evaluate, load_dataset
     from memory_agent.settings import MemorySettings
 
     samples = load_dataset(dataset)

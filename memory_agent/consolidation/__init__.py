@@ -10,7 +10,7 @@ token counts.
 The tenant guards (guards.py: cooldown, summary jobs per run, concurrent-job slots, monthly cost ceiling) wrap
 the schedules, and every model call is recorded in the cost ledger (memory_agent/ledger.py).
 May import: db/, long_term/, summarize/ models, ledger, settings, errors, resources. Never jobs/, integrations/,
-cli/, observability/ nor service.py (jobs/ registers this package's tasks, not the other way round).
+cli/, observability/ nor service/ (jobs/ registers this package's tasks, not the other way round).
 """
 
 from memory_agent.consolidation.batches import BatchReport, run_batch_summaries

@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import AfterValidator, BaseModel, Field
 
 from memory_agent.errors import SummarizationError
-from memory_agent.long_term.items import normalize_content
+from memory_agent.schemas.items import normalize_content
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.consolidation")

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory_agent.conversation.messages import check_key_part, validate_conversation_id
-from memory_agent.db.keys import CONVERSATION_SCOPE_PREFIX
 from memory_agent.errors import InvalidInputError
+from memory_agent.schemas.keys import CONVERSATION_SCOPE_PREFIX
 
 logger = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
 from memory_agent.errors import RoundInProgressError
 from memory_agent.runtime import MemoryLoop
+from memory_agent.schemas.keys import ConversationKey
 from memory_agent.settings import MemorySettings
 
 T = TypeVar("T")

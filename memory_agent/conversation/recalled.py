@@ -22,10 +22,10 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory_agent import ledger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey, default_user_id
 from memory_agent.errors import ConfigurationError
 from memory_agent.long_term.block import estimate_tokens, format_block
 from memory_agent.long_term.recall import RecallResult, RecallSettings, recall
+from memory_agent.schemas.keys import ConversationKey, default_user_id
 
 logger = logging.getLogger("memory_agent")
 

@@ -35,10 +35,10 @@ from memory_agent.conversation.recalled import RoundRecall, recall_query, recall
 from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey, default_user_id
 from memory_agent.db.round_queries import StoredRound
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, SummaryClaim, TriggerResult, fingerprint
+from memory_agent.schemas.keys import ConversationKey, default_user_id
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")

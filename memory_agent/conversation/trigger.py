@@ -14,9 +14,9 @@ from typing import Any
 
 from memory_agent.conversation.window import calculate_summary_range, summary_due
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
 from memory_agent.db.summary_queries import StartedSummary, picked_up_by_claim
 from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
+from memory_agent.schemas.keys import ConversationKey
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")

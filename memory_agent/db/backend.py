@@ -2,7 +2,7 @@
 
 Every statement is a named query from sql/queries/conversation.sql; schema migrations are applied by memory_agent.db.migrate.
 Every method on a conversation's rows takes its key as keyword arguments: `user_id` (the distribution column),
-and `tenant_id` where rows are created (memory_agent.db.keys has the per-conversation default).
+and `tenant_id` where rows are created (memory_agent.schemas.keys has the per-conversation default).
 Connections come from one psycopg AsyncConnectionPool in autocommit mode, with search_path set to the
 memory_agent schema, so a read is one round trip and a write transaction is explicit (`transaction()`).
 """

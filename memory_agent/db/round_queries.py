@@ -12,13 +12,13 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_agent.db.keys import ConversationKey
 from memory_agent.db.named import NamedQueries, Row
 from memory_agent.errors import (
     ConversationOwnerError,
     MemoryAgentError,
 )
 from memory_agent.schemas import RoundSaved, SummaryClaim
+from memory_agent.schemas.keys import ConversationKey
 
 logger = logging.getLogger("memory_agent.backend")
 

@@ -7,5 +7,5 @@ No SQL and no window maths here. The graph and agent integrations depend on the 
 prepare, finish, record or release a round), the retriever on the Recaller protocol (recall), which MemoryService
 implements, not on the concrete service.
 May import: conversation/messages (validating a thread id), long_term/block (a recalled hit), errors, schemas.
-Never db/, service.py nor cli/.
+Never db/, service/ nor cli/.
 """

@@ -20,7 +20,7 @@ T = TypeVar("T")
 @runtime_checkable
 class RoundMemory(Protocol):
     """A memory that prepares and finishes rounds: all `with_memory`, the memory nodes and MemoryMiddleware
-    use. MemoryService implements it; so can a stand-in (the benchmarks' NoopMemory)."""
+    use. MemoryService implements it; so can a stand-in (memory_agent.testing.NoopMemory)."""
 
     async def prepare_round(
         self,

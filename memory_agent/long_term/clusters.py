@@ -29,10 +29,10 @@ from psycopg import errors
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.cluster_text import ClusterSummarizer, summary_rejection
 from memory_agent.long_term.embeddings import drop_item_vector
-from memory_agent.long_term.items import normalize_content
 from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import Cluster, check_now, fetch, fetch_one
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError, RememberOutcome
+from memory_agent.schemas.items import normalize_content
 
 logger = logging.getLogger("memory_agent.long_term")
 

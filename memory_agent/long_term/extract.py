@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory_agent.long_term.items import StructuredItems, SummaryItem, normalize_content, normalize_key
+from memory_agent.schemas.items import StructuredItems, SummaryItem, normalize_content, normalize_key
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from memory_agent.long_term.store_rows import (
 from memory_agent.long_term.tenancy import tenant_transaction
 
 T = TypeVar("T")
-DEFAULT_TENANT_ID = "default"  # the tenant of rounds that name none (db.keys.ConversationKey)
+DEFAULT_TENANT_ID = "default"  # the tenant of rounds that name none (schemas.keys.ConversationKey)
 
 
 class Loop(Protocol):

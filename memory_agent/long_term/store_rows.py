@@ -29,9 +29,9 @@ from psycopg.types.json import Jsonb
 from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.forget import ForgetReport, forget_item
-from memory_agent.long_term.items import ITEM_LISTS, ItemType, normalize_content
 from memory_agent.long_term.scope import Row, check_id, fetch, fetch_one
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError
+from memory_agent.schemas.items import ITEM_LISTS, ItemType, normalize_content
 
 logger = logging.getLogger("memory_agent.long_term")
 

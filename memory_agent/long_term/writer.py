@@ -29,7 +29,6 @@ import psycopg
 from psycopg import errors
 
 from memory_agent.errors import InvalidInputError, MemoryAgentError
-from memory_agent.long_term.items import ItemType, StructuredItems, SummaryItem, is_single_valued, normalize_content
 from memory_agent.long_term.scope import (
     Cluster,
     ItemOrigin,
@@ -40,6 +39,7 @@ from memory_agent.long_term.scope import (
     fetch,
     fetch_one,
 )
+from memory_agent.schemas.items import ItemType, StructuredItems, SummaryItem, is_single_valued, normalize_content
 
 logger = logging.getLogger("memory_agent.long_term")
 

@@ -2,5 +2,5 @@
 (queries.py, over the views and functions of sql/).
 
 May import: db/, conversation/ (to rebuild a round's context as the model saw it), errors, schemas.
-Never service.py, integrations/ nor cli/ (the commands in cli/ read through it).
+Never service/, integrations/ nor cli/ (the commands in cli/ read through it).
 """

@@ -1,7 +1,7 @@
 """The read side of observability: version chain, what the model was given at a round, memory health.
 
-Every statement is a named query of sql/queries/observability.sql (over the views and functions of migration
-0003_observability) or of sql/queries/health.sql (memory health as bounded aggregates, for `stats` at scale), run
+Every statement is a named query of sql/queries/observability.sql (over the views and functions of
+sql/definitions/) or of sql/queries/health.sql (memory health as bounded aggregates, for `stats` at scale), run
 through MemoryBackend's connection helpers; nothing here writes. The coroutines take the backend of an open
 MemoryService and run on its memory loop:
 

@@ -6,5 +6,5 @@ items written to the long-term tier in the same transaction (runner.py), its clu
 embedded after it, with the periodic safety net for what that missed (follow_ups.py) — and
 the summarizer models: the default ChatOpenAI and the offline one (models.py, offline.py).
 May import: db/, conversation/ (text that PostgreSQL can store), long_term/, errors, settings, schemas, resources.
-Never jobs/, integrations/, observability/, cli/ nor service.py.
+Never jobs/, integrations/, observability/, cli/ nor service/.
 """

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from memory_agent import ledger, resources
 from memory_agent.errors import ConfigurationError, SummarizationError
-from memory_agent.long_term.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.schemas import MemorySummaryOutput
+from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from memory_agent import ledger, with_memory
 from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
 from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.keys import ConversationKey
 from memory_agent.long_term import (
     ClusterSummaries,
     ItemOrigin,
@@ -26,6 +25,7 @@ from memory_agent.long_term import (
     touched_clusters,
 )
 from memory_agent.long_term.recall import RecallSettings
+from memory_agent.schemas.keys import ConversationKey
 from memory_agent.settings import MemorySettings, ModelPrice
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.offline import OfflineSummaryModel
@@ -163,7 +163,7 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     memory = await open_memory(
         long_term=True, max_summary_jobs_per_run=2, llm_prices={"cluster-model": {"input": 1, "output": 1}}
     )
-    runner = memory._parts.runner
+    runner = memory._lifecycle.parts.runner
     runner.cluster_summarizer = summarize
     for key in ("allergy", "pet", "city"):
         facts = [(key, f"The user {key} fact number {n}", {"single_valued": False}) for n in range(3)]
@@ -203,7 +203,7 @@ async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(ope
     memory = await open_memory(
         long_term=True, monthly_cost_ceiling=1.0, llm_prices={"cluster-model": {"input": 1, "output": 1}}
     )
-    runner = memory._parts.runner
+    runner = memory._lifecycle.parts.runner
     runner.cluster_summarizer = summarize
     facts = [("allergy", f"The user allergy fact number {n}", {"single_valued": False}) for n in range(3)]
     await remember(

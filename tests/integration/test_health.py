@@ -17,9 +17,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from benchmarks.observability import generate
 from memory_agent import resources
 from memory_agent.observability import queries as obs
+from memory_agent.testing import generate_conversations
 from tests.integration.test_observability import execute, percentile_cont, read
 
 CONVERSATIONS = 61  # an average lag of 5.57: a rounding to one place would show
@@ -47,7 +47,7 @@ def rows(url: str, statement: str, params: Any = None) -> list[dict[str, Any]]:
 
 def stage(url: str) -> None:
     """The generated data, plus the situations the generator does not make."""
-    generate(url, CONVERSATIONS, ROUNDS)
+    generate_conversations(url, CONVERSATIONS, ROUNDS)
     # A failed summary no model answered (reclaimed): the NULL model group. Conversation 11 has k = 1 + 11 % 4
     # = 4 versions capped at (6 - 1) / 2 = 2, ending at sequence 7; this one covers up to 11.
     execute(

@@ -12,8 +12,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory_agent.conversation.messages import serialize_round
-from memory_agent.db.keys import DEFAULT_TENANT_ID, ConversationKey, default_user_id
 from memory_agent.db.round_queries import StoredRound
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey, default_user_id
 from tests.conftest import query
 from tests.support import GatedSummaryModel
 

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from memory_agent.long_term.items import StructuredItems, SummaryItem
+from memory_agent.schemas.items import StructuredItems, SummaryItem
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

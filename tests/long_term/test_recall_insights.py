@@ -10,7 +10,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from memory_agent import resources
-from memory_agent.long_term.eval import store_conversation
+from memory_agent.evaluation import store_conversation
 from memory_agent.long_term.forget import forget_user
 from memory_agent.long_term.lineage import Lineage
 from memory_agent.long_term.recall import RecallSettings, recall

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from memory_agent.long_term.extract import RULES, Statement, extract_items, folded
-from memory_agent.long_term.items import (
+from memory_agent.schemas.items import (
     StructuredItems,
     SummaryItem,
     is_single_valued,

@@ -8,11 +8,11 @@ import inspect
 
 import pytest
 
-from benchmarks.run import NoopMemory
 from memory_agent import MemoryService, RoundMemory
 from memory_agent.conversation.window import summary_due
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.inline import InlineExecutor
+from memory_agent.testing import NoopMemory
 
 RULE = dict(summarize_after_seq=5, min_new_messages=1, processing_timeout_s=300.0)
 
@@ -86,18 +86,72 @@ def test_round_memories_take_what_the_protocol_passes(implementation):
     assert issubclass(NoopMemory, RoundMemory)
 
 
-# What each sub-package must not import (its __init__ docstring says the same): lower layers never reach up.
+# Every module of memory_agent is a unit here: a top-level module, or a sub-package with all its modules. A unit
+# not named below fails test_every_module_is_placed_in_a_layer, so a new module starts by choosing its layer.
+UNITS = {
+    "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "ledger", "db", "conversation", "long_term", "summarize", "jobs",
+    "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
+    "api", "cli",
+}  # fmt: skip
+SETTINGS = ("settings",)
+TOP = ("api", "cli", "langgraph_server", "testing", "service", "evaluation", "__init__", "__main__")
+
+
+def only(*allowed: str) -> tuple[str, ...]:
+    """Everything but `allowed`: for the base modules, which import almost nothing."""
+    return tuple(sorted(UNITS - set(allowed)))
+
+
+# What each unit must not import (each package's __init__ docstring says the same): lower layers never reach up.
 FORBIDDEN = {
-    "db": ("conversation", "api", "summarize", "jobs", "integrations", "observability", "cli", "service"),
-    "conversation": ("api", "summarize", "jobs", "integrations", "observability", "cli", "service"),
-    "summarize": ("api", "jobs", "integrations", "observability", "cli", "service"),
-    "jobs": ("api", "conversation", "summarize", "integrations", "observability", "cli", "service"),
-    "integrations": ("api", "db", "summarize", "jobs", "observability", "cli", "service"),
-    "observability": ("api", "summarize", "jobs", "integrations", "cli", "service"),
-    "long_term": ("api", "integrations", "cli", "service"),
-    "consolidation": ("api", "jobs", "conversation", "integrations", "observability", "cli", "service"),
-    "api": ("cli",),
+    # The base modules, below every package: errors, where the SQL and prompt files are, settings, the shared data
+    # shapes, the memory loop, the cost ledger.
+    "errors": only(),
+    "resources": only(),
+    **{name: only("errors", *SETTINGS) for name in SETTINGS},
+    "schemas": only("errors"),
+    "runtime": only("errors"),
+    "ledger": only("errors", "resources", "db", "schemas", *SETTINGS),
+    # The tiers and what runs them.
+    "db": ("conversation", "long_term", "summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
+    "conversation": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
+    "long_term": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
+    "summarize": ("jobs", "consolidation", "integrations", "observability", *TOP),
+    "consolidation": ("jobs", "conversation", "integrations", "observability", *TOP),
+    "jobs": ("conversation", "summarize", "integrations", "observability", *TOP),
+    "integrations": ("db", "summarize", "jobs", "consolidation", "observability", *TOP),
+    "observability": ("summarize", "jobs", "consolidation", "integrations", *TOP),
+    # The top: the service, the evaluation harness, the fakes, and the entry points.
+    "evaluation": ("summarize", "jobs", "integrations", "observability", "service", "testing", "api", "cli"),
+    "service": ("testing", "langgraph_server", "api", "cli", "__init__", "__main__"),
+    "testing": ("langgraph_server", "api", "cli", "__main__"),
+    "langgraph_server": ("testing", "api", "cli", "__main__"),
+    "__init__": ("testing", "evaluation", "langgraph_server", "api", "cli", "__main__"),
+    "api": ("testing", "cli", "__main__"),
+    "cli": ("testing", "__main__"),
+    "__main__": (),
 }
+
+
+def _units(root) -> dict[str, list]:
+    """{unit: its module files}: a top-level module is its own unit, a sub-package one unit with all its modules."""
+    units: dict[str, list] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        units.setdefault(parts[0].removesuffix(".py"), []).append(path)
+    return units
+
+
+def test_every_module_is_placed_in_a_layer():
+    from pathlib import Path
+
+    import memory_agent
+
+    units = _units(Path(memory_agent.__file__).parent)
+    assert set(units) - set(FORBIDDEN) == set(), "a module no layer names: add it to FORBIDDEN"
+    assert set(FORBIDDEN) - set(units) == set(), "a layer names a module that no longer exists"
+    assert set(FORBIDDEN) == UNITS
+    assert all(set(forbidden) <= UNITS for forbidden in FORBIDDEN.values())
 
 
 def _imported_modules(path) -> set[str]:
@@ -120,8 +174,9 @@ def test_lower_layers_never_import_higher_ones():
 
     root = Path(memory_agent.__file__).parent
     broken = []
-    for package, forbidden in FORBIDDEN.items():
-        for path in sorted((root / package).rglob("*.py")):
+    for unit, paths in _units(root).items():
+        forbidden = [f for f in FORBIDDEN[unit] if f != unit]
+        for path in paths:
             for module in _imported_modules(path):
                 if any(module == f"memory_agent.{f}" or module.startswith(f"memory_agent.{f}.") for f in forbidden):
                     broken.append(f"{path.relative_to(root)} imports {module}")

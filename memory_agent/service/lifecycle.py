@@ -1,7 +1,8 @@
-"""The lifecycle of MemoryService: the memory loop (runtime.py), the database (db/), the summarizer (summarize/),
-the executor (jobs/) and the round logic (conversation/), opened and closed together.
+"""The lifecycle of a MemoryService: the memory loop (runtime.py), the database (db/), the summarizer (summarize/),
+the executor (jobs/), the round logic (conversation/) and the tier facades, opened and closed together.
 
-service.py's MemoryService inherits it and adds the design's public methods, each a delegation.
+MemoryService holds one Lifecycle and delegates open and close to it; the facades it hands out
+(`memory.conversations`, `memory.long_term`) are made here from the parts opened.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Self
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from memory_agent.conversation.memory import ConversationMemory
 from memory_agent.conversation.recalled import check_recall_settings
 from memory_agent.conversation.rounds import Rounds
 from memory_agent.conversation.trigger import SummaryTrigger
@@ -23,8 +24,8 @@ from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
-from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.embeddings import embedder_from_setting
+from memory_agent.long_term.memory import LongTermMemory
 from memory_agent.runtime import MemoryLoop, PeriodicTask
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
@@ -33,77 +34,55 @@ from memory_agent.summarize.runner import SummaryRunner
 
 logger = logging.getLogger("memory_agent")
 
+NOT_OPEN = "MemoryService is not open; use `async with MemoryService.from_settings(...)`"
+
 
 @dataclass(frozen=True)
-class _Opened:
+class Parts:
     """What exists while the service is open."""
 
     backend: MemoryBackend
     agent: MemoryAgent
     runner: SummaryRunner
-    trigger: SummaryTrigger
-    rounds: Rounds
     executor: Executor
     embedder: Embeddings | None
     statistics: PeriodicTask  # the young tables' statistics (analyze_young_tables)
+    conversations: ConversationMemory
+    long_term: LongTermMemory
 
 
-class ServiceLifecycle:
+class Lifecycle:
     """Open and close everything a MemoryService uses; the parts while open."""
 
     def __init__(
         self,
-        settings: MemorySettings | None = None,
+        settings: MemorySettings,
         *,
-        model: BaseChatModel | None = None,
-        database_url: str | None = None,
-        clock: Callable[[], datetime] | None = None,
-        embeddings: Embeddings | None = None,
+        model: BaseChatModel | None,
+        database_url: str | None,
+        clock: Callable[[], datetime] | None,
+        embeddings: Embeddings | None,
     ) -> None:
-        self.settings = settings or MemorySettings()
+        self.settings = settings
         self.clock = clock or (lambda: datetime.now(UTC))
         self._model = model
         self._embeddings = embeddings
-        self._database_url = database_url or self.settings.database.database_url
+        self._database_url = database_url or settings.database.database_url
         self.database_url: str | None = None  # resolved at open (the embedded server's URI when unset)
         self._loop: MemoryLoop | None = None
-        self._opened: _Opened | None = None
+        self._opened: Parts | None = None
 
     @property
-    def _parts(self) -> _Opened:
+    def parts(self) -> Parts:
         if self._opened is None:
-            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
+            raise RuntimeError(NOT_OPEN)
         return self._opened
 
     @property
     def loop(self) -> MemoryLoop:
         if self._loop is None:
-            raise RuntimeError("MemoryService is not open; use `async with MemoryService.from_settings(...)`")
+            raise RuntimeError(NOT_OPEN)
         return self._loop
-
-    @property
-    def backend(self) -> MemoryBackend:
-        return self._parts.backend
-
-    @property
-    def agent(self) -> MemoryAgent:
-        return self._parts.agent
-
-    @property
-    def cluster_summarizer(self) -> ClusterSummarizer:
-        """What writes cluster summaries: the summary model, or the offline one's deterministic counterpart."""
-        return self._parts.runner.cluster_summarizer
-
-    @property
-    def embedder(self) -> Embeddings | None:
-        """What embeds items, summaries and recall's query: the `embeddings` given, else MEMORY_AGENT_EMBEDDINGS's
-        (None: vectors off)."""
-        return self._parts.embedder
-
-    @property
-    def executor(self) -> Executor:
-        """The executor running background summaries (inline or procrastinate)."""
-        return self._parts.executor
 
     def _resolve_database_url(self) -> str:
         if self._database_url:
@@ -152,12 +131,23 @@ class ServiceLifecycle:
                 pick_up=executor.runs_in_process,
             )
             rounds = Rounds(settings, backend, loop, trigger, embedder=embedder, clock=self.clock)
-            await check_recall_settings(backend, settings.recall)
+            recall = settings.recall
+            await check_recall_settings(backend, recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(
                 settings.jobs.analyze_interval_s, [("Analyzing young tables", backend.analyze_young_tables)], logger
             )
-            self._opened = _Opened(backend, agent, runner, trigger, rounds, executor, embedder, statistics)
+            long_term = LongTermMemory(
+                loop,
+                backend,
+                clock=self.clock,
+                cluster_summarizer=runner.cluster_summarizer,
+                embedder=embedder,
+                recall_settings=recall,
+                min_cluster_items=settings.summary.min_cluster_items,
+            )
+            conversations = ConversationMemory(loop, backend, rounds, trigger)
+            self._opened = Parts(backend, agent, runner, executor, embedder, statistics, conversations, long_term)
             await executor.start()
             statistics.start()
         except BaseException:
@@ -165,12 +155,10 @@ class ServiceLifecycle:
             await backend.pool.close()
             raise
 
-    def open(self) -> Self:
-        """Start the memory loop, the database (embedded unless a URL is set), the pool and migrations. Opened
-        here, without an event loop to attach to, the memory loop has a thread of its own whatever
-        MEMORY_AGENT_EVENT_LOOP says (`caller` applies to aopen)."""
+    def open(self) -> None:
+        """The memory loop on a thread of its own, the database, the pool, migrations, the parts."""
         if self._opened is not None:
-            return self
+            return
         url = self._resolve_database_url()
         self._loop = MemoryLoop()
         try:
@@ -178,15 +166,14 @@ class ServiceLifecycle:
         except BaseException:
             self._forget_loop()
             raise
-        return self
 
-    async def aopen(self) -> Self:
-        """As open(); with MEMORY_AGENT_EVENT_LOOP=caller the pool and the summaries run on this event loop."""
+    async def aopen(self) -> None:
+        """As open(); with event_loop "caller" the memory loop is the running one."""
         if self.settings.jobs.event_loop == "own":
             await asyncio.to_thread(self.open)
-            return self
+            return
         if self._opened is not None:
-            return self
+            return
         url = await asyncio.to_thread(self._resolve_database_url)  # the embedded server starts in a thread
         self._loop = MemoryLoop(attach=asyncio.get_running_loop())
         try:
@@ -194,7 +181,6 @@ class ServiceLifecycle:
         except BaseException:
             self._forget_loop()
             raise
-        return self
 
     def _drain_timeout(self, timeout: float | None) -> float:
         return self.settings.jobs.drain_timeout_s if timeout is None else timeout
@@ -217,7 +203,7 @@ class ServiceLifecycle:
             await self._opened.backend.pool.close()
 
     def close(self, timeout: float | None = None) -> None:
-        """Drain in-flight summaries for up to `timeout` (default drain_timeout_s), then close."""
+        """In-flight summaries drained for up to `timeout` (default drain_timeout_s), then everything closed."""
         if self._loop is None:
             return
         if not self._loop.owns_thread and self._loop.in_loop_thread:
@@ -239,15 +225,3 @@ class ServiceLifecycle:
             await loop.arun(self._close_on_loop(self._drain_timeout(timeout)))
         finally:
             self._forget_loop()
-
-    async def __aenter__(self) -> Self:
-        return await self.aopen()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> Self:
-        return self.open()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

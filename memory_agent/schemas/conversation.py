@@ -1,4 +1,4 @@
-"""The design's data shapes: MemoryRecord, MemorySummaryOutput, ConversationContext, and round results."""
+"""The conversation tier's data shapes: MemoryRecord, MemorySummaryOutput, ConversationContext, and round results."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from memory_agent.db.keys import ConversationKey
-from memory_agent.long_term.items import StructuredItems
+from memory_agent.schemas.items import StructuredItems
+from memory_agent.schemas.keys import ConversationKey
 
 MemoryStatus = Literal["processing", "completed", "failed"]
 

@@ -1,0 +1,159 @@
+"""ConversationMemory (`memory.conversations`): the conversation tier as MemoryService's methods reach it.
+
+A round's key (as given, or as recorded for a thread id), the round start and end (rounds.py), the trigger rule
+and its sweep (trigger.py), and the memory versions of a conversation. Every call validates its ids, names the
+conversation's tenant for row-level security (db/tenancy.py) and runs its statements on the memory loop.
+Made by the service when it opens, from the parts it opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage
+
+from memory_agent.conversation.identity import validate_identity, validate_user_id
+from memory_agent.conversation.messages import validate_conversation_id
+from memory_agent.conversation.rounds import Rounds
+from memory_agent.conversation.trigger import SummaryTrigger
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.tenancy import tenant_scope
+from memory_agent.errors import InvalidInputError
+from memory_agent.runtime import MemoryLoop
+from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
+from memory_agent.schemas.keys import ConversationKey
+
+
+def round_key(conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
+    """A round's key as given (no user → the conversation's own scope), checked like any round input."""
+    validate_conversation_id(conversation_id)
+    if user_id is not None:
+        validate_user_id(user_id)
+    if tenant_id is not None:
+        validate_identity(tenant_id, "tenant_id")
+    return ConversationKey.of(conversation_id, user_id, tenant_id)
+
+
+class ConversationMemory:
+    """Round start and end, the trigger rule, and a conversation's memory versions (MemoryService's methods of the
+    same purpose say what each call promises)."""
+
+    def __init__(self, loop: MemoryLoop, backend: MemoryBackend, rounds: Rounds, trigger: SummaryTrigger) -> None:
+        self.loop = loop
+        self.backend = backend
+        self.rounds = rounds
+        self.trigger = trigger
+
+    async def owned(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
+        """For reads and deletes by thread id: the given user, else the conversation's owner as recorded."""
+        if user_id is not None or tenant_id is not None:
+            return round_key(conversation_id, user_id, tenant_id)
+        validate_conversation_id(conversation_id)
+        owner = await self.loop.arun(self.backend.conversation_owner(conversation_id))
+        return ConversationKey(conversation_id, owner[1], owner[0]) if owner else ConversationKey.of(conversation_id)
+
+    async def context(
+        self,
+        conversation_id: str,
+        current_messages: Sequence[BaseMessage] | None = None,
+        *,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+    ) -> ConversationContext:
+        """Latest completed memory + gap, and the round's input.
+
+        The design computed the gap by position in `current_messages`; here the gap is what the database holds
+        after the memory, and `current_messages` (the graph's messages, earlier rounds included or not) gives the
+        round's input: `context.current_messages` are those not stored yet, detected by message id as `prepare`
+        does. Read only: no lease is taken, nothing is stored, no budget is applied.
+        """
+        key = await self.owned(conversation_id, user_id, tenant_id)
+        with tenant_scope(key.tenant_id):
+            return await self.rounds.context(key, current_messages or [])
+
+    async def prepare(
+        self,
+        conversation_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        lease: str | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+    ) -> tuple[list[BaseMessage], RoundInfo]:
+        """Round start: take the conversation's lease, load memory + gap, build the model's context.
+
+        `messages` is what the graph state holds: with a checkpointer the earlier rounds too. The round's input
+        is every message of it not stored yet (by id), so a message is stored once whatever the state carries;
+        it needs a user message. A resumed round passes the `lease` it holds. The round belongs to `user_id` in
+        `tenant_id` (none: the conversation's own scope, tenant 'default'); a thread id belongs to one user and
+        tenant: naming another raises ConversationOwnerError before anything is read or written.
+        """
+        key = round_key(conversation_id, user_id, tenant_id)
+        with tenant_scope(key.tenant_id):  # a role bound by row-level security names the tenant (db/tenancy.py)
+            return await self.rounds.prepare(key, messages, lease)
+
+    async def release(self, info: RoundInfo) -> None:
+        """Give the conversation's lease back."""
+        with tenant_scope(info.key.tenant_id):
+            await self.rounds.release(info)
+
+    async def finish(
+        self,
+        conversation_id: str,
+        messages: Sequence[BaseMessage],
+        info: RoundInfo | None = None,
+        *,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+    ) -> tuple[RoundSaved | None, TriggerResult]:
+        """Round end: the round stored, the trigger rule applied, the metrics recorded, in one transaction.
+
+        Messages stored already (same id, same content) are not stored again; when none is new, nothing is
+        written and the result is (None, outcome "nothing_new"). The summary (if one is due) starts after
+        commit; this call never waits for it. The round's user is the one it started with (`info`), else
+        `user_id` / `tenant_id` as for `prepare`.
+        """
+        if info is not None and info.conversation_id != conversation_id:
+            raise InvalidInputError(
+                f"finish_round for {conversation_id!r} was given the round of {info.conversation_id!r}"
+            )
+        key = info.key if info is not None else round_key(conversation_id, user_id, tenant_id)
+        with tenant_scope(key.tenant_id):  # the summary it dispatches inherits the scope
+            return await self.rounds.finish(key, messages, info)
+
+    async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
+        """Best effort: the metrics row of a round that failed at `stage`."""
+        with tenant_scope(info.key.tenant_id):
+            await self.rounds.record_failed(info, stage, error)
+
+    async def summary_due(
+        self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
+    ) -> bool:
+        """The trigger rule's answer, without claiming anything."""
+        key = await self.owned(conversation_id, user_id, tenant_id)
+        with tenant_scope(key.tenant_id):
+            return await self.loop.arun(self.trigger.is_due(key, last_saved_seq))
+
+    async def trigger_summary(
+        self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
+    ) -> TriggerResult:
+        """The trigger rule applied: a summary claimed and dispatched when one is due."""
+        key = await self.owned(conversation_id, user_id, tenant_id)
+        with tenant_scope(key.tenant_id):
+            return await self.loop.arun(self.trigger.trigger(key, last_saved_seq))
+
+    async def sweep(self) -> list[int]:
+        """Stale `processing` rows reclaimed everywhere, the trigger rule re-run for their conversations."""
+        return await self.loop.arun(self.trigger.sweep())
+
+    async def history(
+        self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
+    ) -> list[MemoryRecord]:
+        """Every memory version of a conversation, oldest first."""
+        key = await self.owned(conversation_id, user_id, tenant_id)
+        with tenant_scope(key.tenant_id):
+            return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
+
+    async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
+        """One memory version by its key (user_id, memory_id)."""
+        return await self.loop.arun(self.backend.get_memory(memory_id, user_id=user_id))

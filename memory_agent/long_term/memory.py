@@ -1,0 +1,166 @@
+"""LongTermMemory (`memory.long_term`): a user's long-term items, forgetting with lineage, and recall.
+
+Every call names its user (and tenant, default 'default'), runs in one transaction on the memory loop with
+row-level security scoped to that tenant, and erases durably: what a forget returns is committed. Made by the
+service when it opens, from the parts it opened (the memory loop, the backend, the cluster summarizer, the
+embedder, recall's settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from memory_agent.conversation.identity import validate_identity, validate_user_id
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.tenancy import tenant_scope
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term import ClusterSummaries
+from memory_agent.long_term.cluster_text import ClusterSummarizer
+from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
+from memory_agent.long_term.reads import ItemFilter, LongTermItem, list_items
+from memory_agent.long_term.recall import ALL_PATHS, RecallResult, RecallSettings, recall
+from memory_agent.long_term.store_recall import SEARCH_PATHS
+from memory_agent.long_term.tenancy import tenant_transaction
+from memory_agent.runtime import MemoryLoop
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey
+
+
+def user_scope(user_id: Any, tenant_id: Any) -> tuple[str, str]:
+    """(tenant, user) of a call that names a user: both validated, no tenant → 'default'."""
+    validate_user_id(user_id)
+    if tenant_id is not None:
+        validate_identity(tenant_id, "tenant_id")
+    return (tenant_id or DEFAULT_TENANT_ID), user_id
+
+
+class LongTermMemory:
+    """list_items, forget_item, forget_user, forget_conversation (behind delete_conversation), recall
+    (MemoryService's methods of the same names say what each call promises)."""
+
+    def __init__(
+        self,
+        loop: MemoryLoop,
+        backend: MemoryBackend,
+        *,
+        clock: Callable[[], datetime],
+        cluster_summarizer: ClusterSummarizer,
+        embedder: Embeddings | None,
+        recall_settings: RecallSettings,
+        min_cluster_items: int,
+    ) -> None:
+        self.loop = loop
+        self.backend = backend
+        self.clock = clock
+        self.cluster_summarizer = cluster_summarizer
+        self.embedder = embedder
+        self.recall_settings = recall_settings
+        self.min_cluster_items = min_cluster_items
+
+    async def list_items(
+        self, user_id: str, *, tenant_id: str | None = None, as_of: datetime | None = None
+    ) -> list[LongTermItem]:
+        """The user's items current now (cluster summaries included), or those held at `as_of`."""
+        tenant, user = user_scope(user_id, tenant_id)
+
+        async def read() -> list[LongTermItem]:
+            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+                return await list_items(conn, tenant, user, where=ItemFilter(as_of=as_of))
+
+        with tenant_scope(tenant):
+            return await self.loop.arun(read())
+
+    async def forget_item(self, user_id: str, item_id: int, *, tenant_id: str | None = None) -> ForgetReport:
+        """Erase one item version of the user and regenerate the summaries built from it."""
+        tenant, user = user_scope(user_id, tenant_id)
+        if not isinstance(item_id, int) or isinstance(item_id, bool):
+            raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")
+
+        async def forget() -> ForgetReport:
+            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+                return await forget_item(
+                    conn,
+                    tenant,
+                    user,
+                    item_id,
+                    summaries=ClusterSummaries(self.cluster_summarizer, min_items=self.min_cluster_items),
+                    now=self.clock(),
+                )
+
+        with tenant_scope(tenant):
+            return await self.loop.arun(forget(), shield=True)
+
+    async def forget_user(self, user_id: str, *, tenant_id: str | None = None) -> ForgetReport:
+        """Erase every long-term row of the user in the tenant and every conversation of theirs."""
+        tenant, user = user_scope(user_id, tenant_id)
+
+        async def forget() -> ForgetReport:
+            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+                return await forget_user(conn, tenant, user)
+
+        with tenant_scope(tenant):
+            return await self.loop.arun(forget(), shield=True)
+
+    async def forget_conversation(self, key: ConversationKey) -> bool:
+        """The conversation and everything derived from it, in one transaction; False when it did not exist."""
+
+        async def forget() -> bool:
+            async with self.backend.connection() as conn, tenant_transaction(conn, key.tenant_id):
+                report = await forget_conversation(
+                    conn,
+                    key.tenant_id,
+                    key.user_id,
+                    key.conversation_id,
+                    summaries=ClusterSummaries(self.cluster_summarizer, min_items=self.min_cluster_items),
+                    now=self.clock(),
+                )
+            return bool(report.conversations_deleted)
+
+        with tenant_scope(key.tenant_id):
+            return await self.loop.arun(forget(), shield=True)
+
+    async def recall(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        tenant_id: str | None = None,
+        limit: int = 10,
+        as_of: datetime | None = None,
+        recent_fallback: bool = True,
+    ) -> RecallResult:
+        """What recall at round start would find for `user_id` across their conversations and long-term items,
+        with everything it measured (the rendered block, the paths that ran, its tokens, whether a guardrail cut
+        it). `.results` are the hits, best first, within the MEMORY_AGENT_RECALL_* guardrails: each hit's `kind` (turn | item | summary),
+        `text`, `score` and provenance (`conversation_id` + `sequences`, `item_ids`, `sources`; a key insight of
+        a weekly or monthly consolidation note is a `summary` with `note_id`, `period`, `period_start`; a batch
+        summary a `summary` with `batch_summary_id` and the summarized ids as `source_item_ids`; `provenance()`
+        gives all of it as JSON data). `as_of` reads the items valid then. When nothing matches, recall gives the
+        latest turns of the user's most recently active conversation (paths ['recent']), as at round start;
+        `recent_fallback=False` gives nothing instead (a search). Never calls a chat model; with an embedder, the
+        query is embedded only when full text and trigrams find fewer than two hits (the vector fallback)."""
+        tenant, user = user_scope(user_id, tenant_id)
+        settings, embedder = self.recall_settings, self.embedder
+
+        async def run() -> RecallResult:
+            # In the tenant's transaction: a role bound by row-level security reads the tenant's rows only.
+            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+                return await recall(
+                    conn,
+                    tenant_id=tenant,
+                    user_id=user,
+                    query=query,
+                    limit=limit,
+                    as_of=as_of,
+                    settings=settings,
+                    embedder=embedder,
+                    paths=ALL_PATHS if recent_fallback else SEARCH_PATHS,
+                )
+
+        # Recall names its tenant in its own transaction too (recall_settings): row-level security would
+        # otherwise hide every item and note of the user from a role it binds, and recall would find turns only.
+        with tenant_scope(tenant):
+            return await self.loop.arun(run())

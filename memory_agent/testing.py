@@ -1,0 +1,101 @@
+"""Stand-ins for tests and benchmarks: a memory that remembers nothing, and many conversations written at once.
+
+NoopMemory implements the RoundMemory protocol with no database and no summaries: `with_memory(graph,
+NoopMemory())` runs a graph through the integration alone, which is what the benchmarks subtract to measure the
+wrapper's own cost, and what a test of an app's graph can use when memory is beside the point. Each round's
+model context is the messages given, unchanged.
+generate_conversations fills an empty, migrated schema with thousands of conversations shaped like rounds run
+through `with_memory` (sql/queries/testing.sql), for the health and observability tests and benchmarks.
+May import: integrations/ (the protocol), schemas, resources, errors. Nothing imports it but tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+import psycopg
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from memory_agent import resources
+from memory_agent.integrations.base import RoundMemory
+from memory_agent.schemas import RoundInfo
+
+T = TypeVar("T")
+
+
+class NoopMemory(RoundMemory):
+    """A RoundMemory with no database and no summaries: nothing is stored, nothing is recalled."""
+
+    async def prepare_round(
+        self,
+        conversation_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        lease: str | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+    ) -> tuple[list[BaseMessage], RoundInfo]:
+        incoming = list(messages)
+        return incoming, RoundInfo(
+            conversation_id=conversation_id,
+            user_id=user_id,
+            tenant_id=tenant_id,
+            input_messages=incoming,
+            started=time.perf_counter(),
+        )
+
+    async def finish_round(
+        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
+    ) -> None:
+        return None
+
+    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
+        return None
+
+    async def release_round(self, info: RoundInfo) -> None:
+        return None
+
+    def round_identity(self, config: RunnableConfig | None) -> tuple[str, str | None, str | None]:
+        configurable = (config or {}).get("configurable") or {}
+        return configurable["thread_id"], None, None
+
+    def call_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run the coroutine to its end on a loop of its own (from synchronous code with no loop running)."""
+        return asyncio.run(coro)
+
+
+def generate_conversations(url: str, conversations: int, rounds: int, schema: str = "memory_agent") -> dict[str, Any]:
+    """Fill the migrated, empty `schema` at `url` with `conversations` of `rounds` rounds each (what each one holds:
+    sql/queries/testing.sql); returns row counts and the seconds each step took."""
+    blocks = resources.parse_queries((resources.queries_dir() / "testing.sql").read_text(encoding="utf-8"))
+    timings: dict[str, float] = {}
+    params = {"conversations": conversations, "rounds": rounds}
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(psycopg.sql.SQL("SET search_path TO {}, public").format(psycopg.sql.Identifier(schema)))
+        conn.execute("SET synchronous_commit = off")
+        # The rows are consistent by construction; skipping the per-row foreign-key triggers halves the
+        # load. Only a superuser may; elsewhere the load just takes longer.
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("SET session_replication_role = replica")
+        for name, statement in blocks.items():
+            if name.startswith("scale_"):
+                started = time.perf_counter()
+                conn.execute(statement, params)
+                timings[name] = time.perf_counter() - started
+        started = time.perf_counter()
+        conn.execute("VACUUM ANALYZE")  # what autovacuum would have done on a database that grew to this size
+        timings["vacuum_analyze"] = time.perf_counter() - started
+        counts = conn.execute(blocks["generated_counts"]).fetchone()
+    assert counts is not None
+    return {
+        "conversations": counts[0],
+        "messages": counts[1],
+        "round_metrics": counts[2],
+        "memory_versions": counts[3],
+        "generate_s": {name: round(seconds, 2) for name, seconds in timings.items()},
+    }

@@ -1,0 +1,44 @@
+-- Named queries of the recall evaluation (memory_agent/evaluation/ingest.py): a LoCoMo-format sample written
+-- straight into the tables. Every statement runs with search_path set to the memory_agent schema.
+
+-- eval_insert_conversation --
+-- Evaluation ingestion: a conversation of one user whose turns are stored directly (not through the round
+-- path), with its owner row as a round's first save writes it.
+WITH owner AS (
+    INSERT INTO conversation_owners (conversation_id, tenant_id, user_id, created_at)
+    VALUES (%(conversation_id)s, %(tenant_id)s, %(user_id)s, %(created_at)s)
+)
+INSERT INTO conversations (user_id, tenant_id, conversation_id, next_sequence, round_count, created_at, updated_at)
+VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(next_sequence)s, %(round_count)s, %(created_at)s,
+        %(created_at)s)
+
+-- eval_insert_message --
+-- Evaluation ingestion: one stored turn.
+INSERT INTO messages (user_id, tenant_id, conversation_id, sequence_number, round_number, role, content, message,
+                      created_at)
+VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(sequence_number)s, %(round_number)s, %(role)s,
+        %(content)s, %(message)s, %(created_at)s)
+
+-- eval_close_item --
+-- Evaluation ingestion: a new value of a single-valued key closes the current one at `now`.
+UPDATE items SET valid_during = tstzrange(lower(valid_during), %(now)s)
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND project = '' AND environment = ''
+  AND item_type = %(item_type)s AND key = %(key)s AND value_slot = %(value_slot)s
+  AND upper_inf(valid_during) AND lower(valid_during) < %(now)s AND content_norm <> %(content_norm)s
+
+-- eval_insert_item --
+-- Evaluation ingestion: one item (or cluster summary), unless the same content is current in its slot.
+INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, importance, valid_during,
+                   is_summary, source_item_ids)
+SELECT %(user_id)s, %(tenant_id)s, %(item_type)s, %(key)s, %(value_slot)s, %(content)s, %(content_norm)s,
+       %(importance)s, tstzrange(%(valid_from)s, %(valid_to)s), %(is_summary)s, %(source_item_ids)s
+WHERE NOT EXISTS (SELECT 1 FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+                  AND project = '' AND environment = '' AND item_type = %(item_type)s AND key = %(key)s
+                  AND value_slot = %(value_slot)s AND content_norm = %(content_norm)s AND upper_inf(valid_during))
+RETURNING item_id
+
+-- eval_insert_item_source --
+-- Evaluation ingestion: a turn an item came from.
+INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number)
+VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(conversation_id)s, NULL, %(sequence_number)s)
+ON CONFLICT DO NOTHING
