@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.llm.offline import OfflineSummaryModel
 
 _WORDS = [
     "order",

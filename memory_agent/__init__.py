@@ -22,6 +22,7 @@ from memory_agent.integrations.langgraph import (
 )
 from memory_agent.integrations.middleware import MemoryMiddleware
 from memory_agent.integrations.retriever import MemoryRetriever
+from memory_agent.llm import OfflineSummaryModel, openai_chat_model
 from memory_agent.long_term.store import MemoryStore
 from memory_agent.schemas import (
     ConversationContext,
@@ -34,8 +35,6 @@ from memory_agent.schemas.keys import ConversationKey
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
-from memory_agent.summarize.models import openai_chat_model
-from memory_agent.summarize.offline import OfflineSummaryModel
 
 __all__ = [
     "ConfigurationError",

@@ -35,3 +35,44 @@ class ServiceClosedError(MemoryAgentError):
 
 class RoundInProgressError(MemoryAgentError):
     """Another round of the same conversation is running and the multitask strategy is `reject`."""
+
+
+class JobFailedError(MemoryAgentError):
+    """A background job (a summary, a consolidation run, the periodic safety net) did not do its work. Its rows
+    say why where they can (a memory row `failed` with its error). `retryable`: running the job again can
+    succeed (the database or the model was away), so the job queue retries it; else it ends `failed`."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+# Model clients' errors that say the server or the network was away (openai's and httpx's class names: neither
+# package is imported here, and both are optional).
+_TRANSIENT_CLIENT_ERRORS = frozenset({"APIConnectionError", "APITimeoutError", "TransportError"})
+_TRANSIENT_HTTP_STATUS = frozenset({408, 409, 429})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether the call that raised `exc` may succeed if made again unchanged: the database or a model server was
+    unreachable, timed out, overloaded or rolled back a conflicting transaction. Bad input, a configuration, an
+    SQL statement the server refuses or a model answer that does not parse fail the same way every time. An
+    error raised `from` another is judged by its cause."""
+    import psycopg  # a dependency of the package; imported here so that this module stays import-light
+
+    if isinstance(exc, JobFailedError):
+        return exc.retryable
+    if isinstance(exc, (InvalidInputError, ConfigurationError, psycopg.errors.ProgramLimitExceeded)):
+        return False
+    # psycopg's OperationalError covers a lost connection, a pool timeout, a cancelled statement, a lock timeout and
+    # the rolled-back transactions (serialization failure, deadlock).
+    if isinstance(exc, (DatabaseUnavailableError, psycopg.OperationalError)):
+        return True
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status >= 500 or status in _TRANSIENT_HTTP_STATUS
+    if any(cls.__name__ in _TRANSIENT_CLIENT_ERRORS for cls in type(exc).__mro__):
+        return True
+    return exc.__cause__ is not None and is_transient(exc.__cause__)

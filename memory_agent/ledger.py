@@ -1,99 +1,41 @@
 """The cost ledger: every LLM call memory_agent makes, with its tokens and cost, in `llm_calls`.
 
 The calls are the conversation summarizer's (summarize/agent.py, its retry included), the cluster summaries'
-(the same agent), and consolidation's (consolidation/model.py: call_consolidation_model); purpose 'app' is the
+(the same agent), and consolidation's (consolidation/model.py: call_consolidation_model), each an llm.LLMCall;
+purpose 'app' is the
 app's own model, recorded by the round from its answers' usage. Cost is priced at call time from the price
 table (MEMORY_AGENT_LLM_PRICES: USD, or any one currency, per 1M input and output tokens per model); a model
 the table does not name costs 0 and its row says priced = false, its tokens still counted. A call that fails
 without an answer records nothing: no usage is known.
 
-Model code has no SQL: it notes each answer's usage in the CallLog of the job it runs in (a context variable,
-so concurrent jobs on one agent never mix their calls), and the job writes the log with record_calls.
-May import: errors, resources, settings. Imported by summarize/, consolidation/, conversation/.
+Model code has no SQL: it notes each answer's usage in the CallLog of the job it runs in (llm/calls.py), and the
+job writes the log with record_calls.
+May import: errors, resources, settings, llm/. Imported by summarize/, consolidation/, conversation/.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
 import psycopg
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.errors import InvalidInputError
+from memory_agent.llm.calls import PURPOSES, CallLog, LLMCall, Purpose
 from memory_agent.settings import ModelPrice
 
 logger = logging.getLogger("memory_agent.ledger")
 
-Purpose = Literal["conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app"]
-PURPOSES: tuple[Purpose, ...] = ("conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app")
 PER_TOKENS = Decimal(1_000_000)
-
-
-@dataclass(frozen=True)
-class LLMCall:
-    """One model call: why, which model, its tokens."""
-
-    purpose: Purpose
-    model: str
-    input_tokens: int
-    output_tokens: int
-
-
-@dataclass
-class CallLog:
-    """The calls one job made, noted as they are answered, and whose they are once the job knows."""
-
-    calls: list[LLMCall] = field(default_factory=list)
-    tenant_id: str | None = None
-    user_id: str | None = None
-
-
-_current: ContextVar[CallLog | None] = ContextVar("memory_agent_call_log", default=None)
-
-
-@contextmanager
-def collecting() -> Iterator[CallLog]:
-    """Note every model call made inside the block (and in tasks it starts) in the returned log."""
-    log = CallLog()
-    token = _current.set(log)
-    try:
-        yield log
-    finally:
-        _current.reset(token)
-
-
-def note_call(call: LLMCall) -> None:
-    """Add a call to the log of the running job, if any (a call outside a job is not recorded)."""
-    log = _current.get()
-    if log is not None:
-        log.calls.append(call)
-
-
-def usage_of(answer: Any, prompt: Sequence[BaseMessage]) -> tuple[int, int]:
-    """(input, output) tokens of an answer: the provider's usage when it reports one, else an estimate."""
-    usage = getattr(answer, "usage_metadata", None) or {}
-    input_tokens = usage.get("input_tokens") or count_tokens_approximately(list(prompt))
-    if usage.get("output_tokens"):
-        return int(input_tokens), int(usage["output_tokens"])
-    answered = answer if isinstance(answer, BaseMessage) else AIMessage(str(answer))
-    return int(input_tokens), int(count_tokens_approximately([answered]))
-
-
-def note_answer(purpose: Purpose, model: str, answer: Any, prompt: Sequence[BaseMessage]) -> None:
-    """note_call for a model's answer to `prompt`."""
-    input_tokens, output_tokens = usage_of(answer, prompt)
-    note_call(LLMCall(purpose, model, input_tokens, output_tokens))
 
 
 def price(call: LLMCall, prices: Mapping[str, ModelPrice]) -> tuple[Decimal, bool]:

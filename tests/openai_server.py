@@ -21,7 +21,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from memory_agent.summarize.offline import offline_summary
+from memory_agent.llm.offline import offline_summary
 
 
 class FakeOpenAI:

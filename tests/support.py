@@ -13,8 +13,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from pydantic import Field
 
 from memory_agent import resources
+from memory_agent.llm.offline import OfflineSummaryModel, offline_items, offline_summary
 from memory_agent.long_term.cluster_text import offline_cluster_summary_text
-from memory_agent.summarize.offline import OfflineSummaryModel, offline_items, offline_summary
 
 CLUSTER_PROMPT_START = resources.prompt("cluster_summary").split("\n", 1)[0]
 

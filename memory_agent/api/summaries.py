@@ -26,11 +26,12 @@ from memory_agent.api.deps import (
     on_pool,
     user_known,
 )
-from memory_agent.consolidation import ConsolidationRun, default_consolidation_model, list_notes
+from memory_agent.consolidation import ConsolidationRun, list_notes
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.periods import PeriodName
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.errors import SummarizationError
+from memory_agent.llm import default_chat_model
 from memory_agent.long_term import tenant_transaction
 
 router = APIRouter(tags=["consolidation"])
@@ -51,7 +52,7 @@ MODEL_FAILED: dict[int | str, dict[str, Any]] = {502: {"description": "the conso
 
 def _model(request: Request) -> BaseChatModel:
     if request.app.state.consolidation_model is None:
-        request.app.state.consolidation_model = default_consolidation_model(memory_of(request).settings)
+        request.app.state.consolidation_model = default_chat_model(memory_of(request).settings, "consolidation")
     model: BaseChatModel = request.app.state.consolidation_model
     return model
 

@@ -14,7 +14,6 @@ from rich.table import Table
 from memory_agent.cli.output import _cell, _fail, _opened, _print_json, escape
 from memory_agent.consolidation import (
     ConsolidationRunner,
-    default_consolidation_model,
     list_notes,
     system_clock,
 )
@@ -23,6 +22,7 @@ from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import MemoryAgentError
+from memory_agent.llm import default_chat_model
 from memory_agent.settings import MemorySettings
 
 PERIOD_HELP = "daily, weekly or monthly"
@@ -54,7 +54,7 @@ def consolidate(
 ) -> None:
     """Consolidate the last complete period of a user (a repeat is a no-op unless --force), or every due user."""
     settings = MemorySettings()
-    model = default_consolidation_model(settings)
+    model = default_chat_model(settings, "consolidation")
     config = settings
     now = system_clock()
     if due:

@@ -14,11 +14,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from memory_agent.integrations.langgraph import with_memory
+from memory_agent.llm import OfflineModel, default_chat_model, openai_chat_model, openai_configured
 from memory_agent.long_term.block import RecallHit
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.models import default_summary_model
 
 USER_ID = "ana"  # the demo's user: both of its conversations belong to her
 SECOND_CONVERSATION = "Back again! Any seafood restaurant ideas that are safe for Joao's shellfish allergy?"
@@ -62,9 +62,7 @@ class ScriptedChatModel(BaseChatModel):
 
 
 def _chat_model(settings: MemorySettings) -> tuple[BaseChatModel, str]:
-    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
-        from memory_agent.summarize.models import openai_chat_model
-
+    if openai_configured():
         model = os.environ.get("MEMORY_AGENT_DEMO_CHAT_MODEL", settings.memory.model)
         return openai_chat_model(model), f"ChatOpenAI({model})"
     return ScriptedChatModel(), "offline scripted assistant (no OPENAI_API_KEY / OPENAI_BASE_URL)"
@@ -102,11 +100,11 @@ def memory_table(records: list[MemoryRecord], title: str = "memory") -> Table:
 
 async def _run(rounds: int, thread_id: str, console: Console) -> None:
     settings = MemorySettings()
-    summarizer = default_summary_model(settings)
+    summarizer = default_chat_model(settings)
     chat_model, chat_label = _chat_model(settings)
     summarizer_label = (
         "OFFLINE summarizer (deterministic, extractive, no network)"
-        if type(summarizer).__name__ == "OfflineSummaryModel"
+        if isinstance(summarizer, OfflineModel)
         else f"{type(summarizer).__name__}({settings.memory.model})"
     )
     console.rule("memory_agent demo")

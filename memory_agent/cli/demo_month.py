@@ -20,16 +20,15 @@ from memory_agent.cli.demo import ScriptedChatModel, _chat_graph
 from memory_agent.consolidation import (
     ConsolidationRun,
     ManualClock,
-    OfflineConsolidationModel,
     consolidate_period,
     list_notes,
     run_nightly,
 )
 from memory_agent.consolidation.periods import PERIODS, Period, rollups_due_after
 from memory_agent.integrations.langgraph import with_memory
+from memory_agent.llm import OfflineConsolidationModel, OfflineModel
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.offline import OfflineSummaryModel
 
 TENANT, USER = "demo", "sam"
 START = datetime(2025, 9, 1, tzinfo=UTC)  # a Monday
@@ -76,7 +75,7 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
     model = OfflineConsolidationModel()
     config = settings
     totals = {"daily": 0, "weekly": 0, "monthly": 0, "compacted": 0}
-    async with MemoryService(settings, model=OfflineSummaryModel(), clock=clock) as memory:
+    async with MemoryService(settings, model=OfflineModel(), clock=clock) as memory:
         forgotten = await memory.forget_user(USER, tenant_id=TENANT)
         if forgotten.items_deleted or forgotten.notes_deleted:
             console.print(f"(forgot the previous run's user {USER!r}: its items, notes and conversations)")

@@ -15,10 +15,10 @@ from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from memory_agent.errors import MemoryAgentError
+from memory_agent.llm import OfflineModel
 from memory_agent.observability import queries as observability
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.offline import OfflineSummaryModel
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ def _opened(settings: MemorySettings | None = None) -> Iterator[MemoryService]:
     settings = settings or MemorySettings()
     # These commands only read; a summarizer that needs no key keeps them from looking for one.
     try:
-        with MemoryService.from_settings(settings, model=OfflineSummaryModel()) as memory:
+        with MemoryService.from_settings(settings, model=OfflineModel()) as memory:
             yield memory
     except MemoryAgentError as exc:
         raise _fail(str(exc)) from exc

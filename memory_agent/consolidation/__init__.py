@@ -9,20 +9,14 @@ goes through model.call_consolidation_model (one per period or batch, never per 
 token counts.
 The tenant guards (guards.py: cooldown, summary jobs per run, concurrent-job slots, monthly cost ceiling) wrap
 the schedules, and every model call is recorded in the cost ledger (memory_agent/ledger.py).
-May import: db/, long_term/, summarize/ models, ledger, settings, errors, resources. Never jobs/, integrations/,
+May import: db/, long_term/, llm/, schemas, ledger, settings, errors, resources. Never jobs/, integrations/,
 cli/, observability/ nor service/ (jobs/ registers this package's tasks, not the other way round).
 """
 
 from memory_agent.consolidation.batches import BatchReport, run_batch_summaries
 from memory_agent.consolidation.clock import Clock, ManualClock, system_clock
 from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, tenant_slot
-from memory_agent.consolidation.model import (
-    Insight,
-    ModelCall,
-    OfflineConsolidationModel,
-    call_consolidation_model,
-    default_consolidation_model,
-)
+from memory_agent.consolidation.model import Insight, call_consolidation_model
 from memory_agent.consolidation.nightly import NightlyReport, PeriodOutcome, consolidate_period, run_nightly
 from memory_agent.consolidation.periods import Period, latest_period, rollups_due_after
 from memory_agent.consolidation.reads import list_notes, search_key_insights
@@ -37,9 +31,7 @@ __all__ = [
     "ConsolidationRunner",
     "Insight",
     "ManualClock",
-    "ModelCall",
     "NightlyReport",
-    "OfflineConsolidationModel",
     "Period",
     "PeriodOutcome",
     "PeriodSummary",
@@ -48,7 +40,6 @@ __all__ = [
     "TenantBusy",
     "call_consolidation_model",
     "consolidate_period",
-    "default_consolidation_model",
     "latest_period",
     "list_notes",
     "register_tasks",

@@ -18,9 +18,10 @@ import psycopg
 
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.guards import OVER_BUDGET, call_within_budget
-from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput, ModelCall
+from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput
 from memory_agent.consolidation.nightly import FORGOTTEN
 from memory_agent.consolidation.run import ConsolidationRun
+from memory_agent.llm import LLMCall
 from memory_agent.long_term import expire_item
 from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
@@ -107,7 +108,7 @@ async def _write(
     where: dict[str, Any],
     batch: list[dict[str, Any]],
     material: str,
-    answer: tuple[Any, ModelCall],
+    answer: tuple[Any, LLMCall],
     now: datetime,
 ) -> int | str | None:
     """The batch's summary id; None when another run summarized some of it first; FORGOTTEN when a forget

@@ -34,7 +34,8 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
 from memory_agent import ledger
-from memory_agent.consolidation.model import ModelCall, call_consolidation_model, consolidation_prompt, model_name
+from memory_agent.consolidation.model import call_consolidation_model, consolidation_prompt
+from memory_agent.llm import CallLog, LLMCall, Purpose, model_name
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.long_term.scope import fetch, fetch_one
 from memory_agent.settings import MemorySettings
@@ -106,13 +107,13 @@ async def over_budget(
 async def call_within_budget(
     conn: psycopg.AsyncConnection[Any],
     scope: dict[str, Any],
-    purpose: ledger.Purpose,
+    purpose: Purpose,
     now: datetime,
     config: MemorySettings,
     call: tuple[BaseChatModel, str, str, type[BaseModel]],
     cap: SummaryJobCap | None = None,
     project: str = "",
-) -> tuple[Any, ModelCall] | str:
+) -> tuple[Any, LLMCall] | str:
     """A summary job's model call (`call`: model, instructions, material, answer schema) under the guards: its
     estimated cost reserved against the tenant's monthly ceiling in the database first (ledger.reserve: calls
     racing on any path or process are admitted one at a time, each seeing those in flight), then the run's
@@ -134,11 +135,11 @@ async def call_within_budget(
         await ledger.release(conn, reservation)
         return CAPPED
     try:
-        output, made = await call_consolidation_model(model, instructions, material, schema)
+        output, made = await call_consolidation_model(model, instructions, material, schema, purpose)
     except BaseException:
         await ledger.release(conn, reservation)
         raise
-    log = ledger.CallLog([ledger.LLMCall(purpose, made.model, made.input_tokens, made.output_tokens)])
+    log = CallLog([made])
     async with conn.transaction():
         user = await ledger_user(conn, scope)  # a call answered after forget_user is counted under no user
         await ledger.record_log(

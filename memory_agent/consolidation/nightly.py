@@ -28,7 +28,6 @@ from memory_agent.consolidation.model import (
     CONSOLIDATE_PROMPT,
     ConsolidationOutput,
     Insight,
-    ModelCall,
 )
 from memory_agent.consolidation.parts import consolidate_in_parts
 from memory_agent.consolidation.periods import (
@@ -39,6 +38,7 @@ from memory_agent.consolidation.periods import (
     utc_day,
 )
 from memory_agent.consolidation.run import ConsolidationRun
+from memory_agent.llm import LLMCall
 from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity, fetch, fetch_one
 from memory_agent.settings import MemorySettings
@@ -197,7 +197,7 @@ async def _consolidate(
         return PeriodOutcome(period, "empty")
     header = f"Period: {period.name} {period.start.isoformat()}..{period.end.isoformat()}\nNotes, oldest first:\n"
 
-    async def ask(material: str) -> tuple[Any, ModelCall] | str:
+    async def ask(material: str) -> tuple[Any, LLMCall] | str:
         request = (model, CONSOLIDATE_PROMPT, material, ConsolidationOutput)
         return await call_within_budget(conn, scope, "consolidation", now, config, request, cap)
 
@@ -205,7 +205,9 @@ async def _consolidate(
     if isinstance(answer, str):
         return PeriodOutcome(period, answer)
     output, calls = answer
-    call = ModelCall(calls[-1].model, sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls))
+    call = LLMCall(
+        "consolidation", calls[-1].model, sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls)
+    )
     insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
     if period.name != "daily":
         # Rollups keep what matters; the compacted dailies keep everything.

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from memory_agent.consolidation.model import CONSOLIDATE_PROMPT, ConsolidationOutput, ModelCall
+from memory_agent.consolidation.model import CONSOLIDATE_PROMPT, ConsolidationOutput
+from memory_agent.llm import LLMCall
 
 CHARS_PER_TOKEN = 4  # count_tokens_approximately's default
 # Room left in each call for the instructions, the message framing and the header (estimated generously).
@@ -69,16 +70,16 @@ def _most_important(lines: list[str], budget_tokens: int) -> list[str]:
     return [line for position, line in enumerate(lines) if position in chosen]
 
 
-Ask = Callable[[str], Awaitable[tuple[Any, ModelCall] | str]]
+Ask = Callable[[str], Awaitable[tuple[Any, LLMCall] | str]]
 
 
 async def consolidate_in_parts(
     ask: Ask, header: str, lines: list[str], max_input_tokens: int
-) -> tuple[ConsolidationOutput, list[ModelCall]] | str:
+) -> tuple[ConsolidationOutput, list[LLMCall]] | str:
     """ConsolidationOutput of `header` + `lines`, every prompt `ask` is given within `max_input_tokens`, and every
     call made; or what `ask` answered instead of a call (a guard that stopped it: guards.call_within_budget)."""
     budget = max(max_input_tokens - OVERHEAD_TOKENS - _tokens(header), 1)
-    calls: list[ModelCall] = []
+    calls: list[LLMCall] = []
     for combining_round in range(MAX_COMBINING_ROUNDS + 1):
         parts = split_material(lines, budget)
         if len(parts) > 1 and combining_round == MAX_COMBINING_ROUNDS:

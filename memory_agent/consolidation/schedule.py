@@ -146,15 +146,22 @@ async def defer_user(
     return True
 
 
-def register_tasks(app: procrastinate.App, runner: ConsolidationRunner, *, queue: str) -> None:
-    """Add the tick (periodic, cron from schedule_time) and the per-user task to `app`."""
+def register_tasks(
+    app: procrastinate.App,
+    runner: ConsolidationRunner,
+    *,
+    queue: str,
+    retry: procrastinate.BaseRetryStrategy | bool = False,
+) -> None:
+    """Add the tick (periodic, cron from schedule_time) and the per-user task to `app`. A run that fails raises
+    (the job ends `failed`, the user stays due); `retry` says which errors run the job again."""
 
     @app.periodic(cron=cron_for(runner.config.consolidation.schedule_time), periodic_id=TICK_TASK)
-    @app.task(name=TICK_TASK, queue=queue, queueing_lock=TICK_TASK)
+    @app.task(name=TICK_TASK, queue=queue, queueing_lock=TICK_TASK, retry=retry)
     async def tick(timestamp: int) -> int:
         return await defer_due(app, runner, datetime.fromtimestamp(timestamp, UTC))
 
-    @app.task(name=USER_TASK, queue=queue)
+    @app.task(name=USER_TASK, queue=queue, retry=retry)
     async def consolidate_user(job: str, tenant_id: str, user_id: str, now: str) -> str:
         at = datetime.fromisoformat(now)
         try:

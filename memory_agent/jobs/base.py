@@ -16,7 +16,7 @@ from memory_agent.db.summary_queries import StartedSummary
 
 class RunSummary(Protocol):
     def __call__(
-        self, memory_id: int, user_id: str, started: StartedSummary | None = None
+        self, memory_id: int, user_id: str, started: StartedSummary | None = None, *, strict: bool = False
     ) -> Coroutine[Any, Any, str]: ...
 
 
@@ -24,11 +24,13 @@ class RunSummary(Protocol):
 class SummaryJobs:
     """The work an executor runs, both on the memory loop."""
 
-    # One `processing` row, by its whole key (memory_id, user_id), to its final status; never raises. `started`:
-    # the row as its claim picked it up (in-process executors), else the job picks it up (start_memory).
+    # One `processing` row, by its whole key (memory_id, user_id), to its final status. `started`: the row as its
+    # claim picked it up (in-process executors), else the job picks it up (start_memory). Never raises, unless
+    # `strict` (a job queue): then a summary that did not complete raises JobFailedError (retryable or not).
     run_summary: RunSummary
     sweep: Callable[[], Awaitable[list[int]]]  # reclaim stale rows, re-run the trigger rule; the reclaimed ids
-    # The long-term safety net: refresh the cluster summaries whose inline refresh failed; how many it handled.
+    # The long-term safety net: refresh the cluster summaries whose inline refresh failed; how many it handled
+    # (JobFailedError when a refresh or the embedding catch-up failed, after doing the rest).
     refresh_clusters: Callable[[], Awaitable[int]] | None = None
 
 

@@ -1,8 +1,10 @@
 """Summaries as procrastinate jobs: the app processes defer, `memory-agent worker` processes run them.
 
 procrastinate's tables live in the memory_agent schema. The stale-row sweep and the cluster summaries' safety
-net (refresh the clusters whose inline refresh failed) are procrastinate periodic tasks. Whatever the number of app and worker processes, the partial unique index on `memory` keeps one
-summarization in flight per conversation; a job only ever runs a row that is still `processing`.
+net (refresh the clusters whose inline refresh failed) are procrastinate periodic tasks. Whatever the number of
+app and worker processes, the partial unique index on `memory` keeps one summarization in flight per
+conversation; a job only ever runs a row that is still `processing`. A job whose work did not get done raises,
+so procrastinate records it `failed`, or retries it when the error may pass (retry.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import psycopg
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.jobs.base import SummaryJobs
+from memory_agent.jobs.retry import RETRY_TRANSIENT
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.jobs")
@@ -33,10 +36,11 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> 
     or batch summaries enabled, the consolidation schedules are registered too."""
     app = procrastinate.App(connector=procrastinate.PsycopgConnector())
 
-    @app.task(name=SUMMARIZE_TASK, queue=QUEUE)
+    @app.task(name=SUMMARIZE_TASK, queue=QUEUE, retry=RETRY_TRANSIENT)
     async def summarize(user_id: str, memory_id: int) -> str:
-        # The whole key: on a sharded database the job's reads go to the user's shard only.
-        return await jobs.run_summary(memory_id, user_id)
+        # The whole key: on a sharded database the job's reads go to the user's shard only. Strict: a summary
+        # that did not complete fails the job (retried when the error may pass), never a `succeeded` job.
+        return await jobs.run_summary(memory_id, user_id, strict=True)
 
     @app.periodic(cron=settings.jobs.sweep_cron, periodic_id="memory_agent.sweep")
     @app.task(name=SWEEP_TASK, queue=QUEUE, queueing_lock=SWEEP_TASK)
@@ -62,12 +66,12 @@ def register_consolidation(app: procrastinate.App, settings: MemorySettings, poo
     # Imported here: only workers of deployments that enable it load the consolidation package.
     from memory_agent.consolidation import (
         ConsolidationRunner,
-        default_consolidation_model,
         register_tasks,
     )
+    from memory_agent.llm import default_chat_model
 
-    runner = ConsolidationRunner(pool, default_consolidation_model(settings), settings)
-    register_tasks(app, runner, queue=QUEUE)
+    runner = ConsolidationRunner(pool, default_chat_model(settings, "consolidation"), settings)
+    register_tasks(app, runner, queue=QUEUE, retry=RETRY_TRANSIENT)
 
 
 class ProcrastinateExecutor:

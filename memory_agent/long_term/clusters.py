@@ -40,6 +40,8 @@ SUMMARY_MIN_CLUSTER_ITEMS = 3
 # Members given to one summary call: a cluster of thousands of items (one answer can state them) would make a prompt
 # no model takes. The summary still stands for every member (source_item_ids); its text is made from these.
 SUMMARY_MAX_CLUSTER_MEMBERS = 50
+# The reason of a `failed` outcome that is no failure of the summary: a forget of the user handles the cluster.
+BEING_FORGOTTEN = "members being forgotten"
 ClusterOutcomeName = Literal["created", "refreshed", "unchanged", "deleted", "too_small", "rejected", "failed"]
 
 
@@ -61,6 +63,11 @@ class ClusterOutcome:
     cluster: Cluster
     summary_item_id: int | None = None
     reason: str | None = None
+
+    @property
+    def unusable(self) -> bool:
+        """The summarizer failed or its text was rejected: the cluster stays pending (not a forget in progress)."""
+        return self.outcome == "rejected" or (self.outcome == "failed" and self.reason != BEING_FORGOTTEN)
 
 
 def touched_clusters(outcomes: Iterable[RememberOutcome]) -> list[Cluster]:
@@ -154,7 +161,7 @@ async def _refresh(
         return await _unusable(conn, cluster, summary, "rejected", reason, drop_when_unusable)
     if not await sources_held(conn, params, item_ids=member_ids, wait=False):
         # A forget of the user is in progress or erased members meanwhile: it handles the summary; write nothing.
-        return ClusterOutcome("failed", cluster, summary["item_id"] if summary else None, "members being forgotten")
+        return ClusterOutcome("failed", cluster, summary["item_id"] if summary else None, BEING_FORGOTTEN)
     values = {
         **params,
         **weight,

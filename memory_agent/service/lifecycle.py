@@ -24,12 +24,12 @@ from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
+from memory_agent.llm import default_chat_model
 from memory_agent.long_term.embeddings import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
 from memory_agent.runtime import MemoryLoop, PeriodicTask
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
-from memory_agent.summarize.models import default_summary_model
 from memory_agent.summarize.runner import SummaryRunner
 
 logger = logging.getLogger("memory_agent")
@@ -110,7 +110,7 @@ class Lifecycle:
         backend = await open_backend(url, settings)
         try:
             agent = MemoryAgent(
-                self._model or default_summary_model(settings),
+                self._model or default_chat_model(settings),
                 max_words=settings.memory.max_words,
                 max_tokens=settings.memory.max_tokens_cap,
             )

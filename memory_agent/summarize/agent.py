@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,10 +14,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import ValidationError
 
-from memory_agent import ledger, resources
+from memory_agent import resources
 from memory_agent.errors import ConfigurationError, SummarizationError
+from memory_agent.llm import LLMCall, model_name, note_answer, note_call, usage_of
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
+
+logger = logging.getLogger("memory_agent")
 
 
 @dataclass(frozen=True)
@@ -38,14 +43,6 @@ class SummaryResult:
     dropped_items: tuple[str, ...] = ()
 
 
-def model_name_of(model: BaseChatModel) -> str:
-    for attribute in ("model_name", "model", "model_id"):
-        value = getattr(model, attribute, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
-
-
 def render_message(item: SequencedMessage) -> str:
     """One line per message, `[seq N] role: text`, tool calls and results spelled out."""
     message = item.message
@@ -65,6 +62,15 @@ def render_message(item: SequencedMessage) -> str:
     else:
         line = f"{message.type}: {text}"
     return f"[seq {item.sequence_number}] {line}"
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How a summary is asked for: attempts, the timeout of each, and the first backoff (doubled after each)."""
+
+    attempts: int
+    timeout_s: float
+    backoff_s: float
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,7 @@ class MemoryAgent:
 
     def __init__(self, model: BaseChatModel, *, max_words: int = 250, max_tokens: int | None = None) -> None:
         self.model = model
-        self.model_name = model_name_of(model)
+        self.model_name = model_name(model)
         self.max_words = max_words
         # The hard cap on a stored memory: the prompt asks for max_words, this refuses what ignores it (a
         # memory is injected into every later round).
@@ -172,7 +178,7 @@ class MemoryAgent:
             HumanMessage(resources.prompt("cluster_summary").format(members="\n".join(f"- {m}" for m in members)))
         ]
         answer = await self.model.ainvoke(prompt, config={"callbacks": []})
-        ledger.note_answer("cluster_summary", self.model_name, answer, prompt)
+        note_answer("cluster_summary", self.model_name, answer, prompt)
         return str(answer.text).strip()
 
     async def _ask(self, prompt: list[BaseMessage]) -> tuple[Any, int]:
@@ -180,8 +186,8 @@ class MemoryAgent:
         # No callbacks of any caller's run (an empty list replaces inherited ones; None would not), and the
         # background task starts from a fresh context: summarizer tokens never reach a user's stream.
         answer = await self._bound.ainvoke(prompt, config={"callbacks": []})
-        input_tokens, output_tokens = ledger.usage_of(answer, prompt)
-        ledger.note_call(ledger.LLMCall("conversation_summary", self.model_name, input_tokens, output_tokens))
+        input_tokens, output_tokens = usage_of(answer, prompt)
+        note_call(LLMCall("conversation_summary", self.model_name, input_tokens, output_tokens))
         return answer, input_tokens  # the retry's is noted too
 
     async def summarize(self, **window: Any) -> SummaryResult:
@@ -218,3 +224,22 @@ class MemoryAgent:
             items=parsed.items,
             dropped_items=parsed.invalid,
         )
+
+    async def summarize_with_retries(self, retries: Retries, what: str, **window: Any) -> SummaryResult:
+        """`summarize(**window)`, each attempt within its timeout, again after a backoff while attempts remain;
+        the last attempt's error is raised (a timeout as SummarizationError). `what` names it in the log."""
+        delay = retries.backoff_s
+        for attempt in range(1, retries.attempts + 1):
+            try:
+                return await asyncio.wait_for(self.summarize(**window), timeout=retries.timeout_s)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+                    exc = SummarizationError(f"Timeout: summarizer did not answer within {retries.timeout_s}s")
+                if attempt == retries.attempts:
+                    raise exc
+                logger.info("%s: attempt %s failed (%s); retrying in %.1fs", what, attempt, exc, delay)
+                await asyncio.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")

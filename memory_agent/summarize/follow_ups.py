@@ -16,6 +16,8 @@ from langchain_core.embeddings import Embeddings
 
 from memory_agent import ledger, long_term
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.errors import JobFailedError
+from memory_agent.llm import LLMCall, collecting
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.embeddings import index_items, index_pending
 from memory_agent.long_term.lineage import ledger_user
@@ -57,18 +59,21 @@ class LongTermFollowUps:
         try:
             async with self.backend.connection() as conn:
                 for cluster in clusters:
-                    if not await self._refresh_within_budget(conn, cluster, now):
+                    if await self._refresh_within_budget(conn, cluster, now) is None:
                         return
         except Exception as exc:
             logger.warning("Cluster summaries not refreshed (the periodic task will): %s", exc)
 
-    async def _refresh_within_budget(self, conn: Any, cluster: long_term.Cluster, now: datetime) -> bool:
+    async def _refresh_within_budget(
+        self, conn: Any, cluster: long_term.Cluster, now: datetime
+    ) -> long_term.ClusterOutcome | None:
         """Refresh one cluster, its model call's estimated cost reserved against the tenant's monthly ceiling
         first (ledger.reserve: the database admits concurrent callers one at a time) and settled with the calls
-        it made; False, with a WARNING and no call, when the ceiling (spent plus calls in flight) is reached."""
+        it made; what it did, or None, with a WARNING and no call, when the ceiling (spent plus calls in flight)
+        is reached."""
         model = getattr(self.cluster_summarizer, "model_name", None) or self.settings.memory.model
         estimate = ledger.price(
-            ledger.LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.settings.guards.llm_prices
+            LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.settings.guards.llm_prices
         )
         reservation = await ledger.reserve(
             conn, cluster.tenant_id, self.settings.guards.monthly_cost_ceiling, estimate[0], now
@@ -80,11 +85,11 @@ class LongTermFollowUps:
                 cluster.tenant_id,
                 self.settings.guards.monthly_cost_ceiling,
             )
-            return False
-        with ledger.collecting() as log:
+            return None
+        with collecting() as log:
             try:
                 async with long_term.tenant_transaction(conn, cluster.tenant_id):
-                    await long_term.refresh_cluster(
+                    outcome = await long_term.refresh_cluster(
                         conn,
                         cluster,
                         long_term.ClusterSummaries(
@@ -101,38 +106,50 @@ class LongTermFollowUps:
         async with long_term.tenant_transaction(conn, cluster.tenant_id):
             user = await ledger_user(conn, cluster.params())  # answered after forget_user: under no user
             await ledger.record_log(conn, cluster.tenant_id, user, log, now=now, prices=prices, reservation=reservation)
-        return True
+        return outcome
 
     async def refresh_pending(self, limit: int = 100) -> int:
         """The periodic safety net: refresh up to `limit` clusters whose summary is missing, stale or due for
         deletion (their inline refresh failed or never ran), at most max_summary_jobs_per_run per (tenant, user,
         project) and none of a tenant over its cost ceiling; each cluster's calls go to the ledger. Returns how
-        many it handled. Then, with an embedder, the catch-up of vectors (index_pending)."""
+        many it handled. Then, with an embedder, the catch-up of vectors (index_pending). A cluster whose summary
+        failed or was rejected, or a catch-up that failed, does not stop the rest; JobFailedError at the end says
+        what was left for the next run (not retryable: the next run is the retry)."""
         if not self.settings.long_term.long_term:
             return 0
-        handled = await self._refresh_pending_clusters(limit)
+        handled, unusable = await self._refresh_pending_clusters(limit)
+        problems = [f"{len(unusable)} cluster summaries not written ({'; '.join(unusable[:3])})"] if unusable else []
         if self.embedder is not None:
             try:
                 async with self.backend.connection() as conn:
                     await index_pending(conn, self.embedder)
             except Exception as exc:
                 logger.warning("Pending items not embedded (the next run retries): %s", exc)
+                problems.append(f"pending items not embedded: {type(exc).__name__}: {exc}")
+        if problems:
+            raise JobFailedError(
+                "the long-term safety net left work for its next run: " + "; ".join(problems), retryable=False
+            )
         return handled
 
-    async def _refresh_pending_clusters(self, limit: int) -> int:
+    async def _refresh_pending_clusters(self, limit: int) -> tuple[int, list[str]]:
+        """How many clusters were handled, and why each unusable summary was not written."""
         settings, now = self.settings, self.clock()
         per_scope: Counter[tuple[str, str, str]] = Counter()
         over: set[str] = set()
-        handled = 0
+        handled, unusable = 0, []
         async with self.backend.connection() as conn:
             pending = await long_term.pending_clusters(conn, min_items=settings.summary.min_cluster_items, limit=limit)
             for cluster in pending:
                 scope = (cluster.tenant_id, cluster.user_id, cluster.project)
                 if cluster.tenant_id in over or per_scope[scope] >= settings.guards.max_summary_jobs_per_run:
                     continue  # the next run takes it
-                if not await self._refresh_within_budget(conn, cluster, now):
+                outcome = await self._refresh_within_budget(conn, cluster, now)
+                if outcome is None:
                     over.add(cluster.tenant_id)
                     continue
+                if outcome.unusable:
+                    unusable.append(f"{cluster.key}: {outcome.outcome}: {outcome.reason}")
                 per_scope[scope] += 1
                 handled += 1
-        return handled
+        return handled, unusable

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,21 +31,35 @@ from memory_agent.conversation.messages import storable_text
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.db.tenancy import current_tenant, tenant_scope
-from memory_agent.errors import InvalidInputError, SummarizationError
+from memory_agent.errors import InvalidInputError, JobFailedError, SummarizationError, is_transient
+from memory_agent.llm import CallLog, OfflineModel, collecting
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.agent import MemoryAgent, SequencedMessage, SummaryResult
+from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult
 from memory_agent.summarize.follow_ups import LongTermFollowUps
-from memory_agent.summarize.offline import OfflineSummaryModel
 
 logger = logging.getLogger("memory_agent")
 # Dropped items listed on a memory row; the rest are counted.
 DROPPED_SHOWN = 20
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """Where a summary left its row: the status, and for `failed` or `processing` the error (and what raised it)."""
+
+    status: str
+    error: str | None = None
+    cause: BaseException | None = None
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 class SummaryRunner(LongTermFollowUps):
-    """Runs summaries on the memory loop; never raises into its caller (an executor). `clock` gives the
+    """Runs summaries on the memory loop; never raises into an in-process executor, and raises JobFailedError
+    into a job queue's worker when the work did not get done (run_summary's `strict`). `clock` gives the
     long-term tier its times (valid_from, valid_to)."""
 
     def __init__(
@@ -63,21 +78,27 @@ class SummaryRunner(LongTermFollowUps):
         self.agent = agent
         self.clock = clock or (lambda: datetime.now(UTC))
         # The summary model writes cluster summaries too; the offline model has a deterministic counterpart.
-        offline = isinstance(agent.model, OfflineSummaryModel)
+        offline = isinstance(agent.model, OfflineModel)
         self.cluster_summarizer: ClusterSummarizer = cluster_summarizer or (
             long_term.offline_cluster_summarizer if offline else agent.summarize_cluster
         )
 
-    async def run_summary(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> str:
-        """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
-        the final status. `started`: the row as the round that claimed it picked it up (the inline executor);
-        else it is picked up here (start_memory). Every model call it made goes to the cost ledger: the
-        summarizer's (failed attempts included) with the completed version, in its transaction; the rest (a
-        failed version's, the cluster summaries') afterwards. A row the round picked up names its tenant: the
-        job runs for it (row-level security, db/tenancy.py); otherwise for the tenant of the caller's scope."""
+    async def run_summary(
+        self, memory_id: int, user_id: str, started: StartedSummary | None = None, *, strict: bool = False
+    ) -> str:
+        """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`; returns the final status.
+        `started`: the row as the round that claimed it picked it up (the inline executor); else it is picked up
+        here (start_memory). Every model call it made goes to the cost ledger: the summarizer's (failed attempts
+        included) with the completed version, in its transaction; the rest (a failed version's, the cluster
+        summaries') afterwards. A row the round picked up names its tenant: the job runs for it (row-level
+        security, db/tenancy.py); otherwise for the tenant of the caller's scope.
+
+        Never raises unless `strict` (a job queue's worker): then a summary that did not complete raises
+        JobFailedError, retryable when the error that stopped it may pass (the row stays `processing` for the
+        retry), not when the row is recorded `failed` (a run again finds nothing to do)."""
         tenant = started[0]["tenant_id"] if started is not None else current_tenant()
-        with tenant_scope(tenant), ledger.collecting() as log:
-            status = await self._run_summary(memory_id, user_id, log, started)
+        with tenant_scope(tenant), collecting() as log:
+            outcome = await self._run_summary(memory_id, user_id, log, started)
         if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
                 with tenant_scope(log.tenant_id):
@@ -88,20 +109,28 @@ class SummaryRunner(LongTermFollowUps):
                         )
             except Exception as exc:  # the database may be away; the summary itself is done
                 logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
-        return status
+        if strict and outcome.status in ("failed", "processing"):
+            what = f"summary of memory {memory_id} of user {user_id!r}"
+            if outcome.status == "failed":
+                raise JobFailedError(f"{what} failed, recorded on the row: {outcome.error}", retryable=False)
+            raise JobFailedError(
+                f"{what} left the row processing: {outcome.error}",
+                retryable=outcome.cause is not None and is_transient(outcome.cause),
+            ) from outcome.cause
+        return outcome.status
 
     async def _run_summary(
-        self, memory_id: int, user_id: str, log: ledger.CallLog, picked_up: StartedSummary | None
-    ) -> str:
+        self, memory_id: int, user_id: str, log: CallLog, picked_up: StartedSummary | None
+    ) -> _Outcome:
         backend = self.backend
         try:
             started_row = picked_up or await backend.start_memory(memory_id, user_id=user_id)
         except Exception as exc:
             logger.error("Memory %s: could not start summarization: %s", memory_id, exc)
-            return "processing"
+            return await self._not_started(memory_id, user_id, exc)
         if started_row is None:
             logger.debug("Memory %s is no longer processing; nothing to do", memory_id)
-            return "skipped"
+            return _Outcome("skipped")
         row, rows = started_row
         log.tenant_id = row["tenant_id"]
         conversation_id = row["conversation_id"]
@@ -116,13 +145,20 @@ class SummaryRunner(LongTermFollowUps):
                 logger.debug("No new messages to summarize for %s", conversation_id)
                 raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
             new_messages = [SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows]
-            result: SummaryResult | None = await self._summarize_with_retries(
-                row["base_memory_text"], base_end, new_messages, start_seq, end_seq, memory_id
+            settings = self.settings
+            result: SummaryResult | None = await self.agent.summarize_with_retries(
+                Retries(settings.summary.max_attempts, settings.summary.timeout_s, settings.summary.retry_backoff_s),
+                f"Memory {memory_id}",
+                previous_summary=row["base_memory_text"],
+                base_end_sequence=base_end,
+                new_messages=new_messages,
+                window_start_seq=start_seq,
+                window_end_seq=end_seq,
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            error = _describe(exc)
             result = None
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         try:
@@ -133,35 +169,56 @@ class SummaryRunner(LongTermFollowUps):
                     result = None
                 elif not completed:
                     logger.warning("Memory %s was reclaimed while summarizing; its result is discarded", memory_id)
-                    return "discarded"
+                    return _Outcome("discarded")
             if result is not None:
                 logger.info("Summarized messages %s-%s for %s in %sms", start_seq, end_seq, conversation_id, elapsed_ms)
                 if start_seq > 0:
                     logger.info("Sliding window: dropping seq 0-%s for %s", start_seq - 1, conversation_id)
                 logger.debug("Memory %s status updated to completed", memory_id)
-                return "completed"
-            await backend.fail_memory(
-                user_id=user_id,
-                memory_id=memory_id,
-                error=storable_text(error or "unknown error")[:4000],
-                generation_time_ms=elapsed_ms,
-                model_name=storable_text(self.agent.model_name),
-                summarized_start=new_start,
-                summarized_end=end_seq,
-                finished_at=self.clock(),
-            )
+                return _Outcome("completed")
+            await self._fail(memory_id, user_id, error or "unknown error", elapsed_ms, new_start, end_seq)
             logger.warning(
                 "Summarization of messages %s-%s for %s failed: %s", start_seq, end_seq, conversation_id, error
             )
             logger.debug("Memory %s status updated to failed", memory_id)
-            return "failed"
+            return _Outcome("failed", error)
         except Exception as exc:
-            # The row stays `processing` and is reclaimed after processing_timeout_s.
+            # The row stays `processing`: retried by a job queue when the error may pass, else reclaimed after
+            # processing_timeout_s.
             logger.error("Memory %s: could not record the summarization outcome: %s", memory_id, exc)
-            return "processing"
+            return _Outcome("processing", _describe(exc), exc)
+
+    async def _not_started(self, memory_id: int, user_id: str, exc: Exception) -> _Outcome:
+        """The row could not be picked up. An error that may pass leaves it `processing` (a retry picks it up,
+        else the sweep reclaims it); one that will not (the database refuses the statement) is recorded on it,
+        `failed`, so the conversation's next round starts a new version instead of waiting for the sweep."""
+        if is_transient(exc):
+            return _Outcome("processing", _describe(exc), exc)
+        error = f"could not start summarizing: {_describe(exc)}"
+        try:
+            recorded = await self._fail(memory_id, user_id, error, None, None, None)
+        except Exception as failing:
+            logger.error("Memory %s: could not record that it failed to start: %s", memory_id, failing)
+            return _Outcome("processing", error, exc)
+        return _Outcome("failed", error) if recorded else _Outcome("skipped")
+
+    async def _fail(
+        self, memory_id: int, user_id: str, error: str, elapsed_ms: int | None, start: int | None, end: int | None
+    ) -> bool:
+        """Record the row `failed` with its error; False when it was no longer processing."""
+        return await self.backend.fail_memory(
+            user_id=user_id,
+            memory_id=memory_id,
+            error=storable_text(error)[:4000],
+            generation_time_ms=elapsed_ms,
+            model_name=storable_text(self.agent.model_name),
+            summarized_start=start,
+            summarized_end=end,
+            finished_at=self.clock(),
+        )
 
     async def _complete(
-        self, row: dict[str, Any], result: SummaryResult, elapsed_ms: int, new_start: int, log: ledger.CallLog
+        self, row: dict[str, Any], result: SummaryResult, elapsed_ms: int, new_start: int, log: CallLog
     ) -> bool | str:
         """Complete the version, write its items and record the model calls made for it (`log`, emptied once
         they are recorded) in one transaction. True when done, False when the row was reclaimed meanwhile
@@ -238,38 +295,3 @@ class SummaryRunner(LongTermFollowUps):
         if outcomes:
             await self._index(tenant_id, user_id, memory_id)
         return True
-
-    async def _summarize_with_retries(
-        self,
-        previous_summary: str | None,
-        base_end: int | None,
-        new_messages: list[SequencedMessage],
-        start_seq: int,
-        end_seq: int,
-        memory_id: int,
-    ) -> SummaryResult:
-        settings = self.settings
-        delay = settings.summary.retry_backoff_s
-        for attempt in range(1, settings.summary.max_attempts + 1):
-            try:
-                return await asyncio.wait_for(
-                    self.agent.summarize(
-                        previous_summary=previous_summary,
-                        base_end_sequence=base_end,
-                        new_messages=new_messages,
-                        window_start_seq=start_seq,
-                        window_end_seq=end_seq,
-                    ),
-                    timeout=settings.summary.timeout_s,
-                )
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-                    exc = SummarizationError(f"Timeout: summarizer did not answer within {settings.summary.timeout_s}s")
-                if attempt == settings.summary.max_attempts:
-                    raise exc
-                logger.info("Memory %s: attempt %s failed (%s); retrying in %.1fs", memory_id, attempt, exc, delay)
-                await asyncio.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")

@@ -22,7 +22,8 @@ from pydantic import Field
 
 from memory_agent import MemoryService
 from memory_agent.api import create_api_key, create_app
-from memory_agent.consolidation import ManualClock, OfflineConsolidationModel
+from memory_agent.consolidation import ManualClock
+from memory_agent.llm import OfflineConsolidationModel
 
 # Thursday, January 8 2026 at noon (day 7 of tests.long_term.conftest.at): "daily" is January 7 (day 6), the
 # last complete week December 28 .. January 3 (days -4 .. 2), the last complete month December 2025.

@@ -13,8 +13,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
 
-from memory_agent.consolidation import OfflineConsolidationModel
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from tests.long_term.conftest import conn, connect, items  # noqa: F401 (fixtures)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from langchain_core.messages import HumanMessage
 
-from memory_agent import ledger, with_memory
+from memory_agent import ledger, llm, with_memory
 from memory_agent.consolidation import ConsolidationRun, ManualClock, run_nightly
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.settings import MemorySettings, ModelPrice
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day
 from tests.long_term.test_summary_job import open_service  # noqa: F401 (fixture)
@@ -40,7 +40,7 @@ async def test_round_recall_checks_the_ceiling_in_the_clocks_month(open_service,
     # The tenant spent over its ceiling in June 2026 (the clock's month), nothing in the wall clock's.
     price = {"m": ModelPrice(input=1000.0, output=1000.0)}
     await ledger.record_calls(
-        conn, "default", "ana", [ledger.LLMCall("consolidation", "m", 1000, 1000)], now=day(0), prices=price
+        conn, "default", "ana", [llm.LLMCall("consolidation", "m", 1000, 1000)], now=day(0), prices=price
     )
     memory = await open_service(OfflineSummaryModel(), clock=ManualClock(day(2, 9)), monthly_cost_ceiling=1.0)
     await with_memory(EchoChat().graph, memory).ainvoke(

@@ -11,9 +11,9 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, with_memory
 from memory_agent.consolidation import ConsolidationRun, ManualClock, run_batch_summaries, run_nightly
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, forget_item, remember
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day
 from tests.long_term.conftest import items

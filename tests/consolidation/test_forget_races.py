@@ -11,14 +11,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import PrivateAttr
 
-from memory_agent.consolidation import (
-    ConsolidationRun,
-    OfflineConsolidationModel,
-    Period,
-    consolidate_period,
-    run_batch_summaries,
-    run_nightly,
-)
+from memory_agent.consolidation import ConsolidationRun, Period, consolidate_period, run_batch_summaries, run_nightly
+from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.long_term import (
     Cluster,
     ClusterSummaries,

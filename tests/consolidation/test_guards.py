@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memory_agent import ledger
+from memory_agent import ledger, llm
 from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.guards import TenantBusy, claim_scheduler_run, tenant_slot
 from memory_agent.errors import ConfigurationError, SummarizationError
@@ -219,7 +219,7 @@ async def test_over_its_monthly_ceiling_a_tenant_is_not_consolidated(conn, pool,
         conn,
         "acme",
         "alice",
-        [ledger.LLMCall("consolidation", "offline-consolidator", 3000, 3000)],
+        [llm.LLMCall("consolidation", "offline-consolidator", 3000, 3000)],
         now=day(0, 1),
         prices=prices,
     )
@@ -274,7 +274,7 @@ async def test_the_ceiling_is_reserved_by_the_database_before_each_call(connect,
         connections[1],
         "acme",
         "alice",
-        [ledger.LLMCall("consolidation", "m", 1, 0)],
+        [llm.LLMCall("consolidation", "m", 1, 0)],
         now=now,
         prices=prices,
         reservation=again,

@@ -11,10 +11,11 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
-from memory_agent import ledger, with_memory
+from memory_agent import ledger, llm, with_memory
 from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
 from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import (
     ClusterSummaries,
     ItemOrigin,
@@ -28,7 +29,6 @@ from memory_agent.long_term.recall import RecallSettings
 from memory_agent.schemas.keys import ConversationKey
 from memory_agent.settings import MemorySettings, ModelPrice
 from memory_agent.summarize.agent import MemoryAgent
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
 from tests.long_term.conftest import at, items
@@ -151,13 +151,13 @@ async def test_without_prices_or_app_model_no_app_row_is_written(open_memory, da
 
 async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guards(open_memory, conn, database_url):
     agent = MemoryAgent(OfflineSummaryModel())
-    with ledger.collecting() as log:
+    with llm.collecting() as log:
         await agent.summarize_cluster(["The user is allergic to peanuts", "The user is allergic to shellfish"])
     assert [(c.purpose, c.model) for c in log.calls] == [("cluster_summary", "offline-extractive-summarizer")]
     assert log.calls[0].input_tokens > 0
 
     async def summarize(members: list[str]) -> str:
-        ledger.note_call(ledger.LLMCall("cluster_summary", "cluster-model", 100, 20))
+        llm.note_call(llm.LLMCall("cluster_summary", "cluster-model", 100, 20))
         return await offline_cluster_summarizer(members)
 
     memory = await open_memory(
@@ -197,7 +197,7 @@ async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(ope
 
     async def summarize(members: list[str]) -> str:
         made.append(members)
-        ledger.note_call(ledger.LLMCall("cluster_summary", "cluster-model", 100, 20))
+        llm.note_call(llm.LLMCall("cluster_summary", "cluster-model", 100, 20))
         return await offline_cluster_summarizer(members)
 
     memory = await open_memory(

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationModel
+from memory_agent.consolidation import ConsolidationRun
 from memory_agent.consolidation.nightly import run_nightly
 from memory_agent.consolidation.parts import split_material
 from memory_agent.consolidation.periods import utc_day
+from memory_agent.llm import OfflineConsolidationModel, openai_chat_model
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.models import openai_chat_model
 from tests.conftest import query
 from tests.consolidation.conftest import day
 from tests.long_term.conftest import items

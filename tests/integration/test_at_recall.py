@@ -10,8 +10,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.observability import queries as obs
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.integration.test_cli_observe import invoke
 from tests.support import EchoChat

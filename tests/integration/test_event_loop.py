@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, MemorySettings, ServiceClosedError, with_memory
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.support import EchoChat
 

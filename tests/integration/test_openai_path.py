@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.llm import OfflineModel, default_chat_model
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.models import default_summary_model
 from tests.conftest import query
 from tests.support import EchoChat
 
@@ -38,4 +38,10 @@ async def test_chatopenai_summarizer_over_http(fake_openai, open_memory, databas
 def test_default_model_is_offline_without_openai_settings(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    assert type(default_summary_model(MemorySettings())).__name__ == "OfflineSummaryModel"
+    summarizer, consolidator = (
+        default_chat_model(MemorySettings()),
+        default_chat_model(MemorySettings(), "consolidation"),
+    )
+    # One offline model; the ledger records each role under its own name.
+    assert isinstance(summarizer, OfflineModel) and isinstance(consolidator, OfflineModel)
+    assert (summarizer.model_name, consolidator.model_name) == ("offline-extractive-summarizer", "offline-consolidator")

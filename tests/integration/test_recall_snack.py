@@ -5,7 +5,7 @@ to be reminded of their allergies: the round's recalled block holds the allergy 
 from __future__ import annotations
 
 from memory_agent import with_memory
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.integration.test_round_recall import ask
 from tests.long_term.test_forget import rounds

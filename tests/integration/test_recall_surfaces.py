@@ -18,12 +18,13 @@ from langgraph.graph import END, START, StateGraph
 from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from memory_agent import MemoryStore, with_memory
-from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationModel, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, run_batch_summaries
 from memory_agent.errors import InvalidInputError
+from memory_agent.llm import OfflineConsolidationModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.long_term.store_rows import derived_item_key
 from memory_agent.settings import MemorySettings
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.integration.test_store_graph import ScriptModel, call
 from tests.long_term.conftest import at, items

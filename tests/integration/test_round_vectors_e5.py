@@ -11,8 +11,8 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term.embeddings import BundledE5Embeddings
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.support import EchoChat
 

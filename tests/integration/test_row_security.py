@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
 from memory_agent.errors import ConversationOwnerError
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from tests.api.conftest import serve
 from tests.api.test_http import client
 from tests.conftest import query

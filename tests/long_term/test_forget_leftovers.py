@@ -8,7 +8,7 @@ import uuid
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.long_term.test_forget import tables_holding
 from tests.support import EchoChat

@@ -6,7 +6,8 @@ Batch summaries are written by the consolidation job itself (run_batch_summaries
 
 from __future__ import annotations
 
-from memory_agent.consolidation import ConsolidationRun, OfflineConsolidationModel, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, run_batch_summaries
+from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.long_term.recall import recall
 from memory_agent.settings import MemorySettings

@@ -10,8 +10,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import InvalidInputError, resources, with_memory
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 from tests.long_term.test_forget import tables_holding

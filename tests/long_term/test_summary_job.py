@@ -14,8 +14,8 @@ from langchain_core.messages import HumanMessage
 from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.procrastinate_executor import REFRESH_CLUSTERS_TASK, build_app
+from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemScope, item_history
-from memory_agent.summarize.offline import OfflineSummaryModel
 from tests.conftest import execute, query
 from tests.long_term.conftest import at
 from tests.support import EchoChat, GatedSummaryModel, ScriptedSummaryModel

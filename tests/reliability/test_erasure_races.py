@@ -6,7 +6,7 @@ import asyncio
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from memory_agent.summarize.offline import OfflineSummaryModel
+from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import query
 
 

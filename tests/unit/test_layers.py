@@ -89,7 +89,8 @@ def test_round_memories_take_what_the_protocol_passes(implementation):
 # Every module of memory_agent is a unit here: a top-level module, or a sub-package with all its modules. A unit
 # not named below fails test_every_module_is_placed_in_a_layer, so a new module starts by choosing its layer.
 UNITS = {
-    "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "ledger", "db", "conversation", "long_term", "summarize", "jobs",
+    "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "ledger", "llm", "db",
+    "conversation", "long_term", "summarize", "jobs",
     "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
     "api", "cli",
 }  # fmt: skip
@@ -111,7 +112,10 @@ FORBIDDEN = {
     **{name: only("errors", *SETTINGS) for name in SETTINGS},
     "schemas": only("errors"),
     "runtime": only("errors"),
-    "ledger": only("errors", "resources", "db", "schemas", *SETTINGS),
+    "ledger": only("errors", "resources", "db", "schemas", "llm", *SETTINGS),
+    # The LLM call path (one call record, one model factory, the offline models) under every package that calls a
+    # model; its offline extractor reads long_term's item extraction.
+    "llm": ("db", "conversation", "summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
     # The tiers and what runs them.
     "db": ("conversation", "long_term", "summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
     "conversation": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),

@@ -9,9 +9,9 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent.errors import SummarizationError
+from memory_agent.llm.offline import OfflineSummaryModel, offline_items, offline_summary
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
-from memory_agent.summarize.offline import OfflineSummaryModel, offline_items, offline_summary
 from tests.support import ScriptedSummaryModel
 
 ALLERGY = {"key": "allergies", "content": "The user is allergic to peanuts", "source_sequences": [0]}

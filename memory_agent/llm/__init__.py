@@ -1,0 +1,47 @@
+"""The LLM call path, one of each: the record of a call and the log a job keeps of them, the token counter and
+the model's name (calls.py), the default model of each role (models.py), the offline model (offline.py). The
+prompts are files in prompts/ (resources.prompt); the cost ledger (ledger.py) prices and writes the calls.
+May import: errors, resources, settings, and long_term's pure text rules (extract, items). Never db/,
+conversation/, summarize/, consolidation/, jobs/, integrations/, api/, cli/ nor service.py: they call models
+through this package.
+"""
+
+from memory_agent.llm.calls import (
+    PURPOSES,
+    CallLog,
+    LLMCall,
+    Purpose,
+    collecting,
+    model_name,
+    note_answer,
+    note_call,
+    usage_of,
+)
+from memory_agent.llm.models import default_chat_model, openai_chat_model, openai_configured
+from memory_agent.llm.offline import (
+    OFFLINE_CONSOLIDATOR,
+    OFFLINE_SUMMARIZER,
+    OfflineConsolidationModel,
+    OfflineModel,
+    OfflineSummaryModel,
+)
+
+__all__ = [
+    "OFFLINE_CONSOLIDATOR",
+    "OFFLINE_SUMMARIZER",
+    "PURPOSES",
+    "CallLog",
+    "LLMCall",
+    "OfflineConsolidationModel",
+    "OfflineModel",
+    "OfflineSummaryModel",
+    "Purpose",
+    "collecting",
+    "default_chat_model",
+    "model_name",
+    "note_answer",
+    "note_call",
+    "openai_chat_model",
+    "openai_configured",
+    "usage_of",
+]

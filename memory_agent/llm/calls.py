@@ -1,0 +1,84 @@
+"""One model call as memory_agent records it (LLMCall), the log of the calls a job made (CallLog, collected in a
+context variable so concurrent jobs on one model never mix their calls), the one token counter (usage_of: the
+provider's usage, else an estimate) and the one name of a chat model (model_name). Model code notes its calls
+here; the cost ledger (ledger.py) prices and writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+Purpose = Literal["conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app"]
+PURPOSES: tuple[Purpose, ...] = ("conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app")
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """One model call: why, which model, its tokens."""
+
+    purpose: Purpose
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass
+class CallLog:
+    """The calls one job made, noted as they are answered, and whose they are once the job knows."""
+
+    calls: list[LLMCall] = field(default_factory=list)
+    tenant_id: str | None = None
+    user_id: str | None = None
+
+
+_current: ContextVar[CallLog | None] = ContextVar("memory_agent_call_log", default=None)
+
+
+@contextmanager
+def collecting() -> Iterator[CallLog]:
+    """Note every model call made inside the block (and in tasks it starts) in the returned log."""
+    log = CallLog()
+    token = _current.set(log)
+    try:
+        yield log
+    finally:
+        _current.reset(token)
+
+
+def note_call(call: LLMCall) -> None:
+    """Add a call to the log of the running job, if any (a call outside a job is not recorded)."""
+    log = _current.get()
+    if log is not None:
+        log.calls.append(call)
+
+
+def usage_of(answer: Any, prompt: Sequence[BaseMessage]) -> tuple[int, int]:
+    """(input, output) tokens of an answer: the provider's usage when it reports one, else an estimate."""
+    usage = getattr(answer, "usage_metadata", None) or {}
+    input_tokens = usage.get("input_tokens") or count_tokens_approximately(list(prompt))
+    if usage.get("output_tokens"):
+        return int(input_tokens), int(usage["output_tokens"])
+    answered = answer if isinstance(answer, BaseMessage) else AIMessage(str(answer))
+    return int(input_tokens), int(count_tokens_approximately([answered]))
+
+
+def note_answer(purpose: Purpose, model: str, answer: Any, prompt: Sequence[BaseMessage]) -> None:
+    """note_call for a model's answer to `prompt`."""
+    input_tokens, output_tokens = usage_of(answer, prompt)
+    note_call(LLMCall(purpose, model, input_tokens, output_tokens))
+
+
+def model_name(model: Any) -> str:
+    """The name a chat model's calls are recorded under: its model_name, model or model_id, else its class."""
+    for attribute in ("model_name", "model", "model_id"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__

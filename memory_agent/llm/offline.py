@@ -1,0 +1,153 @@
+"""The offline model: one deterministic, network-free chat model for every call memory_agent makes, used when no
+OpenAI key or base URL is configured (the demo, tests, deployments without a model).
+
+It answers the tool it is bound to. MemorySummaryOutput (the summarizer): one short line per user/assistant
+message inside the window, carrying forward the previous memory's lines whose sequence is still inside it, and
+structured items from long_term.extract over the window's user lines (`[seq N] user: text`), read in full (a line
+the previous memory shortened is left out of extraction rather than read cut). ConsolidationOutput or
+BatchSummaryOutput (consolidation): the material's '- ' lines merged, one per key (the latest value wins) and one
+per distinct text, importance scored by kind, with its token usage. Its name (model_name) is what the cost ledger
+records: OFFLINE_SUMMARIZER, or OFFLINE_CONSOLIDATOR for OfflineConsolidationModel.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from memory_agent.long_term.extract import Statement, extract_items
+from memory_agent.schemas.items import normalize_content
+
+OFFLINE_SUMMARIZER = "offline-extractive-summarizer"
+OFFLINE_CONSOLIDATOR = "offline-consolidator"
+SUMMARY_TOOL = "MemorySummaryOutput"
+
+_WINDOW = re.compile(r"^Window: sequences (\d+)-(\d+)\.$", re.MULTILINE)
+_LINE = re.compile(r"^(?:- )?\[seq (\d+)\] (user|assistant): (.*)$", re.MULTILINE)
+
+
+def offline_summary(prompt_text: str, *, width: int = 90) -> str:
+    window = _WINDOW.search(prompt_text)
+    window_start = int(window.group(1)) if window else 0
+    kept: dict[int, str] = {}
+    for match in _LINE.finditer(prompt_text):
+        sequence = int(match.group(1))
+        if sequence < window_start:
+            continue  # outside the sliding window: dropped
+        text = match.group(3).strip()
+        if len(text) > width:
+            text = text[: width - 1].rstrip() + "…"
+        kept[sequence] = f"- [seq {sequence}] {match.group(2)}: {text}"
+    return "\n".join(kept[s] for s in sorted(kept)) or "- (nothing to remember)"
+
+
+def offline_items(prompt_text: str) -> dict[str, Any]:
+    """The five item lists of the window's user messages, deterministically, as tool-call arguments."""
+    window = _WINDOW.search(prompt_text)
+    window_start = int(window.group(1)) if window else 0
+    statements: dict[int, Statement] = {}
+    for match in _LINE.finditer(prompt_text):
+        sequence, role, text = int(match.group(1)), match.group(2), match.group(3).strip()
+        # A previous memory's line that ends in "…" was cut by offline_summary: read when it was new, in full.
+        shortened = match.group(0).startswith("- ") and text.endswith("…")
+        if sequence >= window_start and not shortened:
+            statements[sequence] = Statement(sequence, role, text)
+    items = extract_items(statements[s] for s in sorted(statements))
+    return items.model_dump(mode="json")
+
+
+_NOTE = re.compile(r"^- (?:\((?P<importance>[01](?:\.\d+)?)\) )?(?P<text>.+)$", re.MULTILINE)
+_KEYED = re.compile(r"^(?:item )?(?P<kind>fact|preference|decision|todo|entity) (?P<key>[^:\s]+): (?P<content>.+)$")
+KIND_IMPORTANCE = {"decision": 0.9, "preference": 0.8, "fact": 0.7, "todo": 0.6, "entity": 0.3}
+UNKEYED_IMPORTANCE = 0.4
+
+
+def offline_consolidation(material: str) -> dict[str, Any]:
+    """Merge the material's '- ' lines: one per key (the latest wins), one per distinct text; the arguments of a
+    ConsolidationOutput call (summary, insights with their importance)."""
+    kept: dict[str, dict[str, Any]] = {}
+    for match in _NOTE.finditer(material):
+        text = match["text"].strip()
+        keyed = _KEYED.match(text)
+        if keyed:
+            slot = f"{keyed['kind']}:{keyed['key']}"
+            importance = KIND_IMPORTANCE[keyed["kind"]]
+        else:
+            slot = normalize_content(text)
+            importance = UNKEYED_IMPORTANCE
+        if match["importance"] is not None:
+            importance = float(match["importance"])
+        kept.pop(slot, None)  # a later note of the same key replaces the earlier value, and moves last
+        kept[slot] = {"text": text, "importance": importance}
+    insights = list(kept.values())
+    summary = "\n".join(f"- {insight['text']}" for insight in insights) or "(nothing to consolidate)"
+    return {"summary": summary, "insights": insights}
+
+
+class OfflineModel(BaseChatModel):
+    """Answers every call with a call of the tool it is bound to, its arguments built as the module says."""
+
+    model_name: str = OFFLINE_SUMMARIZER
+    tool_name: str = SUMMARY_TOOL
+
+    @property
+    def _llm_type(self) -> str:
+        return "memory-agent-offline"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> OfflineModel:
+        # The same instance when it already answers that tool: a subclass keeping state sees every call.
+        name = getattr(tools[0], "__name__", None) if tools else None
+        return self if name is None or name == self.tool_name else self.model_copy(update={"tool_name": name})
+
+    def answer(self, material: str) -> dict[str, Any]:
+        """The arguments of a consolidation call (ConsolidationOutput or BatchSummaryOutput) over `material`."""
+        consolidated = offline_consolidation(material)
+        if self.tool_name == "BatchSummaryOutput":
+            return {"summary": consolidated["summary"]}
+        return consolidated
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        call_id = f"call_{uuid.uuid4().hex[:12]}"
+        if self.tool_name == SUMMARY_TOOL:
+            prompt_text = "\n".join(str(m.text) for m in messages)
+            args = {"summary": offline_summary(prompt_text), **offline_items(prompt_text)}
+            message = AIMessage(content="", tool_calls=[{"name": SUMMARY_TOOL, "args": args, "id": call_id}])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+        args = self.answer(str(messages[-1].text))
+        tokens_in = count_tokens_approximately(messages)
+        tokens_out = count_tokens_approximately([AIMessage(str(args))])
+        message = AIMessage(
+            content="",
+            tool_calls=[{"name": self.tool_name, "args": args, "id": call_id}],
+            usage_metadata={
+                "input_tokens": tokens_in,
+                "output_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+# The summarizer's name for it (the package's public name since the start).
+OfflineSummaryModel = OfflineModel
+
+
+class OfflineConsolidationModel(OfflineModel):
+    """The offline model in its consolidation role: recorded as OFFLINE_CONSOLIDATOR."""
+
+    model_name: str = OFFLINE_CONSOLIDATOR
+    tool_name: str = "ConsolidationOutput"
