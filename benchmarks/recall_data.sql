@@ -73,17 +73,22 @@ FROM unnest(%(users)s::text[]) AS u,
      ) AS body
 
 -- recall_bench_embeddings --
--- A random unit-scale vector of `dims` for every item (latency only: the vectors carry no meaning).
+-- A vector for every item near the model's vector of an everyday passage (`base`, each component moved at random
+-- by up to ±spread/2): latency only, the vectors carry no meaning, but like a real model's they all lie within
+-- the similarity floor of a query (e5's cosines are all above 0.7), so the vector path ranks and joins all of them
+-- as it would in use. Random directions would lie at cosine ~0 and the floor would drop nearly every one.
 INSERT INTO item_embeddings (user_id, tenant_id, item_id, model, embedding)
 SELECT i.user_id, i.tenant_id, i.item_id, %(model)s,
-       (SELECT array_agg(random() - 0.5) FROM generate_series(1, %(dims)s) WHERE i.item_id IS NOT NULL)::vector
+       (SELECT array_agg(b + (random() - 0.5) * %(spread)s ORDER BY k)
+        FROM unnest(%(base)s::float4[]) WITH ORDINALITY AS x (b, k) WHERE i.item_id IS NOT NULL)::vector
 FROM items AS i
 
 -- recall_bench_turn_embeddings --
--- A random vector of `dims` for every user and assistant turn (as the background job writes them: latency only).
+-- A vector for every user and assistant turn (as the background job writes them), drawn as the items' are.
 INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding)
 SELECT m.user_id, m.tenant_id, m.conversation_id, m.sequence_number, %(model)s,
-       (SELECT array_agg(random() - 0.5) FROM generate_series(1, %(dims)s) WHERE m.sequence_number IS NOT NULL)::vector
+       (SELECT array_agg(b + (random() - 0.5) * %(spread)s ORDER BY k)
+        FROM unnest(%(base)s::float4[]) WITH ORDINALITY AS x (b, k) WHERE m.sequence_number IS NOT NULL)::vector
 FROM messages AS m
 WHERE m.role IN ('user', 'assistant')
 

@@ -11,6 +11,7 @@ Every system gets a connection pool of the same size (memory_agent's default, 10
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -176,6 +177,7 @@ class MemoryAgentSystem(System):
                         StoredRound(*serialize_round(messages)),
                         holder=None,
                         window=self.memory.settings.memory.rolling_window_size,
+                        now=datetime.now(UTC),
                     )
 
         await self.memory.loop.arun(store())

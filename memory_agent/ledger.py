@@ -10,7 +10,7 @@ without an answer records nothing: no usage is known.
 
 Model code has no SQL: it notes each answer's usage in the CallLog of the job it runs in (llm/calls.py), and the
 job writes the log with record_calls.
-May import: errors, resources, settings, llm/. Imported by summarize/, consolidation/, conversation/.
+May import: errors, db.connector, settings, llm/. Imported by summarize/, consolidation/, conversation/.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ from typing import Any
 
 import psycopg
 from langchain_core.messages import BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
-from psycopg.rows import dict_row
 
-from memory_agent import resources
+from memory_agent.db.connector import execute_query, fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.llm.calls import PURPOSES, CallLog, LLMCall, Purpose
 from memory_agent.settings import ModelPrice
+from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent.ledger")
 
@@ -94,11 +93,9 @@ async def record_calls(
         return Decimal(0)
     params = call_params(tenant_id, user_id, calls, now=now, prices=prices)
     if reservation is not None and reservation.reservation_id is not None:
-        await conn.execute(
-            resources.queries()["settle_budget"], {**params, "reservation_id": reservation.reservation_id}
-        )
+        await execute_query(conn, "settle_budget", {**params, "reservation_id": reservation.reservation_id})
     else:
-        await conn.execute(resources.queries()["record_llm_calls"], params)
+        await execute_query(conn, "record_llm_calls", params)
     return params["cost"]
 
 
@@ -140,7 +137,7 @@ def estimate_cost(
 ) -> Decimal:
     """What a call is expected to cost before it is made: its prompt's tokens, and as many again for the answer
     (a summary is shorter than what it condenses)."""
-    tokens = count_tokens_approximately(list(prompt))
+    tokens = count_tokens(list(prompt))
     return price(LLMCall(purpose, model, tokens, tokens), prices)[0]
 
 
@@ -157,18 +154,17 @@ async def reserve(
     tenant's month row stays locked until the transaction ends."""
     if ceiling is None:
         return Reservation(tenant_id, None, amount)
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            resources.queries()["reserve_budget"],
-            {
-                "tenant_id": tenant_id,
-                "now": now,
-                "ceiling": str(Decimal(str(ceiling))),
-                "amount": str(amount),
-                "ttl": RESERVATION_TTL,
-            },
-        )
-        row = await cur.fetchone()
+    row = await fetch_one(
+        conn,
+        "reserve_budget",
+        {
+            "tenant_id": tenant_id,
+            "now": now,
+            "ceiling": str(Decimal(str(ceiling))),
+            "amount": str(amount),
+            "ttl": RESERVATION_TTL,
+        },
+    )
     if row is None or row["reservation_id"] is None:
         return None
     return Reservation(tenant_id, row["reservation_id"], amount)
@@ -180,9 +176,8 @@ async def release(conn: psycopg.AsyncConnection[Any], reservation: Reservation) 
     if reservation.reservation_id is None:
         return
     try:
-        await conn.execute(
-            resources.queries()["release_budget"],
-            {"tenant_id": reservation.tenant_id, "reservation_id": reservation.reservation_id},
+        await execute_query(
+            conn, "release_budget", {"tenant_id": reservation.tenant_id, "reservation_id": reservation.reservation_id}
         )
     except Exception as exc:
         logger.warning(
@@ -192,9 +187,7 @@ async def release(conn: psycopg.AsyncConnection[Any], reservation: Reservation) 
 
 async def tenant_spend(conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime) -> Decimal:
     """What memory_agent's calls cost the tenant in the calendar month (UTC) of `now`."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(resources.queries()["tenant_month_spend"], {"tenant_id": tenant_id, "now": now})
-        row = await cur.fetchone()
+    row = await fetch_one(conn, "tenant_month_spend", {"tenant_id": tenant_id, "now": now})
     return Decimal(row["cost"]) if row else Decimal(0)
 
 

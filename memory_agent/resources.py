@@ -73,6 +73,11 @@ def definitions() -> list[tuple[str, str]]:
     return [(path.name, path.read_text(encoding="utf-8")) for path in sorted(definitions_dir().glob("*.sql"))]
 
 
+def distribution() -> str:
+    """sql/distribution.sql: where every table lives on Citus (applied by `migrate` when citus is installed)."""
+    return (sql_dir() / "distribution.sql").read_text(encoding="utf-8")
+
+
 @functools.cache
 def prompt(name: str) -> str:
     return (prompts_dir() / f"{name}.txt").read_text(encoding="utf-8")

@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from memory_agent import resources
+from memory_agent.db.connector import fetch_one_sync
 from memory_agent.integrations.base import RoundMemory
 from memory_agent.schemas import RoundInfo
 
@@ -76,26 +77,20 @@ def generate_conversations(url: str, conversations: int, rounds: int, schema: st
     timings: dict[str, float] = {}
     params = {"conversations": conversations, "rounds": rounds}
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(psycopg.sql.SQL("SET search_path TO {}, public").format(psycopg.sql.Identifier(schema)))
-        conn.execute("SET synchronous_commit = off")
-        # The rows are consistent by construction; skipping the per-row foreign-key triggers halves the
-        # load. Only a superuser may; elsewhere the load just takes longer.
+        fetch_one_sync(conn, psycopg.sql.SQL("SET search_path TO {}, public").format(psycopg.sql.Identifier(schema)))
+        fetch_one_sync(conn, "generate_fast_writes")
+        # Skipping the per-row foreign-key triggers halves the load. Only a superuser may; elsewhere the load just
+        # takes longer.
         with contextlib.suppress(psycopg.Error):
-            conn.execute("SET session_replication_role = replica")
-        for name, statement in blocks.items():
+            fetch_one_sync(conn, "generate_without_triggers")
+        for name in blocks:
             if name.startswith("scale_"):
                 started = time.perf_counter()
-                conn.execute(statement, params)
+                fetch_one_sync(conn, name, params)
                 timings[name] = time.perf_counter() - started
         started = time.perf_counter()
-        conn.execute("VACUUM ANALYZE")  # what autovacuum would have done on a database that grew to this size
+        fetch_one_sync(conn, "generated_statistics")
         timings["vacuum_analyze"] = time.perf_counter() - started
-        counts = conn.execute(blocks["generated_counts"]).fetchone()
+        counts = fetch_one_sync(conn, "generated_counts")
     assert counts is not None
-    return {
-        "conversations": counts[0],
-        "messages": counts[1],
-        "round_metrics": counts[2],
-        "memory_versions": counts[3],
-        "generate_s": {name: round(seconds, 2) for name, seconds in timings.items()},
-    }
+    return {**counts, "generate_s": {name: round(seconds, 2) for name, seconds in timings.items()}}

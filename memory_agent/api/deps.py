@@ -11,10 +11,10 @@ from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memory_agent.api.limits import TENANT_STATE, lookup_tenant
-from memory_agent.conversation.identity import validate_user_id
+from memory_agent.conversation.identity import MAX_IDENTITY_BYTES, validate_user_id
+from memory_agent.db.connector import fetch_one
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import check_id, fetch_one
 from memory_agent.service import MemoryService
 
 T = TypeVar("T")
@@ -35,9 +35,8 @@ def checked(field: str, check: Callable[[str], Any], value: str, location: str =
 
 
 def checked_user(user_id: str, *, location: str = "path", field: str = "user_id") -> str:
-    """A user id as the long-term tables take it: not blank, within the bytes and the characters."""
-    checked(field, lambda v: validate_user_id(v, field), user_id, location)
-    return checked(field, lambda v: check_id(field, v), user_id, location)
+    """A user id a caller gives (conversation/identity.py: the one rule of both tiers)."""
+    return checked(field, lambda v: validate_user_id(v, field), user_id, location)
 
 
 async def user_known(conn: psycopg.AsyncConnection[Any], tenant: str, user_id: str) -> bool:
@@ -91,9 +90,11 @@ async def _tenant(
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {401: {"description": "no API key, or not a live one"}}
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "not in the key's tenant (or nowhere)"}}
 Tenant = Annotated[str, Depends(_tenant)]
-USER_ID_LIMITS = "1-256 characters, at most 512 bytes in UTF-8"
-# The schema states the character limits; the byte limits (UTF-8) and "not blank" are checked in the routes.
-UserId = Annotated[str, Path(min_length=1, max_length=256, description=f"The user's id: {USER_ID_LIMITS}.")]
+USER_ID_LIMITS = f"not blank, at most {MAX_IDENTITY_BYTES} bytes in UTF-8"
+# The schema states the characters the bytes allow at most; the bytes (UTF-8) and "not blank" are checked in the routes.
+UserId = Annotated[
+    str, Path(min_length=1, max_length=MAX_IDENTITY_BYTES, description=f"The user's id: {USER_ID_LIMITS}.")
+]
 ConversationId = Annotated[
     str,
     Path(min_length=1, max_length=1024, description="The conversation's thread id: at most 1024 bytes in UTF-8."),

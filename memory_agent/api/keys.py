@@ -13,8 +13,8 @@ from typing import Any
 import psycopg
 
 from memory_agent.conversation.identity import validate_identity
+from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import fetch
 from memory_agent.long_term.tenancy import tenant_transaction
 
 KEY_PREFIX = "mak_"

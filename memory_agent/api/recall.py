@@ -28,7 +28,7 @@ from memory_agent.api.deps import (
     user_known,
 )
 from memory_agent.long_term import tenant_transaction
-from memory_agent.long_term.block import RecallHit
+from memory_agent.long_term.recall.block import RecallHit
 
 router = APIRouter(tags=["recall"])
 MAX_QUERY_CHARS = 4000

@@ -30,6 +30,7 @@ from memory_agent.consolidation import ConsolidationRun, list_notes
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.periods import PeriodName
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
+from memory_agent.conversation.identity import MAX_IDENTITY_BYTES
 from memory_agent.errors import SummarizationError
 from memory_agent.llm import default_chat_model
 from memory_agent.long_term import tenant_transaction
@@ -42,7 +43,9 @@ class SummarizeRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user_id: str = Field(alias="userId", min_length=1, max_length=256, description=f"The user's id: {USER_ID_LIMITS}.")
+    user_id: str = Field(
+        alias="userId", min_length=1, max_length=MAX_IDENTITY_BYTES, description=f"The user's id: {USER_ID_LIMITS}."
+    )
     period: PeriodName = Field(description="daily (yesterday), weekly (the last Sunday..Saturday) or monthly.")
     force: StrictBool = Field(default=False, description="Write the note again even if this cycle's exists.")
 
@@ -92,7 +95,12 @@ async def summaries(
     period: Annotated[PeriodName, Query(description="daily, weekly or monthly.")],
     user_id: Annotated[
         str | None,
-        Query(alias="userId", min_length=1, max_length=256, description=f"Only this user: {USER_ID_LIMITS}."),
+        Query(
+            alias="userId",
+            min_length=1,
+            max_length=MAX_IDENTITY_BYTES,
+            description=f"Only this user: {USER_ID_LIMITS}.",
+        ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Most summaries returned, newest first.")] = 50,
 ) -> Any:

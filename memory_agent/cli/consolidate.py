@@ -28,10 +28,10 @@ from memory_agent.settings import MemorySettings
 PERIOD_HELP = "daily, weekly or monthly"
 
 
-def _with_pool(work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
+def _with_backend(work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
     with _opened() as memory:
         try:
-            return memory.call_sync(work(memory.backend.pool))
+            return memory.call_sync(work(memory.backend))
         except MemoryAgentError as exc:
             raise _fail(str(exc)) from exc
 
@@ -60,12 +60,12 @@ def consolidate(
     if due:
         runner_config = config.replace(consolidation_enabled=True)
 
-        async def run_due(pool: Any) -> dict[tuple[str, str, str], str]:
-            runner = ConsolidationRunner(pool, model, runner_config)
+        async def run_due(backend: Any) -> dict[tuple[str, str, str], str]:
+            runner = ConsolidationRunner(backend.pool, model, runner_config)
             with Console(stderr=True).status("consolidating due users"):
                 return await runner.run_due(now)
 
-        done = _with_pool(run_due)
+        done = _with_backend(run_due)
         if as_json:
             _print_json([{"job": j, "tenantId": t, "userId": u, "outcome": o} for (j, t, u), o in done.items()])
             return
@@ -78,13 +78,13 @@ def consolidate(
         raise _fail("give --user USER (or --due for every due user)")
     _check_user(user)
 
-    async def run_one(pool: Any) -> SummarizeResult:
-        async with pool.connection() as conn:
+    async def run_one(backend: Any) -> SummarizeResult:
+        async with backend.connection() as conn:
             return await summarize_latest(
                 conn, tenant, user, period, now, run=ConsolidationRun(model, config, force=force)
             )
 
-    result = _with_pool(run_one).model_dump(mode="json")
+    result = _with_backend(run_one).model_dump(mode="json")
     if as_json:
         _print_json(result)
         return
@@ -107,11 +107,11 @@ def summaries(
     if user is not None:
         _check_user(user)
 
-    async def read(pool: Any) -> list[dict[str, Any]]:
-        async with pool.connection() as conn:
+    async def read(backend: Any) -> list[dict[str, Any]]:
+        async with backend.connection() as conn:
             return await list_notes(conn, period, tenant_id=tenant, user_id=user, limit=limit)
 
-    rows = _with_pool(read)
+    rows = _with_backend(read)
     shaped = [{"tenantId": row["tenant_id"], **PeriodSummary.from_row(row).model_dump(mode="json")} for row in rows]
     if as_json:
         _print_json(shaped)

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from memory_agent.integrations.langgraph import with_memory
 from memory_agent.llm import OfflineModel, default_chat_model, openai_chat_model, openai_configured
-from memory_agent.long_term.block import RecallHit
+from memory_agent.long_term.recall.block import RecallHit
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings

@@ -30,6 +30,7 @@ async def run_recall_eval(
     import psycopg
 
     from memory_agent.db.backend import MemoryBackend
+    from memory_agent.db.connector import execute_query
     from memory_agent.evaluation import evaluate, load_dataset
     from memory_agent.long_term.embeddings import embedder_from_setting
     from memory_agent.settings import MemorySettings
@@ -45,7 +46,7 @@ async def run_recall_eval(
     name = f"memory_agent_eval_{uuid.uuid4().hex[:10]}"
     params = psycopg.conninfo.conninfo_to_dict(server_url)
     async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-        await admin.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
+        await execute_query(admin, psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
     try:
         url = psycopg.conninfo.make_conninfo("", **{**params, "dbname": name})
         pool = MemoryBackend.create_pool(url)
@@ -58,8 +59,8 @@ async def run_recall_eval(
             await pool.close()
     finally:
         async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-            await admin.execute(
-                psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name))
+            await execute_query(
+                admin, psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name))
             )
 
 

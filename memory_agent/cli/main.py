@@ -135,7 +135,9 @@ def migrate(
         typer.echo(f"re-created views and functions: {', '.join(report.definitions)}")
     for name in report.procrastinate:
         typer.echo(f"procrastinate: applied {name}")
-    if not (report.applied or report.definitions or report.procrastinate):
+    if report.distributed:
+        typer.echo("applied the Citus distribution (sql/distribution.sql)")
+    if not (report.applied or report.definitions or report.procrastinate or report.distributed):
         typer.echo(f"schema {settings.database.db_schema} is up to date")
 
 

@@ -32,7 +32,7 @@ def _on_keys(work: Callable[[Any], Coroutine[Any, Any, T]], settings: Any = None
     with _opened(settings) as service:
 
         async def run() -> T:
-            async with service.backend.pool.connection() as conn, conn.transaction():
+            async with service.backend.transaction() as conn:
                 return await work(conn)
 
         return service.loop.run(run())

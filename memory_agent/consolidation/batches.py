@@ -21,10 +21,12 @@ from memory_agent.consolidation.guards import OVER_BUDGET, call_within_budget
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput
 from memory_agent.consolidation.nightly import FORGOTTEN
 from memory_agent.consolidation.run import ConsolidationRun
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.connector import fetch_one
 from memory_agent.llm import LLMCall
 from memory_agent.long_term import expire_item
 from memory_agent.long_term.lineage import sources_held
-from memory_agent.long_term.scope import check_identity, fetch, fetch_one
+from memory_agent.long_term.scope import check_identity
 from memory_agent.settings import MemorySettings
 
 BATCH_JOB = "batch_summaries"

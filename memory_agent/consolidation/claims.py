@@ -16,8 +16,9 @@ from typing import Any
 
 import psycopg
 
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.connector import fetch_one
 from memory_agent.long_term.lineage import sources_held
-from memory_agent.long_term.scope import fetch, fetch_one
 
 NIGHTLY = "nightly"
 

@@ -35,9 +35,10 @@ from pydantic import BaseModel
 
 from memory_agent import ledger
 from memory_agent.consolidation.model import call_consolidation_model, consolidation_prompt
+from memory_agent.db.connector import Connector, fetch_one
+from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.llm import CallLog, LLMCall, Purpose, model_name
 from memory_agent.long_term.lineage import ledger_user
-from memory_agent.long_term.scope import fetch, fetch_one
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.consolidation")
@@ -73,7 +74,7 @@ async def claim_scheduler_run(
     conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, cooldown_s: float
 ) -> datetime | None:
     """Record the tenant's run at `now`: None when it may go on, else the previous run holding the cooldown."""
-    params = {"tenant_id": tenant_id, "now": now, "cooldown": timedelta(seconds=cooldown_s)}
+    params = {"tenant_id": tenant_id, "now": now, "cutoff": now - timedelta(seconds=cooldown_s)}
     if await fetch_one(conn, "claim_scheduler_run", params):
         return None
     row = await fetch_one(conn, "scheduler_last_run", {"tenant_id": tenant_id})
@@ -151,7 +152,7 @@ async def call_within_budget(
 @asynccontextmanager
 async def tenant_slot(pool: AsyncConnectionPool[Any], tenant_id: str, slots: int) -> AsyncIterator[int]:
     """Hold one of the tenant's `slots` concurrent-job slots for the block (TenantBusy when all are taken)."""
-    async with pool.connection() as conn:
+    async with Connector(pool).connection() as conn:
         taken = None
         for slot in range(slots):
             row = await fetch_one(conn, "try_tenant_slot", {"tenant_id": tenant_id, "slot": slot})

@@ -38,9 +38,11 @@ from memory_agent.consolidation.periods import (
     utc_day,
 )
 from memory_agent.consolidation.run import ConsolidationRun
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.connector import fetch_one
 from memory_agent.llm import LLMCall
 from memory_agent.long_term.lineage import Lineage, sources_held
-from memory_agent.long_term.scope import check_identity, fetch, fetch_one
+from memory_agent.long_term.scope import check_identity
 from memory_agent.settings import MemorySettings
 
 FORGOTTEN = "forgotten"

@@ -2,7 +2,7 @@
 insights consolidated together (again in parts while they do not fit), so a day of 100,000 items is consolidated
 by a context-limited model instead of failing every night with `covered_until` stuck before it.
 
-Sizes are estimated as count_tokens_approximately does (4 characters a token). A single line longer than a part
+Sizes are estimated as memory_agent.tokens counts them (4 characters a token). A single line longer than a part
 is cut to fit. The combining calls see the parts' insights as '- (importance) text' lines, which the
 consolidation prompt reads as notes like any other; when they stop shrinking, the least important are left out
 of the final call (a bounded number of calls, never a loop on a model that restates everything).
@@ -15,8 +15,8 @@ from typing import Any
 
 from memory_agent.consolidation.model import CONSOLIDATE_PROMPT, ConsolidationOutput
 from memory_agent.llm import LLMCall
+from memory_agent.tokens import CHARS_PER_TOKEN
 
-CHARS_PER_TOKEN = 4  # count_tokens_approximately's default
 # Room left in each call for the instructions, the message framing and the header (estimated generously).
 OVERHEAD_TOKENS = 200 + len(CONSOLIDATE_PROMPT) // CHARS_PER_TOKEN
 MAX_COMBINING_ROUNDS = 3

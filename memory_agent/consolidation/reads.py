@@ -8,8 +8,9 @@ from typing import Any
 import psycopg
 
 from memory_agent.consolidation.periods import PERIODS
+from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import Row, check_identity, fetch
+from memory_agent.long_term.scope import Row, check_identity
 
 
 async def list_notes(

@@ -29,8 +29,9 @@ from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, open_te
 from memory_agent.consolidation.nightly import NIGHTLY, run_nightly
 from memory_agent.consolidation.periods import cron_for
 from memory_agent.consolidation.run import ConsolidationRun
+from memory_agent.db.connector import Connector
+from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import fetch
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.consolidation")
@@ -58,7 +59,7 @@ class ConsolidationRunner:
 
     async def due_users(self, job: str, now: datetime) -> list[tuple[str, str]]:
         """(tenant_id, user_id) of every user whose `job` is due at `now`."""
-        async with self.pool.connection() as conn:
+        async with Connector(self.pool).connection() as conn:
             rows = await fetch(conn, "consolidation_due_users", {"job": job, "now": check_aware(now)})
         return [(row["tenant_id"], row["user_id"]) for row in rows]
 
@@ -72,7 +73,7 @@ class ConsolidationRunner:
         config = self.config
         cap = cap or SummaryJobCap(config.guards.max_summary_jobs_per_run)
         slot = tenant_slot(self.pool, tenant_id, config.guards.max_concurrent_jobs_per_tenant)
-        async with slot, self.pool.connection() as conn:
+        async with slot, Connector(self.pool).connection() as conn:
             stopped = await over_budget(conn, tenant_id, now, config)
             if stopped is not None:
                 return stopped
@@ -93,7 +94,7 @@ class ConsolidationRunner:
 
     async def open_tenants(self, tenants: Iterable[str], now: datetime) -> dict[str, str | None]:
         """For each tenant, None when this run may work for it, else why not (cooldown, over_budget)."""
-        async with self.pool.connection() as conn:
+        async with Connector(self.pool).connection() as conn:
             return {tenant: await open_tenant(conn, tenant, now, self.config) for tenant in dict.fromkeys(tenants)}
 
     async def run_due(self, now: datetime) -> dict[tuple[str, str, str], str]:

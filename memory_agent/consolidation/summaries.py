@@ -22,7 +22,8 @@ from memory_agent.consolidation.guards import OVER_BUDGET
 from memory_agent.consolidation.nightly import PeriodOutcome, consolidate_period
 from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, latest_period
 from memory_agent.consolidation.run import ConsolidationRun
-from memory_agent.long_term.scope import Row, check_identity, fetch_one
+from memory_agent.db.connector import fetch_one
+from memory_agent.long_term.scope import Row, check_identity
 
 SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "over_budget", "forgotten"]
 # consolidate_period's outcome → the answer's status ("complete" is the design's word for a written note).

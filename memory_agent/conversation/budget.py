@@ -6,7 +6,7 @@ Two limits besides the message window, both off by default (MemorySettings):
   message and every AI and tool message up to the final answer) is dropped whole, so an AI tool call never
   loses its results nor a tool result its call; the current input is never dropped.
 
-Pure functions over LangChain messages; tokens are `count_tokens_approximately`. Round start (rounds.py)
+Pure functions over LangChain messages; tokens are `memory_agent.tokens.count_tokens`. Round start (rounds.py)
 applies them and records what was cut in the round's metrics.
 """
 
@@ -17,15 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
+
+from memory_agent.tokens import CHARS_PER_TOKEN, count_tokens
 
 TRUNCATION_MARKER = "… [truncated by memory_agent: {over} tokens over the cap]"
 UNANSWERED_TOOL_CALL = "No result: the round ended before this tool call was answered."
-CHARS_PER_TOKEN = 4  # count_tokens_approximately's default
-
-
-def count_tokens(messages: Sequence[BaseMessage]) -> int:
-    return count_tokens_approximately(messages)
 
 
 def split_rounds(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:

@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.named import Row
+from memory_agent.db.connector import Row
 from memory_agent.errors import ConfigurationError
 from memory_agent.schemas import ConversationContext
 from memory_agent.schemas.keys import ConversationKey

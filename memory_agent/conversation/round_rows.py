@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from memory_agent.conversation.recalled import RoundRecall
+from memory_agent.long_term.recall.round_start import RoundRecall
 from memory_agent.schemas import RoundInfo, RoundSaved, SummaryClaim, TriggerResult
 
 

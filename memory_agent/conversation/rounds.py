@@ -1,7 +1,7 @@
 """A round from start to end: its context at the start, the round stored whole at the end.
 
 Round START (`prepare`): take the conversation's lease, read the latest *completed* memory and the gap
-after it in one statement (and, beside it, recall the user's long-term memory: recalled.py), and build the
+after it in one statement (and, beside it, recall the user's long-term memory: long_term/recall/round_start.py), and build the
 model's context (tool calls closed, memory and recalled block injected, token budget applied). The round's input is every message the caller holds that is not stored yet: stored is a fact of
 the database (message ids), not a guess from message shapes.
 Round END (`finish`): one write transaction in two round trips: the first gives the lease back, stores the round
@@ -31,11 +31,11 @@ from memory_agent.conversation.messages import (
     validate_conversation_id,
     validate_round_input,
 )
-from memory_agent.conversation.recalled import RoundRecall, recall_query, recalls, round_recall
 from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.round_queries import StoredRound
+from memory_agent.long_term.recall.round_start import RoundRecall, recall_query, recalls, round_recall
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, SummaryClaim, TriggerResult, fingerprint
 from memory_agent.schemas.keys import ConversationKey, default_user_id
@@ -237,10 +237,10 @@ class Rounds:
             saved, state = await self.backend.end_round(
                 conn,
                 key,
-                stored,
+                stored._replace(produced=_produced(info)),
                 holder=info.lease if info is not None else None,
                 window=self.settings.memory.rolling_window_size,
-                produced=_produced(info),
+                now=self.clock(),
             )
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)

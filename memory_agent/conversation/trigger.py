@@ -14,6 +14,7 @@ from typing import Any
 
 from memory_agent.conversation.window import calculate_summary_range, summary_due
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import rows_of
 from memory_agent.db.summary_queries import StartedSummary, picked_up_by_claim
 from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
@@ -129,12 +130,14 @@ class SummaryTrigger:
             return decision
         row = None
         if recorded is not None:
-            row = await recorded.fetchone()
+            rows = await rows_of(recorded)
+            row = rows[0] if rows else None
             memory_id = row["triggered_memory_id"] if row else None
         else:
-            memory_id = await self.backend.claim_summary(
+            claimed = await self.backend.claim_summary(
                 conn, key.conversation_id, decision, tenant_id=key.tenant_id, user_id=key.user_id
             )
+            memory_id = claimed["memory_id"]
         if memory_id is None:  # another process claimed the slot between our read and insert
             logger.debug("Summarization already in progress for %s", key.conversation_id)
         result = decision.result(memory_id)

@@ -46,6 +46,13 @@ def should_trigger_summary(last_saved_seq: int, summarize_after_seq: int = 5, al
     return last_saved_seq >= summarize_after_seq and not already_processing
 
 
+def processing_is_stuck(quiet_s: float, timeout_s: float) -> bool:
+    """Whether a `processing` row quiet for `quiet_s` is stuck: quiet for longer than the timeout (at exactly the
+    timeout, not yet). The rule the reclaimer applies in SQL (memory_is_stuck, sql/definitions/rules.sql) to the
+    age trigger_state reports here: both must say the same, or a round would wait on a row the reclaimer keeps."""
+    return quiet_s > timeout_s
+
+
 def summary_due(
     last_saved_seq: int,
     *,
@@ -58,11 +65,11 @@ def summary_due(
     """The whole trigger rule on what the database holds: None when a summary is due, else why not.
 
     `processing_age_s` is how long the conversation's `processing` row has been quiet (None: there is none).
-    A row quiet for `processing_timeout_s` or longer is stale: it is reclaimed, so it does not count as
-    "already processing". Past the design's two checks, a summary needs `min_new_messages` messages after
+    A row quiet for longer than `processing_timeout_s` is stale (processing_is_stuck): it is reclaimed, so it
+    does not count as "already processing". Past the design's two checks, a summary needs `min_new_messages` messages after
     the latest completed memory (`base_end_sequence`).
     """
-    processing = processing_age_s is not None and processing_age_s < processing_timeout_s
+    processing = processing_age_s is not None and not processing_is_stuck(processing_age_s, processing_timeout_s)
     if not should_trigger_summary(last_saved_seq, summarize_after_seq, already_processing=processing):
         return "already_processing" if processing and last_saved_seq >= summarize_after_seq else "below_threshold"
     if base_end_sequence is not None and last_saved_seq - base_end_sequence < min_new_messages:

@@ -1,4 +1,4 @@
-"""MemoryBackend: the only module that talks to PostgreSQL.
+"""MemoryBackend: the conversation tier's statements on the pool (run through db/connector.py, the one seam).
 
 Every statement is a named query from sql/queries/conversation.sql; schema migrations are applied by memory_agent.db.migrate.
 Every method on a conversation's rows takes its key as keyword arguments: `user_id` (the distribution column),
@@ -10,13 +10,11 @@ memory_agent schema, so a read is one round trip and a write transaction is expl
 from __future__ import annotations
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from memory_agent import resources
+from memory_agent.db.connector import Row, check_pooled_connection, configure_session
 from memory_agent.db.migrate import MigrationReport, Migrator
-from memory_agent.db.named import Row, check_pooled_connection
 from memory_agent.db.round_queries import RoundQueries
 from memory_agent.db.summary_queries import SummaryQueries
 from memory_agent.errors import (
@@ -31,7 +29,7 @@ OWN_TABLES = ("conversations", "messages", "memory", "round_metrics")
 
 class MemoryBackend(RoundQueries, SummaryQueries):
     """PostgreSQL operations on conversations, messages and the memory version chain (the statements live in
-    RoundQueries and SummaryQueries, the plumbing in NamedQueries)."""
+    RoundQueries and SummaryQueries, the plumbing in Connector)."""
 
     @classmethod
     def create_pool(
@@ -47,14 +45,9 @@ class MemoryBackend(RoundQueries, SummaryQueries):
     ) -> AsyncConnectionPool:
         """A closed pool whose connections are autocommit and see only `schema` (then public); with
         `processing_timeout_s`, the views count a `processing` row as stuck after it (processing_timeout())."""
-        search_path = sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema))
 
         async def configure(conn: psycopg.AsyncConnection) -> None:
-            await conn.set_autocommit(True)
-            await conn.execute(search_path)
-            if processing_timeout_s is not None:
-                settings = {"processing_timeout_s": str(processing_timeout_s)}
-                await conn.execute(resources.queries()["session_settings"], settings)
+            await configure_session(conn, schema, processing_timeout_s)
 
         return AsyncConnectionPool(
             conninfo,
@@ -74,7 +67,7 @@ class MemoryBackend(RoundQueries, SummaryQueries):
     async def check_schema_is_ours(self) -> None:
         """ConfigurationError when the schema holds tables with our names that memory_agent did not create
         (an app's own `public.messages`, say): migrating there would fail or mix the two."""
-        row = await self._fetch_one("schema_clash", {"schema": self.schema, "tables": list(OWN_TABLES)})
+        row = await self.fetch_one("schema_clash", {"schema": self.schema, "tables": list(OWN_TABLES)})
         if row and row["foreign_tables"]:
             names = ", ".join(f"{self.schema}.{name}" for name in row["foreign_tables"])
             raise ConfigurationError(
@@ -92,6 +85,11 @@ class MemoryBackend(RoundQueries, SummaryQueries):
                 report.procrastinate = await migrator.migrate_procrastinate(apply=apply)
         return report
 
+    async def on_citus(self) -> bool:
+        """Whether the database is a Citus cluster's (the citus extension is installed)."""
+        row = await self.fetch_one("citus_installed")
+        return bool(row and row["installed"])
+
     async def setup(self, *, apply: bool = True) -> list[int]:
         """Apply pending migrations; returns the versions applied."""
         return (await self.migrate(apply=apply)).versions
@@ -106,5 +104,5 @@ class MemoryBackend(RoundQueries, SummaryQueries):
         `max_rows` rows): the cached plans of every connection are then made again on their real size (why:
         sql/definitions, analyze_young_tables; run every MEMORY_AGENT_ANALYZE_INTERVAL_S by the service). Empty when
         another process is at it."""
-        rows = await self._fetch_all("analyze_young_tables", {"min_changes": min_changes, "max_rows": max_rows})
+        rows = await self.fetch_all("analyze_young_tables", {"min_changes": min_changes, "max_rows": max_rows})
         return [row["analyzed"] for row in rows]

@@ -65,7 +65,14 @@ async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
         backend = MemoryBackend(pool, settings.database.db_schema)
         await backend.check_schema_is_ours()
         await backend.setup(apply=settings.database.auto_migrate)
-        await backend.detect_row_security()
+        if await backend.detect_row_security() and await backend.on_citus():
+            # The tenant is named per session on the coordinator; Citus' workers, where the policies are checked,
+            # never see it: every read would come back empty and every write be refused.
+            raise ConfigurationError(
+                f"row-level security binds this role, and the database is a Citus cluster, where memory_agent does "
+                f"not support it yet: connect as the role that owns schema {settings.database.db_schema!r} (or one "
+                "that bypasses row-level security)"
+            )
     except BaseException:
         await pool.close()
         raise

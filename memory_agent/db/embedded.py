@@ -32,6 +32,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from memory_agent.db.connector import fetch_one_sync
 from memory_agent.db.embedded_install import (
     as_root,
     create_missing_parents,
@@ -222,10 +223,12 @@ def _with_password(uri: str, pgdata: Path) -> str:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(secret)
         with psycopg.connect(uri, autocommit=True) as conn:
-            conn.execute(sql.SQL("ALTER ROLE CURRENT_USER PASSWORD {}").format(sql.Literal(secret)))
-            hba_file = conn.execute("SHOW hba_file").fetchone()[0]  # type: ignore[index]
-            Path(hba_file).write_text(HBA, encoding="utf-8")
-            conn.execute("SELECT pg_reload_conf()")
+            # A role's password is not a parameter of ALTER ROLE: a literal, quoted by psycopg.
+            fetch_one_sync(conn, sql.SQL("ALTER ROLE CURRENT_USER PASSWORD {}").format(sql.Literal(secret)))
+            hba = fetch_one_sync(conn, "embedded_hba_file")
+            assert hba is not None
+            Path(hba["hba_file"]).write_text(HBA, encoding="utf-8")
+            fetch_one_sync(conn, "reload_configuration")
     params = conninfo_to_dict(uri)
     params["password"] = secret
     return make_conninfo("", **params)

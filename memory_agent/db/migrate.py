@@ -24,9 +24,9 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
 
-from memory_agent import resources
+from memory_agent.db.citus import CitusDistribution
+from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.db.migrate_procrastinate import ProcrastinateMigrations
 from memory_agent.db.migrations import (
     NO_TRANSACTION_MARKER,
@@ -54,9 +54,9 @@ __all__ = [
 logger = logging.getLogger("memory_agent.migrate")
 
 
-class Migrator(ProcrastinateMigrations):
+class Migrator(ProcrastinateMigrations, CitusDistribution):
     """Applies (or, with apply=False, only checks) the schema on one autocommit connection; procrastinate's
-    schema through ProcrastinateMigrations."""
+    schema through ProcrastinateMigrations, the distribution on Citus through CitusDistribution."""
 
     def __init__(
         self,
@@ -67,14 +67,8 @@ class Migrator(ProcrastinateMigrations):
     ) -> None:
         self.conn = conn
         self.schema = schema
-        self.queries = resources.queries()
         self.migrations = load_migrations() if migrations is None else migrations
         self._lock_key = f"memory_agent.setup:{schema}"
-
-    async def _run(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        async with self.conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(self.queries[name], params)
-            return await cur.fetchall() if cur.description is not None else []
 
     @asynccontextmanager
     async def _session_lock(self) -> AsyncIterator[None]:
@@ -84,22 +78,25 @@ class Migrator(ProcrastinateMigrations):
         CREATE INDEX CONCURRENTLY (run by the holder) waits for, a deadlock.
         """
         delay = 0.02
-        while not (await self._run("try_migration_lock", {"key": self._lock_key}))[0]["locked"]:
+        while not (await fetch_all(self.conn, "try_migration_lock", {"key": self._lock_key}))[0]["locked"]:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
         try:
             yield
         finally:
-            await self._run("release_migration_lock", {"key": self._lock_key})
+            await fetch_all(self.conn, "release_migration_lock", {"key": self._lock_key})
 
     async def _enter_schema(self, create: bool) -> None:
-        await self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [self._lock_key])
+        await execute_query(self.conn, "migration_xact_lock", {"key": self._lock_key})
         ident = sql.Identifier(self.schema)
         # Only when missing: a role that may not create schemas (one bound by row-level security) still checks and
         # applies nothing when the schema is up to date.
-        if create and not (await self._run("schema_present", {"schema": self.schema}))[0]["present"]:
-            await self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
-        await self.conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(ident))
+        if create and not (await fetch_all(self.conn, "schema_present", {"schema": self.schema}))[0]["present"]:
+            await execute_query(self.conn, sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+        await execute_query(self.conn, sql.SQL("SET LOCAL search_path TO {}, public").format(ident))
+        # On Citus, a transaction that re-creates functions after DDL on distributed tables must use one
+        # connection per node (a placeholder setting, without effect, on a PostgreSQL without citus).
+        await execute_query(self.conn, "citus_sequential_modify")
 
     # ------------------------------------------------------------------ memory_agent's files
 
@@ -108,7 +105,10 @@ class Migrator(ProcrastinateMigrations):
         report = MigrationReport()
         try:
             async with self._session_lock():
-                return await self._migrate(apply, report)
+                await self._migrate(apply, report)
+                if apply:
+                    report.distributed = await self.distribute(changed=bool(report.applied or report.definitions))
+                return report
         except psycopg.errors.InsufficientPrivilege as exc:
             raise ConfigurationError(
                 f"this role may not migrate schema {self.schema!r} ({exc.diag.message_primary}); run `memory-agent "
@@ -135,15 +135,15 @@ class Migrator(ProcrastinateMigrations):
 
     async def _pending(self, apply: bool) -> list[Migration]:
         """The files not applied yet; raises when an applied one changed or the database is ahead of the code."""
-        state = (await self._run("migrations_table_present"))[0]
+        state = (await fetch_all(self.conn, "migrations_table_present"))[0]
         if not state["present"]:
             if apply:
-                await self._run("create_schema_migrations")
+                await fetch_all(self.conn, "create_schema_migrations")
             return list(self.migrations)
         if apply and not (state["has_checksum"] and state["has_definitions"]):
-            await self._run("create_schema_migrations")
+            await fetch_all(self.conn, "create_schema_migrations")
             state["has_checksum"] = True
-        applied = await self._run("applied_migrations" if state["has_checksum"] else "applied_versions")
+        applied = await fetch_all(self.conn, "applied_migrations" if state["has_checksum"] else "applied_versions")
         known = {m.version: m for m in self.migrations}
         newest_known = max(known, default=0)
         newest_applied = max((row["version"] for row in applied), default=0)
@@ -168,7 +168,7 @@ class Migrator(ProcrastinateMigrations):
                         f"migration {migration.filename} is recorded without a checksum in schema {self.schema!r}"
                     )
                 if apply and state["has_checksum"]:
-                    await self._run("backfill_checksum", {"version": row["version"], "checksum": recorded})
+                    await fetch_all(self.conn, "backfill_checksum", {"version": row["version"], "checksum": recorded})
             if recorded != migration.checksum:
                 raise ConfigurationError(
                     f"migration file {migration.filename} was changed after it was applied to schema "
@@ -188,9 +188,9 @@ class Migrator(ProcrastinateMigrations):
             )
 
     async def _stale_definitions(self) -> list[str]:
-        state = (await self._run("migrations_table_present"))[0]
+        state = (await fetch_all(self.conn, "migrations_table_present"))[0]
         recorded = (
-            {row["name"]: row["checksum"] for row in await self._run("applied_definitions")}
+            {row["name"]: row["checksum"] for row in await fetch_all(self.conn, "applied_definitions")}
             if state["has_definitions"]
             else {}
         )
@@ -203,33 +203,36 @@ class Migrator(ProcrastinateMigrations):
         if not segment and not stale:
             return
         # Views and functions may read columns a migration changes: dropped first, created after.
-        await self._run("drop_definitions")
+        await fetch_all(self.conn, "drop_definitions")
+        citus = await self.citus_installed()
         for migration in segment:
-            await self.conn.execute(migration.text.encode())  # bytes: no parameters, several statements
-            await self._run(
+            await self._execute_file(migration.text, citus)
+            await fetch_all(
+                self.conn,
                 "record_migration",
                 {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
             )
             report.applied.append(migration.filename)
         # Again: a released migration (0003) created views of its own, which the definitions replace.
-        await self._run("drop_definitions")
-        await self._run("forget_definitions")
+        await fetch_all(self.conn, "drop_definitions")
+        await fetch_all(self.conn, "forget_definitions")
         for name, text, digest in definition_files():
-            await self.conn.execute(text.encode())
-            await self._run("record_definition", {"name": name, "checksum": digest})
+            await self._execute_file(text, citus)
+            await fetch_all(self.conn, "record_definition", {"name": name, "checksum": digest})
             report.definitions.append(name)
         if report.applied:
             logger.info("Applied memory_agent migrations %s to schema %s", report.applied, self.schema)
 
     async def _apply_without_transaction(self, migration: Migration, report: MigrationReport) -> None:
         """One no-transaction file, statement by statement (the session lock is held)."""
-        saved = (await self._run("current_search_path"))[0]["search_path"]
+        saved = (await fetch_all(self.conn, "current_search_path"))[0]["search_path"]
         try:
             ident = sql.Identifier(self.schema)
-            await self.conn.execute(sql.SQL("SET search_path TO {}, public").format(ident))
+            await execute_query(self.conn, sql.SQL("SET search_path TO {}, public").format(ident))
             for statement in migration.statements():
-                await self.conn.execute(statement.encode())
-            await self._run(
+                await execute_query(self.conn, statement.encode())
+            await fetch_all(
+                self.conn,
                 "record_migration",
                 {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
             )
@@ -238,4 +241,4 @@ class Migrator(ProcrastinateMigrations):
                 "Applied memory_agent migration %s (no transaction) to schema %s", migration.filename, self.schema
             )
         finally:
-            await self.conn.execute("SELECT set_config('search_path', %s, false)", [saved])
+            await execute_query(self.conn, "restore_search_path", {"search_path": saved})

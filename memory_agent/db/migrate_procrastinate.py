@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.db.migrations import PROCRASTINATE_MARKERS, procrastinate_key, procrastinate_migrations
 from memory_agent.errors import ConfigurationError
 
@@ -19,13 +20,10 @@ logger = logging.getLogger("memory_agent.migrate")
 
 
 class ProcrastinateMigrations:
-    """Migrator's procrastinate half; Migrator gives it the connection, the schema and these three methods."""
+    """Migrator's procrastinate half; Migrator gives it the connection, the schema and these two methods."""
 
     conn: psycopg.AsyncConnection[Any]
     schema: str
-
-    async def _run(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        raise NotImplementedError
 
     def _session_lock(self) -> AbstractAsyncContextManager[None]:
         raise NotImplementedError
@@ -44,20 +42,22 @@ class ProcrastinateMigrations:
         async with self._session_lock(), self.conn.transaction():
             await self._enter_schema(create=apply)
             if apply:
-                await self._run("create_schema_migrations")
-            elif not (await self._run("migrations_table_present"))[0]["present"]:
+                await fetch_all(self.conn, "create_schema_migrations")
+            elif not (await fetch_all(self.conn, "migrations_table_present"))[0]["present"]:
                 raise ConfigurationError(
                     f"schema {self.schema!r} has no memory_agent tables and MEMORY_AGENT_AUTO_MIGRATE is off: "
                     "run `memory-agent migrate`"
                 )
-            state = (await self._run("procrastinate_state"))[0]
+            state = (await fetch_all(self.conn, "procrastinate_state"))[0]
             recorded = sorted(state["recorded"] or [], key=procrastinate_key)
             if not state["present"]:
                 pending_files: list[Path] = []
                 if apply:
-                    await self.conn.execute(SchemaManager.get_schema().encode())
+                    await execute_query(self.conn, SchemaManager.get_schema().encode())
                     # schema.sql is every migration applied: recorded as the newest file it ships.
-                    await self._run("record_procrastinate", {"migration": newest, "version": procrastinate_version})
+                    await fetch_all(
+                        self.conn, "record_procrastinate", {"migration": newest, "version": procrastinate_version}
+                    )
                     applied.append("schema.sql")
                 else:
                     raise ConfigurationError(
@@ -79,10 +79,12 @@ class ProcrastinateMigrations:
                         "`memory-agent migrate --procrastinate`"
                     )
                 if apply and not recorded:
-                    await self._run("record_procrastinate", {"migration": level, "version": "unrecorded"})
+                    await fetch_all(self.conn, "record_procrastinate", {"migration": level, "version": "unrecorded"})
             for path in pending_files:
-                await self.conn.execute(path.read_bytes())
-                await self._run("record_procrastinate", {"migration": path.name, "version": procrastinate_version})
+                await execute_query(self.conn, path.read_bytes())
+                await fetch_all(
+                    self.conn, "record_procrastinate", {"migration": path.name, "version": procrastinate_version}
+                )
                 applied.append(path.name)
         if applied:
             logger.info("procrastinate schema in %s: applied %s", self.schema, applied)
@@ -90,7 +92,7 @@ class ProcrastinateMigrations:
 
     async def _date_procrastinate_schema(self) -> str:
         """The migration level of a procrastinate schema created before levels were recorded."""
-        present = set((await self._run("procrastinate_markers"))[0]["functions"] or [])
+        present = set((await fetch_all(self.conn, "procrastinate_markers"))[0]["functions"] or [])
         for function, level in PROCRASTINATE_MARKERS:
             if function in present:
                 return level

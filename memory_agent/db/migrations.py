@@ -57,10 +57,32 @@ class MigrationReport:
     applied: list[str] = field(default_factory=list)
     definitions: list[str] = field(default_factory=list)
     procrastinate: list[str] = field(default_factory=list)
+    distributed: bool = False  # sql/distribution.sql applied (Citus)
 
     @property
     def versions(self) -> list[int]:
         return [int(name[:4]) for name in self.applied]
+
+
+# What a `;` inside of does not end a statement: dollar-quoted bodies, string literals, comments.
+_SQL_TOKEN = re.compile(r"\$(?:[A-Za-z_]\w*)?\$|'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|;", re.DOTALL)
+
+
+def split_statements(text: str) -> list[str]:
+    """A SQL file's statements, one by one: Citus propagates a DDL statement to its workers with the text it came
+    in, and a worker refuses a text of several commands, so on Citus a file runs statement by statement."""
+    statements, start, position = [], 0, 0
+    while (token := _SQL_TOKEN.search(text, position)) is not None:
+        found = token.group(0)
+        position = token.end()
+        if found.startswith("$"):  # a dollar-quoted body runs to the same tag
+            closing = text.find(found, position)
+            position = len(text) if closing < 0 else closing + len(found)
+        elif found == ";":
+            statements.append(text[start:position])
+            start = position
+    statements.append(text[start:])
+    return [statement.strip() for statement in statements if _strip_comments(statement).strip()]
 
 
 def _strip_comments(text: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_agent.db.named import NamedQueries, Row
+from memory_agent.db.connector import Connector, Row, execute_query, fetch_one, send
 from memory_agent.errors import (
     ConversationOwnerError,
     MemoryAgentError,
@@ -43,19 +43,21 @@ def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str,
 
 
 class StoredRound(NamedTuple):
-    """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order."""
+    """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order, and
+    `produced`: see round_json."""
 
     roles: Sequence[str]
     contents: Sequence[str]
     messages: Sequence[str]
+    produced: tuple[int, int] | None = None
 
 
-def round_json(stored: StoredRound, produced: tuple[int, int] | None = None) -> str:
+def round_json(stored: StoredRound) -> str:
     """end_round's `round`: a JSON array of {role, content, message}, built from serialize_round's output. The
-    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. `produced`
-    (first position, last sequence stored at round start): those messages carry "after", so only a copy stored
-    after the round started (the same round stored twice) keeps them from being stored."""
-    roles, contents, messages = stored
+    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. The round's
+    `produced` (first position, last sequence stored at round start): those messages carry "after", so only a copy
+    stored after the round started (the same round stored twice) keeps them from being stored."""
+    roles, contents, messages, produced = stored
     first, after = produced if produced is not None else (len(messages), -1)
     items = (
         f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'
@@ -80,7 +82,7 @@ def _saved(conversation_id: str, row: Row | None) -> RoundSaved | None:
     )
 
 
-class RoundQueries(NamedQueries):
+class RoundQueries(Connector):
     # ------------------------------------------------------------------ round path
 
     async def load_context(
@@ -88,7 +90,7 @@ class RoundQueries(NamedQueries):
     ) -> list[Row]:
         """Latest completed memory + the messages after it (at most the conversation's last `max_gap`), and
         which of `message_ids` are stored, in one statement (at least one row)."""
-        return await self._fetch_all(
+        return await self.fetch_all(
             "load_context",
             {
                 "user_id": user_id,
@@ -104,7 +106,7 @@ class RoundQueries(NamedQueries):
         """Claim the conversation for (tenant_id, user_id) and take its lease; False while another round holds
         it. ConversationOwnerError when the conversation belongs to another tenant or user (nothing written)."""
         params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
-        row = await self._fetch_one("acquire_round_lease", params)
+        row = await self.fetch_one("acquire_round_lease", params)
         assert row is not None
         return await self._lease_taken(row, params)
 
@@ -117,13 +119,9 @@ class RoundQueries(NamedQueries):
         acquire_round_lease."""
         conversation_id, user_id = key.conversation_id, key.user_id
         params = _lease_params(conversation_id, holder, lease_s, key.tenant_id, user_id)
-        async with self.connection() as conn:
-            cursor = await conn.execute(
-                self._queries["begin_round"],
-                {"message_ids": list(message_ids), "max_gap": max_gap, **params},
-                prepare=True,
-            )
-            rows = await cursor.fetchall()
+        rows = await self.fetch_all(
+            "begin_round", {"message_ids": list(message_ids), "max_gap": max_gap, **params}, prepare=True
+        )
         lease_row = rows[0]
         if lease_row["owner_user_id"] is None:  # a concurrent first claim: settled by _lease_taken, read again
             if not await self._lease_taken(lease_row, params):
@@ -132,16 +130,18 @@ class RoundQueries(NamedQueries):
         return rows if await self._lease_taken(lease_row, params) else None
 
     async def _lease_taken(self, row: Row, params: dict[str, Any]) -> bool:
-        """Whether acquire_round_lease's `row` took the lease; raises when the conversation is someone else's."""
+        """Whether acquire_round_lease's `row` took the lease; raises when the conversation is someone else's. A
+        thread without an owner is claimed first (claim_conversation, a statement of its own) and tried again."""
         conversation_id, tenant_id, user_id = params["conversation_id"], params["tenant_id"], params["user_id"]
         owner = (row["owner_tenant_id"], row["owner_user_id"])
         if row["owner_user_id"] is None:
-            # Another process claimed the thread after this statement's snapshot: its row is committed now.
-            found = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+            found = await self.fetch_one("claim_conversation", params)
+            if found is None:  # another round claimed it first: committed now (the insert waited for it)
+                found = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
             # No row: the owner is a tenant row-level security hides from this role (a thread id is claimed once).
             owner = (found["tenant_id"], found["user_id"]) if found is not None else ("", "")
             if owner == (tenant_id, user_id):
-                retried = await self._fetch_one("acquire_round_lease", params)
+                retried = await self.fetch_one("acquire_round_lease", params)
                 assert retried is not None
                 row = retried
         if owner != (tenant_id, user_id):
@@ -153,16 +153,15 @@ class RoundQueries(NamedQueries):
 
     async def conversation_owner(self, conversation_id: str) -> tuple[str, str] | None:
         """(tenant_id, user_id) of the conversation, None when no round of it has started."""
-        row = await self._fetch_one("conversation_owner", {"conversation_id": conversation_id})
+        row = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
         return (row["tenant_id"], row["user_id"]) if row else None
 
     async def release_round_lease(self, conversation_id: str, holder: str, *, user_id: str) -> None:
         params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder}
-        async with self.connection() as conn:
-            await conn.execute(self._queries["release_round_lease"], params)
+        await self.execute_query("release_round_lease", params)
 
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
-        return await self._fetch_one(
+        return await self.fetch_one(
             "gap_cap_cause",
             {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence},
         )
@@ -175,24 +174,24 @@ class RoundQueries(NamedQueries):
         *,
         holder: str | None,
         window: int,
-        produced: tuple[int, int] | None = None,
+        now: datetime,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
-        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `produced`: see
-        round_json."""
+        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `now`: the
+        service's clock (the conversation's updated_at). The round's `produced`: see round_json."""
         conversation_id = key.conversation_id
         params = {
             "tenant_id": key.tenant_id,
             "user_id": key.user_id,
             "conversation_id": conversation_id,
             "holder": holder,
-            "round": round_json(stored, produced),
+            "round": round_json(stored),
             "window": window,
+            "now": now,
         }
-        cursor = await conn.execute(self._queries["end_round"], params, prepare=True)
-        row = await cursor.fetchone()
+        row = await fetch_one(conn, "end_round", params, prepare=True)
         assert row is not None  # one row always
         return _saved(conversation_id, row), row
 
@@ -200,10 +199,10 @@ class RoundQueries(NamedQueries):
         self, conn: psycopg.AsyncConnection[Row], conversation_id: str, last_sequence: int, window: int, *, user_id: str
     ) -> Row:
         """The trigger rule's state for the window of `window` messages that ends at `last_sequence`."""
-        row = await self._fetch_one(
+        row = await self.fetch_one(
             "trigger_state",
             {"user_id": user_id, "conversation_id": conversation_id, "last_sequence": last_sequence, "window": window},
-            conn,
+            conn=conn,
         )
         assert row is not None
         return row
@@ -216,13 +215,20 @@ class RoundQueries(NamedQueries):
         *,
         tenant_id: str,
         user_id: str,
-    ) -> int | None:
-        """Claim the conversation's single in-flight slot for `claim`'s window: the new `processing` row's id,
-        None when another process holds the slot."""
-        row = await self._fetch_one(
-            "claim_summary", {"tenant_id": tenant_id, "user_id": user_id, **_claim_params(conversation_id, claim)}, conn
-        )
-        return row["memory_id"] if row else None
+        pick_up: bool = False,
+    ) -> Row:
+        """Claim the conversation's single in-flight slot for `claim`'s window: the row of the function
+        claim_summary (`memory_id` None when another process holds the slot; with `pick_up`, what its summary
+        reads)."""
+        params = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "pick_up": pick_up,
+            **_claim_params(conversation_id, claim),
+        }
+        row = await self.fetch_one("claim_summary", params, conn=conn)
+        assert row is not None  # one row always
+        return row
 
     async def reclaim_stale(
         self,
@@ -235,10 +241,8 @@ class RoundQueries(NamedQueries):
         """Fail stuck rows of one conversation (its user_id required), or of every user (the sweep)."""
         if conversation_id is not None and user_id is None:
             raise TypeError("reclaim_stale: a conversation needs its user_id")
-        return await self._fetch_all(
-            "reclaim_stale",
-            {"timeout_s": timeout_s, "user_id": user_id, "conversation_id": conversation_id},
-            conn,
+        return await self.fetch_all(
+            "reclaim_stale", {"timeout_s": timeout_s, "user_id": user_id, "conversation_id": conversation_id}, conn=conn
         )
 
     async def record_app_calls(
@@ -262,7 +266,7 @@ class RoundQueries(NamedQueries):
             "app_model": app_model,
             "now": now,
         }
-        await conn.execute(self._queries["record_app_calls"], params)
+        await execute_query(conn, "record_app_calls", params)
 
     async def insert_round_metrics(
         self,
@@ -274,18 +278,20 @@ class RoundQueries(NamedQueries):
         claim: SummaryClaim | None = None,
         pick_up: bool = False,
     ) -> psycopg.AsyncCursor[Row] | None:
-        """The round's metrics row; with `claim`, the same statement claims the due summary and records the
-        outcome, and with `pick_up` picks the claimed row up and reads what its summary needs (see
-        picked_up_by_claim). On `conn` the cursor comes back unread (its row: `triggered_memory_id` and those
-        reads), so a round end reads it with COMMIT's reply."""
-        params = {**row, "tenant_id": tenant_id, "user_id": user_id, "claim": claim is not None}
-        params["pick_up"] = pick_up and claim is not None
-        params.update(_claim_params(row["conversation_id"], claim))
+        """The round's metrics row; with `claim`, the same statement (record_round_claim) claims the due summary
+        and records the outcome, and with `pick_up` picks the claimed row up and reads what its summary needs (see
+        picked_up_by_claim). On `conn` the cursor comes back unread (with a claim its row: `triggered_memory_id`
+        and those reads), so a round end reads it with COMMIT's reply."""
+        params = {**row, "tenant_id": tenant_id, "user_id": user_id}
+        if claim is not None:
+            assert conn is not None
+            claiming = {**_claim_params(row["conversation_id"], claim), "tenant_id": tenant_id, "user_id": user_id}
+            claiming.update(pick_up=pick_up, metrics=json.dumps(row))
+            return await send(conn, "record_round_claim", claiming, prepare=True)
         for column in ("truncation", "recall_hits"):
             if params.get(column) is not None:
                 params[column] = Jsonb(params[column])
         if conn is not None:
-            return await conn.execute(self._queries["insert_round_metrics"], params, prepare=True)
-        async with self.connection() as own:
-            await own.execute(self._queries["insert_round_metrics"], params)
+            return await send(conn, "insert_round_metrics", params, prepare=True)
+        await self.execute_query("insert_round_metrics", params)
         return None

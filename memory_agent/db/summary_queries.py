@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.db.named import NamedQueries, Row
+from memory_agent.db.connector import Connector, Row
 from memory_agent.schemas import MemoryRecord
 
 # A `processing` row picked up and what its summary reads: (the row with its base memory's text and end, the
@@ -44,13 +44,13 @@ def picked_up_by_claim(
     return row, [{"sequence_number": n, "message": m} for n, m in zip(sequences, messages, strict=True)]
 
 
-class SummaryQueries(NamedQueries):
+class SummaryQueries(Connector):
     # ------------------------------------------------------------------ summarization
 
     async def start_memory(self, memory_id: int, *, user_id: str) -> StartedSummary | None:
         """Pick up a `processing` row: (the row with its base memory's text and end, the messages it summarizes,
         oldest first), in one statement; None when it is no longer processing."""
-        rows = await self._fetch_all("start_memory", {"user_id": user_id, "memory_id": memory_id})
+        rows = await self.fetch_all("start_memory", {"user_id": user_id, "memory_id": memory_id})
         if not rows:
             return None
         return rows[0], [row for row in rows if row["sequence_number"] is not None]
@@ -73,25 +73,26 @@ class SummaryQueries(NamedQueries):
         params = {**fields, "user_id": user_id, "tenant_id": tenant_id, "conversation_id": conversation_id}
         params["now"] = calls["now"] if calls else None
         params["calls"] = calls["calls"] if calls else None
-        return await self._fetch_one("complete_memory", params, conn) is not None
+        row = await self.fetch_one("complete_memory", params, conn=conn)
+        return row is not None and row["memory_id"] is not None
 
     async def fail_memory(self, *, user_id: str, **fields: Any) -> bool:
-        return await self._fetch_one("fail_memory", {**fields, "user_id": user_id}) is not None
+        return await self.fetch_one("fail_memory", {**fields, "user_id": user_id}) is not None
 
     # ------------------------------------------------------------------ reading
 
     async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
-        row = await self._fetch_one("get_memory", {"user_id": user_id, "memory_id": memory_id})
+        row = await self.fetch_one("get_memory", {"user_id": user_id, "memory_id": memory_id})
         return MemoryRecord(**row) if row else None
 
     async def list_memory(self, conversation_id: str, *, user_id: str) -> list[MemoryRecord]:
-        rows = await self._fetch_all("list_memory", {"user_id": user_id, "conversation_id": conversation_id})
+        rows = await self.fetch_all("list_memory", {"user_id": user_id, "conversation_id": conversation_id})
         return [MemoryRecord(**row) for row in rows]
 
     async def last_sequence(self, conversation_id: str, *, user_id: str) -> int | None:
-        row = await self._fetch_one("last_sequence", {"user_id": user_id, "conversation_id": conversation_id})
+        row = await self.fetch_one("last_sequence", {"user_id": user_id, "conversation_id": conversation_id})
         return row["last_sequence"] if row else None
 
     async def delete_conversation(self, conversation_id: str, *, user_id: str) -> bool:
         params = {"user_id": user_id, "conversation_id": conversation_id}
-        return await self._fetch_one("delete_conversation", params) is not None
+        return await self.fetch_one("delete_conversation", params) is not None

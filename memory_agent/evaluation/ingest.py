@@ -10,12 +10,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from memory_agent import resources
+from memory_agent.db.connector import execute_many, execute_query, fetch_one
 from memory_agent.evaluation.dataset import EVAL_TENANT, Sample
-from memory_agent.long_term.extract import Statement, extract_items
+from memory_agent.llm.extract import Statement, extract_items
 from memory_agent.long_term.scope import ItemScope
 from memory_agent.schemas.items import is_single_valued, normalize_content
 
@@ -31,7 +30,6 @@ async def store_conversation(
     """Store (role, text, created_at[, name]) turns as the messages of a conversation of (tenant_id, user_id),
     rounds numbered by user turns; a name is the chat message's `name` (a speaker's), as a round stores it."""
     keys = {"tenant_id": tenant_id, "user_id": user_id}
-    queries = resources.queries()
     rows, round_number = [], 0
     for sequence, (role, text, created_at, *named) in enumerate(turns):
         if role == "user" or round_number == 0:
@@ -51,8 +49,9 @@ async def store_conversation(
             }
         )
     async with conn.transaction():
-        await conn.execute(
-            queries["eval_insert_conversation"],
+        await execute_query(
+            conn,
+            "eval_insert_conversation",
             {
                 **keys,
                 "conversation_id": conversation_id,
@@ -61,8 +60,7 @@ async def store_conversation(
                 "created_at": turns[0][2] if turns else datetime.now(UTC),
             },
         )
-        async with conn.cursor() as cur:
-            await cur.executemany(queries["eval_insert_message"], rows)
+        await execute_many(conn, "eval_insert_message", rows)
 
 
 @dataclass(frozen=True)
@@ -86,7 +84,6 @@ async def store_item(conn: AsyncConnection[Any], *, scope: ItemScope, item: Stor
     """Write one item of `scope` directly (single-valued: closing the current value of its key); returns its id,
     None when the same content was current already. Evaluation and tests only: items are the long-term writer's."""
     tenant_id, user_id = scope.tenant_id, scope.user_id
-    queries = resources.queries()
     content_norm = normalize_content(item.content)
     value_slot = (
         "summary" if item.is_summary else "" if item.single_valued else hashlib.md5(content_norm.encode()).hexdigest()
@@ -108,23 +105,22 @@ async def store_item(conn: AsyncConnection[Any], *, scope: ItemScope, item: Stor
     }
     async with conn.transaction():
         if item.single_valued:
-            await conn.execute(queries["eval_close_item"], params)
-        async with conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(queries["eval_insert_item"], params)
-            row = await cur.fetchone()
-            if row is None:
-                return None
-            for conversation_id, sequence in item.sources:
-                await cur.execute(
-                    queries["eval_insert_item_source"],
-                    {
-                        "user_id": user_id,
-                        "tenant_id": tenant_id,
-                        "item_id": row["item_id"],
-                        "conversation_id": conversation_id,
-                        "sequence_number": sequence,
-                    },
-                )
+            await execute_query(conn, "eval_close_item", params)
+        row = await fetch_one(conn, "eval_insert_item", params)
+        if row is None:
+            return None
+        for conversation_id, sequence in item.sources:
+            await execute_query(
+                conn,
+                "eval_insert_item_source",
+                {
+                    "user_id": user_id,
+                    "tenant_id": tenant_id,
+                    "item_id": row["item_id"],
+                    "conversation_id": conversation_id,
+                    "sequence_number": sequence,
+                },
+            )
     return row["item_id"]
 
 

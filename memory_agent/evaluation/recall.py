@@ -24,13 +24,13 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.evaluation.dataset import EVAL_TENANT, Sample, load_dataset, scored
 from memory_agent.evaluation.ingest import Ingest, ingest_directly, store_conversation, store_item
-from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.embeddings import index_items, model_name
 from memory_agent.long_term.recall import RecallSettings, SearchPath, recall
+from memory_agent.long_term.recall.block import RecallHit
+from memory_agent.long_term.recall.round_start import round_recall
 from memory_agent.schemas.keys import ConversationKey
 
 __all__ = ["EvalReport", "evaluate", "ingest_directly", "load_dataset", "store_conversation", "store_item"]

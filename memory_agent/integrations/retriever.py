@@ -18,7 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from memory_agent.long_term.block import RecallHit
+from memory_agent.long_term.recall.block import RecallHit
 
 
 class Recaller(Protocol):

@@ -1,9 +1,9 @@
 """The LLM call path, one of each: the record of a call and the log a job keeps of them, the token counter and
-the model's name (calls.py), the default model of each role (models.py), the offline model (offline.py). The
-prompts are files in prompts/ (resources.prompt); the cost ledger (ledger.py) prices and writes the calls.
-May import: errors, resources, settings, and long_term's pure text rules (extract, items). Never db/,
-conversation/, summarize/, consolidation/, jobs/, integrations/, api/, cli/ nor service.py: they call models
-through this package.
+the model's name (calls.py), the default model of each role (models.py), the offline model (offline.py, its
+item extraction in extract.py). The prompts are files in prompts/ (resources.prompt); the cost ledger
+(ledger.py) prices and writes the calls.
+May import: errors, resources, settings, schemas. Nothing else of the package: every layer that calls a model
+(summarize/, consolidation/, conversation/ for the app's calls, the ledger) imports this one.
 """
 
 from memory_agent.llm.calls import (

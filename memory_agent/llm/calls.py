@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
+
+from memory_agent.tokens import count_tokens
 
 Purpose = Literal["conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app"]
 PURPOSES: tuple[Purpose, ...] = ("conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app")
@@ -62,11 +63,11 @@ def note_call(call: LLMCall) -> None:
 def usage_of(answer: Any, prompt: Sequence[BaseMessage]) -> tuple[int, int]:
     """(input, output) tokens of an answer: the provider's usage when it reports one, else an estimate."""
     usage = getattr(answer, "usage_metadata", None) or {}
-    input_tokens = usage.get("input_tokens") or count_tokens_approximately(list(prompt))
+    input_tokens = usage.get("input_tokens") or count_tokens(list(prompt))
     if usage.get("output_tokens"):
         return int(input_tokens), int(usage["output_tokens"])
     answered = answer if isinstance(answer, BaseMessage) else AIMessage(str(answer))
-    return int(input_tokens), int(count_tokens_approximately([answered]))
+    return int(input_tokens), int(count_tokens([answered]))
 
 
 def note_answer(purpose: Purpose, model: str, answer: Any, prompt: Sequence[BaseMessage]) -> None:

@@ -3,7 +3,7 @@ OpenAI key or base URL is configured (the demo, tests, deployments without a mod
 
 It answers the tool it is bound to. MemorySummaryOutput (the summarizer): one short line per user/assistant
 message inside the window, carrying forward the previous memory's lines whose sequence is still inside it, and
-structured items from long_term.extract over the window's user lines (`[seq N] user: text`), read in full (a line
+structured items from llm.extract over the window's user lines (`[seq N] user: text`), read in full (a line
 the previous memory shortened is left out of extraction rather than read cut). ConsolidationOutput or
 BatchSummaryOutput (consolidation): the material's '- ' lines merged, one per key (the latest value wins) and one
 per distinct text, importance scored by kind, with its token usage. Its name (model_name) is what the cost ledger
@@ -20,11 +20,11 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from memory_agent.long_term.extract import Statement, extract_items
+from memory_agent.llm.extract import Statement, extract_items
 from memory_agent.schemas.items import normalize_content
+from memory_agent.tokens import count_tokens
 
 OFFLINE_SUMMARIZER = "offline-extractive-summarizer"
 OFFLINE_CONSOLIDATOR = "offline-consolidator"
@@ -128,8 +128,8 @@ class OfflineModel(BaseChatModel):
             message = AIMessage(content="", tool_calls=[{"name": SUMMARY_TOOL, "args": args, "id": call_id}])
             return ChatResult(generations=[ChatGeneration(message=message)])
         args = self.answer(str(messages[-1].text))
-        tokens_in = count_tokens_approximately(messages)
-        tokens_out = count_tokens_approximately([AIMessage(str(args))])
+        tokens_in = count_tokens(messages)
+        tokens_out = count_tokens([AIMessage(str(args))])
         message = AIMessage(
             content="",
             tool_calls=[{"name": self.tool_name, "args": args, "id": call_id}],

@@ -1,7 +1,7 @@
 """Per-user long-term memory: items with validity over time, their lineage, cluster summaries, forgetting.
 
 Owns the tables of sql/migrations/0008_long_term.sql and sql/migrations/0011_store.sql, the queries of sql/queries/long_term.sql and
-sql/queries/store.sql, and MemoryStore (a LangGraph BaseStore over the items). Every function takes the
+sql/queries/store.sql, MemoryStore (a LangGraph BaseStore over the items), and recall (recall/: the search every read surface runs). Every function takes the
 caller's psycopg AsyncConnection (search_path on the memory_agent schema) and runs in its transaction, so the
 summary job can write a memory version and its items together. LongTermMemory (memory.py) is the facade
 MemoryService delegates to (`memory.long_term`): it runs those functions on the memory loop, in the tenant's

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 
-from memory_agent.long_term.query_text import CJK_RUN
+from memory_agent.long_term.recall.query_text import CJK_RUN
 
 ClusterSummarizer = Callable[[list[str]], Awaitable[str]]
 

@@ -26,11 +26,13 @@ from typing import Any, Literal
 import psycopg
 from psycopg import errors
 
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.cluster_text import ClusterSummarizer, summary_rejection
 from memory_agent.long_term.embeddings import drop_item_vector
 from memory_agent.long_term.lineage import sources_held
-from memory_agent.long_term.scope import Cluster, check_now, fetch, fetch_one
+from memory_agent.long_term.scope import Cluster, check_now
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError, RememberOutcome
 from memory_agent.schemas.items import normalize_content
 

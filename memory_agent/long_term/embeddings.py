@@ -22,11 +22,10 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
 
-from memory_agent import resources
+from memory_agent.db.connector import execute_many, execute_query, fetch_all, fetch_one
 from memory_agent.errors import ConfigurationError
-from memory_agent.long_term.query_text import CJK_RUN
+from memory_agent.long_term.recall.query_text import CJK_RUN
 from memory_agent.long_term.tenancy import tenant_transaction
 
 EmbeddingsSetting = Literal["none", "hashing", "e5"]
@@ -164,9 +163,7 @@ def to_vector_literal(values: Any) -> str:
 
 
 async def vectors_available(conn: AsyncConnection[Any]) -> bool:
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(resources.queries()["vectors_available"])
-        row = await cur.fetchone()
+    row = await fetch_one(conn, "vectors_available")
     return bool(row and row["available"])
 
 
@@ -194,8 +191,8 @@ async def index_items(
         while True:
             rows = await _embed_batch(conn, embedder, read, keys, key_columns)
             if rows:
-                async with tenant_transaction(conn, tenant_id), conn.cursor() as write:
-                    await write.executemany(resources.queries()[save], rows)
+                async with tenant_transaction(conn, tenant_id):
+                    await execute_many(conn, save, rows)
             written += len(rows)
             if len(rows) < batch:
                 break
@@ -207,9 +204,8 @@ async def _embed_batch(
 ) -> list[dict[str, Any]]:
     """One batch of what has no vector yet (read in a transaction of the tenant), embedded as passages: the
     parameters of its save statement."""
-    async with tenant_transaction(conn, keys["tenant_id"]), conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(resources.queries()[read], keys)
-        rows = await cur.fetchall()
+    async with tenant_transaction(conn, keys["tenant_id"]):
+        rows = await fetch_all(conn, read, keys)
     if not rows:
         return []
     vectors = await embedder.aembed_documents([row["content"] for row in rows])
@@ -231,9 +227,8 @@ async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, use
     Returns how many vectors it wrote."""
     if not await vectors_available(conn):
         return 0
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(resources.queries()["users_to_embed"], {"model": model_name(embedder), "limit": users})
-        pending = [(r["tenant_id"], r["user_id"]) for r in await cur.fetchall()]
+    rows = await fetch_all(conn, "users_to_embed", {"model": model_name(embedder), "limit": users})
+    pending = [(r["tenant_id"], r["user_id"]) for r in rows]
     written = 0
     for tenant_id, user_id in pending:
         written += await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=embedder)
@@ -244,7 +239,6 @@ async def drop_item_vector(conn: AsyncConnection[Any], *, tenant_id: str, user_i
     """A summary refreshed in place (same item_id, new text) loses its vector: it was the old text's (and may
     encode a member that was forgotten); the next indexing embeds the new text."""
     if await vectors_available(conn):
-        await conn.execute(
-            resources.queries()["delete_item_embedding"],
-            {"tenant_id": tenant_id, "user_id": user_id, "item_id": item_id},
+        await execute_query(
+            conn, "delete_item_embedding", {"tenant_id": tenant_id, "user_id": user_id, "item_id": item_id}
         )

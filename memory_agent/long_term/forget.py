@@ -29,9 +29,11 @@ from typing import Any
 
 import psycopg
 
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.clusters import ClusterSummaries, refresh_cluster
-from memory_agent.long_term.scope import Cluster, check_identity, check_now, fetch, fetch_one
+from memory_agent.long_term.scope import Cluster, check_identity, check_now
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.long_term.scope import fetch_one
+from memory_agent.db.connector import fetch_one
 
 
 @dataclass

@@ -22,8 +22,7 @@ from memory_agent.long_term import ClusterSummaries
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
 from memory_agent.long_term.reads import ItemFilter, LongTermItem, list_items
-from memory_agent.long_term.recall import ALL_PATHS, RecallResult, RecallSettings, recall
-from memory_agent.long_term.store_recall import SEARCH_PATHS
+from memory_agent.long_term.recall import RecallResult, RecallSettings, user_recall
 from memory_agent.long_term.tenancy import tenant_transaction
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey
@@ -145,22 +144,18 @@ class LongTermMemory:
         tenant, user = user_scope(user_id, tenant_id)
         settings, embedder = self.recall_settings, self.embedder
 
-        async def run() -> RecallResult:
-            # In the tenant's transaction: a role bound by row-level security reads the tenant's rows only.
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
-                return await recall(
-                    conn,
-                    tenant_id=tenant,
-                    user_id=user,
-                    query=query,
-                    limit=limit,
-                    as_of=as_of,
-                    settings=settings,
-                    embedder=embedder,
-                    paths=ALL_PATHS if recent_fallback else SEARCH_PATHS,
-                )
-
-        # Recall names its tenant in its own transaction too (recall_settings): row-level security would
-        # otherwise hide every item and note of the user from a role it binds, and recall would find turns only.
+        run = user_recall(
+            self.backend,
+            tenant_id=tenant,
+            user_id=user,
+            query=query,
+            limit=limit,
+            as_of=as_of,
+            settings=settings,
+            embedder=embedder,
+            recent_fallback=recent_fallback,
+        )
+        # Recall names its tenant in its own transaction too (user.py): row-level security would otherwise hide
+        # every item and note of the user from a role it binds, and recall would find turns only.
         with tenant_scope(tenant):
-            return await self.loop.arun(run())
+            return await self.loop.arun(run)

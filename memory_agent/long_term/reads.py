@@ -13,8 +13,9 @@ from typing import Any
 
 import psycopg
 
+from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import ItemScope, Row, check_identity, check_now, fetch
+from memory_agent.long_term.scope import ItemScope, Row, check_identity, check_now
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
-"""Who a long-term row belongs to, and the statement runner every long-term module shares.
+"""Who a long-term row belongs to.
 
 A row belongs to a (tenant, user) and, inside it, to a project and an environment; a cluster adds the item's
 type and key. Callers hand over a psycopg AsyncConnection whose search_path reaches the memory_agent schema (the
-backend's pool sets it); statements are the named queries of sql/queries/long_term.sql.
+backend's pool sets it); statements are the named queries of sql/queries/long_term.sql, run through
+memory_agent.db.connector.
 """
 
 from __future__ import annotations
@@ -11,14 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
-
-from memory_agent import resources
+from memory_agent.conversation.identity import validate_identity
 from memory_agent.errors import InvalidInputError
 
 Row = dict[str, Any]
-MAX_SCOPE_CHARS = 256
+MAX_PARTITION_CHARS = 256  # the settings' max_length of project and environment
 
 
 @dataclass(frozen=True)
@@ -63,23 +61,20 @@ class Cluster:
         }
 
 
-def check_id(name: str, value: Any) -> None:
-    """InvalidInputError unless `value` is a non-empty string: an empty id would silently pool callers' rows."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
-    if len(value) > MAX_SCOPE_CHARS or "\x00" in value:
-        raise InvalidInputError(f"{name} must be at most {MAX_SCOPE_CHARS} characters without NUL")
-
-
 def check_identity(tenant_id: Any, user_id: Any) -> None:
-    check_id("tenant_id", tenant_id)
-    check_id("user_id", user_id)
+    """The row's owner, by the one rule of ids (conversation/identity.py): an empty id would silently pool
+    callers' rows, an over-long one fail in an index key."""
+    validate_identity(tenant_id, "tenant_id")
+    validate_identity(user_id, "user_id")
 
 
 def check_partition(project: Any, environment: Any) -> None:
+    """A project and an environment (MEMORY_AGENT_PROJECT, _ENVIRONMENT): strings, empty for none."""
     for name, value in (("project", project), ("environment", environment)):
-        if not isinstance(value, str) or len(value) > MAX_SCOPE_CHARS or "\x00" in value:
-            raise InvalidInputError(f"{name} must be a string of at most {MAX_SCOPE_CHARS} characters, got {value!r}")
+        if not isinstance(value, str) or len(value) > MAX_PARTITION_CHARS or "\x00" in value:
+            raise InvalidInputError(
+                f"{name} must be a string of at most {MAX_PARTITION_CHARS} characters, got {value!r}"
+            )
 
 
 def check_now(now: Any) -> datetime:
@@ -87,15 +82,3 @@ def check_now(now: Any) -> datetime:
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
         raise InvalidInputError(f"now must be a timezone-aware datetime, got {now!r}")
     return now
-
-
-async def fetch(conn: psycopg.AsyncConnection[Any], name: str, params: Row) -> list[Row]:
-    """Run the named query; its rows as dicts whatever row factory the caller's connection uses."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(resources.queries()[name], params)
-        return await cur.fetchall() if cur.description else []
-
-
-async def fetch_one(conn: psycopg.AsyncConnection[Any], name: str, params: Row) -> Row | None:
-    rows = await fetch(conn, name, params)
-    return rows[0] if rows else None

@@ -30,9 +30,10 @@ from langgraph.store.base import (
 )
 from psycopg_pool import AsyncConnectionPool
 
+from memory_agent.conversation.identity import validate_identity
+from memory_agent.db.connector import Connector
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.recall import RecallSettings
-from memory_agent.long_term.scope import check_id
 from memory_agent.long_term.store_recall import recall_search
 from memory_agent.long_term.store_rows import (
     check_value,
@@ -46,9 +47,9 @@ from memory_agent.long_term.store_rows import (
     user_of,
 )
 from memory_agent.long_term.tenancy import tenant_transaction
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID
 
 T = TypeVar("T")
-DEFAULT_TENANT_ID = "default"  # the tenant of rounds that name none (schemas.keys.ConversationKey)
 
 
 class Loop(Protocol):
@@ -67,7 +68,7 @@ class Service(Protocol):
     def loop(self) -> Loop: ...
 
     @property
-    def backend(self) -> Any: ...
+    def backend(self) -> Connector: ...
 
     @property
     def recall_settings(self) -> RecallSettings: ...
@@ -111,7 +112,7 @@ class MemoryStore(BaseStore):
         loop: Loop | None = None,
         text_search_config: str = "english",
     ) -> None:
-        check_id("tenant_id", tenant_id)
+        validate_identity(tenant_id, "tenant_id")
         if not isinstance(text_search_config, str) or not text_search_config:
             raise InvalidInputError(
                 f"text_search_config must name a text search configuration, got {text_search_config!r}"
@@ -131,8 +132,11 @@ class MemoryStore(BaseStore):
         store._service = memory
         return store
 
-    def _connection_pool(self) -> AsyncConnectionPool:
-        return self._service.backend.pool if self._service is not None else self._pool  # type: ignore[return-value]
+    def _connector(self) -> Connector:
+        if self._service is not None:
+            return self._service.backend
+        assert self._pool is not None
+        return Connector(self._pool)
 
     def _owning_loop(self) -> Loop | None:
         return self._service.loop if self._service is not None else self._loop
@@ -156,7 +160,7 @@ class MemoryStore(BaseStore):
         # Every op is checked before any runs: a bad op in a batch writes nothing.
         steps = [self._plan(op) for op in ops]
         results: list[Result] = []
-        async with self._connection_pool().connection() as conn:
+        async with self._connector().connection() as conn:
             for step in steps:
                 async with tenant_transaction(conn, self.tenant_id):
                     results.append(await step(conn))

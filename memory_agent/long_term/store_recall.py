@@ -1,7 +1,7 @@
 """The store's search with a query: recall's ranked memories as LangGraph SearchItems.
 
 A BaseStore over this memory shows all of it, not only the rows put through the store: a search of
-`(category, user_id)` with a query runs recall (long_term/recall.py, the statement a round starts with) and
+`(category, user_id)` with a query runs recall (long_term/recall/, the statement a round starts with) and
 returns, in recall's order,
 - rows put through the store as they were put (their namespace, key and value), when their namespace is under
   the prefix;
@@ -25,14 +25,12 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import SearchItem
 
-from memory_agent.long_term.block import RecallHit
-from memory_agent.long_term.recall import RecallSettings, SearchPath, recall
-from memory_agent.long_term.scope import fetch
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.long_term.recall import SEARCH_PATHS, RecallSettings, recall
+from memory_agent.long_term.recall.block import RecallHit
 from memory_agent.long_term.store_rows import derived_item_key, user_of
 
 USER_PREFIX_LENGTH = 2  # (category, user_id): the whole of a user's memory
-# A search answers what matches: not the latest turns recall falls back to at round start when nothing does.
-SEARCH_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector")
 
 
 def derived_key(hit: RecallHit) -> str:

@@ -27,9 +27,11 @@ from psycopg import errors
 from psycopg.types.json import Jsonb
 
 from memory_agent.conversation.identity import validate_user_id
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.forget import ForgetReport, forget_item
-from memory_agent.long_term.scope import Row, check_id, fetch, fetch_one
+from memory_agent.long_term.scope import Row
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError
 from memory_agent.schemas.items import ITEM_LISTS, ItemType, normalize_content
 
@@ -114,7 +116,6 @@ def user_of(namespace: tuple[str, ...], what: str = "namespace") -> str:
             "('memories', user_id)"
         )
     validate_user_id(namespace[1], "the user label (namespace[1])")
-    check_id("the user label (namespace[1])", namespace[1])
     for position, label in enumerate(namespace):
         if not isinstance(label, str):
             raise InvalidInputError(f"{what} label {position} must be a string, got {type(label).__name__}")

@@ -15,13 +15,14 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
+from memory_agent.conversation.identity import validate_identity
+from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import check_id, fetch
 
 
 async def set_tenant(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> None:
     """SET LOCAL memory_agent.tenant_id for the rest of the open transaction."""
-    check_id("tenant_id", tenant_id)
+    validate_identity(tenant_id, "tenant_id")
     if conn.info.transaction_status != pq.TransactionStatus.INTRANS:
         # Outside a transaction SET LOCAL lasts one statement: the next one would run with no tenant.
         raise InvalidInputError("set_tenant needs an open transaction (use tenant_transaction)")

@@ -28,17 +28,10 @@ from typing import Any, Literal
 import psycopg
 from psycopg import errors
 
+from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError, MemoryAgentError
-from memory_agent.long_term.scope import (
-    Cluster,
-    ItemOrigin,
-    ItemScope,
-    check_identity,
-    check_now,
-    check_partition,
-    fetch,
-    fetch_one,
-)
+from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope, check_identity, check_now, check_partition
 from memory_agent.schemas.items import ItemType, StructuredItems, SummaryItem, is_single_valued, normalize_content
 
 logger = logging.getLogger("memory_agent.long_term")

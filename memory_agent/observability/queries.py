@@ -22,10 +22,12 @@ from langchain_core.messages import BaseMessage, messages_from_dict
 from memory_agent.conversation.context import inject_context
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
+from memory_agent.schemas.keys import default_user_id
+from memory_agent.settings import DEFAULT_PROCESSING_TIMEOUT_S
 
 Row = dict[str, Any]
 
-DEFAULT_STUCK_AFTER_S = 300.0  # the design's 5 minutes, and the default processing_timeout_s
+DEFAULT_STUCK_AFTER_S = DEFAULT_PROCESSING_TIMEOUT_S
 DEFAULT_HEALTH_LIMIT = 20  # conversations health() lists, the most lagging first
 # Sort memory for the percentiles of health(), set for their transaction only: at PostgreSQL's default (4 MB)
 # sorting the generation times of a few hundred thousand summaries spills to temporary files.
@@ -101,9 +103,15 @@ class MemoryHealth:
     stuck_after_s: float
 
 
+async def _keyed(backend: MemoryBackend, conversation_id: str) -> dict[str, Any]:
+    """The conversation's key: its recorded owner, else its own scope (the rule of conversation_user)."""
+    owner = await backend.conversation_owner(conversation_id)
+    return {"conversation_id": conversation_id, "user_id": owner[1] if owner else default_user_id(conversation_id)}
+
+
 async def conversation(backend: MemoryBackend, conversation_id: str) -> Row:
     """The conversation's memory_health row; UnknownConversationError when no round of it is stored."""
-    row = await backend._fetch_one("observe_conversation", {"conversation_id": conversation_id})
+    row = await backend.fetch_one("observe_conversation", await _keyed(backend, conversation_id))
     if row is None:
         raise UnknownConversationError(
             f"no conversation {conversation_id!r} is stored; check the thread id and MEMORY_AGENT_DATABASE_URL"
@@ -114,20 +122,20 @@ async def conversation(backend: MemoryBackend, conversation_id: str) -> Row:
 async def version_chain(backend: MemoryBackend, conversation_id: str) -> list[Row]:
     """Every memory version of a conversation, oldest first, with its base and the rounds it covers."""
     await conversation(backend, conversation_id)
-    return await backend._fetch_all("observe_version_chain", {"conversation_id": conversation_id})
+    return await backend.fetch_all("observe_version_chain", await _keyed(backend, conversation_id))
 
 
 async def context_at(backend: MemoryBackend, conversation_id: str, round_number: int) -> ContextAtRound:
     """What the model was given at `round_number`: the memory version served and the message range."""
     summary = await conversation(backend, conversation_id)
-    params = {"conversation_id": conversation_id, "round_number": round_number}
-    round_row = await backend._fetch_one("observe_round_context", params)
+    params = {**await _keyed(backend, conversation_id), "round_number": round_number}
+    round_row = await backend.fetch_one("observe_round_context", params)
     if round_row is None:
         raise UnknownRoundError(
             f"conversation {conversation_id!r} has {summary['rounds']} stored round(s); "
             f"round {round_number} has no metrics row (rounds are numbered from 1)"
         )
-    parts = await backend._fetch_all("observe_context_at_round", params)
+    parts = await backend.fetch_all("observe_context_at_round", params)
     by_part = {row["part"]: row for row in parts if row["part"] in ("memory", "recall")}
     memory = by_part.get("memory")
     recall = by_part.get("recall")
@@ -163,7 +171,7 @@ async def message_visibility(
 ) -> list[Row]:
     """For each round from the message's own on: how the model saw it (input, gap, summarized, dropped…)."""
     await conversation(backend, conversation_id)
-    return await backend._fetch_all(
+    return await backend.fetch_all(
         "observe_message_visibility",
         {"conversation_id": conversation_id, "sequence_number": sequence_number, "text": text},
     )
@@ -171,7 +179,7 @@ async def message_visibility(
 
 async def stuck_processing(backend: MemoryBackend, older_than_s: float = DEFAULT_STUCK_AFTER_S) -> list[Row]:
     """`processing` rows quiet for longer than `older_than_s` (what the reclaimer will mark failed)."""
-    return await backend._fetch_all("observe_stuck_processing", {"older_than_s": older_than_s})
+    return await backend.fetch_all("observe_stuck_processing", {"older_than_s": older_than_s})
 
 
 async def health(
@@ -187,22 +195,19 @@ async def health(
     if limit < 1:
         raise InvalidInputError(f"limit must be at least 1 (got {limit})")
     rounds, summary_rows, lag, models, stuck = await asyncio.gather(
-        backend._fetch_one("health_round_totals", {}),
+        backend.fetch_one("health_round_totals", {}),
         _fetch_sorted(backend, "health_summary_totals"),
-        backend._fetch_one("health_lag_totals", {"limit": limit}),
+        backend.fetch_one("health_lag_totals", {"limit": limit}),
         _fetch_sorted(backend, "health_model_stats"),
         stuck_processing(backend, stuck_after_s),
     )
     assert rounds is not None and lag is not None  # aggregates: always one row
     summaries = summary_rows[0]
-    conversations = await backend._fetch_all(
-        "health_conversations",
-        {
-            "conversation_ids": lag.pop("most_lagging"),
-            "user_ids": lag.pop("most_lagging_users"),
-            "stuck_after_s": stuck_after_s,
-        },
-    )
+    named = {"conversation_ids": lag.pop("most_lagging"), "user_ids": lag.pop("most_lagging_users")}
+    async with backend.transaction() as conn:
+        # memory_health's stuck count with the timeout the stuck rows were listed with.
+        await backend.fetch_all("health_stuck_after", {"stuck_after_s": str(stuck_after_s)}, conn=conn)
+        conversations = await backend.fetch_all("health_conversations", named, conn=conn)
     parts = {**rounds, **summaries, **lag}
     spent = summaries["input_tokens"] + summaries["output_tokens"]
     parts["summary_token_share"] = _share(spent, spent + rounds["context_tokens"])
@@ -219,8 +224,8 @@ async def health(
 async def _fetch_sorted(backend: MemoryBackend, name: str) -> list[Row]:
     """Run `name`, whose percentiles sort every completed summary, with HEALTH_SORT_MEMORY for its sorts."""
     async with backend.transaction() as conn:
-        await backend._fetch_all("health_sort_memory", {"work_mem": HEALTH_SORT_MEMORY}, conn)
-        return await backend._fetch_all(name, {}, conn)
+        await backend.fetch_all("health_sort_memory", {"work_mem": HEALTH_SORT_MEMORY}, conn=conn)
+        return await backend.fetch_all(name, {}, conn=conn)
 
 
 def _share(part: int, whole: int) -> Decimal | None:
@@ -232,17 +237,20 @@ def _share(part: int, whole: int) -> Decimal | None:
 
 async def generation_time(backend: MemoryBackend) -> Row:
     """Average, maximum, p50 and p95 summarization time over completed summaries."""
-    return await backend._fetch_one("observe_generation_time", {}) or {}
+    return await backend.fetch_one("observe_generation_time", {}) or {}
 
 
 async def window_progression(backend: MemoryBackend, conversation_id: str | None = None, limit: int = 20) -> list[Row]:
     """The newest completed memory versions with their window, of one conversation or all."""
-    return await backend._fetch_all("observe_window_progression", {"conversation_id": conversation_id, "limit": limit})
+    key = await _keyed(backend, conversation_id) if conversation_id is not None else {"user_id": None}
+    return await backend.fetch_all(
+        "observe_window_progression", {"conversation_id": conversation_id, **key, "limit": limit}
+    )
 
 
 async def weekly_report(backend: MemoryBackend) -> list[Row]:
     """One row per week: fallback share, truncation share, p95 latency, summary lag, summary cost."""
-    return await backend._fetch_all("observe_weekly_report", {})
+    return await backend.fetch_all("observe_weekly_report", {})
 
 
 def jsonable(value: Any) -> Any:

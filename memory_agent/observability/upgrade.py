@@ -8,9 +8,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from psycopg.rows import dict_row
-
-from memory_agent import resources
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
 
@@ -99,6 +96,4 @@ async def upgrade_report(
 ) -> list[Row]:
     """The view's rows of the last `weeks` ISO weeks up to now's (one tenant when named), newest first."""
     since = first_week(now or datetime.now(UTC), weeks)
-    async with backend.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(resources.queries()["upgrade_report"], {"tenant_id": tenant_id, "since": since})
-        return await cur.fetchall()
+    return await backend.fetch_all("upgrade_report", {"tenant_id": tenant_id, "since": since})

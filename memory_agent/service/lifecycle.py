@@ -17,7 +17,6 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 from memory_agent.conversation.memory import ConversationMemory
-from memory_agent.conversation.recalled import check_recall_settings
 from memory_agent.conversation.rounds import Rounds
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
@@ -27,6 +26,7 @@ from memory_agent.jobs.executor import make_executor
 from memory_agent.llm import default_chat_model
 from memory_agent.long_term.embeddings import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
+from memory_agent.long_term.recall import check_recall_settings
 from memory_agent.runtime import MemoryLoop, PeriodicTask
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent

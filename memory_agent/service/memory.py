@@ -23,10 +23,9 @@ from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor
 from memory_agent.long_term import ForgetReport, LongTermItem
-from memory_agent.long_term.block import RecallHit
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.memory import LongTermMemory, user_scope
-from memory_agent.long_term.recall import RecallResult, RecallSettings
+from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
 from memory_agent.service.lifecycle import Lifecycle

@@ -21,9 +21,10 @@ from memory_agent.settings.conversation import MemoryWindowSettings, RoundSettin
 from memory_agent.settings.database import DatabaseSettings, default_data_dir
 from memory_agent.settings.guards import GuardSettings, ModelPrice
 from memory_agent.settings.long_term import LongTermSettings, RecallSettings
-from memory_agent.settings.service import ApiSettings, JobSettings
+from memory_agent.settings.service import DEFAULT_PROCESSING_TIMEOUT_S, ApiSettings, JobSettings
 
 __all__ = [
+    "DEFAULT_PROCESSING_TIMEOUT_S",
     "MAX_SECONDS",
     "ApiSettings",
     "ConsolidationSettings",

@@ -9,6 +9,10 @@ from pydantic import Field
 
 from memory_agent.settings.base import CASE_INSENSITIVE, MAX_SECONDS, SettingsGroup
 
+# The design's 5 minutes; sql/definitions' processing_timeout() falls back to the same for a session (psql) that
+# does not set it.
+DEFAULT_PROCESSING_TIMEOUT_S = 300.0
+
 
 class JobSettings(SettingsGroup):
     """`settings.jobs`: where summaries run, how stale work is reclaimed, and the service's event loop."""
@@ -18,7 +22,10 @@ class JobSettings(SettingsGroup):
         description="inline: a background task in this process; procrastinate: a job for `memory-agent worker`.",
     )
     processing_timeout_s: float = Field(
-        default=300.0, gt=0, le=MAX_SECONDS, description="A `processing` row quiet for longer than this is reclaimed."
+        default=DEFAULT_PROCESSING_TIMEOUT_S,
+        gt=0,
+        le=MAX_SECONDS,
+        description="A `processing` row quiet for longer than this is reclaimed.",
     )
     sweep_interval_s: float = Field(
         default=60.0,

@@ -11,7 +11,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import ValidationError
 
 from memory_agent import resources
@@ -19,6 +18,7 @@ from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import LLMCall, model_name, note_answer, note_call, usage_of
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
+from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent")
 
@@ -209,7 +209,7 @@ class MemoryAgent:
         text = parsed.summary
         if not text:
             raise SummarizationError("summarizer returned an empty summary")
-        tokens = count_tokens_approximately([AIMessage(text)])
+        tokens = count_tokens([AIMessage(text)])
         if tokens > self.max_tokens:
             raise SummarizationError(
                 f"summarizer returned a summary of about {tokens} tokens ({len(text)} characters), over the hard "

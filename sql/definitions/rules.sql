@@ -28,78 +28,96 @@ ORDER BY m.user_id, m.conversation_id, m.end_sequence DESC, m.memory_id DESC;
 -- (conversation_user(id), id), so they read through keys that lead with user_id instead of scanning.
 CREATE FUNCTION conversation_user(p_conversation_id text)
 RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $$
-    SELECT COALESCE(
-        (SELECT o.user_id FROM conversation_owners AS o WHERE o.conversation_id = p_conversation_id),
-        'conversation:' || p_conversation_id
-    )
+DECLARE
+    v_user_id text;
+BEGIN
+    -- PL/pgSQL, not SQL: Citus plans a parameterized statement of a SQL function over a distributed table for no
+    -- table (the owner read is one routed statement here); on PostgreSQL neither form is inlined (SET clause).
+    SELECT o.user_id INTO v_user_id FROM conversation_owners AS o WHERE o.conversation_id = p_conversation_id;
+    RETURN COALESCE(v_user_id, 'conversation:' || p_conversation_id);
+END
 $$;
 
--- "Record a user's model calls": their rows in llm_calls and their cost added to the tenant's month (memory_agent's
--- own calls only, not 'app'). The ledger's statement (record_llm_calls) and a summary's completion (complete_memory,
--- so the version and its calls commit together) apply it. `now` is the caller's clock; months are UTC. `p_calls`: a
--- JSON array of {purpose, model, input_tokens, output_tokens, cost, priced} (one parameter: six arrays cost the
--- client 30 µs to encode, this 5).
+-- "Record a user's model calls": their rows in llm_calls and their cost added to the user's month in
+-- tenant_monthly_spend (memory_agent's own calls only, not 'app'; the tenant's month is the sum of its rows, 0023).
+-- The ledger's statement (record_llm_calls) and a summary's completion (complete_memory's transaction, so the version
+-- and its calls commit together) apply it. `now` is the caller's clock; months are UTC. `p_calls`: a JSON array of
+-- {purpose, model, input_tokens, output_tokens, cost, priced} (one parameter: six arrays cost the client 30 µs to
+-- encode, this 5). Both writes name the user: on Citus they run on the user's shard, where the summary writes.
 CREATE FUNCTION record_llm_calls(p_tenant_id text, p_user_id text, p_now timestamptz, p_calls jsonb)
 RETURNS integer
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-    WITH calls AS (
+DECLARE
+    v_call record;
+    v_recorded integer := 0;
+    v_cost numeric := 0;
+    v_calls bigint := 0;
+BEGIN
+    -- One routed INSERT per call (on Citus an INSERT ... SELECT goes through the coordinator and commits in two
+    -- phases); a summary makes one or two calls.
+    FOR v_call IN
+        SELECT * FROM jsonb_to_recordset(p_calls)
+            AS c (purpose text, model text, input_tokens integer, output_tokens integer, cost numeric, priced boolean)
+    LOOP
         INSERT INTO llm_calls
             (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
-        SELECT p_user_id, p_tenant_id, c.purpose, c.model, c.input_tokens, c.output_tokens, c.cost, c.priced, p_now
-        FROM jsonb_to_recordset(p_calls)
-            AS c (purpose text, model text, input_tokens integer, output_tokens integer, cost numeric, priced boolean)
-        RETURNING purpose, cost
-    ), month AS (
+        VALUES (p_user_id, p_tenant_id, v_call.purpose, v_call.model, v_call.input_tokens, v_call.output_tokens,
+                v_call.cost, v_call.priced, p_now);
+        v_recorded := v_recorded + 1;
+        IF v_call.purpose <> 'app' THEN
+            v_cost := v_cost + v_call.cost;
+            v_calls := v_calls + 1;
+        END IF;
+    END LOOP;
+    IF v_calls > 0 THEN
         INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
-        SELECT '', p_tenant_id, date_trunc('month', p_now AT TIME ZONE 'UTC')::date, sum(cost), count(*)
-        FROM calls
-        WHERE purpose <> 'app'
-        HAVING count(*) > 0
+        VALUES (p_user_id, p_tenant_id, date_trunc('month', p_now AT TIME ZONE 'UTC')::date, v_cost, v_calls)
         ON CONFLICT (user_id, tenant_id, month) DO UPDATE
-        SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls
-    )
-    SELECT count(*)::integer FROM calls
+        SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls;
+    END IF;
+    RETURN v_recorded;
+END
 $$;
 
 -- A round start is two steps, in this order (begin_round, below, runs both; each is also a named query of its own).
--- take_round_lease: claim the conversation for its (tenant, user) and, when they own it, take its lease unless
--- another round holds a live one. One row: the owner (null when a concurrent first claim is not visible yet: re-read with conversation_owner)
--- and `holder`, null when the lease was refused or the conversation belongs to someone else.
+-- take_round_lease: when the conversation's recorded owner is the caller's (tenant, user), take its lease unless
+-- another round holds a live one. One row: the owner (null when the thread has none yet: the caller claims it with
+-- claim_conversation, a statement of its own, and tries again) and `holder`, null when the lease was refused or the
+-- conversation belongs to someone else. The owner claim is not made here: on Citus the owners are keyed by thread
+-- id and the lease by user, and writing both in one transaction would commit on two nodes (two-phase commit) at
+-- every first round; reading the owner does not. The lease's clock is the database's (every process of the
+-- deployment compares against it), taken once (`v_now`: on Citus a parameter of the upsert).
 CREATE FUNCTION take_round_lease(
     p_conversation_id text, p_tenant_id text, p_user_id text, p_holder text, p_lease_s float8
 )
 RETURNS TABLE (owner_tenant_id text, owner_user_id text, holder text)
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-    WITH claimed AS (
-        INSERT INTO conversation_owners (conversation_id, tenant_id, user_id)
-        VALUES (p_conversation_id, p_tenant_id, p_user_id)
-        ON CONFLICT (conversation_id) DO NOTHING
-        RETURNING tenant_id, user_id
-    ), owner AS (
-        SELECT tenant_id, user_id FROM claimed
-        UNION ALL
-        SELECT tenant_id, user_id FROM conversation_owners WHERE conversation_id = p_conversation_id
-        LIMIT 1
-    ), lease AS (
-        INSERT INTO round_leases AS l (tenant_id, user_id, conversation_id, holder, expires_at)
-        SELECT owner.tenant_id, owner.user_id, p_conversation_id, p_holder, now() + make_interval(secs => p_lease_s)
-        FROM owner
-        WHERE owner.tenant_id = p_tenant_id AND owner.user_id = p_user_id
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := now();
+    v_owner_tenant_id text;
+    v_owner_user_id text;
+    v_holder text;
+BEGIN
+    SELECT o.tenant_id, o.user_id INTO v_owner_tenant_id, v_owner_user_id
+    FROM conversation_owners AS o WHERE o.conversation_id = p_conversation_id;
+    IF v_owner_tenant_id = p_tenant_id AND v_owner_user_id = p_user_id THEN
+        INSERT INTO round_leases AS l (tenant_id, user_id, conversation_id, holder, acquired_at, expires_at)
+        VALUES (p_tenant_id, p_user_id, p_conversation_id, p_holder, v_now, v_now + make_interval(secs => p_lease_s))
         ON CONFLICT (user_id, conversation_id) DO UPDATE
-            SET holder = EXCLUDED.holder, acquired_at = now(), expires_at = EXCLUDED.expires_at
-            WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
-        RETURNING holder
-    )
-    SELECT owner.tenant_id AS owner_tenant_id, owner.user_id AS owner_user_id, (SELECT holder FROM lease) AS holder
-    FROM (SELECT 1) AS one
-    LEFT JOIN owner ON true
+            SET holder = EXCLUDED.holder, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+            WHERE l.expires_at < EXCLUDED.acquired_at OR l.holder = EXCLUDED.holder
+        RETURNING l.holder INTO v_holder;
+    END IF;
+    RETURN QUERY SELECT v_owner_tenant_id, v_owner_user_id, v_holder;
+END
 $$;
 
 -- round_context:
@@ -107,14 +125,17 @@ $$;
 -- most the last `max_gap` of the conversation, and which of the graph state's message ids are stored already.
 -- `from_sequence` is where the read started; `cut_round` the round of the message just before it (a round cut in
 -- two by the bound is dropped whole by the caller).
--- No SET clause (it would keep the planner from inlining the function into its caller's statement): the caller's
--- search_path is the schema's (the pool's connections, begin_round).
+-- PL/pgSQL (Citus does not plan a SQL function's parameterized statement over distributed tables) without a SET
+-- clause: the caller's search_path is the schema's (the pool's connections, begin_round).
 CREATE FUNCTION round_context(p_user_id text, p_conversation_id text, p_message_ids text[], p_max_gap integer)
 RETURNS TABLE (memory_id integer, memory_text text, start_sequence integer, end_sequence integer,
                sequence_number integer, round_number integer, message jsonb, stored_ids text[],
                from_sequence integer, cut_round integer)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH latest AS (
         SELECT memory_id, memory_text, start_sequence, end_sequence
         FROM latest_memory
@@ -168,7 +189,8 @@ AS $$
         ) AS read
         WHERE read.sequence_number >= (SELECT from_sequence FROM bound)
     ) AS m ON true
-    ORDER BY m.sequence_number
+    ORDER BY m.sequence_number;
+END
 $$;
 
 -- begin_round: the round start in one statement: the lease, then (a statement of its own, so it sees every round
@@ -207,45 +229,73 @@ $$;
 -- release_round_lease: the lease given back by its holder (round end, failure, cancellation, interrupt).
 CREATE FUNCTION release_round_lease(p_user_id text, p_conversation_id text, p_holder text)
 RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
-    DELETE FROM round_leases
-    WHERE user_id = p_user_id AND conversation_id = p_conversation_id AND holder = p_holder
+BEGIN
+    DELETE FROM round_leases AS l
+    WHERE l.user_id = p_user_id AND l.conversation_id = p_conversation_id AND l.holder = p_holder;
+END
 $$;
 
 -- claim_summary: claim the conversation's single in-flight slot (the partial unique index on `processing` rows
--- decides between racing rounds) for the summary of start_sequence-end_sequence: the new row's memory_id, null when
--- another process holds the slot. The trigger rule's claim (claim_summary, a named query) and the round end's
--- metrics statement (insert_round_metrics, which claims and records in one statement) apply it. `p_picked_up`: the
--- claimer also picks the row up (as start_memory does: started now, first attempt), because its process runs the
--- summary right after commit (the inline executor); a queued job's row is picked up by start_memory instead.
+-- decides between racing rounds) for the summary of start_sequence-end_sequence: one row, the new row's memory_id,
+-- null when another process holds the slot. The trigger rule's claim (claim_summary, a named query) and the round
+-- end (RoundQueries.insert_round_metrics, before the metrics row) apply it. `p_picked_up`: the claimer also picks
+-- the row up (as start_memory does: started now, first attempt), because its process runs the summary right after
+-- commit (the inline executor), and the row carries what start_memory would read for it: the base memory's text and
+-- end, and the messages to summarize (incremental: after the base memory, never before the window start), oldest
+-- first; a queued job's row is picked up by start_memory instead. Statements of their own, each naming the user: on
+-- Citus each runs on the user's shard.
 CREATE FUNCTION claim_summary(
     p_tenant_id text, p_user_id text, p_conversation_id text, p_start_sequence integer, p_end_sequence integer,
     p_base_memory_id integer, p_picked_up boolean DEFAULT false
 )
-RETURNS integer
-LANGUAGE sql VOLATILE
+RETURNS TABLE (memory_id integer, base_memory_text text, base_end_sequence integer, picked_sequences integer[],
+               picked_messages jsonb[])
+LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $$
+#variable_conflict use_column
+DECLARE
+    v_id integer;
+    v_base_text text;
+    v_base_end integer;
+    v_sequences integer[];
+    v_messages jsonb[];
+BEGIN
     INSERT INTO memory (tenant_id, user_id, conversation_id, memory_text, start_sequence, end_sequence,
                         base_memory_id, status, started_at, attempts)
     VALUES (p_tenant_id, p_user_id, p_conversation_id, '', p_start_sequence, p_end_sequence, p_base_memory_id,
             'processing', CASE WHEN p_picked_up THEN now() END, CASE WHEN p_picked_up THEN 1 ELSE 0 END)
     ON CONFLICT (user_id, conversation_id) WHERE status = 'processing' DO NOTHING
-    RETURNING memory_id
+    RETURNING memory.memory_id INTO v_id;
+    IF v_id IS NOT NULL AND p_picked_up THEN
+        SELECT b.memory_text, b.end_sequence INTO v_base_text, v_base_end
+        FROM memory AS b WHERE b.user_id = p_user_id AND b.memory_id = p_base_memory_id;
+        SELECT array_agg(m.sequence_number ORDER BY m.sequence_number), array_agg(m.message ORDER BY m.sequence_number)
+        INTO v_sequences, v_messages
+        FROM messages AS m
+        WHERE m.user_id = p_user_id AND m.conversation_id = p_conversation_id
+          AND m.sequence_number BETWEEN GREATEST(p_start_sequence, COALESCE(v_base_end + 1, 0)) AND p_end_sequence;
+    END IF;
+    RETURN QUERY SELECT v_id, v_base_text, v_base_end, v_sequences, v_messages;
+END
 $$;
 
 -- trigger_state:
 -- The trigger rule's state (its decision is memory_agent/conversation/window.py's summary_due): the in-flight row,
 -- the latest completed memory and the round starts inside the window that ends at `p_last_sequence` and is
 -- `p_window` messages long.
--- No SET clause (inlined into its callers' statements, as round_context).
+-- PL/pgSQL without a SET clause, as round_context.
 CREATE FUNCTION trigger_state(p_user_id text, p_conversation_id text, p_last_sequence integer, p_window integer)
 RETURNS TABLE (processing_memory_id integer, processing_age_s float8, base_memory_id integer,
                base_end_sequence integer, round_starts integer[])
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH bound AS (
         SELECT GREATEST(0, p_last_sequence - p_window + 1) AS from_sequence
     )
@@ -278,20 +328,24 @@ AS $$
         SELECT memory_id, end_sequence FROM latest_memory
         WHERE user_id = p_user_id AND conversation_id = p_conversation_id
         LIMIT 1
-    ) AS b ON true
+    ) AS b ON true;
+END
 $$;
 
--- end_round: the round end's statements before the trigger rule decides, in one: store the round's messages that
--- are not stored yet (same id and same content) with sequence numbers allocated under the conversation row lock,
--- give the lease back (when `p_holder` holds it), then (a statement of its own, so it sees them) trigger_state
--- over the window that ends at the round's last message. One row; nothing new: `stored` 0 and null state.
--- `p_round`: the round's messages in order, a JSON array of {role, content, message} (one parameter: three text
--- arrays of message JSON cost the client ~115 µs to encode, escaping every quote; this ~4 µs).
+-- end_round: the round end's statements before the trigger rule decides, in one call: store the round's messages
+-- that are not stored yet (same id and same content) with sequence numbers allocated under the conversation row
+-- lock, give the lease back (when `p_holder` holds it), then trigger_state over the window that ends at the round's
+-- last message. One row; nothing new: `stored` 0 and null state. `p_round`: the round's messages in order, a JSON
+-- array of {role, content, message} (one parameter: three text arrays of message JSON cost the client ~115 µs to
+-- encode, escaping every quote; this ~4 µs). `p_now`: the service's clock (the conversation's updated_at).
+-- Plain statements, each naming the user (no modifying CTE): on Citus each one is routed to the user's shard, and
+-- the round's writes commit on one node.
 -- One generic plan per connection for its statements, as begin_round: the store was planned at every round end
 -- (0.38 of its 1.0 ms, measured), and no plan here depends on the parameters (every read goes through a key given
 -- in full, the round's messages are one JSON value).
 CREATE FUNCTION end_round(
-    p_tenant_id text, p_user_id text, p_conversation_id text, p_holder text, p_round jsonb, p_window integer
+    p_tenant_id text, p_user_id text, p_conversation_id text, p_holder text, p_round jsonb, p_window integer,
+    p_now timestamptz
 )
 RETURNS TABLE (first_sequence integer, last_sequence integer, round_number integer, stored integer,
                stored_positions integer[], processing_memory_id integer, processing_age_s float8,
@@ -302,53 +356,50 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
-    saved record;
+    v_fresh jsonb;
+    v_count integer;
+    v_next integer;
+    v_round integer;
+    v_item jsonb;
+    v_position bigint;
 BEGIN
-    WITH candidate AS (
-        SELECT m.role, m.content, m.message, m.ord
-        FROM jsonb_array_elements(p_round) WITH ORDINALITY AS r (item, ord),
-             LATERAL (SELECT r.item ->> 'role', r.item ->> 'content', r.item -> 'message', r.ord)
-                 AS m (role, content, message, ord)
-        WHERE m.message -> 'data' ->> 'id' IS NULL
-           -- One probe of the partial message_id index per message of the round. OFFSET 0 keeps the probe a
-           -- correlated subplan: otherwise the planner, with statistics stale after fast growth (a conversation
-           -- estimated at one row), turned it into one hashed read of every message of the conversation through
-           -- the round index (2,000 messages: 583 buffers, 4 ms at every round end, growing with the
-           -- conversation). `message_id IS NOT NULL` written out lets the planner use the partial index.
-           OR NOT EXISTS (SELECT 1 FROM messages AS s
-                          WHERE s.user_id = p_user_id AND s.conversation_id = p_conversation_id
-                            AND s.message_id IS NOT NULL
-                            AND s.message_id = m.message -> 'data' ->> 'id' AND s.message = m.message
-                            -- What the graph produced ("after": the last sequence stored at round start) is new
-                            -- even when an earlier message has its id and content (a model that repeats itself).
-                            AND s.sequence_number > coalesce((r.item ->> 'after')::integer, -1)
-                          OFFSET 0)
-    ), fresh AS (
-        SELECT c.role, c.content, c.message, c.ord, row_number() OVER (ORDER BY c.ord)::int AS position
-        FROM candidate AS c
-    ), conv AS (
-        INSERT INTO conversations AS c (tenant_id, user_id, conversation_id, next_sequence, round_count)
-        SELECT p_tenant_id, p_user_id, p_conversation_id, count(*), 1 FROM fresh HAVING count(*) > 0
+    SELECT jsonb_agg(r.item || jsonb_build_object('ord', r.ord) ORDER BY r.ord), count(*)
+    INTO v_fresh, v_count
+    FROM jsonb_array_elements(p_round) WITH ORDINALITY AS r (item, ord)
+    WHERE r.item -> 'message' -> 'data' ->> 'id' IS NULL
+       -- One probe of the partial message_id index per message of the round. OFFSET 0 keeps the probe a
+       -- correlated subplan: otherwise the planner, with statistics stale after fast growth (a conversation
+       -- estimated at one row), turned it into one hashed read of every message of the conversation through
+       -- the round index (2,000 messages: 583 buffers, 4 ms at every round end, growing with the
+       -- conversation). `message_id IS NOT NULL` written out lets the planner use the partial index.
+       OR NOT EXISTS (SELECT 1 FROM messages AS s
+                      WHERE s.user_id = p_user_id AND s.conversation_id = p_conversation_id
+                        AND s.message_id IS NOT NULL
+                        AND s.message_id = r.item -> 'message' -> 'data' ->> 'id'
+                        AND s.message = r.item -> 'message'
+                        -- What the graph produced ("after": the last sequence stored at round start) is new
+                        -- even when an earlier message has its id and content (a model that repeats itself).
+                        AND s.sequence_number > coalesce((r.item ->> 'after')::integer, -1)
+                      OFFSET 0);
+    IF v_count > 0 THEN
+        INSERT INTO conversations AS c (tenant_id, user_id, conversation_id, next_sequence, round_count, updated_at)
+        VALUES (p_tenant_id, p_user_id, p_conversation_id, v_count, 1, p_now)
         ON CONFLICT (user_id, conversation_id) DO UPDATE
             SET next_sequence = c.next_sequence + EXCLUDED.next_sequence,
                 round_count = c.round_count + 1,
-                updated_at = now()
-        RETURNING c.next_sequence - (SELECT count(*) FROM fresh)::int AS first_sequence,
-                  c.next_sequence - 1 AS last_sequence, c.round_count AS round_number
-    ), inserted AS (
-        INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content,
-                              message)
-        SELECT p_tenant_id, p_user_id, p_conversation_id, conv.first_sequence + fresh.position - 1,
-               conv.round_number, fresh.role, fresh.content, fresh.message
-        FROM conv, fresh
-        RETURNING sequence_number
-    )
-    SELECT conv.first_sequence, conv.last_sequence, conv.round_number,
-           (SELECT count(*) FROM inserted)::int AS stored,
-           (SELECT array_agg(fresh.ord::int ORDER BY fresh.ord) FROM fresh) AS stored_positions
-    INTO saved
-    FROM (SELECT 1) AS one
-    LEFT JOIN conv ON true;
+                updated_at = EXCLUDED.updated_at
+        RETURNING c.next_sequence, c.round_count INTO v_next, v_round;
+        -- One routed INSERT per message (on Citus an INSERT ... SELECT goes through the coordinator and commits in
+        -- two phases); on PostgreSQL the loop costs what the set insert did for a round's few messages.
+        FOR v_item, v_position IN
+            SELECT f.item, f.position FROM jsonb_array_elements(v_fresh) WITH ORDINALITY AS f (item, position)
+        LOOP
+            INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content,
+                                  message)
+            VALUES (p_tenant_id, p_user_id, p_conversation_id, v_next - v_count + v_position::integer - 1, v_round,
+                    v_item ->> 'role', v_item ->> 'content', v_item -> 'message');
+        END LOOP;
+    END IF;
     -- The lease after the conversation row (locked by the upsert above), the order an erasure takes them in
     -- (lock_user_conversations, then erase_conversation_rows): given back first, a round end waited for an
     -- erasure's conversation row while holding the lease that erasure waited for (deadlocks with 4 round loops
@@ -356,14 +407,14 @@ BEGIN
     IF p_holder IS NOT NULL THEN
         PERFORM release_round_lease(p_user_id, p_conversation_id, p_holder);
     END IF;
-    IF saved.stored = 0 THEN
+    IF v_count = 0 THEN
         RETURN QUERY SELECT NULL::integer, NULL::integer, NULL::integer, 0, NULL::integer[], NULL::integer,
             NULL::float8, NULL::integer, NULL::integer, NULL::integer[];
         RETURN;
     END IF;
-    RETURN QUERY SELECT saved.first_sequence, saved.last_sequence, saved.round_number, saved.stored,
-                        saved.stored_positions, t.*
-                 FROM trigger_state(p_user_id, p_conversation_id, saved.last_sequence, p_window) AS t;
+    RETURN QUERY SELECT v_next - v_count, v_next - 1, v_round, v_count,
+                        ARRAY(SELECT (e ->> 'ord')::integer FROM jsonb_array_elements(v_fresh) AS e), t.*
+                 FROM trigger_state(p_user_id, p_conversation_id, v_next - 1, p_window) AS t;
 END
 $$;
 

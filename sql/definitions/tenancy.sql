@@ -15,7 +15,7 @@ $$;
 
 -- "Reserve a model call's cost": the call may start while the tenant's month, spent plus its live reservations,
 -- is below `p_ceiling`; it then reserves `p_amount` (its estimated cost) until `p_now + p_ttl`. Decided under the
--- lock of the tenant's month row in tenant_monthly_spend, so concurrent callers (any process, any path) are
+-- lock of the tenant's month row in tenant_monthly_spend (user_id ''), so concurrent callers (any process, any path) are
 -- admitted one at a time, each seeing the reservations of those before it: the ceiling is overrun by at most the
 -- last admitted call's error of estimate. Returns the reservation (null: refused) and what the decision read.
 -- Runs in the caller's transaction: call it in a transaction of its own (autocommit), the lock is held until its
@@ -37,10 +37,14 @@ BEGIN
     INSERT INTO tenant_monthly_spend (user_id, tenant_id, month)
     VALUES ('', p_tenant_id, v_month)
     ON CONFLICT (user_id, tenant_id, month) DO NOTHING;
-    SELECT s.cost INTO v_spent
+    PERFORM 1
     FROM tenant_monthly_spend AS s
     WHERE s.user_id = '' AND s.tenant_id = p_tenant_id AND s.month = v_month
     FOR UPDATE;
+    -- The month is the sum of the tenant's rows (one per user, and the tenant's own: 0023), read after the lock.
+    SELECT COALESCE(sum(s.cost), 0) INTO v_spent
+    FROM tenant_monthly_spend AS s
+    WHERE s.tenant_id = p_tenant_id AND s.month = v_month;
     -- Reservations never settled (their process died) stop counting at expiry; they are deleted here, under the lock.
     DELETE FROM budget_reservations AS r
     WHERE r.user_id = '' AND r.tenant_id = p_tenant_id AND r.expires_at <= p_now;

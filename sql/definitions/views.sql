@@ -63,15 +63,20 @@ RETURNS TABLE (
     user_id text,
     tenant_id text
 )
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
+BEGIN
+    -- PL/pgSQL, as every function here that reads a table with its parameters: Citus does not plan a SQL
+    -- function's parameterized statement over distributed tables.
+    RETURN QUERY
     SELECT m.conversation_id, m.memory_id, m.start_sequence, m.end_sequence, m.created_at, m.started_at,
            m.attempts, now() - m.created_at, now() - COALESCE(m.started_at, m.created_at), m.user_id, m.tenant_id
     FROM memory AS m
     WHERE m.status = 'processing'
       AND memory_is_stuck(m.status, m.started_at, m.created_at, older_than, now())
-    ORDER BY m.created_at
+    ORDER BY m.created_at;
+END
 $$;
 
 -- The design's query as a view: after processing_timeout() (the design's 5 minutes unless the session says otherwise).
@@ -108,23 +113,28 @@ WHERE m.status = 'completed'
 -- Per summarizer model: outcome counts, failure rate, latency and cost. Rows still processing are left out;
 -- failed rows reclaimed before any model answered have no model_name (the NULL group).
 CREATE VIEW summary_model_stats WITH (security_invoker = true) AS
-SELECT m.model_name,
-       count(*) AS summaries,
-       count(*) FILTER (WHERE m.status = 'completed') AS completed,
-       count(*) FILTER (WHERE m.status = 'failed') AS failed,
-       round(count(*) FILTER (WHERE m.status = 'failed')::numeric / count(*), 4) AS failure_rate,
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY m.generation_time_ms)
-           FILTER (WHERE m.status = 'completed') AS generation_p50_ms,
-       percentile_cont(0.95) WITHIN GROUP (ORDER BY m.generation_time_ms)
-           FILTER (WHERE m.status = 'completed') AS generation_p95_ms,
-       round(avg(m.attempts), 2) AS avg_attempts,
-       COALESCE(sum(m.input_tokens) FILTER (WHERE m.status = 'completed'), 0) AS input_tokens,
-       COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS output_tokens,
-       round(sum(m.input_tokens) FILTER (WHERE m.status = 'completed')::numeric
-             / NULLIF(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0), 4) AS compression_ratio
-FROM memory AS m
-WHERE m.status <> 'processing'
-GROUP BY m.model_name;
+SELECT model_name, summaries, completed, failed, failure_rate,
+       generation_ms[1] AS generation_p50_ms,
+       generation_ms[2] AS generation_p95_ms,
+       avg_attempts, input_tokens, output_tokens, compression_ratio
+FROM (
+    SELECT m.model_name,
+           count(*) AS summaries,
+           count(*) FILTER (WHERE m.status = 'completed') AS completed,
+           count(*) FILTER (WHERE m.status = 'failed') AS failed,
+           round(count(*) FILTER (WHERE m.status = 'failed')::numeric / count(*), 4) AS failure_rate,
+           -- Both percentiles from one sort.
+           percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY m.generation_time_ms)
+               FILTER (WHERE m.status = 'completed') AS generation_ms,
+           round(avg(m.attempts), 2) AS avg_attempts,
+           COALESCE(sum(m.input_tokens) FILTER (WHERE m.status = 'completed'), 0) AS input_tokens,
+           COALESCE(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0) AS output_tokens,
+           round(sum(m.input_tokens) FILTER (WHERE m.status = 'completed')::numeric
+                 / NULLIF(sum(m.output_tokens) FILTER (WHERE m.status = 'completed'), 0), 4) AS compression_ratio
+    FROM memory AS m
+    WHERE m.status <> 'processing'
+    GROUP BY m.model_name
+) AS per_model;
 
 -- One row per stored round: what the model was given, as sequence ranges. The round's input is the leading
 -- run of its messages before the first assistant or tool message (the rest the wrapped graph produced).
@@ -191,12 +201,18 @@ RETURNS TABLE (
     content text,
     message jsonb
 )
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
+#variable_conflict use_column
+DECLARE
+    -- The owner first, a statement of its own: then every read names the user (on Citus: one shard).
+    v_user_id text := conversation_user(p_conversation_id);
+BEGIN
+    RETURN QUERY
     WITH r AS (
         SELECT rc.* FROM round_context AS rc
-        WHERE rc.user_id = conversation_user(p_conversation_id)
+        WHERE rc.user_id = v_user_id
           AND rc.conversation_id = p_conversation_id AND rc.round_number = p_round_number
         ORDER BY rc.round_metrics_id DESC
         LIMIT 1
@@ -218,10 +234,11 @@ AS $$
           ON i.user_id = r.user_id AND i.conversation_id = r.conversation_id
          AND i.sequence_number BETWEEN r.input_first_sequence AND r.input_last_sequence
     )
-    SELECT (row_number() OVER (ORDER BY part_order, sequence_number NULLS FIRST, part))::integer,
-           part, memory_id, sequence_number, round_number, role, content, message
-    FROM parts
-    ORDER BY 1
+    SELECT (row_number() OVER (ORDER BY p.part_order, p.sequence_number NULLS FIRST, p.part))::integer,
+           p.part, p.memory_id, p.sequence_number, p.round_number, p.role, p.content, p.message
+    FROM parts AS p
+    ORDER BY 1;
+END
 $$;
 
 -- "Why did the model forget X at round N": for each round from the message's own onwards, how the model
@@ -241,9 +258,14 @@ RETURNS TABLE (
     visibility text,
     memory_mentions boolean
 )
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
+#variable_conflict use_column
+DECLARE
+    v_user_id text := conversation_user(p_conversation_id);
+BEGIN
+    RETURN QUERY
     SELECT rc.round_number, rc.retrieval_path, rc.memory_id, rc.memory_start_sequence, rc.memory_end_sequence,
            CASE
                WHEN p_sequence_number BETWEEN rc.input_first_sequence AND rc.input_last_sequence THEN 'input'
@@ -258,10 +280,11 @@ AS $$
            END
     FROM round_context AS rc
     LEFT JOIN memory AS m ON m.user_id = rc.user_id AND m.memory_id = rc.memory_id
-    WHERE rc.user_id = conversation_user(p_conversation_id)
+    WHERE rc.user_id = v_user_id
       AND rc.conversation_id = p_conversation_id
       AND rc.last_sequence >= p_sequence_number
-    ORDER BY rc.round_number
+    ORDER BY rc.round_number;
+END
 $$;
 
 -- Memory health per conversation. summary_lag = newest message sequence - newest completed end_sequence
@@ -290,7 +313,14 @@ SELECT c.conversation_id,
        c.user_id,
        c.tenant_id
 FROM conversations AS c
-LEFT JOIN latest_memory AS served ON served.user_id = c.user_id AND served.conversation_id = c.conversation_id
+-- Lateral: a reader of a few conversations (inspect, stats' most lagging) reads each one's served memory as the
+-- first entry of an index, not every conversation's.
+LEFT JOIN LATERAL (
+    SELECT l.memory_id, l.end_sequence, l.finished_at, l.created_at
+    FROM latest_memory AS l
+    WHERE l.user_id = c.user_id AND l.conversation_id = c.conversation_id
+    LIMIT 1
+) AS served ON true
 LEFT JOIN messages AS served_round
        ON served_round.user_id = c.user_id AND served_round.conversation_id = c.conversation_id
       AND served_round.sequence_number = served.end_sequence

@@ -31,20 +31,10 @@ LEFT JOIN consolidation_schedules AS s
     ON s.user_id = %(user_id)s AND s.tenant_id = %(tenant_id)s AND s.job = %(job)s;
 
 -- advance_schedule --
--- Record progress: covered_until, last_run and next_run only move forward (a retried older job cannot move them
--- back); a null next_run (a day done, the run not finished) leaves the user due, so a killed run is picked up.
--- A user with no item and no memory left (forgotten meanwhile: callers hold share_forget_lock) gets no row.
-INSERT INTO consolidation_schedules
-    (user_id, tenant_id, job, schedule, interval_days, covered_until, last_run, next_run)
-SELECT %(user_id)s, %(tenant_id)s, %(job)s, %(schedule)s, %(interval_days)s, %(covered_until)s, %(now)s,
-       COALESCE(%(next_run)s, %(now)s)
-WHERE EXISTS (SELECT 1 FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
-   OR EXISTS (SELECT 1 FROM memory WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
-ON CONFLICT (user_id, tenant_id, job) DO UPDATE
-SET schedule = EXCLUDED.schedule, interval_days = EXCLUDED.interval_days,
-    covered_until = GREATEST(consolidation_schedules.covered_until, EXCLUDED.covered_until),
-    last_run = GREATEST(consolidation_schedules.last_run, EXCLUDED.last_run),
-    next_run = GREATEST(consolidation_schedules.next_run, %(next_run)s);
+-- Record progress (advance_schedule, sql/definitions): covered_until, last_run and next_run only move forward; a null
+-- next_run leaves the user due; a user with no item and no memory left gets no row.
+SELECT advance_schedule(%(user_id)s, %(tenant_id)s, %(job)s, %(schedule)s, %(interval_days)s::integer,
+                        %(covered_until)s::date, %(now)s::timestamptz, %(next_run)s::timestamptz);
 
 -- schedule_covered --
 -- A user's covered_until of one job, as it is now (a forget that dropped notes moved it back).

@@ -21,9 +21,17 @@ SELECT row_security_active('messages') AS active;
 SELECT set_config('memory_agent.tenant_id', %(tenant_id)s, false);
 
 -- acquire_round_lease --
--- Claim the conversation for its (tenant, user) and take its lease (take_round_lease, sql/definitions): one row, the
--- owner (null while a concurrent first claim is not visible yet) and `holder` (null: refused or not theirs).
+-- Take the conversation's lease when its recorded owner is the caller (take_round_lease, sql/definitions): one row,
+-- the owner (null: the thread has none yet, claim_conversation first) and `holder` (null: refused or not theirs).
 SELECT * FROM take_round_lease(%(conversation_id)s, %(tenant_id)s, %(user_id)s, %(holder)s, %(lease_s)s::float8);
+
+-- claim_conversation --
+-- A thread's first round: record its owner (tenant, user), unless another round did first (no row: read it with
+-- conversation_owner). A statement of its own, before the lease: keyed by the thread id, not the user.
+INSERT INTO conversation_owners (conversation_id, tenant_id, user_id)
+VALUES (%(conversation_id)s, %(tenant_id)s, %(user_id)s)
+ON CONFLICT (conversation_id) DO NOTHING
+RETURNING tenant_id, user_id;
 
 -- begin_round --
 -- The round start in one statement (begin_round, sql/definitions): the lease, then memory + gap.
@@ -43,12 +51,13 @@ SELECT release_round_lease(%(user_id)s, %(conversation_id)s, %(holder)s);
 -- Why a round's gap hit the bound: the newest memory row of the conversation and how many rounds no memory covers.
 SELECT newest.status AS latest_status, newest.error AS latest_error,
        c.round_count - COALESCE((SELECT e.round_number FROM messages AS e
-                                 WHERE e.user_id = c.user_id AND e.conversation_id = c.conversation_id
+                                 WHERE e.user_id = %(user_id)s AND e.conversation_id = %(conversation_id)s
                                    AND e.sequence_number = %(memory_end_sequence)s), 0) AS rounds_behind
 FROM conversations AS c
 LEFT JOIN LATERAL (
+    -- Every table with the user's key as given: on Citus the statement is routed to their shard.
     SELECT status, error FROM memory
-    WHERE memory.user_id = c.user_id AND memory.conversation_id = c.conversation_id
+    WHERE memory.user_id = %(user_id)s AND memory.conversation_id = %(conversation_id)s
     ORDER BY memory_id DESC
     LIMIT 1
 ) AS newest ON true
@@ -56,9 +65,9 @@ WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s;
 
 -- end_round --
 -- Round end (end_round, sql/definitions): give the lease back, store the round's messages not stored yet, and read
--- the trigger rule's state after them. One row (`stored` 0 when nothing was new).
+-- the trigger rule's state after them. One row (`stored` 0 when nothing was new). `now`: the service's clock.
 SELECT * FROM end_round(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(holder)s, %(round)s::jsonb,
-                        %(window)s::integer);
+                        %(window)s::integer, %(now)s::timestamptz);
 
 -- trigger_state --
 -- The trigger rule's state (trigger_state, sql/definitions) for the window of `window` messages that ends at
@@ -67,9 +76,10 @@ SELECT * FROM trigger_state(%(user_id)s, %(conversation_id)s, %(last_sequence)s:
 
 -- claim_summary --
 -- Claim the conversation's single in-flight slot (claim_summary, sql/definitions): memory_id null when another
--- process holds it.
-SELECT claim_summary(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
-                     %(end_sequence)s::integer, %(base_memory_id)s::integer) AS memory_id;
+-- process holds it. With `pick_up`, the claimer picks the row up and the row carries what its summary reads.
+SELECT memory_id, base_memory_text, base_end_sequence, picked_sequences, picked_messages
+FROM claim_summary(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
+                   %(end_sequence)s::integer, %(base_memory_id)s::integer, %(pick_up)s::boolean);
 
 -- reclaim_stale --
 -- Mark stuck `processing` rows (memory_is_stuck with the timeout) as failed: one conversation, or all users (the sweep).
@@ -86,56 +96,19 @@ WHERE status = 'processing'
 RETURNING memory_id, user_id, tenant_id, conversation_id;
 
 -- start_memory --
--- A summarizer picks up a processing row; returns it with its base memory's text and end, and the messages it
--- summarizes (incremental: after the base memory, never before the window start), one row per message, oldest first
--- (one row with a null sequence_number when there are none). No row: the memory is no longer processing.
-WITH target AS (
-    UPDATE memory
-    SET started_at = now(), attempts = attempts + 1
-    WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
-    RETURNING memory_id, user_id, tenant_id, conversation_id, start_sequence, end_sequence, base_memory_id, attempts
-), picked AS (
-    SELECT target.*, b.memory_text AS base_memory_text, b.end_sequence AS base_end_sequence
-    FROM target
-    LEFT JOIN memory AS b ON b.user_id = target.user_id AND b.memory_id = target.base_memory_id
-)
-SELECT picked.*, m.sequence_number, m.message
-FROM picked
-LEFT JOIN LATERAL (
-    SELECT sequence_number, message
-    FROM messages
-    WHERE user_id = picked.user_id AND conversation_id = picked.conversation_id
-      AND sequence_number BETWEEN GREATEST(picked.start_sequence, COALESCE(picked.base_end_sequence + 1, 0))
-                              AND picked.end_sequence
-) AS m ON true
-ORDER BY m.sequence_number;
+-- A summarizer picks up a processing row (start_memory, sql/definitions): the row with its base memory's text and
+-- end, and the messages it summarizes, one row per message, oldest first (one row with a null sequence_number when
+-- there are none). No row: the memory is no longer processing.
+SELECT * FROM start_memory(%(user_id)s, %(memory_id)s::integer);
 
 -- complete_memory --
--- Record a finished summary (finished_at: the service's clock, which day's material it is), in the job's
--- transaction, one statement: hold the conversation against erasure until
--- the version and its items commit (FOR KEY SHARE: rounds, which update the row but never its key, go on; a forget
--- takes FOR UPDATE and waits for the job, or ran first and left no row to hold), name the tenant row-level security
--- filters the items written next by (as set_tenant), and complete the row if it is still `processing` (not
--- reclaimed meanwhile), and record the model calls made for it in the ledger (record_llm_calls; none when
--- `calls` is empty or null). No row: the conversation is gone or the version was reclaimed; nothing written.
-WITH held AS (
-    SELECT conversation_id, set_config('memory_agent.tenant_id', %(tenant_id)s, true) AS tenant_id
-    FROM conversations
-    WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-    FOR KEY SHARE
-)
-UPDATE memory
-SET status = 'completed', memory_text = %(memory_text)s, items = %(items)s, generation_time_ms = %(generation_time_ms)s,
-    model_name = %(model_name)s, input_tokens = %(input_tokens)s, output_tokens = %(output_tokens)s,
-    summarized_start = %(summarized_start)s, summarized_end = %(summarized_end)s,
-    error = NULL, finished_at = %(finished_at)s
-WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s AND status = 'processing'
-  AND conversation_id = %(conversation_id)s
-  -- Uncorrelated: evaluated once, before the row is read, so the hold comes first whatever happens to the row.
-  AND EXISTS (SELECT 1 FROM held)
-RETURNING memory_id, CASE WHEN jsonb_array_length(%(calls)s::jsonb) > 0 THEN
-    record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb)
-END AS calls_recorded;
+-- Record a finished summary and the model calls made for it (complete_memory, sql/definitions), holding its
+-- conversation against erasure and naming the tenant for row-level security until commit. memory_id null: the
+-- conversation is gone or the version was reclaimed; nothing written.
+SELECT complete_memory(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(memory_id)s::integer, %(memory_text)s,
+                       %(items)s::jsonb, %(generation_time_ms)s::integer, %(model_name)s, %(input_tokens)s::integer,
+                       %(output_tokens)s::integer, %(summarized_start)s::integer, %(summarized_end)s::integer,
+                       %(finished_at)s::timestamptz, %(now)s::timestamptz, %(calls)s::jsonb) AS memory_id;
 
 -- fail_memory --
 -- Record a failed summary with its error text (finished_at: the service's clock); only a row still in
@@ -156,31 +129,9 @@ SELECT * FROM memory WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s;
 SELECT * FROM memory WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s ORDER BY memory_id;
 
 -- insert_round_metrics --
--- Round end: the round's metrics row, written in the same transaction as its messages. `claim`: the trigger rule
--- found a summary due and this statement claims it (claim_summary) for start_sequence-end_sequence, recording the
--- outcome: 'started' and the new row's id, or 'already_processing' when another process holds the slot. Else the
--- outcome given. Returns the claimed id (null when none), read with COMMIT's reply. With `pick_up` (this process
--- runs the summary right after commit) the claim picks the row up too, and the statement returns what start_memory
--- would read for it: the base memory's text and end, and the messages to summarize (incremental: after the base
--- memory, never before the window start), oldest first; all null when nothing was claimed.
-WITH claim AS (
-    SELECT claim_summary(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
-                         %(end_sequence)s::integer, %(base_memory_id)s::integer, %(pick_up)s::boolean) AS memory_id
-    WHERE %(claim)s::boolean
-), picked AS (
-    SELECT b.memory_text AS base_memory_text, b.end_sequence AS base_end_sequence, w.sequences, w.messages
-    FROM claim
-    LEFT JOIN memory AS b ON b.user_id = %(user_id)s AND b.memory_id = %(base_memory_id)s::integer
-    CROSS JOIN LATERAL (
-        SELECT array_agg(m.sequence_number ORDER BY m.sequence_number) AS sequences,
-               array_agg(m.message ORDER BY m.sequence_number) AS messages
-        FROM messages AS m
-        WHERE m.user_id = %(user_id)s AND m.conversation_id = %(conversation_id)s
-          AND m.sequence_number BETWEEN GREATEST(%(start_sequence)s::integer, COALESCE(b.end_sequence + 1, 0))
-                                    AND %(end_sequence)s::integer
-    ) AS w
-    WHERE %(pick_up)s::boolean AND claim.memory_id IS NOT NULL
-)
+-- Round end: the round's metrics row, written in the same transaction as its messages, with the trigger rule's
+-- outcome given (a round whose summary is due goes through record_round_claim instead). One plain VALUES row (no
+-- subquery: on Citus an INSERT is routed to the user's shard only as such).
 INSERT INTO round_metrics (
     tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id, memory_end_sequence,
     gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens, truncated, truncation,
@@ -191,17 +142,17 @@ VALUES (
     %(tenant_id)s, %(user_id)s, %(conversation_id)s, %(round_number)s, %(first_sequence)s, %(last_sequence)s, %(memory_id)s,
     %(memory_end_sequence)s, %(gap_start_sequence)s, %(gap_end_sequence)s, %(gap_size)s,
     %(context_messages)s, %(context_tokens)s, %(truncated)s, %(truncation)s, %(retrieval_path)s,
-    %(latency_load_ms)s, %(latency_round_ms)s,
-    COALESCE((SELECT memory_id IS NOT NULL FROM claim), %(summary_triggered)s),
-    COALESCE((SELECT CASE WHEN memory_id IS NULL THEN 'already_processing' ELSE 'started' END FROM claim),
-             %(trigger_outcome)s),
-    COALESCE((SELECT memory_id FROM claim), %(triggered_memory_id)s),
+    %(latency_load_ms)s, %(latency_round_ms)s, %(summary_triggered)s, %(trigger_outcome)s, %(triggered_memory_id)s,
     %(error_stage)s, %(error)s, %(query)s, %(fts_hits)s, %(trgm_hits)s, %(used_fallback)s,
     %(recall_path)s, %(context_items)s, %(estimated_tokens)s, %(recall_truncated)s, %(latency_retrieval_ms)s,
-    %(latency_llm_ms)s, %(recall_status)s, %(recall_block)s, %(recall_hits)s)
-RETURNING triggered_memory_id, (SELECT base_memory_text FROM picked) AS base_memory_text,
-          (SELECT base_end_sequence FROM picked) AS base_end_sequence,
-          (SELECT sequences FROM picked) AS picked_sequences, (SELECT messages FROM picked) AS picked_messages;
+    %(latency_llm_ms)s, %(recall_status)s, %(recall_block)s, %(recall_hits)s);
+
+-- record_round_claim --
+-- Round end with a summary due: claim it and write the metrics row with the outcome (record_round_claim,
+-- sql/definitions); the claimed id (null: another process holds the slot) and, with `pick_up`, what its summary reads.
+SELECT * FROM record_round_claim(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
+                                 %(end_sequence)s::integer, %(base_memory_id)s::integer, %(pick_up)s::boolean,
+                                 %(metrics)s::jsonb);
 
 -- delete_conversation --
 -- Remove a conversation and everything derived from it (messages, memory versions, round metrics, its owner row), in one statement.

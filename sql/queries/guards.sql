@@ -27,9 +27,9 @@ WHERE user_id = '' AND tenant_id = %(tenant_id)s AND reservation_id = %(reservat
 
 -- tenant_month_spend --
 -- What memory_agent's calls cost a tenant in the calendar month (UTC) of `now`: 0 when nothing was recorded.
-SELECT COALESCE((SELECT cost FROM tenant_monthly_spend
-                 WHERE user_id = '' AND tenant_id = %(tenant_id)s
-                   AND month = date_trunc('month', %(now)s::timestamptz AT TIME ZONE 'UTC')::date), 0) AS cost;
+-- The sum of the tenant's rows: one per user and the tenant's own (0023).
+SELECT COALESCE(sum(cost), 0) AS cost FROM tenant_monthly_spend
+WHERE tenant_id = %(tenant_id)s AND month = date_trunc('month', %(now)s::timestamptz AT TIME ZONE 'UTC')::date;
 
 -- list_llm_calls --
 -- A tenant's recorded calls (one user's when named), oldest first.
@@ -39,12 +39,13 @@ WHERE tenant_id = %(tenant_id)s AND (%(user_id)s::text IS NULL OR user_id = %(us
 ORDER BY created_at, call_id;
 
 -- claim_scheduler_run --
--- The tenant's run at `now`, unless its previous run is less than `cooldown` ago: a row when this run may go on.
+-- The tenant's run at `now`, unless its previous run is after `cutoff` (`now` less the cooldown, computed by the
+-- caller: on Citus the conflict clause may hold no time arithmetic): a row when this run may go on.
 INSERT INTO tenant_scheduler_runs AS r (user_id, tenant_id, last_run)
 VALUES ('', %(tenant_id)s, %(now)s)
 ON CONFLICT (user_id, tenant_id) DO UPDATE
 SET last_run = EXCLUDED.last_run
-WHERE r.last_run <= EXCLUDED.last_run - %(cooldown)s::interval
+WHERE r.last_run <= %(cutoff)s::timestamptz
 RETURNING last_run;
 
 -- scheduler_last_run --

@@ -26,18 +26,10 @@ LEFT JOIN LATERAL (
 ) AS current ON true;
 
 -- restate_item --
--- The same content stated again: importance and confidence keep their highest value; the new lineage is added.
-WITH restated AS (
-    UPDATE items
-    SET importance = GREATEST(importance, %(importance)s), confidence = GREATEST(confidence, %(confidence)s),
-        updated_at = GREATEST(updated_at, %(now)s)
-    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s
-    RETURNING item_id
-)
-INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
-SELECT %(user_id)s, %(tenant_id)s, restated.item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
-FROM restated CROSS JOIN unnest(%(sequences)s::integer[]) AS sequence_number
-ON CONFLICT DO NOTHING;
+-- The same content stated again: importance and confidence keep their highest value; the new lineage is added
+-- (restate_item, sql/definitions).
+SELECT restate_item(%(user_id)s, %(tenant_id)s, %(item_id)s::bigint, %(importance)s::real, %(confidence)s::real,
+                    %(conversation_id)s, %(memory_id)s::integer, %(sequences)s::integer[], %(now)s::timestamptz);
 
 -- close_item --
 -- End a current version's validity at `until` (it is never deleted: as_of reads still find it).
@@ -55,28 +47,18 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND project = %(projec
 RETURNING item_id;
 
 -- insert_item --
--- A new current version from `valid_from`, with its lineage; fails with 23P01 when a concurrent writer opened one first.
-WITH inserted AS (
-    INSERT INTO items (user_id, tenant_id, project, environment, item_type, key, value_slot, content, content_norm,
-                       importance, confidence, valid_during, created_at, updated_at)
-    VALUES (%(user_id)s, %(tenant_id)s, %(project)s, %(environment)s, %(item_type)s, %(key)s, %(value_slot)s,
-            %(content)s, %(content_norm)s, %(importance)s, %(confidence)s, tstzrange(%(valid_from)s, NULL),
-            %(now)s, %(now)s)
-    RETURNING item_id
-), lineage AS (
-    INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
-    SELECT %(user_id)s, %(tenant_id)s, inserted.item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
-    FROM inserted CROSS JOIN unnest(%(sequences)s::integer[]) AS sequence_number
-)
-SELECT item_id FROM inserted;
+-- A new current version from `valid_from`, with its lineage (insert_item, sql/definitions); fails with 23P01 when a
+-- concurrent writer opened one first.
+SELECT insert_item(%(user_id)s, %(tenant_id)s, %(project)s, %(environment)s, %(item_type)s, %(key)s, %(value_slot)s,
+                   %(content)s, %(content_norm)s, %(importance)s::real, %(confidence)s::real,
+                   %(valid_from)s::timestamptz, %(conversation_id)s, %(memory_id)s::integer,
+                   %(sequences)s::integer[], %(now)s::timestamptz) AS item_id;
 
 -- add_item_sources --
--- Lineage of closed todos: one row per cited message (a null sequence when it cites none); known rows are kept.
-INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number, created_at)
-SELECT %(user_id)s, %(tenant_id)s, item_id, %(conversation_id)s, %(memory_id)s, sequence_number, %(now)s
-FROM unnest(%(item_ids)s::bigint[]) AS item_id
-CROSS JOIN unnest(%(sequences)s::integer[]) AS sequence_number
-ON CONFLICT DO NOTHING;
+-- Lineage of closed todos: one row per cited message (a null sequence when it cites none); known rows are kept
+-- (add_item_sources, sql/definitions).
+SELECT add_item_sources(%(user_id)s, %(tenant_id)s, %(item_ids)s::bigint[], %(conversation_id)s,
+                        %(memory_id)s::integer, %(sequences)s::integer[], %(now)s::timestamptz);
 
 -- list_items --
 -- A user's items current at `as_of` (null: now, with cluster summaries) with their lineage, most important first.
@@ -245,10 +227,10 @@ RETURNING conversation_id;
 
 -- clear_recalled_blocks --
 -- After a forget: the recalled blocks (round_metrics.recall_block, 0019) of the user's rounds that quoted what is
--- gone — a hit (or a turn behind it) of a conversation no longer stored (its owner row is its last trace), an item, note or batch summary no longer
--- stored — or what was rewritten: a cluster summary among `item_ids` (refreshed in place) or made from one of
+-- gone — a hit (or a turn behind it) of a conversation of the user no longer stored, an item, note or batch
+-- summary no longer stored — or what was rewritten: a cluster summary among `item_ids` (refreshed in place) or made from one of
 -- them. Whatever a forget erased, every block that showed it goes. The block is one text, so it goes whole; the
--- round's other figures (path, items, tokens) stay.
+-- round's other figures (path, items, tokens) stay. Every table read names the user (on Citus: routed to their shard).
 UPDATE round_metrics AS r SET recall_block = NULL, recall_hits = NULL
 WHERE r.user_id = %(user_id)s AND r.tenant_id = %(tenant_id)s AND r.recall_hits IS NOT NULL
   AND EXISTS (
@@ -256,21 +238,21 @@ WHERE r.user_id = %(user_id)s AND r.tenant_id = %(tenant_id)s AND r.recall_hits 
       WHERE EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(h -> 'sources', '[]')
                                   || jsonb_build_array(jsonb_build_array(h ->> 'conversation_id'))) AS s (pair)
                     WHERE s.pair ->> 0 IS NOT NULL
-                      AND NOT EXISTS (SELECT 1 FROM conversation_owners AS o
-                                      WHERE o.conversation_id = s.pair ->> 0))
+                      AND NOT EXISTS (SELECT 1 FROM conversations AS c
+                                      WHERE c.user_id = %(user_id)s AND c.conversation_id = s.pair ->> 0))
          OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(coalesce(h -> 'item_ids', '[]')) AS x (item_id)
                     WHERE x.item_id::bigint = ANY(%(item_ids)s::bigint[])
                        OR NOT EXISTS (SELECT 1 FROM items AS i
-                                      WHERE i.user_id = r.user_id AND i.item_id = x.item_id::bigint))
+                                      WHERE i.user_id = %(user_id)s AND i.item_id = x.item_id::bigint))
          OR (h ? 'item_ids'
              AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(coalesce(h -> 'source_item_ids', '[]')) AS x (item_id)
                          WHERE x.item_id::bigint = ANY(%(item_ids)s::bigint[])))
          OR (h ? 'note_id'
              AND NOT EXISTS (SELECT 1 FROM consolidation_notes AS n
-                             WHERE n.user_id = r.user_id AND n.note_id = (h ->> 'note_id')::bigint))
+                             WHERE n.user_id = %(user_id)s AND n.note_id = (h ->> 'note_id')::bigint))
          OR (h ? 'batch_summary_id'
              AND NOT EXISTS (SELECT 1 FROM batch_summaries AS b
-                             WHERE b.user_id = r.user_id AND b.summary_id = (h ->> 'batch_summary_id')::bigint)));
+                             WHERE b.user_id = %(user_id)s AND b.summary_id = (h ->> 'batch_summary_id')::bigint)));
 
 -- set_tenant --
 -- Name the tenant row-level security filters by, until the end of the transaction (SET LOCAL).

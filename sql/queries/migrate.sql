@@ -116,3 +116,36 @@ SELECT ARRAY(SELECT DISTINCT p.proname::text FROM pg_proc AS p
 -- A procrastinate migration applied (or the level of a schema created whole), with the installed procrastinate version.
 INSERT INTO schema_procrastinate (migration, procrastinate_version) VALUES (%(migration)s, %(version)s)
 ON CONFLICT (migration) DO NOTHING;
+
+-- migration_xact_lock --
+-- Inside a migration transaction: the schema's migration lock until it ends.
+SELECT pg_advisory_xact_lock(hashtext(%(key)s));
+
+-- restore_search_path --
+-- After procrastinate's files: the session's search path as it was.
+SELECT set_config('search_path', %(search_path)s, false);
+
+-- embedded_hba_file --
+-- The embedded server's pg_hba.conf, rewritten when a cluster made with `trust` gets its password.
+SELECT current_setting('hba_file') AS hba_file;
+
+-- reload_configuration --
+-- The server reads its configuration files again (the rewritten pg_hba.conf).
+SELECT pg_reload_conf() AS reloaded;
+
+-- citus_installed --
+-- Whether the citus extension is installed in the database (sql/distribution.sql then applies).
+SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS installed;
+
+-- citus_undistributed --
+-- Whether a table of the schema (not the migration records, not procrastinate's) is not distributed yet.
+SELECT EXISTS (
+    SELECT 1 FROM pg_class AS c
+    WHERE c.relnamespace = %(schema)s::regnamespace AND c.relkind IN ('r', 'p')
+      AND c.relname NOT LIKE 'schema\_%%' AND c.relname NOT LIKE 'procrastinate\_%%'
+      AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = c.oid)
+) AS undistributed;
+
+-- citus_sequential_modify --
+-- On Citus, one connection per node for the rest of the transaction (a placeholder setting without citus).
+SET LOCAL citus.multi_shard_modify_mode TO 'sequential';

@@ -4,9 +4,10 @@
 -- into psql are in sql/psql/observability.sql.
 
 -- observe_conversation --
--- One conversation's memory health (no row when the thread is unknown).
+-- One conversation's memory health (no row when the thread is unknown). `user_id`: its owner (conversation_user, or
+-- RoundQueries.conversation_owner), read first: every statement here names it, so on Citus it runs on one shard.
 SELECT * FROM memory_health
-WHERE user_id = conversation_user(%(conversation_id)s) AND conversation_id = %(conversation_id)s;
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s;
 
 -- observe_version_chain --
 -- Every memory version of a conversation with its base and the rounds it covers, oldest first.
@@ -14,14 +15,14 @@ SELECT memory_id, start_sequence, end_sequence, base_memory_id, base_end_seq, st
        covers, created_at, finished_at, generation_time_ms, attempts, model_name, input_tokens, output_tokens,
        error, memory_text
 FROM memory_version_chain
-WHERE user_id = conversation_user(%(conversation_id)s) AND conversation_id = %(conversation_id)s
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
 ORDER BY memory_id;
 
 -- observe_round_context --
 -- A stored round's context as sequence ranges (memory served, gap, input) and its metrics.
 SELECT *
 FROM round_context
-WHERE user_id = conversation_user(%(conversation_id)s) AND conversation_id = %(conversation_id)s
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
   AND round_number = %(round_number)s
 ORDER BY round_metrics_id DESC
 LIMIT 1;
@@ -47,7 +48,7 @@ SELECT * FROM summary_generation_time;
 SELECT *
 FROM sliding_window_progression
 WHERE %(conversation_id)s::text IS NULL
-   OR (user_id = conversation_user(%(conversation_id)s::text) AND conversation_id = %(conversation_id)s::text)
+   OR (user_id = %(user_id)s::text AND conversation_id = %(conversation_id)s::text)
 ORDER BY created_at DESC, memory_id DESC
 LIMIT %(limit)s;
 

@@ -1,4 +1,4 @@
--- Named queries of recall (memory_agent/long_term/recall.py and embeddings.py).
+-- Named queries of recall (memory_agent/long_term/recall/search.py and long_term/embeddings.py).
 -- Every statement runs with search_path set to the memory_agent schema. `recall_search` has placeholders:
 -- {vector_hits}, filled with `recall_vector_hits` when an embedder is configured and `recall_no_vector_hits`
 -- otherwise (the embeddings table exists only where pgvector does); {message_fts}, {item_fts}, {note_fts},
@@ -11,8 +11,12 @@
 -- configuration the configuration must be a constant for the planner to match the expression index, hence
 -- custom plans. And the tenant row-level security filters by: recall reads the items, summaries and notes of the
 -- tenant it was asked for, whichever role runs it (a role bound by the policies saw turns only without it).
+-- On Citus (its catalog present) plans are made with the values: it plans a statement with unresolved parameters
+-- only when it is simple.
 SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
-       set_config('plan_cache_mode', %(plan_cache_mode)s, true),
+       set_config('plan_cache_mode',
+                  CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN %(plan_cache_mode)s
+                       ELSE 'force_custom_plan' END, true),
        set_config('memory_agent.tenant_id', %(tenant_id)s, true)
 
 -- recall_search --
@@ -290,31 +294,44 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
 
 -- recall_vector_hits --
 -- The vector path: the user's nearest turns, items and summaries by cosine distance to the query's vector, each
--- list exact over the user's rows (a user's vectors are few enough; HNSW cannot filter by user before it ranks),
--- above a similarity floor. Always run with an embedder configured (hybrid), or as a fallback when asked
--- (`vector_always` false): then only when full text and trigrams found too little.
+-- list exact over the user's vectors (a user's vectors are few enough; HNSW cannot filter by user before it
+-- ranks), above a similarity floor. Always run with an embedder configured (hybrid), or as a fallback when asked
+-- (`vector_always` false): then only when full text and trigrams found too little. Each table's nearest
+-- (4 × candidates) are taken from the vectors alone, each distance computed once, and only those are joined to
+-- the current items and the user's turns (and checked against `as_of`): joining every vector first cost an index
+-- lookup per vector, 15,000 for a user of the bench. A list may come out shorter when most of the nearest are
+-- items no longer current; it never holds one.
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY distance, kind DESC) AS rank
     FROM (
         SELECT %(vector_always)s
                OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s AS open
     ) AS vector_gate, LATERAL (
-        SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id,
-               e.embedding <=> %(query_vector)s::vector AS distance
-        FROM item_embeddings AS e
+        SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id, e.distance
+        FROM (
+            SELECT e.item_id, e.embedding <=> %(query_vector)s::vector AS distance
+            FROM item_embeddings AS e
+            WHERE vector_gate.open
+              AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
+              AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+            ORDER BY distance
+            LIMIT %(candidates)s * 4
+        ) AS e
         JOIN user_items AS i ON i.item_id = e.item_id
-        WHERE vector_gate.open
-          AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
-          AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
-          AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
+        WHERE e.distance <= 1 - %(vector_min_similarity)s
         UNION ALL
-        SELECT 'turn', t.conversation_id, t.sequence_number, NULL, e.embedding <=> %(query_vector)s::vector
-        FROM message_embeddings AS e
+        SELECT 'turn', t.conversation_id, t.sequence_number, NULL, e.distance
+        FROM (
+            SELECT e.conversation_id, e.sequence_number, e.embedding <=> %(query_vector)s::vector AS distance
+            FROM message_embeddings AS e
+            WHERE vector_gate.open
+              AND e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(model)s
+              AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+            ORDER BY distance
+            LIMIT %(candidates)s * 4
+        ) AS e
         JOIN user_turns AS t ON t.conversation_id = e.conversation_id AND t.sequence_number = e.sequence_number
-        WHERE vector_gate.open
-          AND e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(model)s
-          AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
-          AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
+        WHERE e.distance <= 1 - %(vector_min_similarity)s
         ORDER BY distance
         LIMIT %(candidates)s
     ) AS nearest
@@ -387,3 +404,7 @@ FROM unnest(%(conversation_ids)s::text[], %(sequences)s::integer[]) AS p (conver
 JOIN messages AS m USING (conversation_id, sequence_number)
 WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s
 ORDER BY m.conversation_id, m.sequence_number
+
+-- check_text_search_config --
+-- At open: the text search configuration recall uses exists on the server (UndefinedObject when it does not).
+SELECT %(config)s::regconfig AS config;

@@ -13,6 +13,14 @@
 --   i % 1000 = 7, picked up 2 seconds ago otherwise;
 --   one round_metrics row per round: the version served, the gap after it, the round's own sequences.
 
+-- generate_fast_writes --
+-- For the session: commits do not wait for the WAL flush (generated data, rebuilt if lost).
+SET synchronous_commit = off;
+
+-- generate_without_triggers --
+-- For the session: no per-row foreign-key triggers (the rows are consistent by construction); superuser only.
+SET session_replication_role = replica;
+
 -- scale_conversations --
 -- One conversations row per conversation, created over the last 60 days.
 INSERT INTO conversations (tenant_id, user_id, conversation_id, next_sequence, round_count, created_at, updated_at)
@@ -138,5 +146,9 @@ FROM ranges;
 
 -- generated_counts --
 -- What the blocks above wrote: conversations, messages, round_metrics and memory rows.
-SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages), (SELECT count(*) FROM round_metrics),
-       (SELECT count(*) FROM memory)
+SELECT (SELECT count(*) FROM conversations) AS conversations, (SELECT count(*) FROM messages) AS messages,
+       (SELECT count(*) FROM round_metrics) AS round_metrics, (SELECT count(*) FROM memory) AS memory_versions
+
+-- generated_statistics --
+-- What autovacuum would have done on a database that grew to this size (outside a transaction).
+VACUUM ANALYZE

@@ -130,7 +130,6 @@ async def test_bad_ids_are_422_naming_the_field_and_write_nothing(served, databa
         for method, path, field in (
             ("GET", "/users/" + "u" * 600 + "/items", "user_id"),
             ("GET", "/users/" + "é" * 300 + "/items", "user_id"),  # 300 characters, 600 bytes
-            ("DELETE", "/users/" + "u" * 300, "user_id"),  # within the bytes, over the items' 256 characters
             ("GET", "/users/" + "\U0001f600" * 200 + "/items", "user_id"),  # 200 characters, 800 bytes
             ("GET", "/users/%20/items", "user_id"),  # blank
             ("GET", "/users/conversation:t/items", "user_id"),  # a conversation's own scope: reserved

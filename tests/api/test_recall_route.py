@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from memory_agent.long_term.block import BLOCK_HEADER
+from memory_agent.long_term.recall.block import BLOCK_HEADER
 from tests.api.test_http import chat, client
 from tests.integration.test_recall_surfaces import old_batch
 

@@ -122,7 +122,7 @@ async def test_bad_input_is_422_naming_the_problem_and_writes_nothing(served: Se
             ({"userId": 7, "period": "daily"}, ["body", "userId"]),
             ({"userId": "  ", "period": "daily"}, ["body", "userId"]),  # blank
             ({"userId": "é" * 300, "period": "daily"}, ["body", "userId"]),  # 300 characters, 600 bytes
-            ({"userId": "u" * 300, "period": "daily"}, ["body", "userId"]),
+            ({"userId": "u" * 513, "period": "daily"}, ["body", "userId"]),  # over the 512 bytes of an id
         ):
             response = await http.post("/memory/summarize", json=body)
             assert response.status_code == 422, (body, response.text)

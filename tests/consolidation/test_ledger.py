@@ -13,7 +13,6 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import ledger, llm, with_memory
 from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
-from memory_agent.conversation.recalled import round_recall
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import (
@@ -26,6 +25,7 @@ from memory_agent.long_term import (
     touched_clusters,
 )
 from memory_agent.long_term.recall import RecallSettings
+from memory_agent.long_term.recall.round_start import round_recall
 from memory_agent.schemas.keys import ConversationKey
 from memory_agent.settings import MemorySettings, ModelPrice
 from memory_agent.summarize.agent import MemoryAgent

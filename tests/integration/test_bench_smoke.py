@@ -67,7 +67,11 @@ def test_bench_harness_small(server_url, tmp_path):
     assert recall["quality"]["figures"]["synthetic, english OR"]["recall"]["@5"] > 0
     assert "locomo dev" in recall["quality"]["skipped"]
     assert recall["latency"]["recall_p95_over_load_context_p95"] > 0
-    assert "added to a round start" in (tmp_path / "recall.md").read_text()
+    round_start = recall["latency"]["round_start"]
+    assert {"off", "none"} <= set(round_start["figures"]) and round_start["rounds_per_variant"] == 8
+    assert round_start["model_calls_on_read_path"] == 0 and round_start["recall_errors"] == 0
+    assert 0 < round_start["block_tokens_max"]["none"] <= round_start["block_token_limit"]
+    assert "added p95" in (tmp_path / "recall.md").read_text()
 
 
 def test_bench_observability_alone(server_url, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -82,7 +83,7 @@ async def test_a_claim_lost_to_another_process_is_recorded_as_already_processing
             waiting = query(
                 database_url,
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                ["%round_metrics%"],
+                ["%record_round_claim(%"],
             )
             if waiting == [(1,)]:
                 break
@@ -174,6 +175,7 @@ async def test_a_failure_inside_the_round_transaction_leaves_nothing(open_memory
                 StoredRound(roles, contents, payloads),
                 holder=None,
                 window=14,
+                now=datetime.now(UTC),
             )
             assert saved is not None and saved.first_sequence == 2  # stored, inside the transaction
             if failure == "python":

@@ -8,6 +8,7 @@ from langchain_core.messages import HumanMessage
 from psycopg import sql
 
 from memory_agent import with_memory
+from memory_agent.llm.extract import Statement, extract_items
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import (
     ClusterSummaries,
@@ -22,7 +23,6 @@ from memory_agent.long_term import (
     remember,
     touched_clusters,
 )
-from memory_agent.long_term.extract import Statement, extract_items
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 from tests.support import EchoChat

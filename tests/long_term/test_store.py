@@ -100,7 +100,7 @@ async def test_search_ranks_by_text_filters_by_value_and_pages(store):
 
 
 async def test_a_user_never_reads_another_users_or_tenants_items(store):
-    other_tenant = MemoryStore(store._connection_pool(), tenant_id="globex")
+    other_tenant = MemoryStore(store._connector().pool, tenant_id="globex")
     await store.aput(ALICE, "k", {"content": "Alice's peanut allergy"})
     await store.aput(BOB, "k", {"content": "Bob's peanut allergy"})
     await other_tenant.aput(ALICE, "k", {"content": "another Alice's peanut allergy"})

@@ -241,7 +241,7 @@ async def test_the_constraint_decides_when_a_writer_bypasses_the_slot_lock(conne
 
 
 async def test_a_todo_said_done_in_the_users_words_closes(conn):
-    from memory_agent.long_term.extract import Statement, extract_items
+    from memory_agent.llm.extract import Statement, extract_items
 
     opened = extract_items(
         [Statement(0, "user", "Remind me to call the dentist."), Statement(2, "user", "Remind me to buy milk.")]

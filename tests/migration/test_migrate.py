@@ -112,7 +112,14 @@ def test_definitions_are_recreated_when_they_change(database_url):
     execute(database_url, "UPDATE schema_definitions SET checksum = 'old' WHERE name = 'views.sql'")
     execute(database_url, "DROP VIEW memory_health_totals")
     report = asyncio.run(run_migrator(database_url))
-    assert report.applied == [] and report.definitions == ["rules.sql", "tenancy.sql", "views.sql"]
+    assert report.applied == [] and report.definitions == [
+        "items.sql",
+        "rules.sql",
+        "schedules.sql",
+        "summaries.sql",
+        "tenancy.sql",
+        "views.sql",
+    ]
     assert query(database_url, "SELECT count(*) FROM memory_health_totals") == [(1,)]
     # One definition of each view: not in any numbered file after 0003 (which stays as released).
     for migration in load_migrations():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from memory_agent.long_term.extract import RULES, Statement, extract_items, folded
+from memory_agent.llm.extract import RULES, Statement, extract_items, folded
 from memory_agent.schemas.items import (
     StructuredItems,
     SummaryItem,

@@ -24,7 +24,8 @@ RULE = dict(summarize_after_seq=5, min_new_messages=1, processing_timeout_s=300.
         (4, 10.0, None, "below_threshold"),  # the threshold is checked first
         (5, None, None, None),  # due: the design's first summary
         (7, 10.0, None, "already_processing"),
-        (7, 300.0, None, None),  # stale at the timeout: reclaimed, so due
+        (7, 300.0, None, "already_processing"),  # at the timeout: not stuck yet (memory_is_stuck: older than)
+        (7, 300.5, None, None),  # past the timeout: stale, reclaimed, so due
         (7, 10.0, 7, "already_processing"),  # in progress wins over "nothing new"
         (7, None, 7, "no_new_messages"),
         (7, 900.0, 7, "no_new_messages"),  # stale row reclaimed, but nothing new since the memory
@@ -89,7 +90,7 @@ def test_round_memories_take_what_the_protocol_passes(implementation):
 # Every module of memory_agent is a unit here: a top-level module, or a sub-package with all its modules. A unit
 # not named below fails test_every_module_is_placed_in_a_layer, so a new module starts by choosing its layer.
 UNITS = {
-    "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "ledger", "llm", "db",
+    "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
     "conversation", "long_term", "summarize", "jobs",
     "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
     "api", "cli",
@@ -106,16 +107,16 @@ def only(*allowed: str) -> tuple[str, ...]:
 # What each unit must not import (each package's __init__ docstring says the same): lower layers never reach up.
 FORBIDDEN = {
     # The base modules, below every package: errors, where the SQL and prompt files are, settings, the shared data
-    # shapes, the memory loop, the cost ledger.
+    # shapes, the memory loop, the token estimate, the cost ledger.
     "errors": only(),
     "resources": only(),
     **{name: only("errors", *SETTINGS) for name in SETTINGS},
     "schemas": only("errors"),
     "runtime": only("errors"),
-    "ledger": only("errors", "resources", "db", "schemas", "llm", *SETTINGS),
-    # The LLM call path (one call record, one model factory, the offline models) under every package that calls a
-    # model; its offline extractor reads long_term's item extraction.
-    "llm": ("db", "conversation", "summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
+    "tokens": only(),  # the one token estimate
+    "ledger": only("errors", "resources", "db", "schemas", "llm", "tokens", *SETTINGS),
+    # The LLM call path (the call record, the counter, the default and offline models), under every caller.
+    "llm": only("errors", "resources", "schemas", "tokens", *SETTINGS),
     # The tiers and what runs them.
     "db": ("conversation", "long_term", "summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
     "conversation": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),

@@ -8,7 +8,7 @@ nothing matched; the lists are fused by weighted reciprocal rank in one statemen
 sql/queries/recall.sql). A recalled turn comes with its neighbours in its conversation and its date. With the stored 'english' vectors the statement is prepared once per
 connection and runs on a generic plan. Scope: this conversation's turns first, the user's other conversations
 too when this one has few hits or the message points to the past ("last time", "之前", …). Guardrails: a token
-budget for the block, a number of turns, a per-turn character cap (long_term/block.py). Every result says where
+budget for the block, a number of turns, a per-turn character cap (block.py). Every result says where
 it came from (conversation + sequences, item ids, source items, a key insight's note), so a caller can re-expand
 it. Recall never calls an LLM. docs/recall.md has the measurements.
 """
@@ -26,19 +26,21 @@ from typing import Any, Literal
 import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection, sql
-from psycopg.rows import dict_row
 
 from memory_agent import resources
 from memory_agent.conversation.messages import storable_text
+from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.errors import ConfigurationError, InvalidInputError
-from memory_agent.long_term.block import RecallHit, apply_guardrails, hit_from_row
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
-from memory_agent.long_term.query_text import cjk_bigrams, has_cjk, points_to_past
-from memory_agent.settings import RecallSettings
+from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
+from memory_agent.long_term.recall.query_text import cjk_bigrams, has_cjk, points_to_past
+from memory_agent.long_term.recall.settings import RecallSettings
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
 ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
+# A search (the store, the retriever): nothing rather than the latest turns when nothing matches.
+SEARCH_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector")
 
 
 @dataclass
@@ -108,11 +110,11 @@ async def _search(
             await stack.enter_async_context(conn.pipeline())
             if not conn.autocommit:
                 await stack.enter_async_context(conn.transaction())
-            cur = await stack.enter_async_context(conn.cursor(row_factory=dict_row))
-            await cur.execute(resources.queries()["recall_settings"], settings_params)
+            await execute_query(conn, "recall_settings", settings_params)
             # Prepared at once: the generic plan is made once per connection and reused.
-            await cur.execute(_statement(vectors is not None, stored), {**params, **(vectors or {})}, prepare=stored)
-            return await cur.fetchall()
+            return await fetch_all(
+                conn, _statement(vectors is not None, stored), {**params, **(vectors or {})}, prepare=stored
+            )
     except psycopg.errors.UndefinedObject as exc:
         raise ConfigurationError(
             f"recall cannot use text search configuration {settings.text_search_config!r} "
@@ -227,11 +229,9 @@ async def recall(
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
-    hits = [
-        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
-        for row in rows
-        if row["kind"] is not None
-    ]
+    hits = without_repeats(
+        [hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars) for row in rows if row["kind"]]
+    )
     if not include_summaries:  # raw items and turns only (a tenant over its cost ceiling); the counts stay the search's
         hits = [hit for hit in hits if hit.kind != "summary"]
     kept, block, tokens, truncated = apply_guardrails(
@@ -260,14 +260,13 @@ async def source_turns(
     """The stored turns behind a hit (its provenance re-expanded), only ever the user's own."""
     if not hit.sources:
         return []
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            resources.queries()["recall_source_turns"],
-            {
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "conversation_ids": [c for c, _ in hit.sources],
-                "sequences": [s for _, s in hit.sources],
-            },
-        )
-        return await cur.fetchall()
+    return await fetch_all(
+        conn,
+        "recall_source_turns",
+        {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "conversation_ids": [c for c, _ in hit.sources],
+            "sequences": [s for _, s in hit.sources],
+        },
+    )

@@ -5,12 +5,13 @@ guardrails that bound the block (a token budget, a number of turns, a per-turn c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import SystemMessage
-from langchain_core.messages.utils import count_tokens_approximately
+
+from memory_agent.tokens import count_tokens
 
 Kind = Literal["turn", "item", "summary"]
 
@@ -153,6 +154,27 @@ def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: 
     )
 
 
+def without_repeats(hits: Sequence[RecallHit]) -> list[RecallHit]:
+    """The hits in rank order without turns shown twice: a turn hit whose turn and neighbours a better hit shows
+    already (as its turn or its neighbours) is left out, and a later hit's neighbours that are shown already are
+    left out of its context (its own turn stays: it is what matched). Two hits of one exchange would otherwise
+    spend the block's budget on the same turns twice."""
+    shown: set[tuple[str | None, int]] = set()
+    distinct: list[RecallHit] = []
+    for hit in hits:
+        if hit.kind == "turn":
+            conversation, own = hit.conversation_id, hit.sequences[0]
+            if set(hit.sources) <= shown:
+                continue
+            context = [turn for turn in hit.context if (conversation, turn[0]) not in shown]
+            if len(context) < len(hit.context):
+                sources = sorted((str(conversation), s) for s in [own, *(turn[0] for turn in context)])
+                hit = replace(hit, context=context, sources=sources)
+            shown.update((conversation, s) for s in [own, *(turn[0] for turn in context)])
+        distinct.append(hit)
+    return distinct
+
+
 def format_hit(hit: RecallHit) -> str:
     if hit.kind == "turn":
         when = f", {hit.created_at:%d %B %Y}" if hit.created_at is not None else ""
@@ -191,10 +213,10 @@ def format_block(hits: Sequence[RecallHit]) -> str:
 
 
 def estimate_tokens(block: str) -> int:
-    return count_tokens_approximately([SystemMessage(content=block)]) if block else 0
+    return count_tokens([SystemMessage(content=block)]) if block else 0
 
 
-# count_tokens_approximately gives at most one token per character (plus a few per message): a block of fewer
+# count_tokens gives at most one token per character (plus a few per message): a block of fewer
 # characters than the budget less this margin fits without counting, which spares a count per candidate hit.
 _COUNT_MARGIN = 16
 

@@ -1,5 +1,5 @@
 """Recall at round start, as the round sees it: the query (the round's newest user message), the recalled
-block of a round whose user is named (long_term/recall.py retrieves it, in one statement, never through a
+block of a round whose user is named (search.py retrieves it, in one statement, never through a
 model), and what round_metrics records of it.
 
 A round without a user (its scope is the conversation itself, 'conversation:<thread id>') never recalls: there
@@ -16,30 +16,17 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import psycopg
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory_agent import ledger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.errors import ConfigurationError
-from memory_agent.long_term.block import estimate_tokens, format_block
-from memory_agent.long_term.recall import RecallResult, RecallSettings, recall
+from memory_agent.long_term.recall.block import estimate_tokens, format_block
+from memory_agent.long_term.recall.search import RecallResult, recall
+from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.schemas.keys import ConversationKey, default_user_id
 
 logger = logging.getLogger("memory_agent")
-
-
-async def check_recall_settings(backend: MemoryBackend, settings: RecallSettings) -> None:
-    """At open: the text-search configuration exists on the server (a typo would otherwise fail every recall)."""
-    try:
-        async with backend.connection() as conn:
-            await conn.execute("SELECT %s::regconfig", (settings.text_search_config,))
-    except psycopg.errors.UndefinedObject as exc:
-        raise ConfigurationError(
-            f"MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG (got {settings.text_search_config!r}): the server has no such "
-            f"text search configuration ({exc.diag.message_primary}); use one such as 'english' or 'simple'"
-        ) from None
 
 
 def recall_query(messages: Sequence[BaseMessage]) -> str:

@@ -1,0 +1,252 @@
+"""The one seam to PostgreSQL: every statement memory_agent runs goes through this module.
+
+A statement is the name of a query of sql/queries/ (a `str`), a statement composed with `psycopg.sql` (only for
+identifiers that are configurable: a schema, a database name) or, for the migrator, a script of several
+statements without parameters (`bytes`). The functions below run one on a connection the caller holds (inside
+its transaction, say); `Connector` runs them on a given connection or a pooled one, and owns the pool's
+transactions. Driver errors become ours in one place (`driver_errors`), whichever path a statement took, and
+rows are dicts whatever row factory the connection has.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, suppress
+from typing import Any, cast
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from memory_agent import resources
+from memory_agent.db.tenancy import current_tenant
+from memory_agent.errors import DatabaseUnavailableError, InvalidInputError
+
+logger = logging.getLogger("memory_agent.backend")
+
+Row = dict[str, Any]
+Connection = psycopg.AsyncConnection[Any]
+Statement = str | sql.Composable | bytes
+Params = Mapping[str, Any] | Sequence[Any] | None
+
+_QUERIES = resources.queries()
+
+
+@contextmanager
+def driver_errors() -> Iterator[None]:
+    """The driver's errors as ours: input past one of PostgreSQL's limits is the caller's (never retryable), a
+    lost or refused server is DatabaseUnavailableError (retry). Anything else (a constraint, a lock the caller
+    asked to fail fast on) stays the driver's, for the caller that expects it."""
+    try:
+        yield
+    except psycopg.errors.ProgramLimitExceeded as exc:
+        # An OperationalError to the driver, but the same input fails at every attempt: never "retry".
+        raise InvalidInputError(
+            f"PostgreSQL refused the input as past one of its limits ({exc.diag.message_primary}); nothing was "
+            "written, and the same input would fail again (docs/limits.md)"
+        ) from exc
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailableError(
+            f"PostgreSQL is unavailable ({type(exc).__name__}: {exc}); nothing was written, retry the call"
+        ) from exc
+
+
+def _text(statement: Statement) -> sql.Composable | bytes | str:
+    if isinstance(statement, str):
+        try:
+            return _QUERIES[statement]
+        except KeyError:
+            raise KeyError(f"no query named {statement!r} in sql/queries/") from None
+    return statement
+
+
+async def send(
+    conn: Connection, statement: Statement, params: Params = None, *, prepare: bool | None = None
+) -> psycopg.AsyncCursor[Row]:
+    """Run `statement` on `conn` and hand back its cursor unread: in a pipeline, its rows come with a later
+    reply (the round path reads a round end's metrics row with COMMIT's)."""
+    cur = conn.cursor(row_factory=dict_row)
+    with driver_errors():
+        await cur.execute(cast(Any, _text(statement)), params, prepare=prepare)
+    return cur
+
+
+async def rows_of(cur: psycopg.AsyncCursor[Row]) -> list[Row]:
+    """The rows of a cursor `send` returned (none for a statement that returns no rows)."""
+    if cur.pgresult is not None and cur.description is None:  # answered, and not with rows
+        return []
+    with driver_errors():
+        return await cur.fetchall()
+
+
+async def fetch_all(
+    conn: Connection, statement: Statement, params: Params = None, *, prepare: bool | None = None
+) -> list[Row]:
+    """Every row of `statement` run on `conn`."""
+    return await rows_of(await send(conn, statement, params, prepare=prepare))
+
+
+async def fetch_one(
+    conn: Connection, statement: Statement, params: Params = None, *, prepare: bool | None = None
+) -> Row | None:
+    """The first row of `statement` run on `conn`, None when it returns none."""
+    rows = await fetch_all(conn, statement, params, prepare=prepare)
+    return rows[0] if rows else None
+
+
+async def execute_query(
+    conn: Connection, statement: Statement, params: Params = None, *, prepare: bool | None = None
+) -> int:
+    """Run `statement` on `conn` for its effect; the number of rows it touched."""
+    return (await send(conn, statement, params, prepare=prepare)).rowcount
+
+
+async def execute_many(
+    conn: Connection, statement: Statement, rows: Iterable[Mapping[str, Any] | Sequence[Any]]
+) -> None:
+    """Run `statement` once per parameter set of `rows` on `conn` (psycopg pipelines them)."""
+    async with conn.cursor() as cur:
+        with driver_errors():
+            await cur.executemany(cast(Any, _text(statement)), rows)
+
+
+def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: Params = None) -> Row | None:
+    """fetch_one on a blocking connection, for the one caller that has no event loop: the embedded server's
+    setup, before any pool exists."""
+    with driver_errors(), conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(cast(Any, _text(statement)), params)
+        return cur.fetchone() if cur.description is not None else None
+
+
+def _has_pending_input(fileno: int) -> bool:
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fileno, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    readable, _, errored = select.select([fileno], [], [fileno], 0)  # pragma: no cover - no poll() on Windows
+    return bool(readable or errored)
+
+
+async def check_pooled_connection(conn: Connection) -> None:
+    """The pool's check on every checkout, without a round trip when the connection looks healthy.
+
+    An idle autocommit connection has nothing to read: pending input means the server sent an error
+    (a terminated backend) or closed the socket (a stopped server), and only then does the full check
+    (one empty query) run and, failing, make the pool replace the connection. Checking every checkout
+    with a round trip cost one extra trip per statement group on the round path.
+    """
+    try:
+        suspicious = conn.closed or _has_pending_input(conn.fileno())
+    except (OSError, ValueError, psycopg.Error):
+        suspicious = True
+    if suspicious:
+        await AsyncConnectionPool.check_connection(conn)
+
+
+async def configure_session(conn: Connection, schema: str, processing_timeout_s: float | None) -> None:
+    """A new pooled connection: autocommit, `schema` (then public) on its search path, and the timeout after
+    which the views count a `processing` row as stuck (processing_timeout())."""
+    await conn.set_autocommit(True)
+    await execute_query(conn, sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
+    if processing_timeout_s is not None:
+        await execute_query(conn, "session_settings", {"processing_timeout_s": str(processing_timeout_s)})
+
+
+class Connector:
+    """A pool on the memory_agent schema: its connections and transactions, and the statements run on them
+    (on the caller's connection when one is given)."""
+
+    def __init__(self, pool: AsyncConnectionPool, schema: str = "memory_agent") -> None:
+        self.pool = pool
+        self.schema = schema
+        # Whether the connected role is bound by row-level security (detect_row_security, at open): then every
+        # connection handed out names the tenant of the running work (db/tenancy.py).
+        self.row_security = False
+
+    async def detect_row_security(self) -> bool:
+        """Whether the policies bind the connected role (it does not own the tables and may not bypass them)."""
+        row = await self.fetch_one("row_security_active")
+        self.row_security = bool(row and row["active"])
+        if self.row_security:
+            logger.info("Row-level security binds this role: every connection names its tenant")
+        return self.row_security
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """A pooled connection (autocommit) for the block; driver errors inside it come out as ours."""
+        with driver_errors():
+            async with self.pool.connection() as conn:
+                if self.row_security:
+                    # For the session (a pooled connection has no transaction open): each checkout names it again,
+                    # so a connection never keeps the tenant of its previous user.
+                    await execute_query(conn, "name_tenant", {"tenant_id": current_tenant() or ""})
+                yield cast(psycopg.AsyncConnection[Row], conn)  # the pool's row_factory is dict_row
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """One write transaction; everything inside commits together or not at all."""
+        async with self.connection() as conn, conn.transaction():
+            yield conn
+
+    @asynccontextmanager
+    async def round_transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """`transaction()` in pipeline mode, for the round path: BEGIN travels with the first statement, COMMIT
+        with the statements whose results are not read before it, so a transaction whose result is read once
+        takes two round trips. (psycopg's transaction() in a pipeline syncs when it opens and twice when it
+        closes: five round trips for two statements, traced.) Only single statements inside (no
+        multi-statement strings), and no transaction() inside: it would sync. A failure anywhere inside —
+        a statement's error or the caller's — rolls the whole transaction back."""
+        async with self.connection() as conn:
+            try:
+                async with conn.pipeline():
+                    await conn.execute("BEGIN")
+                    yield conn
+                    await conn.execute("COMMIT")
+            except BaseException:
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    with suppress(psycopg.Error):  # a broken connection: the pool discards it
+                        await conn.execute("ROLLBACK")
+                raise
+
+    async def fetch_all(
+        self,
+        statement: Statement,
+        params: Params = None,
+        *,
+        conn: Connection | None = None,
+        prepare: bool | None = None,
+    ) -> list[Row]:
+        """Every row of `statement`, on `conn` when given, else on a pooled connection."""
+        if conn is not None:
+            return await fetch_all(conn, statement, params, prepare=prepare)
+        async with self.connection() as own:
+            return await fetch_all(own, statement, params, prepare=prepare)
+
+    async def fetch_one(
+        self,
+        statement: Statement,
+        params: Params = None,
+        *,
+        conn: Connection | None = None,
+        prepare: bool | None = None,
+    ) -> Row | None:
+        """The first row of `statement` (None when none), on `conn` when given, else on a pooled connection."""
+        rows = await self.fetch_all(statement, params, conn=conn, prepare=prepare)
+        return rows[0] if rows else None
+
+    async def execute_query(
+        self,
+        statement: Statement,
+        params: Params = None,
+        *,
+        conn: Connection | None = None,
+        prepare: bool | None = None,
+    ) -> int:
+        """Run `statement` for its effect (the rows it touched), on `conn` when given, else on a pooled one."""
+        if conn is not None:
+            return await execute_query(conn, statement, params, prepare=prepare)
+        async with self.connection() as own:
+            return await execute_query(own, statement, params, prepare=prepare)

@@ -1,0 +1,76 @@
+-- Long-term item writes with their lineage (memory_agent/long_term/writer.py), as functions of plain statements that
+-- each name the user: on Citus an INSERT ... SELECT (and a modifying CTE feeding one) runs through the coordinator
+-- and commits on every node it sent results to (two-phase commit); one row at a time, each is routed to the
+-- user's shard and the summary that writes them commits on one node.
+
+-- add_item_sources: lineage rows, one per (item, cited message) (a null sequence when it cites none); known rows are
+-- kept.
+CREATE FUNCTION add_item_sources(
+    p_user_id text, p_tenant_id text, p_item_ids bigint[], p_conversation_id text, p_memory_id integer,
+    p_sequences integer[], p_now timestamptz
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_item_id bigint;
+    v_sequence integer;
+BEGIN
+    FOREACH v_item_id IN ARRAY p_item_ids LOOP
+        FOREACH v_sequence IN ARRAY p_sequences LOOP
+            INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number,
+                                      created_at)
+            VALUES (p_user_id, p_tenant_id, v_item_id, p_conversation_id, p_memory_id, v_sequence, p_now)
+            ON CONFLICT DO NOTHING;
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+-- insert_item: a new current version from `p_valid_from`, with its lineage; fails with 23P01 when a concurrent writer
+-- opened one first. Its item_id.
+CREATE FUNCTION insert_item(
+    p_user_id text, p_tenant_id text, p_project text, p_environment text, p_item_type text, p_key text,
+    p_value_slot text, p_content text, p_content_norm text, p_importance real, p_confidence real,
+    p_valid_from timestamptz, p_conversation_id text, p_memory_id integer, p_sequences integer[], p_now timestamptz
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_item_id bigint;
+BEGIN
+    INSERT INTO items AS i (user_id, tenant_id, project, environment, item_type, key, value_slot, content,
+                            content_norm, importance, confidence, valid_during, created_at, updated_at)
+    VALUES (p_user_id, p_tenant_id, p_project, p_environment, p_item_type, p_key, p_value_slot, p_content,
+            p_content_norm, p_importance, p_confidence, tstzrange(p_valid_from, NULL), p_now, p_now)
+    RETURNING i.item_id INTO v_item_id;
+    PERFORM add_item_sources(p_user_id, p_tenant_id, ARRAY[v_item_id], p_conversation_id, p_memory_id, p_sequences,
+                             p_now);
+    RETURN v_item_id;
+END
+$$;
+
+-- restate_item: the same content stated again: importance and confidence keep their highest value; the new lineage is
+-- added.
+CREATE FUNCTION restate_item(
+    p_user_id text, p_tenant_id text, p_item_id bigint, p_importance real, p_confidence real,
+    p_conversation_id text, p_memory_id integer, p_sequences integer[], p_now timestamptz
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    UPDATE items AS i
+    SET importance = GREATEST(i.importance, p_importance), confidence = GREATEST(i.confidence, p_confidence),
+        updated_at = GREATEST(i.updated_at, p_now)
+    WHERE i.user_id = p_user_id AND i.tenant_id = p_tenant_id AND i.item_id = p_item_id;
+    IF FOUND THEN
+        PERFORM add_item_sources(p_user_id, p_tenant_id, ARRAY[p_item_id], p_conversation_id, p_memory_id,
+                                 p_sequences, p_now);
+    END IF;
+END
+$$;

@@ -1,0 +1,137 @@
+"""On a Citus cluster: recall, the LangGraph store, consolidation, and forgetting (an item, a conversation, a user)
+with nothing of the erased left in any text column of the schema."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from langchain_core.messages import HumanMessage
+from psycopg import sql
+
+from memory_agent import MemoryStore, with_memory
+from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner
+from memory_agent.llm import OfflineConsolidationModel
+from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.long_term import remember
+from tests.citus.conftest import query
+from tests.long_term.conftest import items
+from tests.support import EchoChat
+
+TEXT_TYPES = ["text", "character varying", "character", "json", "jsonb"]
+
+
+def columns_holding(url: str, schema: str, needle: str) -> list[str]:
+    """Every text-like column (and text arrays) of every table and view of the schema that holds `needle`."""
+    columns = query(
+        url,
+        schema,
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s"
+        " AND (data_type = ANY(%s) OR (data_type = 'ARRAY' AND udt_name IN ('_text', '_varchar', '_jsonb')))",
+        [schema, TEXT_TYPES],
+    )
+    assert len(columns) > 20  # the scan reaches the whole schema
+    found = []
+    for table, column in columns:
+        statement = sql.SQL("SELECT count(*) FROM {} WHERE strpos({}::text, %s) > 0").format(
+            sql.Identifier(table), sql.Identifier(column)
+        )
+        if query(url, schema, statement, [needle])[0][0]:
+            found.append(f"{table}.{column}")
+    return found
+
+
+async def talk(app, thread: str, user: str, texts: list[str]) -> None:
+    for text in texts:
+        config = {"configurable": {"thread_id": thread, "user_id": user, "tenant_id": "acme"}}
+        await app.ainvoke({"messages": [HumanMessage(text)]}, config)
+
+
+async def test_recall_and_the_store(open_memory):
+    memory = await open_memory(model=OfflineSummaryModel())
+    app = with_memory(EchoChat().graph, memory)
+    await talk(app, "trip", "ana", ["I live in Lisbon.", "I'm allergic to peanuts.", "I like green tea.", "Bye."])
+    await talk(app, "other", "ben", ["I'm allergic to shellfish.", "I live in Porto.", "Fine.", "Bye."])
+    assert await memory.drain(timeout=30)
+    hits = await memory.recall("ana", "peanuts allergy", tenant_id="acme")
+    assert hits and all("shellfish" not in hit.text for hit in hits)
+    assert {"turn", "item"} <= {hit.kind for hit in hits}
+    assert any("peanuts" in hit.text for hit in hits if hit.kind == "item")
+
+    store = MemoryStore.from_service(memory, tenant_id="acme")
+    await store.aput(("facts", "ana"), "diet", {"content": "ana eats no meat"})
+    await store.aput(("facts", "ana"), "diet", {"content": "ana eats fish again"})
+    got = await store.aget(("facts", "ana"), "diet")
+    assert got is not None and got.value["content"] == "ana eats fish again"
+    found = await store.asearch(("facts", "ana"), query="fish")
+    assert any("fish" in str(item.value) for item in found)
+    assert await store.asearch(("facts", "ben"), query="fish") == [] or all(
+        "ana" not in str(item.value) for item in await store.asearch(("facts", "ben"), query="fish")
+    )
+    await store.adelete(("facts", "ana"), "diet")
+    assert await store.aget(("facts", "ana"), "diet") is None
+
+
+async def test_forgetting_leaves_no_canary(open_memory, citus_url, schema):
+    item_canary, thread_canary, user_canary = (f"zq{uuid.uuid4().hex[:8]}{kind}" for kind in ("item", "conv", "user"))
+    memory = await open_memory(model=OfflineSummaryModel())
+    app = with_memory(EchoChat().graph, memory)
+    await talk(app, "kept", "ana", [f"I'm allergic to {item_canary}.", "I live in Lisbon.", "Fine.", "Bye."])
+    await talk(app, "secret", "ana", [f"I'm allergic to {thread_canary}.", "I like tea.", "Fine.", "Bye."])
+    await talk(app, "bens", "ben", [f"I'm allergic to {user_canary}.", "I like coffee.", "Fine.", "Bye."])
+    assert await memory.drain(timeout=30)
+    for canary in (item_canary, thread_canary, user_canary):
+        assert "items.content" in columns_holding(citus_url, schema, canary)
+
+    (item,) = [i for i in await memory.list_items("ana", tenant_id="acme") if item_canary in i.content]
+    await memory.forget_item("ana", item.item_id, tenant_id="acme")
+    assert [i for i in await memory.list_items("ana", tenant_id="acme") if item_canary in i.content] == []
+    assert "items.content" not in columns_holding(citus_url, schema, item_canary)
+
+    assert await memory.delete_conversation("secret", user_id="ana", tenant_id="acme")
+    assert columns_holding(citus_url, schema, thread_canary) == []
+
+    await memory.forget_user("ben", tenant_id="acme")
+    assert columns_holding(citus_url, schema, user_canary) == []
+    assert query(citus_url, schema, "SELECT count(*) FROM messages WHERE user_id = 'ben'") == [(0,)]
+    # ana's other conversation is untouched.
+    assert query(citus_url, schema, "SELECT count(*) FROM messages WHERE conversation_id = 'kept'") == [(8,)]
+
+
+async def test_consolidation_over_a_week(open_memory, citus_url, schema):
+    memory = await open_memory()
+    start = datetime(2026, 6, 1, tzinfo=UTC)  # a Monday
+
+    async def write(conn) -> None:
+        for n in range(8):
+            for user in ("ana", "ben"):
+                await remember(
+                    conn,
+                    tenant_id="acme",
+                    user_id=user,
+                    items=items(
+                        facts=[("mood", f"{user} felt {'calm' if n % 2 else 'busy'} on day {n}")],
+                        decisions=[(f"step_{n}", f"{user} decided to ship step {n}")],
+                    ),
+                    conversation_id=None,
+                    memory_id=None,
+                    now=start + timedelta(days=n, hours=12),
+                )
+
+    async def consolidate() -> None:
+        async with memory.backend.connection() as conn:
+            await write(conn)
+        runner = ConsolidationRunner(memory.backend.pool, OfflineConsolidationModel(), ConsolidationConfig())
+        for n in range(8):
+            await runner.run_due(start + timedelta(days=n + 1, hours=5))
+
+    await memory.loop.arun(consolidate())
+    notes = dict(
+        query(
+            citus_url,
+            schema,
+            "SELECT period, count(*) FROM consolidation_notes WHERE user_id = 'ana' GROUP BY period",
+        )
+    )
+    assert notes == {"daily": 8, "weekly": 1}
+    assert query(citus_url, schema, "SELECT count(DISTINCT user_id) FROM consolidation_notes") == [(2,)]

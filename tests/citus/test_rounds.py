@@ -1,0 +1,188 @@
+"""On a Citus cluster: the schema distributed as sql/distribution.sql says, and rounds through both integrations
+with summaries made by both executors."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from memory_agent import MemoryMiddleware, with_memory
+from memory_agent.db.connect import migrate_database
+from memory_agent.errors import ConfigurationError
+from memory_agent.llm.offline import OfflineSummaryModel
+from tests.citus.conftest import query
+from tests.integration.agent_support import ToolScriptModel, lookup, shout
+from tests.support import EchoChat
+
+USERS = ("ana", "ben", "cleo")
+
+
+def config(thread: str, user: str) -> dict:
+    return {"configurable": {"thread_id": thread, "user_id": user, "tenant_id": "acme"}}
+
+
+async def run_rounds(app, rounds: int, threads: tuple[str, ...] = ("a", "b")) -> None:
+    for user in USERS:
+        for thread in threads:
+            for n in range(rounds):
+                await app.ainvoke(
+                    {"messages": [HumanMessage(f"I like {user} apples {n} in {thread}")]},
+                    config(f"{user}-{thread}", user),
+                )
+
+
+def distribution(url: str, schema: str) -> dict[str, tuple[str, str | None]]:
+    """{table: (method, colocated-with-conversations | 'none')} of the schema's tables in Citus' catalog."""
+    rows = query(
+        url,
+        schema,
+        "SELECT c.relname, p.partmethod, p.colocationid = (SELECT colocationid FROM pg_dist_partition"
+        "  WHERE logicalrelid = 'conversations'::regclass)"
+        " FROM pg_dist_partition AS p JOIN pg_class AS c ON c.oid = p.logicalrelid"
+        " WHERE c.relnamespace = %s::regnamespace",
+        [schema],
+    )
+    return {name: (method, "conversations" if together else None) for name, method, together in rows}
+
+
+async def test_every_table_is_distributed_and_a_rerun_keeps_it(open_memory, citus_url, schema):
+    memory = await open_memory()
+    await memory.aclose()
+    placed = distribution(citus_url, schema)
+    tables = {
+        name
+        for (name,) in query(
+            citus_url,
+            schema,
+            "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace AND relkind = 'r'"
+            " AND relname NOT LIKE 'schema\\_%%'",
+            [schema],
+        )
+    }
+    assert set(placed) == tables  # every table says where it lives
+    assert placed["api_keys"] == ("n", None)  # a reference table
+    assert placed["conversation_owners"] == ("h", None)  # by thread id, a group of its own
+    keyed_by_user = {name for name, where in placed.items() if where == ("h", "conversations")}
+    assert tables - keyed_by_user == {"api_keys", "conversation_owners"}
+    # Up to date: nothing applied, nothing distributed again.
+    report = await migrate_database(citus_url, schema, procrastinate=False)
+    assert (report.applied, report.definitions, report.distributed) == ([], [], False)
+    # Definitions re-created (a release changed one): the distribution's settings on them come back.
+    query(citus_url, schema, "UPDATE schema_definitions SET checksum = 'changed' WHERE name = 'rules.sql'")
+    report = await migrate_database(citus_url, schema, procrastinate=False)
+    assert report.definitions and report.distributed
+    settings = query(
+        citus_url,
+        schema,
+        "SELECT proname, proconfig FROM pg_proc WHERE pronamespace = %s::regnamespace"
+        " AND proname IN ('begin_round', 'end_round')",
+        [schema],
+    )
+    assert len(settings) == 2
+    assert not [name for name, config in settings if any("plan_cache_mode" in c for c in config or [])]
+
+
+async def test_rounds_through_with_memory_and_inline_summaries(open_memory, citus_url, schema):
+    memory = await open_memory(model=OfflineSummaryModel())
+    app = with_memory(EchoChat().graph, memory)
+    await run_rounds(app, rounds=8)
+    assert await memory.drain(timeout=30)
+    per_thread = query(
+        citus_url,
+        schema,
+        "SELECT conversation_id, count(*) FROM messages GROUP BY 1 ORDER BY 1",
+    )
+    assert per_thread == [(f"{u}-{t}", 16) for u in USERS for t in ("a", "b")]
+    versions = query(
+        citus_url, schema, "SELECT conversation_id, status, count(*) FROM memory GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+    assert {(c, s) for c, s, _ in versions} == {(f"{u}-{t}", "completed") for u in USERS for t in ("a", "b")}
+    # The next round is given the latest summary.
+    state = await app.ainvoke({"messages": [HumanMessage("what did I say?")]}, config("ana-a", "ana"))
+    assert state["messages"][-1].content.startswith("reply")
+    context = await memory.get_context_for_workflow("ana-a", user_id="ana", tenant_id="acme")
+    assert context.memory_text and "ana apples" in context.memory_text
+    # Every round's metrics row, on its user's shard; the users' rows spread over more than one node.
+    assert query(citus_url, schema, "SELECT count(*) FROM round_metrics") == [(len(USERS) * 2 * 8 + 1,)]
+    nodes = query(
+        citus_url,
+        schema,
+        "SELECT count(DISTINCT (s.nodename, s.nodeport)) FROM unnest(%s::text[]) AS u (user_id),"
+        " LATERAL (SELECT get_shard_id_for_distribution_column('messages', u.user_id) AS shardid) AS k"
+        " JOIN pg_dist_shard_placement AS s ON s.shardid = k.shardid",
+        [list(USERS) + [f"user-{n}" for n in range(12)]],
+    )
+    assert nodes[0][0] >= 2
+
+
+async def test_rounds_through_create_agent_middleware(open_memory, citus_url, schema):
+    memory = await open_memory(model=OfflineSummaryModel())
+    agent = create_agent(ToolScriptModel(), [lookup, shout], middleware=[MemoryMiddleware(memory)])
+    await agent.ainvoke({"messages": [HumanMessage("hello there")]}, config("agent", "ana"))
+    await agent.ainvoke({"messages": [HumanMessage("please tools:2:seq")]}, config("agent", "ana"))
+    for n in range(3):
+        await agent.ainvoke({"messages": [HumanMessage(f"more {n}")]}, config("agent", "ana"))
+    assert await memory.drain(timeout=30)
+    roles = query(
+        citus_url, schema, "SELECT role FROM messages WHERE conversation_id = 'agent' ORDER BY sequence_number"
+    )
+    assert [r for (r,) in roles][:8] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert query(citus_url, schema, "SELECT count(*) > 0 FROM memory WHERE status = 'completed'") == [(True,)]
+
+
+async def test_summaries_as_procrastinate_jobs(open_memory, citus_url, schema):
+    memory = await open_memory(model=OfflineSummaryModel(), executor="procrastinate")
+    app = with_memory(EchoChat().graph, memory)
+    await run_rounds(app, rounds=6, threads=("jobs",))
+    queued = query(citus_url, schema, "SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'")
+    assert queued[0][0] >= len(USERS)
+    await memory.loop.arun(memory.executor.run_worker(2, wait=False))  # type: ignore[attr-defined]
+    statuses = query(citus_url, schema, "SELECT status, count(*) FROM memory GROUP BY 1")
+    assert dict(statuses).keys() == {"completed"}
+    jobs = query(citus_url, schema, "SELECT status, count(*) FROM procrastinate_jobs GROUP BY 1")
+    assert dict(jobs).keys() == {"succeeded"} and dict(jobs)["succeeded"] >= queued[0][0]
+    # The job's work was done: every completed version has its text and the items it extracted.
+    assert query(citus_url, schema, "SELECT count(*) FROM memory WHERE memory_text = ''") == [(0,)]
+    assert query(citus_url, schema, "SELECT count(DISTINCT user_id) FROM items") == [(len(USERS),)]
+
+
+async def test_a_role_bound_by_row_level_security_is_refused_with_the_reason(open_memory, citus_url, schema):
+    """Row-level security names the tenant per session on the coordinator, and Citus checks the policies on the
+    workers, which never see it: a role bound by the policies would read nothing and write nothing. The service
+    refuses to open for it, saying what to do, instead of serving empty rounds."""
+    owner = await open_memory()
+    await owner.aclose()
+    role, password = f"ma_app_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    ident = sql.Identifier(role)
+    with psycopg.connect(citus_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(ident, sql.Literal(password)))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), ident))
+        conn.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {} TO {}").format(
+                sql.Identifier(schema), ident
+            )
+        )
+    try:
+        params = conninfo_to_dict(citus_url)
+        params.update(user=role, password=password)
+        with pytest.raises(ConfigurationError, match="row-level security binds this role.*Citus"):
+            await open_memory(database_url=make_conninfo(**params), auto_migrate=False)
+    finally:
+        with psycopg.connect(citus_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(ident))
+            conn.execute(sql.SQL("DROP ROLE {}").format(ident))

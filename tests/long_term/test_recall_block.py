@@ -1,0 +1,40 @@
+"""The recalled block shows each turn once: hits of one exchange share their neighbours, and a hit whose turns a
+better hit already shows takes no room in the block."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from memory_agent.evaluation import store_conversation
+from memory_agent.long_term.recall import recall
+from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
+
+TENANT, USER = "t1", "ana"
+
+
+async def test_turns_shared_by_two_hits_are_shown_once(conn: Any) -> None:
+    # Every turn of this exchange matches; the middle one matches both words, so it ranks first and shows the
+    # turns before and after it.
+    await store_conversation(
+        conn,
+        "kayak",
+        [
+            ("user", "We rented a kayak on Saturday.", at(0)),
+            ("assistant", "A kayak on the fjord near Bergen, you said?", at(0)),
+            ("user", "Yes, Bergen in the rain.", at(0)),
+            ("assistant", "Rain is the rule there.", at(0)),
+            ("user", "Bergen again next summer, with the kayak.", at(0)),
+        ],
+        tenant_id=TENANT,
+        user_id=USER,
+    )
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="kayak Bergen fjord", conversation_id="new")
+    turns = [hit for hit in result.results if hit.kind == "turn"]
+    assert (turns[0].sequences, [s for s, _, _ in turns[0].context]) == ([1], [0, 2])
+    # Turn 0 and turn 2 are shown with turn 1 already: no hit of their own. Turn 4 is new, its neighbour 3 too.
+    assert [hit.sequences[0] for hit in turns] == [1, 4]
+    assert [s for s, _, _ in turns[1].context] == [3]
+    assert turns[1].sources == [("kayak", 3), ("kayak", 4)]
+    shown = Counter(line.split("#")[1].split()[0] for line in result.block.splitlines() if "#" in line)
+    assert set(shown.values()) == {1}, result.block

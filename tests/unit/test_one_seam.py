@@ -1,0 +1,40 @@
+"""One seam to the database: memory_agent/db/connector.py is the only code that runs SQL.
+
+Every other module goes through its functions (fetch_one, fetch_all, execute_query, execute_many on a given
+connection) or a Connector (the same on a pooled one), so every driver error is mapped in one place."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import memory_agent
+
+ROOT = Path(memory_agent.__file__).parent
+SEAM = ROOT / "db" / "connector.py"
+# psycopg's ways of running a statement or reading its rows, and taking a connection from the pool by hand.
+DRIVER_CALL = re.compile(r"\.(execute|executemany|cursor|fetchone|fetchall|fetchmany|stream)\(|\bpool\.connection\(")
+
+
+def test_only_the_connector_runs_statements():
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted(ROOT.rglob("*.py"))
+        if path != SEAM
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if DRIVER_CALL.search(line)
+    ]
+    assert found == []
+
+
+def test_the_pattern_sees_what_it_looks_for():
+    for line in (
+        "await conn.execute(q)",
+        "async with conn.cursor(row_factory=dict_row) as cur:",
+        "await cur.executemany(q, rows)",
+        "row = await cur.fetchone()",
+        "async with self.pool.connection() as conn:",
+    ):
+        assert DRIVER_CALL.search(line), line
+    for line in ("await execute_query(conn, 'name')", "await backend.fetch_all('name')", "m.model_copy(update={})"):
+        assert not DRIVER_CALL.search(line), line
