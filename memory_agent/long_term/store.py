@@ -20,7 +20,6 @@ from langgraph.store.base import (
     GetOp,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -34,17 +33,22 @@ from memory_agent.conversation.identity import validate_identity
 from memory_agent.db.connector import Connector
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.recall import RecallSettings
+from memory_agent.long_term.store_keys import (
+    check_value,
+    index_of,
+    matching_namespaces,
+    store_key,
+    user_of,
+    user_of_conditions,
+)
 from memory_agent.long_term.store_recall import recall_search
 from memory_agent.long_term.store_rows import (
-    check_value,
     delete_rows,
     equality_filter,
     get_row,
     namespaces_of,
     put_row,
     search_rows,
-    store_key,
-    user_of,
 )
 from memory_agent.long_term.tenancy import tenant_transaction
 from memory_agent.schemas.keys import DEFAULT_TENANT_ID
@@ -186,7 +190,7 @@ class MemoryStore(BaseStore):
                 raise InvalidInputError(f"the root label 'langgraph' is reserved by LangGraph: {op.namespace!r}")
             if op.ttl is not None:
                 raise InvalidInputError("MemoryStore does not support TTL (supports_ttl is False); put without ttl")
-            index = _index_of(op.index)
+            index = index_of(op.index)
             if op.value is None:
 
                 async def delete(conn: psycopg.AsyncConnection[Any]) -> Result:
@@ -223,10 +227,10 @@ class MemoryStore(BaseStore):
 
             return search
         if isinstance(op, ListNamespacesOp):
-            user_id = _user_of_conditions(op.match_conditions)
+            user_id = user_of_conditions(op.match_conditions)
 
             async def list_namespaces(conn: psycopg.AsyncConnection[Any]) -> Result:
-                return _list(await namespaces_of(conn, tenant, user_id), op)
+                return matching_namespaces(await namespaces_of(conn, tenant, user_id), op)
 
             return list_namespaces
         raise InvalidInputError(f"MemoryStore cannot run {type(op).__name__}")
@@ -277,48 +281,3 @@ def _search_item(row: dict[str, Any]) -> SearchItem:
         updated_at=row["updated_at"],
         score=None if score is None else float(score),
     )
-
-
-def _index_of(index: Any) -> list[str] | None:
-    """put's `index`: None (the value's "content", or the whole value) or the paths whose text is searched.
-    False is refused: every item's text is searched and recalled (there is no unindexed item)."""
-    if index is None:
-        return None
-    if index is False:
-        raise InvalidInputError(
-            "MemoryStore searches and recalls every item's text, so index=False cannot be honoured; put without "
-            "index, or with index=[paths] naming the fields to search"
-        )
-    if not isinstance(index, list | tuple) or not index or not all(isinstance(p, str) and p for p in index):
-        raise InvalidInputError(f"index must be None or a non-empty list of field paths, got {index!r}")
-    return list(index)
-
-
-def _user_of_conditions(conditions: tuple[MatchCondition, ...] | None) -> str:
-    for condition in conditions or ():
-        path = tuple(condition.path)
-        if condition.match_type == "prefix" and len(path) >= 2 and path[1] != "*":
-            return user_of(path, "prefix")
-    raise InvalidInputError(
-        "list_namespaces needs a prefix naming the user, e.g. prefix=('memories', user_id): no store call reads "
-        "across users"
-    )
-
-
-def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
-    path = tuple(condition.path)
-    if len(path) > len(namespace):
-        return False
-    labels = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
-    return all(want in ("*", got) for want, got in zip(path, labels))
-
-
-def _list(namespaces: list[tuple[str, ...]], op: ListNamespacesOp) -> list[tuple[str, ...]]:
-    found: list[tuple[str, ...]] = []
-    for namespace in namespaces:
-        if not all(_matches(namespace, condition) for condition in op.match_conditions or ()):
-            continue
-        shown = namespace[: op.max_depth] if op.max_depth is not None else namespace
-        if shown not in found:
-            found.append(shown)
-    return found[op.offset : op.offset + op.limit]

@@ -28,7 +28,7 @@ from langgraph.store.base import SearchItem
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.long_term.recall import SEARCH_PATHS, RecallSettings, recall
 from memory_agent.long_term.recall.block import RecallHit
-from memory_agent.long_term.store_rows import derived_item_key, user_of
+from memory_agent.long_term.store_keys import derived_item_key, user_of
 
 USER_PREFIX_LENGTH = 2  # (category, user_id): the whole of a user's memory
 

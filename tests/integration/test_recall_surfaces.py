@@ -23,7 +23,7 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
-from memory_agent.long_term.store_rows import derived_item_key
+from memory_agent.long_term.store_keys import derived_item_key
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.integration.test_store_graph import ScriptModel, call
