@@ -184,7 +184,7 @@ async def test_concurrent_requests_cannot_overrun_the_cost_ceiling(open_memory, 
     statuses = sorted(r.json()["status"] for r in responses)
     assert statuses == ["complete"] + ["over_budget"] * 11
     assert len(served.model.calls) == 1  # the ceiling was reserved before the call: no other call started
-    (spent,) = query(database_url, "SELECT cost FROM tenant_monthly_spend WHERE tenant_id = 'acme'")[0]
+    (spent,) = query(database_url, "SELECT sum(cost) FROM tenant_monthly_spend WHERE tenant_id = 'acme'")[0]
     assert 1.0 < spent < 400  # one call over the ceiling, at most
     assert query(database_url, "SELECT count(*) FROM budget_reservations") == [(0,)]  # settled
     assert query(database_url, "SELECT count(*) FROM llm_calls") == [(1,)]
