@@ -22,6 +22,10 @@ from benchmarks.systems import create_database, drop_database
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.long_term import (
     Cluster,
+    ClusterSummaries,
+    ItemFilter,
+    ItemOrigin,
+    ItemScope,
     forget_conversation,
     list_items,
     offline_cluster_summarizer,
@@ -80,11 +84,9 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     def write(user: str, tag: str, day: float, conversation: str = "c"):
         return remember(
             conn,
-            tenant_id="t",
-            user_id=user,
+            scope=ItemScope(tenant_id="t", user_id=user),
+            source=ItemOrigin(conversation_id=conversation, memory_id=1),
             items=ten_items(tag),
-            conversation_id=conversation,
-            memory_id=1,
             now=T0 + timedelta(days=day),
         )
 
@@ -106,10 +108,8 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
             *(
                 remember(
                     c,
-                    tenant_id="t",
-                    user_id=f"race_{label}",
-                    conversation_id=f"c{n}",
-                    memory_id=n,
+                    scope=ItemScope(tenant_id="t", user_id=f"race_{label}"),
+                    source=ItemOrigin(conversation_id=f"c{n}", memory_id=n),
                     now=T0,
                     items=StructuredItems(facts=[SummaryItem(key="home_city", content=content(n))]),
                 )
@@ -143,22 +143,29 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
         await timed(50, lambda n: list_items(conn, "t", "bulk1"))
     )
     out[f"list_items_as_of_{items_per_user}_items"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1", as_of=T0 + timedelta(hours=1)))
+        await timed(50, lambda n: list_items(conn, "t", "bulk1", where=ItemFilter(as_of=T0 + timedelta(hours=1))))
     )
 
     allergies = Cluster("t", "u0", "", "", "fact", "allergies")
     out["refresh_cluster_create"] = ms(
-        await timed(1, lambda n: refresh_cluster(conn, allergies, offline_cluster_summarizer, now=T0))
+        await timed(1, lambda n: refresh_cluster(conn, allergies, ClusterSummaries(offline_cluster_summarizer), now=T0))
     )
     out["refresh_cluster_unchanged"] = ms(
-        await timed(calls, lambda n: refresh_cluster(conn, allergies, offline_cluster_summarizer, now=T0))
+        await timed(
+            calls, lambda n: refresh_cluster(conn, allergies, ClusterSummaries(offline_cluster_summarizer), now=T0)
+        )
     )
 
     for day in range(10):
         await write("forgetful", f"x{day}", day, conversation="erase-me")
     started = time.perf_counter()
     report = await forget_conversation(
-        conn, "t", "forgetful", "erase-me", summarize=offline_cluster_summarizer, now=T0 + timedelta(days=20)
+        conn,
+        "t",
+        "forgetful",
+        "erase-me",
+        summaries=ClusterSummaries(offline_cluster_summarizer),
+        now=T0 + timedelta(days=20),
     )
     out["forget_conversation"] = {
         "ms": round((time.perf_counter() - started) * 1000, 1),

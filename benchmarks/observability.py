@@ -100,11 +100,13 @@ def observability_stage(
     with MemoryService.from_settings(settings, model=OfflineSummaryModel()) as memory:  # migrates the database
         backend = memory.backend
         _log(f"observability: generating {conversations:,} conversations x {rounds} rounds in SQL")
-        result: dict[str, Any] = {"data": generate_conversations(url, conversations, rounds, settings.db_schema)}
+        result: dict[str, Any] = {
+            "data": generate_conversations(url, conversations, rounds, settings.database.db_schema)
+        }
         _log(f"observability: generated in {sum(result['data']['generate_s'].values()):.1f} s: {result['data']}")
 
         async def stats(_: int) -> observability.MemoryHealth:
-            return await observability.health(backend, settings.processing_timeout_s)
+            return await observability.health(backend, settings.jobs.processing_timeout_s)
 
         async def inspect(n: int) -> Any:
             return (

@@ -30,7 +30,8 @@ from benchmarks.fakes import (
     assistant_reply,
     user_message,
 )
-from memory_agent.schemas.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.db.round_queries import StoredRound
+from memory_agent.schemas.keys import ConversationKey
 
 POOL_SIZE = 10
 # How long a round may queue for a pooled connection. With 1,000 rounds in flight on 10 connections a
@@ -170,17 +171,12 @@ class MemoryAgentSystem(System):
         async def store() -> None:
             async with backend.transaction() as conn:
                 for messages in rounds:
-                    roles, contents, payloads = serialize_round(messages)
                     await backend.end_round(
                         conn,
-                        thread_id,
-                        roles,
-                        contents,
-                        payloads,
-                        tenant_id=DEFAULT_TENANT_ID,
-                        user_id=default_user_id(thread_id),
+                        ConversationKey.of(thread_id),
+                        StoredRound(*serialize_round(messages)),
                         holder=None,
-                        window=self.memory.settings.memory_rolling_window_size,
+                        window=self.memory.settings.memory.rolling_window_size,
                         now=datetime.now(UTC),
                     )
 

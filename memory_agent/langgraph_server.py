@@ -91,4 +91,4 @@ async def store() -> AsyncIterator[MemoryStore]:
     """langgraph.json's store slot: a MemoryStore (default tenant) over the process's MemoryService."""
     check_store_config(_server_store_config())
     memory = await asyncio.to_thread(shared_memory)  # the first open may start the embedded server: not on the loop
-    yield MemoryStore.from_service(memory, text_search_config=memory.settings.recall_text_search_config)
+    yield MemoryStore.from_service(memory, text_search_config=memory.settings.recall.text_search_config)

@@ -10,7 +10,7 @@ without an answer records nothing: no usage is known.
 
 Model code has no SQL: it notes each answer's usage in the CallLog of the job it runs in (llm/calls.py), and the
 job writes the log with record_calls.
-May import: errors, db.connector, guard_settings, llm/. Imported by summarize/, consolidation/, conversation/.
+May import: errors, db.connector, settings, llm/. Imported by summarize/, consolidation/, conversation/.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from langchain_core.messages import BaseMessage
 
 from memory_agent.db.connector import execute_query, fetch_one
 from memory_agent.errors import InvalidInputError
-from memory_agent.guard_settings import ModelPrice
 from memory_agent.llm.calls import PURPOSES, CallLog, LLMCall, Purpose
+from memory_agent.settings import ModelPrice
 from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent.ledger")

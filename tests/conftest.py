@@ -38,7 +38,7 @@ def server_url() -> Iterator[str]:
         return
     from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
 
-    install_dir = MemorySettings().embedded_install_dir
+    install_dir = MemorySettings().database.embedded_install_dir
     yield start_embedded_postgres(
         scratch_data_dir("memory_agent_test_"), cleanup_mode="delete", install_dir=install_dir
     )

@@ -177,15 +177,22 @@ def settings(model: type[BaseModel] | None = None, prefix: str | None = None, pa
 
 
 def settings_reference() -> str:
-    rows = settings()
+    """One table per settings group (`settings.<group>`, its class and docstring), in declaration order."""
+    from memory_agent.settings import MemorySettings
+
     out: list[str] = []
     groups: dict[str, list[Setting]] = {}
-    for row in sorted(rows, key=lambda row: row.group != "MemorySettings"):  # stable: declaration order within
-        groups.setdefault(row.group, []).append(row)
-    for group, members in groups.items():
+    for row in settings():
+        groups.setdefault(row.path.rpartition(".")[0], []).append(row)
+    for path, members in groups.items():
+        field = MemorySettings.model_fields.get(path)
+        model = _model_class(field.annotation) if field is not None else None
+        doc = " ".join((inspect.getdoc(model) or "").split()) if model is not None else ""
+        doc = doc.partition(": ")[2] or doc  # the docstring after its "`settings.<group>`:"
         out += [
-            f"### {group}",
+            f"### `settings.{path}` ({members[0].group})" if path else f"### {members[0].group}",
             "",
+            *([doc[:1].upper() + doc[1:], ""] if doc else []),
             "| Variable | Attribute | Type | Default | Allowed | Meaning |",
             "|---|---|---|---|---|---|",
         ]

@@ -39,7 +39,7 @@ from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.tenancy import tenant_scope
-from memory_agent.long_term import LongTermItem, forget_user, list_items, tenant_transaction
+from memory_agent.long_term import ItemFilter, LongTermItem, forget_user, list_items, tenant_transaction
 from memory_agent.schemas import MemoryRecord
 from memory_agent.schemas.keys import default_user_id
 from memory_agent.service import MemoryService
@@ -127,7 +127,7 @@ def create_app(
             async with tenant_transaction(conn, tenant):
                 if not await user_known(conn, tenant, user_id):
                     return None
-                return await list_items(conn, tenant, user_id, as_of=as_of)
+                return await list_items(conn, tenant, user_id, where=ItemFilter(as_of=as_of))
 
         found = await on_pool(memory_of(request), read, tenant)
         if found is None:

@@ -60,7 +60,7 @@ class BodyGuard:
             await self.app(scope, receive, send)
             return
         memory: MemoryService = scope["app"].state.memory
-        limit = memory.settings.api_max_body_bytes
+        limit = memory.settings.api.api_max_body_bytes
         key = bearer_key(headers)
         tenant = await lookup_tenant(memory, key) if key is not None else None
         if tenant is None:

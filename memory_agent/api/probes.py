@@ -34,9 +34,9 @@ async def ready(request: Request) -> Status:
     """Readiness: the database answers within the connect timeout and every migration of this code is applied."""
     service = memory_of(request)
     settings = service.settings
-    check = service.backend.migrate(apply=False, procrastinate=settings.executor == "procrastinate")
+    check = service.backend.migrate(apply=False, procrastinate=settings.jobs.executor == "procrastinate")
     try:
-        await service.loop.arun(asyncio.wait_for(check, timeout=settings.connect_timeout_s))
+        await service.loop.arun(asyncio.wait_for(check, timeout=settings.database.connect_timeout_s))
     except ConfigurationError as exc:
         raise HTTPException(503, "the database schema is behind this code: run `memory-agent migrate`") from exc
     except TimeoutError as exc:

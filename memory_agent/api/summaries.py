@@ -26,7 +26,7 @@ from memory_agent.api.deps import (
     on_pool,
     user_known,
 )
-from memory_agent.consolidation import ConsolidationConfig, list_notes
+from memory_agent.consolidation import ConsolidationRun, list_notes
 from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.periods import PeriodName
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
@@ -70,13 +70,13 @@ async def summarize(body: SummarizeRequest, tenant: Tenant, request: Request) ->
     now = check_aware(request.app.state.clock())
     service = memory_of(request)
     model = _model(request)
-    config = ConsolidationConfig.from_settings(service.settings)
+    config = service.settings
 
     async def run(conn: psycopg.AsyncConnection[Any]) -> SummarizeResult | None:
         if not await user_known(conn, tenant, user_id):
             return None
         return await summarize_latest(
-            conn, tenant, user_id, body.period, now, model=model, config=config, force=body.force
+            conn, tenant, user_id, body.period, now, run=ConsolidationRun(model, config, force=body.force)
         )
 
     try:

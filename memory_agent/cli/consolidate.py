@@ -13,12 +13,12 @@ from rich.table import Table
 
 from memory_agent.cli.output import _cell, _fail, _opened, _print_json, escape
 from memory_agent.consolidation import (
-    ConsolidationConfig,
     ConsolidationRunner,
     list_notes,
     system_clock,
 )
 from memory_agent.consolidation.periods import PERIODS
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import MemoryAgentError
@@ -55,10 +55,10 @@ def consolidate(
     """Consolidate the last complete period of a user (a repeat is a no-op unless --force), or every due user."""
     settings = MemorySettings()
     model = default_chat_model(settings, "consolidation")
-    config = ConsolidationConfig.from_settings(settings)
+    config = settings
     now = system_clock()
     if due:
-        runner_config = ConsolidationConfig(**{**config.__dict__, "nightly_enabled": True})
+        runner_config = config.replace(consolidation_enabled=True)
 
         async def run_due(backend: Any) -> dict[tuple[str, str, str], str]:
             runner = ConsolidationRunner(backend.pool, model, runner_config)
@@ -80,7 +80,9 @@ def consolidate(
 
     async def run_one(backend: Any) -> SummarizeResult:
         async with backend.connection() as conn:
-            return await summarize_latest(conn, tenant, user, period, now, model=model, config=config, force=force)
+            return await summarize_latest(
+                conn, tenant, user, period, now, run=ConsolidationRun(model, config, force=force)
+            )
 
     result = _with_backend(run_one).model_dump(mode="json")
     if as_json:

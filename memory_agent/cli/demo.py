@@ -63,7 +63,7 @@ class ScriptedChatModel(BaseChatModel):
 
 def _chat_model(settings: MemorySettings) -> tuple[BaseChatModel, str]:
     if openai_configured():
-        model = os.environ.get("MEMORY_AGENT_DEMO_CHAT_MODEL", settings.memory_model)
+        model = os.environ.get("MEMORY_AGENT_DEMO_CHAT_MODEL", settings.memory.model)
         return openai_chat_model(model), f"ChatOpenAI({model})"
     return ScriptedChatModel(), "offline scripted assistant (no OPENAI_API_KEY / OPENAI_BASE_URL)"
 
@@ -105,15 +105,17 @@ async def _run(rounds: int, thread_id: str, console: Console) -> None:
     summarizer_label = (
         "OFFLINE summarizer (deterministic, extractive, no network)"
         if isinstance(summarizer, OfflineModel)
-        else f"{type(summarizer).__name__}({settings.memory_model})"
+        else f"{type(summarizer).__name__}({settings.memory.model})"
     )
     console.rule("memory_agent demo")
-    console.print(f"database   : {'MEMORY_AGENT_DATABASE_URL' if settings.database_url else 'embedded PostgreSQL'}")
+    console.print(
+        f"database   : {'MEMORY_AGENT_DATABASE_URL' if settings.database.database_url else 'embedded PostgreSQL'}"
+    )
     console.print(f"summarizer : {summarizer_label}")
     console.print(f"assistant  : {chat_label}")
     console.print(
-        f"window     : {settings.memory_rolling_window_size} messages, summarize from seq "
-        f"{settings.memory_summarize_after_seq}, injection '{settings.injection_mode}'"
+        f"window     : {settings.memory.rolling_window_size} messages, summarize from seq "
+        f"{settings.memory.summarize_after_seq}, injection '{settings.rounds.injection_mode}'"
     )
     async with MemoryService.from_settings(settings, model=summarizer) as memory:
         second_thread = f"{thread_id}-2"

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from memory_agent.cli.demo import ScriptedChatModel, _chat_graph
 from memory_agent.consolidation import (
-    ConsolidationConfig,
+    ConsolidationRun,
     ManualClock,
     consolidate_period,
     list_notes,
@@ -73,7 +73,7 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
     clock = ManualClock(at(0, 9))
     settings = MemorySettings()
     model = OfflineConsolidationModel()
-    config = ConsolidationConfig.from_settings(settings)
+    config = settings
     totals = {"daily": 0, "weekly": 0, "monthly": 0, "compacted": 0}
     async with MemoryService(settings, model=OfflineModel(), clock=clock) as memory:
         forgotten = await memory.forget_user(USER, tenant_id=TENANT)
@@ -81,7 +81,7 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
             console.print(f"(forgot the previous run's user {USER!r}: its items, notes and conversations)")
         app = with_memory(_chat_graph(ScriptedChatModel()), memory)
         table = Table("day", "chat", "nightly run", "daily note", "weekly", "monthly", "compacted")
-        table.title = f"{days} simulated days of {TENANT}/{USER} (runs at 05:00 UTC, retain_days {config.retain_days})"
+        table.title = f"{days} simulated days of {TENANT}/{USER} (runs at 05:00 UTC, retain_days {config.consolidation.retain_days})"
         for day in range(days):
             text = CHATS.get(day % 35)
             if text is not None:
@@ -89,7 +89,7 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
                 await _chat(memory, app, day, text)
             now = clock.set(at(day + 1, 5))
             async with memory.backend.connection() as conn:
-                report = await run_nightly(conn, TENANT, USER, now, model=model, config=config)
+                report = await run_nightly(conn, TENANT, USER, now, run=ConsolidationRun(model, config))
             written = {period: report.written(period) for period in PERIODS}
             for period, count in written.items():
                 totals[period] += count
@@ -127,12 +127,10 @@ async def _print_rollups(conn: Any, console: Console) -> None:
                 console.print(f"  - {insight}", markup=False)
 
 
-async def _rerun(
-    conn: Any, console: Console, now: datetime, days: int, model: Any, config: ConsolidationConfig
-) -> None:
+async def _rerun(conn: Any, console: Console, now: datetime, days: int, model: Any, config: MemorySettings) -> None:
     """The last night again, and the night of a rollup's day again: every note exists, nothing is written."""
     before = await _snapshot(conn)
-    again = await run_nightly(conn, TENANT, USER, now, model=model, config=config)
+    again = await run_nightly(conn, TENANT, USER, now, run=ConsolidationRun(model, config))
     first = START.date()
     covered = next(
         (first + timedelta(days=d) for d in reversed(range(days)) if rollups_due_after(first + timedelta(days=d))),
@@ -140,7 +138,7 @@ async def _rerun(
     )
     periods = [Period("daily", covered, covered), *rollups_due_after(covered)]
     statuses = [
-        (await consolidate_period(conn, TENANT, USER, period, now, model=model, config=config)).status
+        (await consolidate_period(conn, TENANT, USER, period, now, run=ConsolidationRun(model, config))).status
         for period in periods
     ]
     unchanged = await _snapshot(conn) == before

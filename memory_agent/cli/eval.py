@@ -27,26 +27,22 @@ async def run_recall_eval(
     """Evaluate on a new database of `server_url` (migrated, dropped at the end): the dataset's users never mix
     with real ones. The recall settings and the embedder are the service's (MEMORY_AGENT_RECALL_*,
     MEMORY_AGENT_EMBEDDINGS) unless given here."""
-    import dataclasses
-
     import psycopg
 
     from memory_agent.db.backend import MemoryBackend
     from memory_agent.db.connector import execute_query
     from memory_agent.evaluation import evaluate, load_dataset
     from memory_agent.long_term.embeddings import embedder_from_setting
-    from memory_agent.long_term.recall import recall_settings
     from memory_agent.settings import MemorySettings
 
     samples = load_dataset(dataset)
     service_settings = MemorySettings()
-    settings = recall_settings(service_settings)
-    settings = dataclasses.replace(
-        settings, text_search_config=text_search_config or settings.text_search_config, or_terms=or_terms
+    settings = service_settings.recall.replace(
+        text_search_config=text_search_config or service_settings.recall.text_search_config, or_terms=or_terms
     )
     if embedder is not None and embedder not in ("none", "hashing", "e5"):
         raise typer.BadParameter(f"unknown embedder {embedder!r}: use one of e5, hashing, none")
-    chosen = embedder_from_setting(embedder or service_settings.embeddings)
+    chosen = embedder_from_setting(embedder or service_settings.long_term.embeddings)
     name = f"memory_agent_eval_{uuid.uuid4().hex[:10]}"
     params = psycopg.conninfo.conninfo_to_dict(server_url)
     async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
@@ -99,7 +95,7 @@ def recall_command(
             database_url = start_embedded_postgres(
                 scratch_data_dir("memory_agent_eval_"),
                 cleanup_mode="delete",
-                install_dir=MemorySettings().embedded_install_dir,
+                install_dir=MemorySettings().database.embedded_install_dir,
             )
         report = asyncio.run(
             run_recall_eval(

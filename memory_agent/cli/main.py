@@ -73,12 +73,14 @@ def db_url() -> None:
     from memory_agent.settings import MemorySettings
 
     settings = MemorySettings()
-    if settings.database_url:
-        typer.echo(settings.database_url)
+    if settings.database.database_url:
+        typer.echo(settings.database.database_url)
         return
     from memory_agent.db.embedded import start_embedded_postgres
 
-    url = start_embedded_postgres(settings.data_dir, cleanup_mode=None, install_dir=settings.embedded_install_dir)
+    url = start_embedded_postgres(
+        settings.database.data_dir, cleanup_mode=None, install_dir=settings.database.embedded_install_dir
+    )
     typer.echo(url)
 
 
@@ -89,8 +91,8 @@ def db_stop() -> None:
     from memory_agent.settings import MemorySettings
 
     settings = MemorySettings()
-    data_dir = settings.data_dir
-    if stop_embedded_postgres(data_dir, install_dir=settings.embedded_install_dir):
+    data_dir = settings.database.data_dir
+    if stop_embedded_postgres(data_dir, install_dir=settings.database.embedded_install_dir):
         typer.echo(f"stopped the embedded PostgreSQL of {data_dir}")
     else:
         typer.echo(f"no embedded PostgreSQL is running for {data_dir}")
@@ -112,15 +114,17 @@ def migrate(
     from memory_agent.settings import MemorySettings
 
     settings = MemorySettings()
-    url = settings.database_url
+    url = settings.database.database_url
     if not url:
         from memory_agent.db.embedded import start_embedded_postgres
 
-        url = start_embedded_postgres(settings.data_dir, install_dir=settings.embedded_install_dir)
-    with_jobs = settings.executor == "procrastinate" if procrastinate is None else procrastinate
+        url = start_embedded_postgres(settings.database.data_dir, install_dir=settings.database.embedded_install_dir)
+    with_jobs = settings.jobs.executor == "procrastinate" if procrastinate is None else procrastinate
     try:
         report = asyncio.run(
-            migrate_database(url, settings.db_schema, procrastinate=with_jobs, timeout=settings.connect_timeout_s)
+            migrate_database(
+                url, settings.database.db_schema, procrastinate=with_jobs, timeout=settings.database.connect_timeout_s
+            )
         )
     except MemoryAgentError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -134,7 +138,7 @@ def migrate(
     if report.distributed:
         typer.echo("applied the Citus distribution (sql/distribution.sql)")
     if not (report.applied or report.definitions or report.procrastinate or report.distributed):
-        typer.echo(f"schema {settings.db_schema} is up to date")
+        typer.echo(f"schema {settings.database.db_schema} is up to date")
 
 
 def _register_optional_commands() -> None:

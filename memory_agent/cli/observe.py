@@ -75,7 +75,7 @@ def at_round(
 
     async def read(memory: MemoryService) -> tuple[observability.ContextAtRound, str]:
         context = await observability.context_at(memory.backend, thread_id, round_number)
-        return context, memory.settings.injection_mode
+        return context, memory.settings.rounds.injection_mode
 
     context, injection_mode = _read(read)
     round_row = context.round
@@ -182,7 +182,7 @@ def stats(
     """Memory health: summary lag, memory age, compression, failure rate, generation p50/p95, stuck rows."""
 
     async def read(memory: MemoryService) -> observability.MemoryHealth:
-        timeout = stuck_after if stuck_after is not None else memory.settings.processing_timeout_s
+        timeout = stuck_after if stuck_after is not None else memory.settings.jobs.processing_timeout_s
         return await observability.health(memory.backend, timeout, limit)
 
     health = _read(read)

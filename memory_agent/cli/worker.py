@@ -19,7 +19,7 @@ def run_worker(concurrency: int = 4, settings: Any = None, model: Any = None) ->
     from memory_agent.service import MemoryService
     from memory_agent.settings import MemorySettings
 
-    settings = (settings or MemorySettings()).model_copy(update={"executor": "procrastinate"})
+    settings = (settings or MemorySettings()).replace(executor="procrastinate")
     with MemoryService.from_settings(settings, model=model) as service:
         executor = service.executor
         assert isinstance(executor, ProcrastinateExecutor)
@@ -48,7 +48,7 @@ def run_worker(concurrency: int = 4, settings: Any = None, model: Any = None) ->
             signal.signal(signal.SIGINT, request_stop)
         # Said whatever the log level: a worker that prints nothing looks like one that does nothing.
         typer.echo(
-            f"memory_agent worker running: concurrency {concurrency}, schema {settings.db_schema}, "
+            f"memory_agent worker running: concurrency {concurrency}, schema {settings.database.db_schema}, "
             "queue memory_agent; Ctrl+C or SIGTERM stops it",
             err=True,
         )

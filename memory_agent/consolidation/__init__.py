@@ -15,19 +15,19 @@ cli/, observability/ nor service/ (jobs/ registers this package's tasks, not the
 
 from memory_agent.consolidation.batches import BatchReport, run_batch_summaries
 from memory_agent.consolidation.clock import Clock, ManualClock, system_clock
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, tenant_slot
 from memory_agent.consolidation.model import Insight, call_consolidation_model
 from memory_agent.consolidation.nightly import NightlyReport, PeriodOutcome, consolidate_period, run_nightly
 from memory_agent.consolidation.periods import Period, latest_period, rollups_due_after
 from memory_agent.consolidation.reads import list_notes, search_key_insights
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.schedule import ConsolidationRunner, register_tasks
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 
 __all__ = [
     "BatchReport",
     "Clock",
-    "ConsolidationConfig",
+    "ConsolidationRun",
     "ConsolidationRunner",
     "Insight",
     "ManualClock",

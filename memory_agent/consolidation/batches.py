@@ -4,7 +4,7 @@ after keep_original_days.
 Items older than min_age_days and in no batch summary yet are taken oldest first, per (project, environment),
 max_memories_per_batch at a time; each batch is one model call and one batch_summaries row recording the
 summarized ids and summarized_until. The TTL pass forgets the summarized originals older than
-keep_original_days through long_term.forget_item (their lineage and the cluster summaries built on them go
+keep_original_days through long_term.expire_item (their lineage and the cluster summaries built on them go
 with them, so nothing dangles); the batch summaries themselves are never deleted and keep the ids as lineage.
 """
 
@@ -15,19 +15,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
-from langchain_core.language_models import BaseChatModel
 
 from memory_agent.consolidation.clock import check_aware
-from memory_agent.consolidation.config import ConsolidationConfig
-from memory_agent.consolidation.guards import OVER_BUDGET, SummaryJobCap, call_within_budget
+from memory_agent.consolidation.guards import OVER_BUDGET, call_within_budget
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput
 from memory_agent.consolidation.nightly import FORGOTTEN
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.db.connector import fetch_one
 from memory_agent.llm import LLMCall
-from memory_agent.long_term import forget_item
+from memory_agent.long_term import expire_item
 from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity
+from memory_agent.settings import MemorySettings
 
 BATCH_JOB = "batch_summaries"
 
@@ -45,21 +45,20 @@ async def run_batch_summaries(
     user_id: str,
     now: datetime,
     *,
-    model: BaseChatModel,
-    config: ConsolidationConfig,
-    cap: SummaryJobCap | None = None,
+    run: ConsolidationRun,
 ) -> BatchReport:
     """Summarize every due batch of the user, then run the TTL pass and schedule the next run (not when a guard
     stopped the summaries: the user stays due)."""
     check_identity(tenant_id, user_id)
+    model, config, cap = run.model, run.settings, run.cap
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     report = BatchReport()
-    before = now - timedelta(days=config.min_age_days)
+    before = now - timedelta(days=config.consolidation.min_age_days)
     for partition in await fetch(conn, "batch_partitions", {**scope, "before": before}):
         if report.stopped == OVER_BUDGET:
             break
-        where = {**scope, **partition, "before": before, "limit": config.max_memories_per_batch}
+        where = {**scope, **partition, "before": before, "limit": config.consolidation.max_memories_per_batch}
         while batch := await fetch(conn, "next_batch", where):
             material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
             call = (model, BATCH_PROMPT, material, BatchSummaryOutput)
@@ -76,9 +75,9 @@ async def run_batch_summaries(
             if summary_id is None:
                 break  # another run summarized some of these meanwhile: it owns this partition now
             report.summaries.append(summary_id)
-    expired = now - timedelta(days=config.keep_original_days)
+    expired = now - timedelta(days=config.consolidation.keep_original_days)
     for row in await fetch(conn, "expired_originals", {**scope, "before": expired}):
-        forgotten = await forget_item(conn, tenant_id, user_id, row["item_id"], now=now, retention=True)
+        forgotten = await expire_item(conn, tenant_id, user_id, row["item_id"], now=now)
         report.forgotten.extend(forgotten.items_deleted)
     if report.stopped is not None:
         return report
@@ -89,7 +88,7 @@ async def run_batch_summaries(
 
 
 async def _advance_batches(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], now: datetime, config: ConsolidationConfig
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], now: datetime, config: MemorySettings
 ) -> None:
     await fetch(
         conn,
@@ -97,11 +96,11 @@ async def _advance_batches(
         {
             **scope,
             "job": BATCH_JOB,
-            "schedule": config.schedule,
-            "interval_days": config.batch_interval_days,
+            "schedule": config.consolidation.batch_summaries_schedule,
+            "interval_days": config.consolidation.batch_interval_days,
             "covered_until": None,
             "now": now,
-            "next_run": now + timedelta(days=config.batch_interval_days),
+            "next_run": now + timedelta(days=config.consolidation.batch_interval_days),
         },
     )
 

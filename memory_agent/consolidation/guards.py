@@ -34,12 +34,12 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
 from memory_agent import ledger
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.model import call_consolidation_model, consolidation_prompt
 from memory_agent.db.connector import Connector, fetch_one
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.llm import CallLog, LLMCall, Purpose, model_name
 from memory_agent.long_term.lineage import ledger_user
+from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.consolidation")
 
@@ -82,21 +82,23 @@ async def claim_scheduler_run(
 
 
 async def open_tenant(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, config: ConsolidationConfig
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, config: MemorySettings
 ) -> str | None:
     """Whether a scheduler run may work for the tenant: None, or why not ('cooldown: ...', 'over_budget: ...')."""
-    last = await claim_scheduler_run(conn, tenant_id, now, config.tenant_cooldown_s)
+    last = await claim_scheduler_run(conn, tenant_id, now, config.guards.tenant_cooldown_s)
     if last is not None:
-        logger.info("tenant %r ran at %s, within its %ss cooldown: skipped", tenant_id, last, config.tenant_cooldown_s)
+        logger.info(
+            "tenant %r ran at %s, within its %ss cooldown: skipped", tenant_id, last, config.guards.tenant_cooldown_s
+        )
         return f"cooldown: last run {last.isoformat()}"
     return await over_budget(conn, tenant_id, now, config)
 
 
 async def over_budget(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, config: ConsolidationConfig
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, config: MemorySettings
 ) -> str | None:
     """'over_budget: ...' (and a WARNING) when the tenant's month reached its cost ceiling, else None."""
-    budget = await ledger.tenant_budget(conn, tenant_id, config.monthly_cost_ceiling, now)
+    budget = await ledger.tenant_budget(conn, tenant_id, config.guards.monthly_cost_ceiling, now)
     if not budget.over:
         return None
     logger.warning("%s: consolidation stops for this tenant until next month", budget.describe())
@@ -108,7 +110,7 @@ async def call_within_budget(
     scope: dict[str, Any],
     purpose: Purpose,
     now: datetime,
-    config: ConsolidationConfig,
+    config: MemorySettings,
     call: tuple[BaseChatModel, str, str, type[BaseModel]],
     cap: SummaryJobCap | None = None,
     project: str = "",
@@ -120,13 +122,13 @@ async def call_within_budget(
     that stopped it (OVER_BUDGET, CAPPED: no call made), else the parsed answer and the call."""
     model, instructions, material, schema = call
     prompt = consolidation_prompt(instructions, material)
-    estimate = ledger.estimate_cost(purpose, model_name(model), prompt, config.prices)
-    reservation = await ledger.reserve(conn, scope["tenant_id"], config.monthly_cost_ceiling, estimate, now)
+    estimate = ledger.estimate_cost(purpose, model_name(model), prompt, config.guards.llm_prices)
+    reservation = await ledger.reserve(conn, scope["tenant_id"], config.guards.monthly_cost_ceiling, estimate, now)
     if reservation is None:
         logger.warning(
             "tenant %r reached its monthly cost ceiling %s (spent and reserved by calls in flight): no %s call",
             scope["tenant_id"],
-            config.monthly_cost_ceiling,
+            config.guards.monthly_cost_ceiling,
             purpose,
         )
         return OVER_BUDGET
@@ -142,7 +144,7 @@ async def call_within_budget(
     async with conn.transaction():
         user = await ledger_user(conn, scope)  # a call answered after forget_user is counted under no user
         await ledger.record_log(
-            conn, scope["tenant_id"], user, log, now=now, prices=config.prices, reservation=reservation
+            conn, scope["tenant_id"], user, log, now=now, prices=config.guards.llm_prices, reservation=reservation
         )
     return output, made
 

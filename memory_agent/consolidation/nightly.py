@@ -18,7 +18,6 @@ from psycopg.types.json import Jsonb
 
 from memory_agent.consolidation.claims import NIGHTLY, Covered, claimed_note, schedule_held
 from memory_agent.consolidation.clock import check_aware
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import (
     CAPPED,
     OVER_BUDGET,
@@ -38,11 +37,13 @@ from memory_agent.consolidation.periods import (
     rollups_due_after,
     utc_day,
 )
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.db.connector import fetch_one
 from memory_agent.llm import LLMCall
 from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity
+from memory_agent.settings import MemorySettings
 
 FORGOTTEN = "forgotten"
 
@@ -77,13 +78,12 @@ async def run_nightly(
     user_id: str,
     now: datetime,
     *,
-    model: BaseChatModel,
-    config: ConsolidationConfig,
-    cap: SummaryJobCap | None = None,
+    run: ConsolidationRun,
 ) -> NightlyReport:
     """Consolidate every day of the user not yet covered, up to yesterday (UTC) at `now`; a guard that stops a
     period (`cap`, the cost ceiling) ends the run there, the day not covered, the user still due."""
     check_identity(tenant_id, user_id)
+    model, config, cap = run.model, run.settings, run.cap
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     state = await fetch_one(conn, "consolidation_schedule", {**scope, "job": NIGHTLY})
@@ -105,7 +105,7 @@ async def run_nightly(
                 report.stopped = FORGOTTEN
                 return report
             run_day = day + timedelta(days=1)
-            before = run_day - timedelta(days=config.retain_days)
+            before = run_day - timedelta(days=config.consolidation.retain_days)
             rows = await fetch(conn, "compact_dailies", {**scope, "before": before, "now": now})
             report.compacted.extend(row["note_id"] for row in rows)
             await _advance(conn, scope, day, now, None)
@@ -117,7 +117,7 @@ async def run_nightly(
         if not await schedule_held(conn, scope, Covered(covered)):
             report.stopped = FORGOTTEN
             return report
-        await _advance(conn, scope, covered, now, next_tick(now, config.schedule_time))
+        await _advance(conn, scope, covered, now, next_tick(now, config.consolidation.schedule_time))
     return report
 
 
@@ -150,10 +150,7 @@ async def consolidate_period(
     period: Period,
     now: datetime,
     *,
-    model: BaseChatModel,
-    config: ConsolidationConfig,
-    force: bool = False,
-    cap: SummaryJobCap | None = None,
+    run: ConsolidationRun,
 ) -> PeriodOutcome:
     """Write the note of one period from its material (one model call, or parts within the model's budget:
     parts.py), unless it exists and `force` is off. The note is claimed first: a second run of the same note
@@ -161,7 +158,7 @@ async def consolidate_period(
     check_identity(tenant_id, user_id)
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
-    return await _claimed_period(conn, scope, period, now, _Job(model, config, force, cap, None))
+    return await _claimed_period(conn, scope, period, now, _Job(run.model, run.settings, run.force, run.cap, None))
 
 
 @dataclass(frozen=True)
@@ -169,7 +166,7 @@ class _Job:
     """How one period is consolidated: the model, the settings, and the run's guards."""
 
     model: BaseChatModel
-    config: ConsolidationConfig
+    config: MemorySettings
     force: bool
     cap: SummaryJobCap | None
     covered: Covered | None  # the run's schedule as it left it (None: a manual run)
@@ -206,7 +203,7 @@ async def _consolidate(
         request = (model, CONSOLIDATE_PROMPT, material, ConsolidationOutput)
         return await call_within_budget(conn, scope, "consolidation", now, config, request, cap)
 
-    answer = await consolidate_in_parts(ask, header, lines, config.max_input_tokens)
+    answer = await consolidate_in_parts(ask, header, lines, config.consolidation.consolidation_max_input_tokens)
     if isinstance(answer, str):
         return PeriodOutcome(period, answer)
     output, calls = answer
@@ -216,8 +213,10 @@ async def _consolidate(
     insights = sorted((Insight(i.text, i.importance) for i in output.insights), key=lambda i: -i.importance)
     if period.name != "daily":
         # Rollups keep what matters; the compacted dailies keep everything.
-        insights = [i for i in insights if i.importance >= config.min_importance]
-    key_insights = [i.text for i in insights if i.importance >= config.min_importance][: config.key_insights]
+        insights = [i for i in insights if i.importance >= config.consolidation.rollup_min_importance]
+    key_insights = [i.text for i in insights if i.importance >= config.consolidation.rollup_min_importance][
+        : config.consolidation.key_insights_count
+    ]
     async with conn.transaction():
         held = await sources_held(
             conn, scope, item_ids=lineage.item_ids, memory_ids=lineage.memory_ids, note_ids=lineage.note_ids
@@ -249,7 +248,7 @@ async def _consolidate(
 
 
 async def _material(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, config: ConsolidationConfig
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, config: MemorySettings
 ) -> tuple[list[str], str, int, Lineage]:
     """The period's input as '- ' lines for the model, the raw text a daily note keeps until compacted, how
     many notes it consolidates (a daily's inputs, a weekly's dailies, a monthly's weeklies), and its lineage."""
@@ -273,6 +272,6 @@ async def _material(
             note_id=note["note_id"], item_ids=note["source_item_ids"], conversation_ids=note["source_conversation_ids"]
         )
         for insight in note["insights"]:
-            if insight["importance"] >= config.min_importance:
+            if insight["importance"] >= config.consolidation.rollup_min_importance:
                 lines.append(f"- ({insight['importance']:.2f}) {insight['text']}")
     return lines, "", len(notes), lineage

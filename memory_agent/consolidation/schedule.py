@@ -25,13 +25,14 @@ from psycopg_pool import AsyncConnectionPool
 
 from memory_agent.consolidation.batches import BATCH_JOB, run_batch_summaries
 from memory_agent.consolidation.clock import check_aware
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, open_tenant, over_budget, tenant_slot
 from memory_agent.consolidation.nightly import NIGHTLY, run_nightly
 from memory_agent.consolidation.periods import cron_for
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.db.connector import Connector
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
+from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.consolidation")
 
@@ -46,11 +47,14 @@ class ConsolidationRunner:
 
     pool: AsyncConnectionPool[Any]
     model: BaseChatModel
-    config: ConsolidationConfig
+    config: MemorySettings
 
     @property
     def jobs(self) -> tuple[str, ...]:
-        enabled = {NIGHTLY: self.config.nightly_enabled, BATCH_JOB: self.config.batch_summaries_enabled}
+        enabled = {
+            NIGHTLY: self.config.consolidation.consolidation_enabled,
+            BATCH_JOB: self.config.consolidation.batch_summaries_enabled,
+        }
         return tuple(job for job in JOBS if enabled[job])
 
     async def due_users(self, job: str, now: datetime) -> list[tuple[str, str]]:
@@ -67,20 +71,24 @@ class ConsolidationRunner:
         if job not in JOBS:
             raise InvalidInputError(f"job must be one of {', '.join(JOBS)}, got {job!r}")
         config = self.config
-        cap = cap or SummaryJobCap(config.max_summary_jobs_per_run)
-        slot = tenant_slot(self.pool, tenant_id, config.max_concurrent_jobs_per_tenant)
+        cap = cap or SummaryJobCap(config.guards.max_summary_jobs_per_run)
+        slot = tenant_slot(self.pool, tenant_id, config.guards.max_concurrent_jobs_per_tenant)
         async with slot, Connector(self.pool).connection() as conn:
             stopped = await over_budget(conn, tenant_id, now, config)
             if stopped is not None:
                 return stopped
             if job == NIGHTLY:
-                nightly = await run_nightly(conn, tenant_id, user_id, now, model=self.model, config=config, cap=cap)
+                nightly = await run_nightly(
+                    conn, tenant_id, user_id, now, run=ConsolidationRun(self.model, config, cap=cap)
+                )
                 line = (
                     f"{len(nightly.days)} days: {nightly.written('daily')} daily, {nightly.written('weekly')} "
                     f"weekly, {nightly.written('monthly')} monthly, {len(nightly.compacted)} compacted"
                 )
                 return line + (f", stopped: {nightly.stopped}" if nightly.stopped else "")
-            batches = await run_batch_summaries(conn, tenant_id, user_id, now, model=self.model, config=config, cap=cap)
+            batches = await run_batch_summaries(
+                conn, tenant_id, user_id, now, run=ConsolidationRun(self.model, config, cap=cap)
+            )
             line = f"{len(batches.summaries)} batch summaries, {len(batches.forgotten)} originals forgotten"
             return line + (f", stopped: {batches.stopped}" if batches.stopped else "")
 
@@ -94,7 +102,7 @@ class ConsolidationRunner:
         hold back reports why for each of its due users; a user whose tenant has no free slot waits (still due)."""
         due = [(job, tenant_id, user_id) for job in self.jobs for tenant_id, user_id in await self.due_users(job, now)]
         gates = await self.open_tenants((tenant_id for _, tenant_id, _ in due), now)
-        cap = SummaryJobCap(self.config.max_summary_jobs_per_run)
+        cap = SummaryJobCap(self.config.guards.max_summary_jobs_per_run)
         done: dict[tuple[str, str, str], str] = {}
         for job, tenant_id, user_id in due:
             gate = gates[tenant_id]
@@ -149,7 +157,7 @@ def register_tasks(
     """Add the tick (periodic, cron from schedule_time) and the per-user task to `app`. A run that fails raises
     (the job ends `failed`, the user stays due); `retry` says which errors run the job again."""
 
-    @app.periodic(cron=cron_for(runner.config.schedule_time), periodic_id=TICK_TASK)
+    @app.periodic(cron=cron_for(runner.config.consolidation.schedule_time), periodic_id=TICK_TASK)
     @app.task(name=TICK_TASK, queue=queue, queueing_lock=TICK_TASK, retry=retry)
     async def tick(timestamp: int) -> int:
         return await defer_due(app, runner, datetime.fromtimestamp(timestamp, UTC))
@@ -161,7 +169,7 @@ def register_tasks(
             outcome = await runner.run_user(job, tenant_id, user_id, at)
         except TenantBusy as busy:
             # Not dropped: the same job again later (the queueing lock keeps it one per user).
-            delay = runner.config.tenant_slot_retry_s
+            delay = runner.config.guards.tenant_slot_retry_s
             await defer_user(app, job, tenant_id, user_id, at, delay_s=delay)
             logger.info("consolidation %s of %s/%s deferred by %ss: %s", job, tenant_id, user_id, delay, busy)
             return f"deferred: {busy}"

@@ -10,18 +10,18 @@ note only. Every write is consolidate_period's INSERT ... ON CONFLICT: two runs 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
 import psycopg
-from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import OVER_BUDGET
 from memory_agent.consolidation.nightly import PeriodOutcome, consolidate_period
 from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, latest_period
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.db.connector import fetch_one
 from memory_agent.long_term.scope import Row, check_identity
 
@@ -107,23 +107,19 @@ async def summarize_latest(
     period_name: str,
     now: datetime,
     *,
-    model: BaseChatModel,
-    config: ConsolidationConfig,
-    force: bool = False,
+    run: ConsolidationRun,
 ) -> SummarizeResult:
     """Consolidate the user's latest complete `period_name` at `now` (its missing inputs first)."""
     check_identity(tenant_id, user_id)
     target = latest_period(period_name, now)
     outcome: PeriodOutcome | None = None
     for source in rollup_inputs(target):
-        written = await consolidate_period(conn, tenant_id, user_id, source, now, model=model, config=config)
+        written = await consolidate_period(conn, tenant_id, user_id, source, now, run=replace(run, force=False))
         if written.status == OVER_BUDGET:  # the rollup would read an input the ceiling left unwritten
             outcome = written
             break
     if outcome is None:
-        outcome = await consolidate_period(
-            conn, tenant_id, user_id, target, now, model=model, config=config, force=force
-        )
+        outcome = await consolidate_period(conn, tenant_id, user_id, target, now, run=run)
     if outcome.status == OVER_BUDGET:
         return SummarizeResult(
             summary_id=None,

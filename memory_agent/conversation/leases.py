@@ -39,17 +39,17 @@ class RoundLeases:
         settings = self.settings
         conversation_id = key.conversation_id
         token = token or self._unreleased.get(conversation_id) or uuid.uuid4().hex
-        deadline = time.monotonic() + settings.multitask_timeout_s
+        deadline = time.monotonic() + settings.rounds.multitask_timeout_s
         delay = 0.01
         while (taken := await attempt(token)) is None:
-            if settings.multitask_strategy == "reject":
+            if settings.rounds.multitask_strategy == "reject":
                 raise RoundInProgressError(
                     f"another round of conversation {conversation_id!r} is running; wait for it to finish "
                     "(MEMORY_AGENT_MULTITASK_STRATEGY=reject; 'enqueue' waits instead)"
                 )
             if time.monotonic() + delay > deadline:
                 raise RoundInProgressError(
-                    f"waited {settings.multitask_timeout_s}s for the running round of conversation "
+                    f"waited {settings.rounds.multitask_timeout_s}s for the running round of conversation "
                     f"{conversation_id!r} to finish (MEMORY_AGENT_MULTITASK_TIMEOUT_S)"
                 )
             await asyncio.sleep(delay)

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from langchain_core.embeddings import Embeddings
@@ -33,7 +34,7 @@ from memory_agent.conversation.messages import (
 from memory_agent.conversation.round_rows import not_stored, round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.long_term.recall import recall_settings
+from memory_agent.db.round_queries import StoredRound
 from memory_agent.long_term.recall.round_start import RoundRecall, recall_query, recalls, round_recall
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, SummaryClaim, TriggerResult, fingerprint
@@ -41,6 +42,18 @@ from memory_agent.schemas.keys import ConversationKey, default_user_id
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
+
+
+@dataclass(frozen=True)
+class RoundStart:
+    """What a round's start read: its lease, memory + gap (and which of the caller's messages are stored), the
+    recalled block, and when the round started."""
+
+    lease: str
+    context: ConversationContext
+    stored_ids: set[str]
+    recalled: RoundRecall
+    started: float
 
 
 class Rounds:
@@ -66,11 +79,11 @@ class Rounds:
         self.trigger = trigger
         self.leases = RoundLeases(settings, backend, loop)
         # A bad setting is a ConfigurationError at open; None: recall is off.
-        self.recall_settings = recall_settings(settings) if settings.recall else None
+        self.recall_settings = settings.recall if settings.rounds.recall else None
         # The app model's answers go to the cost ledger once prices or the app's model are configured.
         self.app_prices = (
-            {model: price.model_dump() for model, price in settings.llm_prices.items()}
-            if settings.llm_prices or settings.app_model
+            {model: price.model_dump() for model, price in settings.guards.llm_prices.items()}
+            if settings.guards.llm_prices or settings.guards.app_model
             else None
         )
 
@@ -92,7 +105,7 @@ class Rounds:
         token, (context, stored_ids), recalled = await self.loop.arun(self._begin(key, checked, query, lease))
         try:
             recalled = recalled.without_window(key.conversation_id, context.gap_start_sequence)
-            return await self._prepare(key, checked, token, started, context, stored_ids, recalled, query)
+            return await self._prepare(key, checked, RoundStart(token, context, stored_ids, recalled, started), query)
         except BaseException:
             await self.leases.give_back(key, token)
             raise
@@ -112,7 +125,7 @@ class Rounds:
                     key,
                     query,
                     self.recall_settings,
-                    cost_ceiling=self.settings.monthly_cost_ceiling,
+                    cost_ceiling=self.settings.guards.monthly_cost_ceiling,
                     now=self.clock(),
                     embedder=self.embedder,
                 )
@@ -120,13 +133,7 @@ class Rounds:
 
         async def attempt(token: str) -> tuple[ConversationContext, set[str]] | None:
             rows = await self.backend.begin_round(
-                key.conversation_id,
-                token,
-                self.settings.round_lease_s,
-                message_ids,
-                self.settings.gap_message_cap,
-                tenant_id=key.tenant_id,
-                user_id=key.user_id,
+                key, token, self.settings.rounds.round_lease_s, message_ids, self.settings.gap_message_cap
             )
             return None if rows is None else context_from_rows(key.conversation_id, rows)
 
@@ -139,19 +146,12 @@ class Rounds:
         return token, loaded, await recalling if recalling is not None else RoundRecall()
 
     async def _prepare(
-        self,
-        key: ConversationKey,
-        messages: list[BaseMessage],
-        lease: str,
-        started: float,
-        context: ConversationContext,
-        stored_ids: set[str],
-        recalled: RoundRecall,
-        query: str,
+        self, key: ConversationKey, messages: list[BaseMessage], start: RoundStart, query: str
     ) -> tuple[list[BaseMessage], RoundInfo]:
         settings = self.settings
+        context, recalled, started = start.context, start.recalled, start.started
         conversation_id = key.conversation_id
-        incoming = not_stored(messages, stored_ids)
+        incoming = not_stored(messages, start.stored_ids)
         check_user_messages(incoming)
         serialize_round(incoming)  # refuse what cannot be stored before the model is called
         # The model never gets a tool call without a result (chat APIs reject that history).
@@ -161,9 +161,11 @@ class Rounds:
         budget = apply_budget(
             gap,
             current,
-            lambda messages: inject_context(context.memory_text, recalled.block, messages, settings.injection_mode),
-            max_context_tokens=settings.max_context_tokens,
-            max_message_tokens=settings.max_message_tokens,
+            lambda messages: inject_context(
+                context.memory_text, recalled.block, messages, settings.rounds.injection_mode
+            ),
+            max_context_tokens=settings.rounds.max_context_tokens,
+            max_message_tokens=settings.rounds.max_message_tokens,
         )
         workflow = budget.context
         if budget.applied:
@@ -191,7 +193,7 @@ class Rounds:
             user_id=None if key.user_id == default_user_id(conversation_id) else key.user_id,
             tenant_id=key.tenant_id,
             input_messages=incoming,
-            lease=lease,
+            lease=start.lease,
             context_fingerprints=[fingerprint(m) for m in workflow],
             stored_through=_last_stored(context),
             memory_id=context.memory_id,
@@ -217,18 +219,16 @@ class Rounds:
     ) -> tuple[RoundSaved | None, TriggerResult]:
         validate_conversation_id(key.conversation_id)
         graph_ended = time.perf_counter()
-        roles, contents, payloads = serialize_round(messages)
+        stored = StoredRound(*serialize_round(messages))
         check_user_messages(messages)
         # Shielded: a caller cancelled mid-way (client disconnect, timeout) neither half-commits the round
         # (one transaction) nor leaves its new `processing` row without a summary until it is reclaimed.
-        return await self.loop.arun(self._finish(key, roles, contents, payloads, info, graph_ended), shield=True)
+        return await self.loop.arun(self._finish(key, stored, info, graph_ended), shield=True)
 
     async def _finish(
         self,
         key: ConversationKey,
-        roles: list[str],
-        contents: list[str],
-        payloads: list[str],
+        stored: StoredRound,
         info: RoundInfo | None,
         graph_ended: float,
     ) -> tuple[RoundSaved | None, TriggerResult]:
@@ -236,16 +236,11 @@ class Rounds:
         async with self.backend.round_transaction() as conn:
             saved, state = await self.backend.end_round(
                 conn,
-                conversation_id,
-                roles,
-                contents,
-                payloads,
-                tenant_id=key.tenant_id,
-                user_id=user_id,
+                key,
+                stored._replace(produced=_produced(info)),
                 holder=info.lease if info is not None else None,
-                window=self.settings.memory_rolling_window_size,
+                window=self.settings.memory.rolling_window_size,
                 now=self.clock(),
-                produced=_produced(info),
             )
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
@@ -265,11 +260,9 @@ class Rounds:
                 await self.backend.record_app_calls(
                     conn,
                     saved,
-                    tenant_id=key.tenant_id,
-                    user_id=user_id,
-                    conversation_id=conversation_id,
+                    key,
                     prices=self.app_prices,
-                    app_model=self.settings.app_model,
+                    app_model=self.settings.guards.app_model,
                     now=self.clock(),
                 )
             trigger = None

@@ -55,18 +55,18 @@ class SummaryTrigger:
         in_flight = state["processing_memory_id"] is not None
         return summary_due(
             last_saved_seq,
-            summarize_after_seq=settings.memory_summarize_after_seq,
-            min_new_messages=settings.memory_min_new_messages,
+            summarize_after_seq=settings.memory.summarize_after_seq,
+            min_new_messages=settings.memory.min_new_messages,
             processing_age_s=state["processing_age_s"] if in_flight else None,
-            processing_timeout_s=settings.processing_timeout_s,
+            processing_timeout_s=settings.jobs.processing_timeout_s,
             base_end_sequence=state["base_end_sequence"],
         )
 
     async def is_due(self, key: ConversationKey, last_saved_seq: int) -> bool:
         """What `decide` would find now, without writing: a stale `processing` row does not count."""
-        if last_saved_seq < self.settings.memory_summarize_after_seq:
+        if last_saved_seq < self.settings.memory.summarize_after_seq:
             return False
-        window = self.settings.memory_rolling_window_size
+        window = self.settings.memory.rolling_window_size
         async with self.backend.connection() as conn:
             state = await self.backend.trigger_state(
                 conn, key.conversation_id, last_saved_seq, window, user_id=key.user_id
@@ -85,11 +85,11 @@ class SummaryTrigger:
         a due summary comes back as the SummaryClaim to make (`claimed`). `state`: trigger_state as the caller
         read it in this transaction (else read here)."""
         settings = self.settings
-        if last_saved_seq < settings.memory_summarize_after_seq:
+        if last_saved_seq < settings.memory.summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
         conversation_id, user_id = key.conversation_id, key.user_id
         if state is None:
-            window = settings.memory_rolling_window_size
+            window = settings.memory.rolling_window_size
             state = await self.backend.trigger_state(conn, conversation_id, last_saved_seq, window, user_id=user_id)
         outcome = self._due(last_saved_seq, state)
         if outcome == "already_processing":
@@ -98,7 +98,7 @@ class SummaryTrigger:
         reclaimed: list[int] = []
         if state["processing_memory_id"] is not None:  # stale: reclaimed before anything else
             rows = await self.backend.reclaim_stale(
-                settings.processing_timeout_s, conversation_id, conn, user_id=user_id
+                settings.jobs.processing_timeout_s, conversation_id, conn, user_id=user_id
             )
             reclaimed = [row["memory_id"] for row in rows]
             for reclaimed_id in reclaimed:
@@ -112,7 +112,7 @@ class SummaryTrigger:
         if round_first_seq is not None:
             round_starts.append(round_first_seq)
         start_seq, end_seq = calculate_summary_range(
-            last_saved_seq, settings.memory_rolling_window_size, round_starts or None
+            last_saved_seq, settings.memory.rolling_window_size, round_starts or None
         )
         return SummaryClaim(
             start_sequence=start_seq,
@@ -186,7 +186,7 @@ class SummaryTrigger:
                 trigger.memory_id,
                 key.conversation_id,
                 exc,
-                self.settings.processing_timeout_s,
+                self.settings.jobs.processing_timeout_s,
             )
 
     async def trigger(self, key: ConversationKey, last_saved_seq: int) -> TriggerResult:
@@ -199,7 +199,7 @@ class SummaryTrigger:
 
     async def sweep(self) -> list[int]:
         """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
-        rows = await self.backend.reclaim_stale(self.settings.processing_timeout_s)
+        rows = await self.backend.reclaim_stale(self.settings.jobs.processing_timeout_s)
         for row in rows:
             logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
         keys = {ConversationKey(row["conversation_id"], row["user_id"], row["tenant_id"]) for row in rows}

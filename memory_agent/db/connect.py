@@ -44,34 +44,34 @@ async def check_database(url: str, timeout: float) -> None:
 async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
     """A MemoryBackend on an open pool, its schema checked as ours and migrated. The caller closes
     `backend.pool`."""
-    await check_database(url, settings.connect_timeout_s)
+    await check_database(url, settings.database.connect_timeout_s)
     pool = MemoryBackend.create_pool(
         url,
-        settings.db_schema,
-        min_size=settings.pool_min_size,
-        max_size=settings.pool_max_size,
-        timeout=settings.connect_timeout_s,
-        processing_timeout_s=settings.processing_timeout_s,
+        settings.database.db_schema,
+        min_size=settings.database.pool_min_size,
+        max_size=settings.database.pool_max_size,
+        timeout=settings.database.connect_timeout_s,
+        processing_timeout_s=settings.jobs.processing_timeout_s,
     )
     try:
-        await pool.open(wait=True, timeout=settings.connect_timeout_s)
+        await pool.open(wait=True, timeout=settings.database.connect_timeout_s)
     except Exception as exc:
         await pool.close()
         raise ConfigurationError(
-            f"cannot connect to PostgreSQL within {settings.connect_timeout_s}s: {exc}; "
+            f"cannot connect to PostgreSQL within {settings.database.connect_timeout_s}s: {exc}; "
             "check MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
         ) from exc
     try:
-        backend = MemoryBackend(pool, settings.db_schema)
+        backend = MemoryBackend(pool, settings.database.db_schema)
         await backend.check_schema_is_ours()
-        await backend.setup(apply=settings.auto_migrate)
+        await backend.setup(apply=settings.database.auto_migrate)
         if await backend.detect_row_security() and await backend.on_citus():
             # The tenant is named per session on the coordinator; Citus' workers, where the policies are checked,
             # never see it: every read would come back empty and every write be refused.
             raise ConfigurationError(
                 f"row-level security binds this role, and the database is a Citus cluster, where memory_agent does "
-                f"not support it yet: connect as the role that owns schema {settings.db_schema!r} (or one that "
-                "bypasses row-level security)"
+                f"not support it yet: connect as the role that owns schema {settings.database.db_schema!r} (or one "
+                "that bypasses row-level security)"
             )
     except BaseException:
         await pool.close()

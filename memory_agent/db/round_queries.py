@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -18,6 +18,7 @@ from memory_agent.errors import (
     MemoryAgentError,
 )
 from memory_agent.schemas import RoundSaved, SummaryClaim
+from memory_agent.schemas.keys import ConversationKey
 
 logger = logging.getLogger("memory_agent.backend")
 
@@ -41,13 +42,22 @@ def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str,
     }
 
 
-def round_json(
-    roles: Sequence[str], contents: Sequence[str], messages: Sequence[str], produced: tuple[int, int] | None = None
-) -> str:
+class StoredRound(NamedTuple):
+    """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order, and
+    `produced`: see round_json."""
+
+    roles: Sequence[str]
+    contents: Sequence[str]
+    messages: Sequence[str]
+    produced: tuple[int, int] | None = None
+
+
+def round_json(stored: StoredRound) -> str:
     """end_round's `round`: a JSON array of {role, content, message}, built from serialize_round's output. The
-    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. `produced`
-    (first position, last sequence stored at round start): those messages carry "after", so only a copy stored
-    after the round started (the same round stored twice) keeps them from being stored."""
+    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. The round's
+    `produced` (first position, last sequence stored at round start): those messages carry "after", so only a copy
+    stored after the round started (the same round stored twice) keeps them from being stored."""
+    roles, contents, messages, produced = stored
     first, after = produced if produced is not None else (len(messages), -1)
     items = (
         f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'
@@ -101,21 +111,14 @@ class RoundQueries(Connector):
         return await self._lease_taken(row, params)
 
     async def begin_round(
-        self,
-        conversation_id: str,
-        holder: str,
-        lease_s: float,
-        message_ids: Sequence[str],
-        max_gap: int,
-        *,
-        tenant_id: str,
-        user_id: str,
+        self, key: ConversationKey, holder: str, lease_s: float, message_ids: Sequence[str], max_gap: int
     ) -> list[Row] | None:
         """Round start in one statement (the SQL function begin_round): take the lease (acquire_round_lease),
         then read memory + gap (load_context) in a statement of its own, so the read sees every round that gave
         the lease back. None while another round holds the lease; ConversationOwnerError as
         acquire_round_lease."""
-        params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
+        conversation_id, user_id = key.conversation_id, key.user_id
+        params = _lease_params(conversation_id, holder, lease_s, key.tenant_id, user_id)
         rows = await self.fetch_all(
             "begin_round", {"message_ids": list(message_ids), "max_gap": max_gap, **params}, prepare=True
         )
@@ -166,29 +169,25 @@ class RoundQueries(Connector):
     async def end_round(
         self,
         conn: psycopg.AsyncConnection[Row],
-        conversation_id: str,
-        roles: Sequence[str],
-        contents: Sequence[str],
-        messages: Sequence[str],
+        key: ConversationKey,
+        stored: StoredRound,
         *,
-        tenant_id: str,
-        user_id: str,
         holder: str | None,
         window: int,
         now: datetime,
-        produced: tuple[int, int] | None = None,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
         messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `now`: the
-        service's clock (the conversation's updated_at). `produced`: see round_json."""
+        service's clock (the conversation's updated_at). The round's `produced`: see round_json."""
+        conversation_id = key.conversation_id
         params = {
-            "tenant_id": tenant_id,
-            "user_id": user_id,
+            "tenant_id": key.tenant_id,
+            "user_id": key.user_id,
             "conversation_id": conversation_id,
             "holder": holder,
-            "round": round_json(roles, contents, messages, produced),
+            "round": round_json(stored),
             "window": window,
             "now": now,
         }
@@ -250,19 +249,17 @@ class RoundQueries(Connector):
         self,
         conn: psycopg.AsyncConnection[Row],
         saved: RoundSaved,
+        key: ConversationKey,
         *,
-        tenant_id: str,
-        user_id: str,
-        conversation_id: str,
         prices: dict[str, Any],
         app_model: str | None,
         now: datetime,
     ) -> None:
         """The cost ledger's 'app' rows: one per answer of the round that reports its usage (memory_agent/ledger.py)."""
         params = {
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "conversation_id": conversation_id,
+            "tenant_id": key.tenant_id,
+            "user_id": key.user_id,
+            "conversation_id": key.conversation_id,
             "first_sequence": saved.first_sequence,
             "last_sequence": saved.last_sequence,
             "prices": Jsonb(prices),

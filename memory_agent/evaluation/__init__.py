@@ -8,13 +8,14 @@ jobs/, summarize/, observability/, cli/ nor service/.
 """
 
 from memory_agent.evaluation.dataset import EVAL_TENANT, Sample, load_dataset
-from memory_agent.evaluation.ingest import ingest_directly, store_conversation, store_item
+from memory_agent.evaluation.ingest import StoredItem, ingest_directly, store_conversation, store_item
 from memory_agent.evaluation.recall import EvalReport, evaluate
 
 __all__ = [
     "EVAL_TENANT",
     "EvalReport",
     "Sample",
+    "StoredItem",
     "evaluate",
     "ingest_directly",
     "load_dataset",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ from psycopg.types.json import Jsonb
 from memory_agent.db.connector import execute_many, execute_query, fetch_one
 from memory_agent.evaluation.dataset import EVAL_TENANT, Sample
 from memory_agent.llm.extract import Statement, extract_items
+from memory_agent.long_term.scope import ItemScope
 from memory_agent.schemas.items import is_single_valued, normalize_content
 
 
@@ -61,48 +63,53 @@ async def store_conversation(
         await execute_many(conn, "eval_insert_message", rows)
 
 
-async def store_item(
-    conn: AsyncConnection[Any],
-    *,
-    tenant_id: str,
-    user_id: str,
-    item_type: str,
-    key: str,
-    content: str,
-    valid_from: datetime,
-    valid_to: datetime | None = None,
-    sources: Sequence[tuple[str, int]] = (),
-    importance: float = 0.5,
-    is_summary: bool = False,
-    source_item_ids: Sequence[Any] = (),
-    single_valued: bool = False,
-) -> Any:
-    """Write one item directly (single-valued: closing the current value of its key); returns its id, None when
-    the same content was current already. Evaluation and tests only: items are the long-term writer's."""
-    content_norm = normalize_content(content)
-    value_slot = "summary" if is_summary else "" if single_valued else hashlib.md5(content_norm.encode()).hexdigest()
+@dataclass(frozen=True)
+class StoredItem:
+    """One item as store_item writes it: type, key and content, its validity, the turns it came from, and for a
+    summary the items it stands for."""
+
+    item_type: str
+    key: str
+    content: str
+    valid_from: datetime
+    valid_to: datetime | None = None
+    sources: Sequence[tuple[str, int]] = ()
+    importance: float = 0.5
+    is_summary: bool = False
+    source_item_ids: Sequence[Any] = ()
+    single_valued: bool = False
+
+
+async def store_item(conn: AsyncConnection[Any], *, scope: ItemScope, item: StoredItem) -> Any:
+    """Write one item of `scope` directly (single-valued: closing the current value of its key); returns its id,
+    None when the same content was current already. Evaluation and tests only: items are the long-term writer's."""
+    tenant_id, user_id = scope.tenant_id, scope.user_id
+    content_norm = normalize_content(item.content)
+    value_slot = (
+        "summary" if item.is_summary else "" if item.single_valued else hashlib.md5(content_norm.encode()).hexdigest()
+    )
     params = {
         "tenant_id": tenant_id,
         "user_id": user_id,
-        "item_type": item_type,
-        "key": key,
-        "content": content,
+        "item_type": item.item_type,
+        "key": item.key,
+        "content": item.content,
         "content_norm": content_norm,
         "value_slot": value_slot,
-        "importance": importance,
-        "valid_from": valid_from,
-        "valid_to": valid_to,
-        "is_summary": is_summary,
-        "source_item_ids": list(source_item_ids),
-        "now": valid_from,
+        "importance": item.importance,
+        "valid_from": item.valid_from,
+        "valid_to": item.valid_to,
+        "is_summary": item.is_summary,
+        "source_item_ids": list(item.source_item_ids),
+        "now": item.valid_from,
     }
     async with conn.transaction():
-        if single_valued:
+        if item.single_valued:
             await execute_query(conn, "eval_close_item", params)
         row = await fetch_one(conn, "eval_insert_item", params)
         if row is None:
             return None
-        for conversation_id, sequence in sources:
+        for conversation_id, sequence in item.sources:
             await execute_query(
                 conn,
                 "eval_insert_item_source",
@@ -139,15 +146,16 @@ async def ingest_directly(conn: AsyncConnection[Any], sample: Sample) -> dict[tu
         for item_type, item in extract_items(statements).typed():
             await store_item(
                 conn,
-                tenant_id=EVAL_TENANT,
-                user_id=sample.sample_id,
-                item_type=item_type,
-                key=item.key,
-                content=item.content,
-                valid_from=session.started_at,
-                importance=item.importance,
-                sources=[(conversation_id, s) for s in item.source_sequences],
-                single_valued=is_single_valued(item_type, item),
+                scope=ItemScope(tenant_id=EVAL_TENANT, user_id=sample.sample_id),
+                item=StoredItem(
+                    item_type=item_type,
+                    key=item.key,
+                    content=item.content,
+                    valid_from=session.started_at,
+                    sources=[(conversation_id, s) for s in item.source_sequences],
+                    importance=item.importance,
+                    single_valued=is_single_valued(item_type, item),
+                ),
             )
     return provenance
 

@@ -9,12 +9,12 @@ from memory_agent.settings import MemorySettings
 
 def make_executor(settings: MemorySettings, jobs: SummaryJobs, backend: MemoryBackend) -> Executor:
     """inline, or procrastinate (imported only then: an inline app never loads procrastinate)."""
-    if settings.executor == "inline":
+    if settings.jobs.executor == "inline":
         from memory_agent.jobs.inline import InlineExecutor
 
-        return InlineExecutor(jobs, settings.sweep_interval_s)
-    if settings.executor == "procrastinate":
+        return InlineExecutor(jobs, settings.jobs.sweep_interval_s)
+    if settings.jobs.executor == "procrastinate":
         from memory_agent.jobs.procrastinate_executor import ProcrastinateExecutor
 
         return ProcrastinateExecutor(jobs, settings, backend)
-    raise ValueError(f"unknown executor {settings.executor!r}; use 'inline' or 'procrastinate'")
+    raise ValueError(f"unknown executor {settings.jobs.executor!r}; use 'inline' or 'procrastinate'")

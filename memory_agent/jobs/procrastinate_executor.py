@@ -42,17 +42,19 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> 
         # that did not complete fails the job (retried when the error may pass), never a `succeeded` job.
         return await jobs.run_summary(memory_id, user_id, strict=True)
 
-    @app.periodic(cron=settings.sweep_cron, periodic_id="memory_agent.sweep")
+    @app.periodic(cron=settings.jobs.sweep_cron, periodic_id="memory_agent.sweep")
     @app.task(name=SWEEP_TASK, queue=QUEUE, queueing_lock=SWEEP_TASK)
     async def sweep(timestamp: int) -> list[int]:
         return await jobs.sweep()
 
-    if pool is not None and (settings.consolidation_enabled or settings.batch_summaries_enabled):
+    if pool is not None and (
+        settings.consolidation.consolidation_enabled or settings.consolidation.batch_summaries_enabled
+    ):
         register_consolidation(app, settings, pool)
     refresh = jobs.refresh_clusters
     if refresh is not None:
 
-        @app.periodic(cron=settings.sweep_cron, periodic_id=REFRESH_CLUSTERS_TASK)
+        @app.periodic(cron=settings.jobs.sweep_cron, periodic_id=REFRESH_CLUSTERS_TASK)
         @app.task(name=REFRESH_CLUSTERS_TASK, queue=QUEUE, queueing_lock=REFRESH_CLUSTERS_TASK)
         async def refresh_clusters(timestamp: int) -> int:
             return await refresh()
@@ -63,15 +65,12 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> 
 def register_consolidation(app: procrastinate.App, settings: MemorySettings, pool: Any) -> None:
     # Imported here: only workers of deployments that enable it load the consolidation package.
     from memory_agent.consolidation import (
-        ConsolidationConfig,
         ConsolidationRunner,
         register_tasks,
     )
     from memory_agent.llm import default_chat_model
 
-    runner = ConsolidationRunner(
-        pool, default_chat_model(settings, "consolidation"), ConsolidationConfig.from_settings(settings)
-    )
+    runner = ConsolidationRunner(pool, default_chat_model(settings, "consolidation"), settings)
     register_tasks(app, runner, queue=QUEUE, retry=RETRY_TRANSIENT)
 
 
@@ -87,7 +86,7 @@ class ProcrastinateExecutor:
         self.app: procrastinate.App | None = None
 
     async def start(self) -> None:
-        await self.backend.setup_procrastinate(apply=self.settings.auto_migrate)
+        await self.backend.setup_procrastinate(apply=self.settings.database.auto_migrate)
         self.app = build_app(self.jobs, self.settings, pool=self.backend.pool)
         await self.app.open_async(pool=self.backend.pool)
 

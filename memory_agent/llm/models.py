@@ -41,8 +41,8 @@ def default_chat_model(settings: MemorySettings, role: ModelRole = "summary") ->
     consolidation_model, default memory_model, one client retry), else the offline model under its role's name."""
     if openai_configured():
         if role == "summary":
-            return openai_chat_model(settings.memory_model, timeout=settings.summary_timeout_s, max_retries=0)
-        name = settings.consolidation_model or settings.memory_model
-        return openai_chat_model(name, timeout=settings.summary_timeout_s, max_retries=1)
+            return openai_chat_model(settings.memory.model, timeout=settings.summary.timeout_s, max_retries=0)
+        name = settings.consolidation.consolidation_model or settings.memory.model
+        return openai_chat_model(name, timeout=settings.summary.timeout_s, max_retries=1)
     logger.warning("No OPENAI_API_KEY or OPENAI_BASE_URL: using the offline %s model (no network)", role)
     return OfflineModel(model_name=OFFLINE_SUMMARIZER if role == "summary" else OFFLINE_CONSOLIDATOR)

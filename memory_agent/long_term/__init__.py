@@ -13,6 +13,7 @@ from memory_agent.long_term.cluster_text import offline_cluster_summarizer, summ
 from memory_agent.long_term.clusters import (
     SUMMARY_MIN_CLUSTER_ITEMS,
     ClusterOutcome,
+    ClusterSummaries,
     pending_clusters,
     refresh_cluster,
     refresh_clusters,
@@ -26,9 +27,9 @@ from memory_agent.long_term.embeddings import (
     index_items,
     index_pending,
 )
-from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
-from memory_agent.long_term.reads import ItemSource, LongTermItem, item_history, list_items
-from memory_agent.long_term.scope import Cluster
+from memory_agent.long_term.forget import ForgetReport, expire_item, forget_conversation, forget_item, forget_user
+from memory_agent.long_term.reads import ItemFilter, ItemSource, LongTermItem, item_history, list_items
+from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope
 from memory_agent.long_term.store import MemoryStore
 from memory_agent.long_term.tenancy import set_tenant, tenant_transaction
 from memory_agent.long_term.writer import DONE_PREFIX, LongTermWriteError, RememberOutcome, remember
@@ -39,14 +40,19 @@ __all__ = [
     "BundledE5Embeddings",
     "Cluster",
     "ClusterOutcome",
+    "ClusterSummaries",
     "ForgetReport",
     "HashingEmbeddings",
+    "ItemFilter",
+    "ItemOrigin",
+    "ItemScope",
     "ItemSource",
     "LongTermItem",
     "LongTermWriteError",
     "MemoryStore",
     "RememberOutcome",
     "embedder_from_setting",
+    "expire_item",
     "forget_conversation",
     "forget_item",
     "forget_user",

@@ -48,6 +48,16 @@ ClusterOutcomeName = Literal["created", "refreshed", "unchanged", "deleted", "to
 
 
 @dataclass(frozen=True)
+class ClusterSummaries:
+    """How cluster summaries are made: the summarizer, the fewest current items a summary stands for, and the
+    most members one summary call is given."""
+
+    summarize: ClusterSummarizer
+    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS
+    max_members: int = SUMMARY_MAX_CLUSTER_MEMBERS
+
+
+@dataclass(frozen=True)
 class ClusterOutcome:
     """What refresh_cluster() did; `reason` says why a summary was rejected or failed."""
 
@@ -77,17 +87,16 @@ def _check_min(min_items: int) -> None:
 async def refresh_cluster(
     conn: psycopg.AsyncConnection[Any],
     cluster: Cluster,
-    summarize: ClusterSummarizer,
+    summaries: ClusterSummaries,
     *,
     now: datetime,
-    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
     drop_when_unusable: bool = False,
-    max_members: int = SUMMARY_MAX_CLUSTER_MEMBERS,
 ) -> ClusterOutcome:
     """Bring the cluster's summary in line with its current members (see the module docstring), in a savepoint
     of the caller's transaction. `drop_when_unusable`: a rejected or failed summary also deletes the old one
     (forgetting must not leave text built from an erased member). The text is made from at most `max_members`
     members, the most important (newest first among equals)."""
+    summarize, min_items, max_members = summaries.summarize, summaries.min_items, summaries.max_members
     check_now(now)
     _check_min(min_items)
     if not isinstance(max_members, int) or max_members < 1:
@@ -107,12 +116,11 @@ async def refresh_cluster(
 async def refresh_clusters(
     conn: psycopg.AsyncConnection[Any],
     clusters: Iterable[Cluster],
-    summarize: ClusterSummarizer,
+    summaries: ClusterSummaries,
     *,
     now: datetime,
-    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
 ) -> list[ClusterOutcome]:
-    return [await refresh_cluster(conn, c, summarize, now=now, min_items=min_items) for c in clusters]
+    return [await refresh_cluster(conn, c, summaries, now=now) for c in clusters]
 
 
 async def _refresh(
@@ -216,15 +224,16 @@ async def pending_clusters(
 
 async def refresh_pending_clusters(
     conn: psycopg.AsyncConnection[Any],
-    summarize: ClusterSummarizer,
+    summaries: ClusterSummaries,
     *,
     now: datetime,
     tenant_id: str | None = None,
     user_id: str | None = None,
-    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
     limit: int = 100,
 ) -> list[ClusterOutcome]:
     """The periodic safety net's body: refresh up to `limit` pending clusters. On an autocommit connection each
     cluster commits on its own, so one failing cluster does not undo the others."""
-    pending = await pending_clusters(conn, tenant_id=tenant_id, user_id=user_id, min_items=min_items, limit=limit)
-    return [await refresh_cluster(conn, cluster, summarize, now=now, min_items=min_items) for cluster in pending]
+    pending = await pending_clusters(
+        conn, tenant_id=tenant_id, user_id=user_id, min_items=summaries.min_items, limit=limit
+    )
+    return [await refresh_cluster(conn, cluster, summaries, now=now) for cluster in pending]

@@ -32,8 +32,7 @@ import psycopg
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.cluster_text import ClusterSummarizer
-from memory_agent.long_term.clusters import SUMMARY_MIN_CLUSTER_ITEMS, refresh_cluster
+from memory_agent.long_term.clusters import ClusterSummaries, refresh_cluster
 from memory_agent.long_term.scope import Cluster, check_identity, check_now
 
 
@@ -55,11 +54,11 @@ async def forget_conversation(
     user_id: str,
     conversation_id: str,
     *,
-    summarize: ClusterSummarizer | None = None,
+    summaries: ClusterSummaries | None = None,
     now: datetime | None = None,
-    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
 ) -> ForgetReport:
-    """Erase a conversation of the user and everything derived from it."""
+    """Erase a conversation of the user and everything derived from it; the cluster summaries built from its
+    items are made again by `summaries` (None: deleted)."""
     check_identity(tenant_id, user_id)
     if not isinstance(conversation_id, str) or not conversation_id:
         raise InvalidInputError(f"conversation_id must be a non-empty string, got {conversation_id!r}")
@@ -70,12 +69,12 @@ async def forget_conversation(
         await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": conversation_id})
         await fetch(conn, "lock_forget", scope)
         deleted = await _erase_conversation_lineage(conn, scope, conversation_id)
-        summaries = await _rederive(conn, scope, deleted, summarize, now, min_items)
+        rederived = await _rederive(conn, scope, deleted, summaries, now)
         notes, batches = await _drop_derived(conn, scope, deleted, [conversation_id])
         await _erase_jobs(conn, scope, conversation_id)
         rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
-        await _clear_recalled(conn, scope, [*deleted, *summaries[0], *summaries[1]])
-    return ForgetReport(tuple(deleted), *summaries, tuple(row["conversation_id"] for row in rows), notes, batches)
+        await _clear_recalled(conn, scope, [*deleted, *rederived[0], *rederived[1]])
+    return ForgetReport(tuple(deleted), *rederived, tuple(row["conversation_id"] for row in rows), notes, batches)
 
 
 async def forget_item(
@@ -84,14 +83,32 @@ async def forget_item(
     user_id: str,
     item_id: int,
     *,
-    summarize: ClusterSummarizer | None = None,
+    summaries: ClusterSummaries | None = None,
     now: datetime | None = None,
-    min_items: int = SUMMARY_MIN_CLUSTER_ITEMS,
+) -> ForgetReport:
+    """Erase one item version of the user (a summary: with its members) and everything derived from it; the
+    cluster summaries built from it are made again by `summaries` (None: deleted). Unknown ids erase nothing."""
+    return await _forget_item(conn, {"tenant_id": tenant_id, "user_id": user_id}, item_id, summaries, now)
+
+
+async def expire_item(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str, item_id: int, *, now: datetime | None = None
+) -> ForgetReport:
+    """The batch summaries' TTL pass: erase an original a batch summary stands for, as forget_item does, but
+    keep the notes and batch summaries made from it (they are what is kept of it)."""
+    return await _forget_item(conn, {"tenant_id": tenant_id, "user_id": user_id}, item_id, None, now, retention=True)
+
+
+async def _forget_item(
+    conn: psycopg.AsyncConnection[Any],
+    scope: dict[str, Any],
+    item_id: int,
+    summaries: ClusterSummaries | None,
+    now: datetime | None,
+    *,
     retention: bool = False,
 ) -> ForgetReport:
-    """Erase one item version of the user (a summary: with its members). Unknown ids erase nothing.
-    `retention`: the batch summaries' TTL pass expiring an original a batch summary stands for; the notes and
-    batch summaries made from it stay (they are what is kept of it)."""
+    tenant_id, user_id = scope["tenant_id"], scope["user_id"]
     check_identity(tenant_id, user_id)
     if not isinstance(item_id, int) or isinstance(item_id, bool):
         raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")
@@ -103,7 +120,7 @@ async def forget_item(
         if members:
             rows += await fetch(conn, "delete_items", {**scope, "item_ids": members})
         deleted = [row["item_id"] for row in rows]
-        refreshed, summaries_deleted = await _rederive(conn, scope, deleted, summarize, now, min_items)
+        refreshed, summaries_deleted = await _rederive(conn, scope, deleted, summaries, now)
         notes, batches = ((), ()) if retention else await _drop_derived(conn, scope, deleted, [])
         await _clear_recalled(conn, scope, [*deleted, *refreshed, *summaries_deleted])
     summaries_deleted += tuple(row["item_id"] for row in rows if row["is_summary"])
@@ -183,9 +200,8 @@ async def _rederive(
     conn: psycopg.AsyncConnection[Any],
     scope: dict[str, Any],
     deleted: list[int],
-    summarize: ClusterSummarizer | None,
+    summaries: ClusterSummaries | None,
     now: datetime | None,
-    min_items: int,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Regenerate (or delete) the summaries built from any deleted item: (refreshed ids, deleted ids)."""
     if not deleted:
@@ -194,13 +210,13 @@ async def _rederive(
     refreshed: list[int] = []
     dropped: list[int] = []
     for row in await fetch(conn, "summaries_over", {**scope, "item_ids": deleted}):
-        if summarize is None:
+        if summaries is None:
             await fetch(conn, "delete_items", {**scope, "item_ids": [row["item_id"]]})
             dropped.append(row["item_id"])
             continue
         cluster = Cluster(
             scope["tenant_id"], scope["user_id"], row["project"], row["environment"], row["item_type"], row["key"]
         )
-        outcome = await refresh_cluster(conn, cluster, summarize, now=now, min_items=min_items, drop_when_unusable=True)
+        outcome = await refresh_cluster(conn, cluster, summaries, now=now, drop_when_unusable=True)
         (refreshed if outcome.outcome == "refreshed" else dropped).append(row["item_id"])
     return tuple(refreshed), tuple(dropped)

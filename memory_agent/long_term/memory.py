@@ -18,9 +18,10 @@ from memory_agent.conversation.identity import validate_identity, validate_user_
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
+from memory_agent.long_term import ClusterSummaries
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
-from memory_agent.long_term.reads import LongTermItem, list_items
+from memory_agent.long_term.reads import ItemFilter, LongTermItem, list_items
 from memory_agent.long_term.recall import RecallResult, RecallSettings, user_recall
 from memory_agent.long_term.tenancy import tenant_transaction
 from memory_agent.runtime import MemoryLoop
@@ -66,7 +67,7 @@ class LongTermMemory:
 
         async def read() -> list[LongTermItem]:
             async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
-                return await list_items(conn, tenant, user, as_of=as_of)
+                return await list_items(conn, tenant, user, where=ItemFilter(as_of=as_of))
 
         with tenant_scope(tenant):
             return await self.loop.arun(read())
@@ -84,9 +85,8 @@ class LongTermMemory:
                     tenant,
                     user,
                     item_id,
-                    summarize=self.cluster_summarizer,
+                    summaries=ClusterSummaries(self.cluster_summarizer, min_items=self.min_cluster_items),
                     now=self.clock(),
-                    min_items=self.min_cluster_items,
                 )
 
         with tenant_scope(tenant):
@@ -113,9 +113,8 @@ class LongTermMemory:
                     key.tenant_id,
                     key.user_id,
                     key.conversation_id,
-                    summarize=self.cluster_summarizer,
+                    summaries=ClusterSummaries(self.cluster_summarizer, min_items=self.min_cluster_items),
                     now=self.clock(),
-                    min_items=self.min_cluster_items,
                 )
             return bool(report.conversations_deleted)
 

@@ -6,6 +6,7 @@ view of the present (refreshed in place), so they come with current reads and ne
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,7 +15,7 @@ import psycopg
 
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import Row, check_identity, check_now
+from memory_agent.long_term.scope import ItemScope, Row, check_identity, check_now
 
 
 @dataclass(frozen=True)
@@ -62,64 +63,41 @@ def _item(row: Row) -> LongTermItem:
     )
 
 
+@dataclass(frozen=True)
+class ItemFilter:
+    """Which of a user's items list_items returns: held at `as_of` (None: now), of one type, key, project or
+    environment (None: every one), with cluster summaries or without."""
+
+    as_of: datetime | None = None
+    item_type: str | None = None
+    key: str | None = None
+    project: str | None = None
+    environment: str | None = None
+    include_summaries: bool = True
+
+
 async def list_items(
     conn: psycopg.AsyncConnection[Any],
     tenant_id: str,
     user_id: str,
-    *,
-    as_of: datetime | None = None,
-    item_type: str | None = None,
-    key: str | None = None,
-    project: str | None = None,
-    environment: str | None = None,
-    include_summaries: bool = True,
+    where: ItemFilter | None = None,
 ) -> list[LongTermItem]:
     """The user's items current now (with cluster summaries unless told otherwise), or held at `as_of`; most
-    important first. project/environment None: every one."""
+    important first."""
     check_identity(tenant_id, user_id)
-    if as_of is not None:
-        check_now(as_of)
-    rows = await fetch(
-        conn,
-        "list_items",
-        {
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "as_of": as_of,
-            "item_type": item_type,
-            "key": key,
-            "project": project,
-            "environment": environment,
-            "include_summaries": include_summaries,
-        },
-    )
+    where = where or ItemFilter()
+    if where.as_of is not None:
+        check_now(where.as_of)
+    rows = await fetch(conn, "list_items", {"tenant_id": tenant_id, "user_id": user_id, **dataclasses.asdict(where)})
     return [_item(row) for row in rows]
 
 
 async def item_history(
-    conn: psycopg.AsyncConnection[Any],
-    tenant_id: str,
-    user_id: str,
-    item_type: str,
-    key: str,
-    *,
-    project: str = "",
-    environment: str = "",
+    conn: psycopg.AsyncConnection[Any], scope: ItemScope, item_type: str, key: str
 ) -> list[LongTermItem]:
-    """Every version of one key, oldest first: closed ones with their valid_to, then the current ones."""
-    check_identity(tenant_id, user_id)
+    """Every version of one key of `scope`, oldest first: closed ones with their valid_to, then the current ones."""
+    check_identity(scope.tenant_id, scope.user_id)
     if not key:
         raise InvalidInputError("key must be a non-empty string")
-    rows = await fetch(
-        conn,
-        "item_history",
-        {
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "item_type": item_type,
-            "key": key,
-            "project": project,
-            "environment": environment,
-        },
-    )
+    rows = await fetch(conn, "item_history", {**dataclasses.asdict(scope), "item_type": item_type, "key": key})
     return [_item(row) for row in rows]

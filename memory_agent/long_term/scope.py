@@ -20,6 +20,26 @@ MAX_PARTITION_CHARS = 256  # the settings' max_length of project and environment
 
 
 @dataclass(frozen=True)
+class ItemScope:
+    """Whose long-term items: a (tenant, user) and, inside it, a project and an environment."""
+
+    tenant_id: str
+    user_id: str
+    project: str = ""
+    environment: str = ""
+
+
+@dataclass(frozen=True)
+class ItemOrigin:
+    """Where items come from: memory version `memory_id` of `conversation_id` (both None: from outside a
+    conversation), and how sure their writer is of them."""
+
+    conversation_id: str | None = None
+    memory_id: int | None = None
+    confidence: float = 1.0
+
+
+@dataclass(frozen=True)
 class Cluster:
     """The items a cluster summary stands for: one (tenant, user, project, environment, type, key)."""
 

@@ -31,7 +31,7 @@ from psycopg import errors
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError, MemoryAgentError
-from memory_agent.long_term.scope import Cluster, check_identity, check_now, check_partition
+from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope, check_identity, check_now, check_partition
 from memory_agent.schemas.items import ItemType, StructuredItems, SummaryItem, is_single_valued, normalize_content
 
 logger = logging.getLogger("memory_agent.long_term")
@@ -77,18 +77,15 @@ def value_slot(item_type: ItemType, item: SummaryItem, content_norm: str) -> str
 async def remember(
     conn: psycopg.AsyncConnection[Any],
     *,
-    tenant_id: str,
-    user_id: str,
+    scope: ItemScope,
     items: StructuredItems,
-    conversation_id: str | None,
-    memory_id: int | None,
+    source: ItemOrigin,
     now: datetime,
-    project: str = "",
-    environment: str = "",
-    confidence: float = 1.0,
 ) -> list[RememberOutcome]:
-    """Write `items` (from memory version `memory_id` of `conversation_id`, or from outside a conversation when
-    both are None) as of `now`. Runs in the caller's transaction when there is one, else in its own."""
+    """Write `items` of `scope` (from `source`) as of `now`. Runs in the caller's transaction when there is one,
+    else in its own."""
+    tenant_id, user_id, project, environment = scope.tenant_id, scope.user_id, scope.project, scope.environment
+    conversation_id, memory_id, confidence = source.conversation_id, source.memory_id, source.confidence
     check_identity(tenant_id, user_id)
     check_partition(project, environment)
     check_now(now)

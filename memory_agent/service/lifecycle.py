@@ -26,7 +26,7 @@ from memory_agent.jobs.executor import make_executor
 from memory_agent.llm import default_chat_model
 from memory_agent.long_term.embeddings import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
-from memory_agent.long_term.recall import check_recall_settings, recall_settings
+from memory_agent.long_term.recall import check_recall_settings
 from memory_agent.runtime import MemoryLoop, PeriodicTask
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
@@ -67,7 +67,7 @@ class Lifecycle:
         self.clock = clock or (lambda: datetime.now(UTC))
         self._model = model
         self._embeddings = embeddings
-        self._database_url = database_url or settings.database_url
+        self._database_url = database_url or settings.database.database_url
         self.database_url: str | None = None  # resolved at open (the embedded server's URI when unset)
         self._loop: MemoryLoop | None = None
         self._opened: Parts | None = None
@@ -89,26 +89,30 @@ class Lifecycle:
             return self._database_url
         from memory_agent.db.embedded import start_embedded_postgres
 
-        return start_embedded_postgres(self.settings.data_dir, install_dir=self.settings.embedded_install_dir)
+        return start_embedded_postgres(
+            self.settings.database.data_dir, install_dir=self.settings.database.embedded_install_dir
+        )
 
     async def _open_on_loop(self, url: str, loop: MemoryLoop) -> None:
         settings = self.settings
         self.database_url = url
-        if settings.memory_rolling_window_size % 2:
+        if settings.memory.rolling_window_size % 2:
             logger.warning(
                 "MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE=%s is odd: a window starts at a round, so with "
                 "user/assistant pairs it covers %s messages",
-                settings.memory_rolling_window_size,
-                settings.memory_rolling_window_size - 1,
+                settings.memory.rolling_window_size,
+                settings.memory.rolling_window_size - 1,
             )
         # Before the database: a missing extra is a configuration error with nothing opened.
-        embedder = self._embeddings if self._embeddings is not None else embedder_from_setting(settings.embeddings)
+        embedder = (
+            self._embeddings if self._embeddings is not None else embedder_from_setting(settings.long_term.embeddings)
+        )
         backend = await open_backend(url, settings)
         try:
             agent = MemoryAgent(
                 self._model or default_chat_model(settings),
-                max_words=settings.memory_max_words,
-                max_tokens=settings.memory_max_tokens_cap,
+                max_words=settings.memory.max_words,
+                max_tokens=settings.memory.max_tokens_cap,
             )
             runner = SummaryRunner(settings, backend, agent, clock=self.clock, embedder=embedder)
 
@@ -127,11 +131,11 @@ class Lifecycle:
                 pick_up=executor.runs_in_process,
             )
             rounds = Rounds(settings, backend, loop, trigger, embedder=embedder, clock=self.clock)
-            recall = recall_settings(settings)
+            recall = settings.recall
             await check_recall_settings(backend, recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(
-                settings.analyze_interval_s, [("Analyzing young tables", backend.analyze_young_tables)], logger
+                settings.jobs.analyze_interval_s, [("Analyzing young tables", backend.analyze_young_tables)], logger
             )
             long_term = LongTermMemory(
                 loop,
@@ -140,7 +144,7 @@ class Lifecycle:
                 cluster_summarizer=runner.cluster_summarizer,
                 embedder=embedder,
                 recall_settings=recall,
-                min_cluster_items=settings.summary_min_cluster_items,
+                min_cluster_items=settings.summary.min_cluster_items,
             )
             conversations = ConversationMemory(loop, backend, rounds, trigger)
             self._opened = Parts(backend, agent, runner, executor, embedder, statistics, conversations, long_term)
@@ -165,7 +169,7 @@ class Lifecycle:
 
     async def aopen(self) -> None:
         """As open(); with event_loop "caller" the memory loop is the running one."""
-        if self.settings.event_loop == "own":
+        if self.settings.jobs.event_loop == "own":
             await asyncio.to_thread(self.open)
             return
         if self._opened is not None:
@@ -179,7 +183,7 @@ class Lifecycle:
             raise
 
     def _drain_timeout(self, timeout: float | None) -> float:
-        return self.settings.drain_timeout_s if timeout is None else timeout
+        return self.settings.jobs.drain_timeout_s if timeout is None else timeout
 
     def _forget_loop(self) -> None:
         """After a close (or a failed open): the memory loop stopped, nothing of the open service kept."""

@@ -25,7 +25,7 @@ from memory_agent.jobs.base import Executor
 from memory_agent.long_term import ForgetReport, LongTermItem
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.memory import LongTermMemory, user_scope
-from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings, recall_settings
+from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
 from memory_agent.service.lifecycle import Lifecycle
@@ -67,7 +67,7 @@ class MemoryService:
     ) -> MemoryService:
         """A service for `settings` (default: from the environment) and summarizer `model`.
 
-        `model` is any LangChain chat model; by default ChatOpenAI(settings.memory_model) when
+        `model` is any LangChain chat model; by default ChatOpenAI(settings.memory.model) when
         OPENAI_API_KEY or OPENAI_BASE_URL is set, the offline summarizer otherwise. `embeddings` is any
         LangChain Embeddings for long-term items, cluster summaries and recall's vector fallback; by default
         the one MEMORY_AGENT_EMBEDDINGS names (none: vectors off).
@@ -154,7 +154,7 @@ class MemoryService:
         """(thread id, user id, tenant id) of a run's config: `thread_id`, and the keys MEMORY_AGENT_USER_ID_KEY
         and MEMORY_AGENT_TENANT_ID_KEY name (default `user_id`, `tenant_id`); None where absent."""
         configurable = (config or {}).get("configurable") or {}
-        return round_identity(configurable, self.settings.user_id_key, self.settings.tenant_id_key)
+        return round_identity(configurable, self.settings.rounds.user_id_key, self.settings.rounds.tenant_id_key)
 
     def call_sync(self, coro: Any) -> Any:
         """Run one of this service's coroutines from synchronous code (used by the sync graph nodes)."""
@@ -203,7 +203,7 @@ class MemoryService:
         self, last_saved_seq: int, round_starts: Sequence[int] | None = None
     ) -> tuple[int, int]:
         """(start, end) sequences of the window a summary after `last_saved_seq` covers (window.py)."""
-        return calculate_summary_range(last_saved_seq, self.settings.memory_rolling_window_size, round_starts)
+        return calculate_summary_range(last_saved_seq, self.settings.memory.rolling_window_size, round_starts)
 
     async def finish_round(
         self,
@@ -297,7 +297,7 @@ class MemoryService:
     @property
     def recall_settings(self) -> RecallSettings:
         """Recall's knobs as the MEMORY_AGENT_RECALL_* settings give them (every read surface uses these)."""
-        return recall_settings(self.settings)
+        return self.settings.recall
 
     async def recall(
         self,

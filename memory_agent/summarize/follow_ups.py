@@ -71,17 +71,19 @@ class LongTermFollowUps:
         first (ledger.reserve: the database admits concurrent callers one at a time) and settled with the calls
         it made; what it did, or None, with a WARNING and no call, when the ceiling (spent plus calls in flight)
         is reached."""
-        model = getattr(self.cluster_summarizer, "model_name", None) or self.settings.memory_model
-        estimate = ledger.price(LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.settings.llm_prices)
+        model = getattr(self.cluster_summarizer, "model_name", None) or self.settings.memory.model
+        estimate = ledger.price(
+            LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.settings.guards.llm_prices
+        )
         reservation = await ledger.reserve(
-            conn, cluster.tenant_id, self.settings.monthly_cost_ceiling, estimate[0], now
+            conn, cluster.tenant_id, self.settings.guards.monthly_cost_ceiling, estimate[0], now
         )
         if reservation is None:
             logger.warning(
                 "tenant %r reached its monthly cost ceiling %s (spent and reserved by calls in flight): no cluster "
                 "summary is written for this tenant (recall reads raw items)",
                 cluster.tenant_id,
-                self.settings.monthly_cost_ceiling,
+                self.settings.guards.monthly_cost_ceiling,
             )
             return None
         with collecting() as log:
@@ -90,15 +92,17 @@ class LongTermFollowUps:
                     outcome = await long_term.refresh_cluster(
                         conn,
                         cluster,
-                        self.cluster_summarizer,
+                        long_term.ClusterSummaries(
+                            self.cluster_summarizer,
+                            min_items=self.settings.summary.min_cluster_items,
+                            max_members=self.settings.summary.max_cluster_members,
+                        ),
                         now=now,
-                        min_items=self.settings.summary_min_cluster_items,
-                        max_members=self.settings.summary_max_cluster_members,
                     )
             except BaseException:
                 await ledger.release(conn, reservation)
                 raise
-        prices = self.settings.llm_prices
+        prices = self.settings.guards.llm_prices
         async with long_term.tenant_transaction(conn, cluster.tenant_id):
             user = await ledger_user(conn, cluster.params())  # answered after forget_user: under no user
             await ledger.record_log(conn, cluster.tenant_id, user, log, now=now, prices=prices, reservation=reservation)
@@ -111,7 +115,7 @@ class LongTermFollowUps:
         many it handled. Then, with an embedder, the catch-up of vectors (index_pending). A cluster whose summary
         failed or was rejected, or a catch-up that failed, does not stop the rest; JobFailedError at the end says
         what was left for the next run (not retryable: the next run is the retry)."""
-        if not self.settings.long_term:
+        if not self.settings.long_term.long_term:
             return 0
         handled, unusable = await self._refresh_pending_clusters(limit)
         problems = [f"{len(unusable)} cluster summaries not written ({'; '.join(unusable[:3])})"] if unusable else []
@@ -135,10 +139,10 @@ class LongTermFollowUps:
         over: set[str] = set()
         handled, unusable = 0, []
         async with self.backend.connection() as conn:
-            pending = await long_term.pending_clusters(conn, min_items=settings.summary_min_cluster_items, limit=limit)
+            pending = await long_term.pending_clusters(conn, min_items=settings.summary.min_cluster_items, limit=limit)
             for cluster in pending:
                 scope = (cluster.tenant_id, cluster.user_id, cluster.project)
-                if cluster.tenant_id in over or per_scope[scope] >= settings.max_summary_jobs_per_run:
+                if cluster.tenant_id in over or per_scope[scope] >= settings.guards.max_summary_jobs_per_run:
                     continue  # the next run takes it
                 outcome = await self._refresh_within_budget(conn, cluster, now)
                 if outcome is None:

@@ -105,7 +105,7 @@ class SummaryRunner(LongTermFollowUps):
                     async with self.backend.connection() as conn, conn.transaction():
                         user = await ledger_user(conn, {"tenant_id": log.tenant_id, "user_id": user_id})
                         await ledger.record_log(
-                            conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.llm_prices
+                            conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.guards.llm_prices
                         )
             except Exception as exc:  # the database may be away; the summary itself is done
                 logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
@@ -147,7 +147,7 @@ class SummaryRunner(LongTermFollowUps):
             new_messages = [SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows]
             settings = self.settings
             result: SummaryResult | None = await self.agent.summarize_with_retries(
-                Retries(settings.summary_max_attempts, settings.summary_timeout_s, settings.summary_retry_backoff_s),
+                Retries(settings.summary.max_attempts, settings.summary.timeout_s, settings.summary.retry_backoff_s),
                 f"Memory {memory_id}",
                 previous_summary=row["base_memory_text"],
                 base_end_sequence=base_end,
@@ -225,7 +225,7 @@ class SummaryRunner(LongTermFollowUps):
         (nothing written), the error text when a write failed (rolled back)."""
         user_id, tenant_id, memory_id = row["user_id"], row["tenant_id"], row["memory_id"]
         items, over_cap = result.items.within(row["start_sequence"], row["end_sequence"]).capped(
-            self.settings.summary_max_items
+            self.settings.summary.max_items
         )
         stored = items.model_dump(mode="json")
         dropped = list(result.dropped_items)
@@ -235,7 +235,7 @@ class SummaryRunner(LongTermFollowUps):
             logger.warning("Memory %s: %s items over the cap dropped", memory_id, over_cap)
             dropped.insert(
                 0,
-                f"{over_cap} items over the cap of {self.settings.summary_max_items} per version "
+                f"{over_cap} items over the cap of {self.settings.summary.max_items} per version "
                 "(MEMORY_AGENT_SUMMARY_MAX_ITEMS): the most important were kept",
             )
         if dropped:
@@ -245,7 +245,7 @@ class SummaryRunner(LongTermFollowUps):
         outcomes: list[long_term.RememberOutcome] = []
         now = self.clock()
         calls = list(log.calls)
-        remembering = self.settings.long_term and not items.is_empty()
+        remembering = self.settings.long_term.long_term and not items.is_empty()
         completing = {
             "user_id": user_id,
             "tenant_id": tenant_id,
@@ -262,7 +262,7 @@ class SummaryRunner(LongTermFollowUps):
             "finished_at": now,
         }
         try:
-            ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.llm_prices)
+            ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.guards.llm_prices)
             if not remembering:
                 # Nothing for the long-term tier: one statement (the version and its calls), no transaction.
                 if not await self.backend.complete_memory(None, calls=ledger_rows, **completing):
@@ -274,14 +274,15 @@ class SummaryRunner(LongTermFollowUps):
                         return False
                     outcomes = await long_term.remember(
                         conn,
-                        tenant_id=tenant_id,
-                        user_id=user_id,
+                        scope=long_term.ItemScope(
+                            tenant_id=tenant_id,
+                            user_id=user_id,
+                            project=self.settings.long_term.project,
+                            environment=self.settings.long_term.environment,
+                        ),
+                        source=long_term.ItemOrigin(conversation_id=row["conversation_id"], memory_id=memory_id),
                         items=items,
-                        conversation_id=row["conversation_id"],
-                        memory_id=memory_id,
                         now=now,
-                        project=self.settings.project,
-                        environment=self.settings.environment,
                     )
         except (psycopg.Error, InvalidInputError, long_term.LongTermWriteError) as exc:
             if isinstance(exc, psycopg.OperationalError):

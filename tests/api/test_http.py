@@ -13,7 +13,7 @@ from langchain_core.messages import HumanMessage
 from psycopg.conninfo import conninfo_to_dict
 
 from memory_agent import with_memory
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from tests.api.conftest import Served
 from tests.conftest import execute, query
 from tests.long_term.conftest import at, items
@@ -39,10 +39,8 @@ async def remember_on(served: Served, tenant: str, user: str, day: float, conten
         async with served.memory.backend.pool.connection() as conn:
             await remember(
                 conn,
-                tenant_id=tenant,
-                user_id=user,
-                conversation_id=thread,
-                memory_id=None,
+                scope=ItemScope(tenant_id=tenant, user_id=user),
+                source=ItemOrigin(conversation_id=thread, memory_id=None),
                 now=at(day),
                 items=items(facts=[("home_city", content)]),
             )

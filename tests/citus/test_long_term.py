@@ -10,10 +10,11 @@ from langchain_core.messages import HumanMessage
 from psycopg import sql
 
 from memory_agent import MemoryStore, with_memory
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner
+from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
+from memory_agent.settings import MemorySettings
 from tests.citus.conftest import query
 from tests.long_term.conftest import items
 from tests.support import EchoChat
@@ -107,21 +108,19 @@ async def test_consolidation_over_a_week(open_memory, citus_url, schema):
             for user in ("ana", "ben"):
                 await remember(
                     conn,
-                    tenant_id="acme",
-                    user_id=user,
+                    scope=ItemScope(tenant_id="acme", user_id=user),
                     items=items(
                         facts=[("mood", f"{user} felt {'calm' if n % 2 else 'busy'} on day {n}")],
                         decisions=[(f"step_{n}", f"{user} decided to ship step {n}")],
                     ),
-                    conversation_id=None,
-                    memory_id=None,
+                    source=ItemOrigin(conversation_id=None, memory_id=None),
                     now=start + timedelta(days=n, hours=12),
                 )
 
     async def consolidate() -> None:
         async with memory.backend.connection() as conn:
             await write(conn)
-        runner = ConsolidationRunner(memory.backend.pool, OfflineConsolidationModel(), ConsolidationConfig())
+        runner = ConsolidationRunner(memory.backend.pool, OfflineConsolidationModel(), MemorySettings())
         for n in range(8):
             await runner.run_due(start + timedelta(days=n + 1, hours=5))
 

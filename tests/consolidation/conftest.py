@@ -15,7 +15,7 @@ from pydantic import Field
 
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.llm import OfflineConsolidationModel
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from tests.long_term.conftest import conn, connect, items  # noqa: F401 (fixtures)
 
 # A Monday: runs on June 2 .. July 6 cover June 1 .. July 5 and meet 5 Sundays and one 1st.
@@ -48,14 +48,12 @@ async def write_day(connection: psycopg.AsyncConnection[Any], user_id: str, n: i
     """A day of a user's items, at noon: a mood that changes (single-valued), a decision, a person mentioned."""
     await remember(
         connection,
-        tenant_id=tenant_id,
-        user_id=user_id,
+        scope=ItemScope(tenant_id=tenant_id, user_id=user_id),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(
             facts=[("mood", f"The user felt {'calm' if n % 2 else 'busy'} on day {n}")],
             decisions=[(f"step_{n}", f"Decided to ship step {n}")],
             entities=[(f"colleague_{n % 3}", f"Talked with colleague {n % 3} on day {n}")],
         ),
-        conversation_id=None,
-        memory_id=None,
         now=day(n, 12),
     )

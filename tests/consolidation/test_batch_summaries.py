@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, run_batch_summaries
-from memory_agent.long_term import list_items, remember
+from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
+from memory_agent.long_term import ItemOrigin, ItemScope, list_items, remember
+from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day
 from tests.long_term.conftest import items
 
-CONFIG = ConsolidationConfig(
-    nightly_enabled=False,
+CONFIG = MemorySettings(
+    consolidation_enabled=False,
     batch_summaries_enabled=True,
     min_age_days=7,
     max_memories_per_batch=4,
@@ -23,13 +24,10 @@ CONFIG = ConsolidationConfig(
 async def write_decision(conn, n: int, project: str = "") -> None:
     await remember(
         conn,
-        tenant_id="acme",
-        user_id="alice",
+        scope=ItemScope(tenant_id="acme", user_id="alice", project=project),
+        source=ItemOrigin(conversation_id=f"c{n}", memory_id=None),
         items=items(decisions=[(f"step_{n}", f"Decided to ship step {n}")]),
-        conversation_id=f"c{n}",
-        memory_id=None,
         now=day(n, 12),
-        project=project,
     )
 
 
@@ -49,7 +47,7 @@ async def test_batches_oldest_first_then_ttl(conn, pool, database_url):
     model = CountingModel()
 
     # Day 12: items older than day 5 — days 0..4 of the default project, day 2 of "other".
-    report = await run_batch_summaries(conn, "acme", "alice", day(12), model=model, config=CONFIG)
+    report = await run_batch_summaries(conn, "acme", "alice", day(12), run=ConsolidationRun(model, CONFIG))
     assert len(report.summaries) == 3 and len(model.calls) == 3
     assert summaries(database_url) == [
         ("", ids[0:4], day(0, 12), day(3, 12)),
@@ -57,17 +55,17 @@ async def test_batches_oldest_first_then_ttl(conn, pool, database_url):
         ("other", [other], day(2, 12), day(2, 12)),
     ]
     # Nothing new: no call, no row.
-    again = await run_batch_summaries(conn, "acme", "alice", day(12), model=model, config=CONFIG)
+    again = await run_batch_summaries(conn, "acme", "alice", day(12), run=ConsolidationRun(model, CONFIG))
     assert again.summaries == [] and len(model.calls) == 3
 
     # Day 20: days 5..9 in two batches; every original still there (keep_original_days not reached).
-    await run_batch_summaries(conn, "acme", "alice", day(20), model=model, config=CONFIG)
+    await run_batch_summaries(conn, "acme", "alice", day(20), run=ConsolidationRun(model, CONFIG))
     assert [row[1] for row in summaries(database_url)[3:]] == [ids[5:9], ids[9:10]]
     assert query(database_url, "SELECT count(*) FROM items") == [(11,)]
 
     # Day 40: originals older than day 10 are forgotten with their lineage; a newer item is summarized, kept.
     await write_decision(conn, 30)
-    report = await run_batch_summaries(conn, "acme", "alice", day(40), model=model, config=CONFIG)
+    report = await run_batch_summaries(conn, "acme", "alice", day(40), run=ConsolidationRun(model, CONFIG))
     assert sorted(report.forgotten) == sorted([*ids, other])
     remaining = await list_items(conn, "acme", "alice")
     assert [item.content for item in remaining] == ["Decided to ship step 30"]
@@ -87,8 +85,8 @@ async def test_two_runs_racing_summarize_each_item_once(connect, database_url):
         await write_decision(first, n)
     model = CountingModel()
     await asyncio.gather(
-        run_batch_summaries(first, "acme", "alice", day(30), model=model, config=CONFIG),
-        run_batch_summaries(second, "acme", "alice", day(30), model=model, config=CONFIG),
+        run_batch_summaries(first, "acme", "alice", day(30), run=ConsolidationRun(model, CONFIG)),
+        run_batch_summaries(second, "acme", "alice", day(30), run=ConsolidationRun(model, CONFIG)),
     )
     summarized = [i for (ids,) in query(database_url, "SELECT summarized_ids FROM batch_summaries") for i in ids]
     assert sorted(summarized) == sorted(set(summarized)) and len(summarized) == 9
@@ -105,7 +103,7 @@ async def test_the_runner_runs_batch_summaries_when_due(conn, pool, database_url
     weekly = ConsolidationRunner(
         pool,
         CountingModel(),
-        ConsolidationConfig(nightly_enabled=False, batch_summaries_enabled=True, schedule="weekly"),
+        MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, batch_summaries_schedule="weekly"),
     )
     assert list(await weekly.run_due(day(11))) == [("batch_summaries", "acme", "alice")]
     assert query(database_url, "SELECT next_run FROM consolidation_schedules") == [(day(18),)]

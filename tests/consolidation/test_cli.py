@@ -9,7 +9,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from memory_agent.cli.main import app
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from tests.conftest import query
 from tests.long_term.conftest import items
 
@@ -24,11 +24,9 @@ async def test_consolidate_and_summaries(conn, database_url):
     for n in range(1, 15):
         await remember(
             conn,
-            tenant_id="default",
-            user_id="alice",
+            scope=ItemScope(tenant_id="default", user_id="alice"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
             items=items(decisions=[(f"choice_{n}", f"Decided on option {n}")]),
-            conversation_id=None,
-            memory_id=None,
             now=today - timedelta(days=n),
         )
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from memory_agent import ledger, llm, with_memory
-from memory_agent.consolidation import ConsolidationConfig, ManualClock, run_nightly
-from memory_agent.guard_settings import ModelPrice
+from memory_agent.consolidation import ConsolidationRun, ManualClock, run_nightly
 from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.settings import MemorySettings, ModelPrice
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day
 from tests.long_term.test_summary_job import open_service  # noqa: F401 (fixture)
@@ -23,7 +23,13 @@ async def test_a_days_daily_note_holds_that_days_conversation_memory(open_servic
         await app.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "t", "user_id": "ana"}})
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT status, finished_at FROM memory") == [("completed", day(0, 9))]
-    report = await run_nightly(conn, "default", "ana", day(1, 6), model=CountingModel(), config=ConsolidationConfig())
+    report = await run_nightly(
+        conn,
+        "default",
+        "ana",
+        day(1, 6),
+        run=ConsolidationRun(CountingModel(), MemorySettings(consolidation_enabled=True)),
+    )
     assert [o.status for o in report.outcomes] == ["complete"]
     ((content,),) = query(database_url, "SELECT content FROM consolidation_notes")
     (memory_text,) = query(database_url, "SELECT memory_text FROM memory")[0]

@@ -10,9 +10,10 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, with_memory
-from memory_agent.consolidation import ConsolidationConfig, ManualClock, run_batch_summaries, run_nightly
+from memory_agent.consolidation import ConsolidationRun, ManualClock, run_batch_summaries, run_nightly
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term import forget_item, remember
+from memory_agent.long_term import ItemOrigin, ItemScope, forget_item, remember
+from memory_agent.settings import MemorySettings
 from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day
 from tests.long_term.conftest import items
@@ -20,8 +21,8 @@ from tests.long_term.test_forget import tables_holding
 from tests.long_term.test_summary_job import open_service  # noqa: F401 (fixture)
 from tests.support import EchoChat
 
-NIGHTLY = ConsolidationConfig()
-BATCHES = ConsolidationConfig(nightly_enabled=False, batch_summaries_enabled=True, min_age_days=1)
+NIGHTLY = MemorySettings(consolidation_enabled=True)
+BATCHES = MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, min_age_days=1)
 NOTE_COLUMNS = {
     "consolidation_notes.content",
     "consolidation_notes.consolidated",
@@ -33,8 +34,8 @@ NOTE_COLUMNS = {
 
 async def consolidate(conn: Any, at_day: int) -> None:
     """The nightly run (dailies, the weekly of May 31 - June 6) and the batch summaries, as the schedules run them."""
-    await run_nightly(conn, "default", "ana", day(at_day, 6), model=CountingModel(), config=NIGHTLY)
-    await run_batch_summaries(conn, "default", "ana", day(at_day, 6), model=CountingModel(), config=BATCHES)
+    await run_nightly(conn, "default", "ana", day(at_day, 6), run=ConsolidationRun(CountingModel(), NIGHTLY))
+    await run_batch_summaries(conn, "default", "ana", day(at_day, 6), run=ConsolidationRun(CountingModel(), BATCHES))
 
 
 async def write_decisions(conn: Any, days: int) -> None:
@@ -42,11 +43,9 @@ async def write_decisions(conn: Any, days: int) -> None:
     for n in range(days):
         await remember(
             conn,
-            tenant_id="default",
-            user_id="ana",
+            scope=ItemScope(tenant_id="default", user_id="ana"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
             items=items(decisions=[(f"step_{n}", f"Decided to ship step {n}")]),
-            conversation_id=None,
-            memory_id=None,
             now=day(n, 12),
         )
 
@@ -95,16 +94,14 @@ async def test_forget_item_erases_the_notes_and_batch_summaries_made_from_it(ope
     for n, other in enumerate(["Lisbon", "Porto", "Faro", "Braga"]):  # 4 statements of the fact, one a day
         await remember(
             conn,
-            tenant_id="default",
-            user_id="ana",
+            scope=ItemScope(tenant_id="default", user_id="ana"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
             items=items(
                 facts=[
                     ("allergies", f"The user is allergic to {canary}", {"single_valued": False}),
                     (f"visit_{n}", f"The user visited {other}"),
                 ]
             ),
-            conversation_id=None,
-            memory_id=None,
             now=day(n, 12),
         )
     await consolidate(conn, 8)
@@ -128,12 +125,12 @@ async def test_the_retention_pass_keeps_what_its_batch_summary_stands_for(conn, 
     """The TTL pass forgets originals through forget_item too, but the batch summary (and notes) made from them
     are what is kept of them."""
     await write_decisions(conn, 3)
-    await run_nightly(conn, "default", "ana", day(8, 6), model=CountingModel(), config=NIGHTLY)
+    await run_nightly(conn, "default", "ana", day(8, 6), run=ConsolidationRun(CountingModel(), NIGHTLY))
     notes = query(database_url, "SELECT note_id FROM consolidation_notes ORDER BY note_id")
-    config = ConsolidationConfig(
-        nightly_enabled=False, batch_summaries_enabled=True, min_age_days=1, keep_original_days=2
+    config = MemorySettings(
+        consolidation_enabled=False, batch_summaries_enabled=True, min_age_days=1, keep_original_days=2
     )
-    report = await run_batch_summaries(conn, "default", "ana", day(8, 6), model=CountingModel(), config=config)
+    report = await run_batch_summaries(conn, "default", "ana", day(8, 6), run=ConsolidationRun(CountingModel(), config))
     assert len(report.summaries) == 1 and len(report.forgotten) == 3
     assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
     assert query(database_url, "SELECT count(*) FROM batch_summaries") == [(1,)]
@@ -142,13 +139,13 @@ async def test_the_retention_pass_keeps_what_its_batch_summary_stands_for(conn, 
 
 async def test_a_note_written_before_lineage_was_recorded_goes_with_any_forget_of_its_user(conn, database_url):
     await write_decisions(conn, 2)
-    await run_nightly(conn, "default", "ana", day(2, 6), model=CountingModel(), config=NIGHTLY)
+    await run_nightly(conn, "default", "ana", day(2, 6), run=ConsolidationRun(CountingModel(), NIGHTLY))
     # As a database upgraded to lineage holds them: the older rows have none.
     execute(database_url, "UPDATE consolidation_notes SET source_item_ids = NULL, source_conversation_ids = NULL")
     (first,) = query(database_url, "SELECT item_id FROM items ORDER BY item_id LIMIT 1")[0]
     report = await forget_item(conn, "default", "ana", first)
     assert len(report.notes_deleted) == 2 and query(database_url, "SELECT count(*) FROM consolidation_notes") == [(0,)]
     # Made again, with lineage, from what is left.
-    again = await run_nightly(conn, "default", "ana", day(2, 7), model=CountingModel(), config=NIGHTLY)
+    again = await run_nightly(conn, "default", "ana", day(2, 7), run=ConsolidationRun(CountingModel(), NIGHTLY))
     assert again.written("daily") == 1
     assert query(database_url, "SELECT count(*) FROM consolidation_notes WHERE source_item_ids IS NULL") == [(0,)]

@@ -11,15 +11,25 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import PrivateAttr
 
-from memory_agent.consolidation import ConsolidationConfig, Period, consolidate_period, run_batch_summaries, run_nightly
+from memory_agent.consolidation import ConsolidationRun, Period, consolidate_period, run_batch_summaries, run_nightly
 from memory_agent.llm import OfflineConsolidationModel
-from memory_agent.long_term import Cluster, forget_item, forget_user, refresh_cluster, remember
+from memory_agent.long_term import (
+    Cluster,
+    ClusterSummaries,
+    ItemOrigin,
+    ItemScope,
+    forget_item,
+    forget_user,
+    refresh_cluster,
+    remember,
+)
+from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
 from tests.long_term.conftest import items
 from tests.long_term.test_forget import tables_holding
 
-CONFIG = ConsolidationConfig()
+CONFIG = MemorySettings(consolidation_enabled=True)
 
 
 class SlowCountingModel(CountingModel):
@@ -45,11 +55,9 @@ class HeldModel(OfflineConsolidationModel):
 async def write_secret(conn: Any, canary: str, n: int, user: str = "ana") -> None:
     await remember(
         conn,
-        tenant_id="acme",
-        user_id=user,
+        scope=ItemScope(tenant_id="acme", user_id=user),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(facts=[("allergies", f"The user is allergic to {canary} {n}", {"single_valued": False})]),
-        conversation_id=None,
-        memory_id=None,
         now=day(n, 12),
     )
 
@@ -69,7 +77,7 @@ async def test_a_daily_note_answered_after_forget_user_is_not_written(conn, conn
     model = HeldModel()
     report = await answered_after(
         forget_user(await connect(), "acme", "ana"),
-        run_nightly(conn, "acme", "ana", day(1, 6), model=model, config=CONFIG),
+        run_nightly(conn, "acme", "ana", day(1, 6), run=ConsolidationRun(model, CONFIG)),
         model,
     )
     assert report.stopped == "forgotten" and [o.status for o in report.outcomes] == ["forgotten"]
@@ -85,12 +93,14 @@ async def test_a_run_in_flight_when_forget_item_drops_notes_writes_nothing_more(
     for n in range(6):
         await write_day(conn, "ana", n)
     await write_secret(conn, canary, 2)
-    await run_nightly(conn, "acme", "ana", day(5, 6), model=CountingModel(), config=CONFIG)  # dailies of May 31..June 4
+    await run_nightly(
+        conn, "acme", "ana", day(5, 6), run=ConsolidationRun(CountingModel(), CONFIG)
+    )  # dailies of May 31..June 4
     (item_id,) = query(database_url, "SELECT item_id FROM items WHERE content LIKE %s", [f"%{canary}%"])[0]
     model = HeldModel()
     report = await answered_after(
         forget_item(await connect(), "acme", "ana", item_id),
-        run_nightly(conn, "acme", "ana", day(6, 6), model=model, config=CONFIG),
+        run_nightly(conn, "acme", "ana", day(6, 6), run=ConsolidationRun(model, CONFIG)),
         model,
     )
     # The forget dropped the daily holding it and moved the schedule back: the run writes nothing more.
@@ -98,7 +108,7 @@ async def test_a_run_in_flight_when_forget_item_drops_notes_writes_nothing_more(
     assert tables_holding(database_url, canary) == []
     assert query(database_url, "SELECT count(*) FROM consolidation_notes WHERE period = 'weekly'") == [(0,)]
     # The next run makes the dropped daily and the weekly again, without it.
-    again = await run_nightly(conn, "acme", "ana", day(6, 7), model=CountingModel(), config=CONFIG)
+    again = await run_nightly(conn, "acme", "ana", day(6, 7), run=ConsolidationRun(CountingModel(), CONFIG))
     assert again.stopped is None and again.written("weekly") == 1
     assert tables_holding(database_url, canary) == []
 
@@ -108,10 +118,10 @@ async def test_a_batch_summary_answered_after_forget_user_is_not_written(conn, c
     for n in range(3):
         await write_secret(conn, canary, n)
     model = HeldModel()
-    config = ConsolidationConfig(nightly_enabled=False, batch_summaries_enabled=True, min_age_days=1)
+    config = MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, min_age_days=1)
     report = await answered_after(
         forget_user(await connect(), "acme", "ana"),
-        run_batch_summaries(conn, "acme", "ana", day(8), model=model, config=config),
+        run_batch_summaries(conn, "acme", "ana", day(8), run=ConsolidationRun(model, config)),
         model,
     )
     assert report.stopped == "forgotten" and report.summaries == []
@@ -131,7 +141,7 @@ async def test_a_first_cluster_summary_answered_after_forget_user_is_not_written
         return "The user is allergic to " + ", ".join(t.rsplit(" ", 2)[-2] + " " + t.rsplit(" ", 1)[-1] for t in texts)
 
     cluster = Cluster("acme", "ana", "", "", "fact", "allergies")
-    running = asyncio.ensure_future(refresh_cluster(conn, cluster, held_summarizer, now=day(4)))
+    running = asyncio.ensure_future(refresh_cluster(conn, cluster, ClusterSummaries(held_summarizer), now=day(4)))
     await asyncio.wait_for(asked.wait(), 30)
     await forget_user(await connect(), "acme", "ana")
     answer.set()
@@ -147,7 +157,7 @@ async def test_two_runs_of_one_rollup_make_one_model_call_per_note(conn, connect
     model = SlowCountingModel()
 
     async def run() -> Any:
-        return await run_nightly(await connect(), "acme", "ana", day(15, 6), model=model, config=CONFIG)
+        return await run_nightly(await connect(), "acme", "ana", day(15, 6), run=ConsolidationRun(model, CONFIG))
 
     first, second = await asyncio.gather(run(), run())
     # 14 dailies (June 1..14; June 15 has nothing), the weeklies of May 31 and June 7: each made once, one call each.
@@ -162,7 +172,9 @@ async def test_two_manual_runs_of_one_period_make_one_call(conn, connect):
     period = Period("daily", day(0).date(), day(0).date())
 
     async def run() -> Any:
-        return await consolidate_period(await connect(), "acme", "ana", period, day(1), model=model, config=CONFIG)
+        return await consolidate_period(
+            await connect(), "acme", "ana", period, day(1), run=ConsolidationRun(model, CONFIG)
+        )
 
     outcomes = await asyncio.gather(run(), run())
     assert sorted(o.status for o in outcomes) == ["complete", "exists"] and len(model.calls) == 1

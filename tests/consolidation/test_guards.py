@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from memory_agent import ledger, llm
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner
+from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.guards import TenantBusy, claim_scheduler_run, tenant_slot
-from memory_agent.errors import InvalidInputError, SummarizationError
-from memory_agent.guard_settings import ModelPrice
-from memory_agent.long_term import remember
+from memory_agent.errors import ConfigurationError, SummarizationError
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
+from memory_agent.settings import MemorySettings, ModelPrice
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
 from tests.long_term.conftest import items
@@ -35,7 +35,7 @@ NOTES = "SELECT period, count(*) FROM consolidation_notes GROUP BY period ORDER 
 
 async def test_a_run_within_the_tenant_cooldown_does_nothing_for_it(conn, pool):
     model = CountingModel()
-    runner = ConsolidationRunner(pool, model, ConsolidationConfig())  # the seed's 2 minutes
+    runner = ConsolidationRunner(pool, model, MemorySettings(consolidation_enabled=True))  # the seed's 2 minutes
     await write_day(conn, "alice", 0)
     await write_day(conn, "carol", 0, tenant_id="other")
     first = await runner.run_due(day(1, 5))
@@ -64,7 +64,7 @@ async def test_the_cooldown_is_decided_by_the_database_when_schedulers_race(conn
 
 async def test_at_most_n_summary_jobs_per_user_and_run_the_rest_waits_for_the_next_run(conn, pool, database_url):
     model = CountingModel()
-    config = ConsolidationConfig(max_summary_jobs_per_run=4, tenant_cooldown_s=0)
+    config = MemorySettings(consolidation_enabled=True, max_summary_jobs_per_run=4, tenant_cooldown_s=0)
     runner = ConsolidationRunner(pool, model, config)
     for n in range(9):
         await write_day(conn, "alice", n)
@@ -88,16 +88,13 @@ async def test_the_batch_summary_cap_counts_per_project(conn, pool, database_url
         for n in range(6):
             await remember(
                 conn,
-                tenant_id="acme",
-                user_id="alice",
+                scope=ItemScope(tenant_id="acme", user_id="alice", project=project),
+                source=ItemOrigin(conversation_id=None, memory_id=None),
                 items=items(facts=[(f"{project}_{n}", f"Fact {n} of {project}")]),
-                conversation_id=None,
-                memory_id=None,
                 now=day(n),
-                project=project,
             )
-    config = ConsolidationConfig(
-        nightly_enabled=False,
+    config = MemorySettings(
+        consolidation_enabled=False,
         batch_summaries_enabled=True,
         max_memories_per_batch=2,
         max_summary_jobs_per_run=2,
@@ -186,7 +183,7 @@ async def test_a_job_without_a_free_slot_is_deferred_again_not_dropped(conn, poo
 
     await MemoryBackend(pool, "memory_agent").setup_procrastinate(apply=True)
     await write_day(conn, "alice", 0)
-    config = ConsolidationConfig(max_concurrent_jobs_per_tenant=1, tenant_slot_retry_s=45)
+    config = MemorySettings(consolidation_enabled=True, max_concurrent_jobs_per_tenant=1, tenant_slot_retry_s=45)
     model = CountingModel()
     runner = ConsolidationRunner(pool, model, config)
     app = procrastinate.App(connector=procrastinate.PsycopgConnector())
@@ -210,7 +207,9 @@ async def test_a_job_without_a_free_slot_is_deferred_again_not_dropped(conn, poo
 
 async def test_over_its_monthly_ceiling_a_tenant_is_not_consolidated(conn, pool, database_url, caplog):
     prices = {"offline-consolidator": ModelPrice(input=1000.0, output=1000.0)}
-    config = ConsolidationConfig(monthly_cost_ceiling=5.0, prices=prices, tenant_cooldown_s=0)
+    config = MemorySettings(
+        consolidation_enabled=True, monthly_cost_ceiling=5.0, llm_prices=prices, tenant_cooldown_s=0
+    )
     model = CountingModel()
     runner = ConsolidationRunner(pool, model, config)
     for user, tenant in (("alice", "acme"), ("carol", "other")):
@@ -246,7 +245,9 @@ async def test_the_ceiling_stops_a_run_between_two_model_calls(conn, pool):
     model = CountingModel()
     for n in range(6):
         await write_day(conn, "alice", n)
-    runner = ConsolidationRunner(pool, model, ConsolidationConfig(monthly_cost_ceiling=0.25, prices=prices))
+    runner = ConsolidationRunner(
+        pool, model, MemorySettings(consolidation_enabled=True, monthly_cost_ceiling=0.25, llm_prices=prices)
+    )
     done = await runner.run_due(day(6, 5))
     outcome = done[("nightly", "acme", "alice")]
     assert outcome.endswith("stopped: over_budget") and 1 <= len(model.calls) < 6
@@ -293,7 +294,9 @@ async def test_the_ceiling_is_reserved_by_the_database_before_each_call(connect,
 async def test_a_failed_model_call_releases_its_reservation(conn, pool, database_url):
     prices = {"offline-consolidator": ModelPrice(input=1000.0, output=1000.0)}
     await write_day(conn, "alice", 0)
-    runner = ConsolidationRunner(pool, FailingModel(), ConsolidationConfig(monthly_cost_ceiling=5.0, prices=prices))
+    runner = ConsolidationRunner(
+        pool, FailingModel(), MemorySettings(consolidation_enabled=True, monthly_cost_ceiling=5.0, llm_prices=prices)
+    )
     with pytest.raises(SummarizationError):
         await runner.run_user("nightly", "acme", "alice", day(1, 5))
     assert query(database_url, "SELECT count(*) FROM budget_reservations") == [(0,)]
@@ -311,5 +314,5 @@ async def test_a_failed_model_call_releases_its_reservation(conn, pool, database
     ],
 )
 def test_a_bad_guard_setting_is_an_error_naming_its_variable(field, value, variable):
-    with pytest.raises(InvalidInputError, match=variable):
-        ConsolidationConfig(**{field: value})
+    with pytest.raises(ConfigurationError, match=variable):
+        MemorySettings(**{field: value})

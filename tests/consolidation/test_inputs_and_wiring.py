@@ -9,13 +9,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory_agent.consolidation import (
-    ConsolidationConfig,
     ConsolidationRunner,
     ManualClock,
     latest_period,
     run_nightly,
 )
 from memory_agent.consolidation.periods import cron_for, next_tick
+from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.schedule import TICK_TASK, USER_TASK
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.jobs.base import SummaryJobs
@@ -37,7 +37,9 @@ async def test_a_days_conversation_memory_is_daily_material(open_memory, conn, d
     # The memory versions were written on the real clock: date them into the simulated day.
     execute(database_url, "UPDATE memory SET finished_at = %s", [day(0, 10)])
     model = CountingModel()
-    report = await run_nightly(conn, "default", "alice", day(1, 5), model=model, config=ConsolidationConfig())
+    report = await run_nightly(
+        conn, "default", "alice", day(1, 5), run=ConsolidationRun(model, MemorySettings(consolidation_enabled=True))
+    )
     assert report.written("daily") == 1 and len(model.calls) == 1
     ((content, consolidated),) = query(database_url, "SELECT content, notes_consolidated FROM consolidation_notes")
     # Only the latest version of the conversation: it already carries the earlier ones.
@@ -82,9 +84,13 @@ def test_settings_and_inputs_are_checked():
 
 async def test_bad_identity_writes_nothing(conn, pool, database_url):
     with pytest.raises(InvalidInputError, match="user_id"):
-        await run_nightly(conn, "acme", "", day(1), model=CountingModel(), config=ConsolidationConfig())
+        await run_nightly(
+            conn, "acme", "", day(1), run=ConsolidationRun(CountingModel(), MemorySettings(consolidation_enabled=True))
+        )
     with pytest.raises(InvalidInputError, match="timezone-aware"):
-        await ConsolidationRunner(pool, CountingModel(), ConsolidationConfig()).run_due(datetime(2026, 6, 2))
+        await ConsolidationRunner(pool, CountingModel(), MemorySettings(consolidation_enabled=True)).run_due(
+            datetime(2026, 6, 2)
+        )
     assert query(database_url, "SELECT count(*) FROM consolidation_schedules") == [(0,)]
 
 
@@ -98,7 +104,7 @@ async def test_the_tick_defers_one_waiting_job_per_user(conn, pool, database_url
     await MemoryBackend(pool, "memory_agent").setup_procrastinate(apply=True)
     for user in ("alice", "bob"):
         await write_day(conn, user, 0)
-    runner = ConsolidationRunner(pool, CountingModel(), ConsolidationConfig())
+    runner = ConsolidationRunner(pool, CountingModel(), MemorySettings(consolidation_enabled=True))
     app = procrastinate.App(connector=procrastinate.PsycopgConnector())
     register_tasks(app, runner, queue="memory_agent")
     async with app.open_async(pool=pool):
@@ -123,12 +129,12 @@ async def test_a_failed_model_call_leaves_the_user_due(conn, pool, database_url)
 
     for n in range(3):
         await write_day(conn, "alice", n)
-    failing = ConsolidationRunner(pool, FailingModel(), ConsolidationConfig())
+    failing = ConsolidationRunner(pool, FailingModel(), MemorySettings(consolidation_enabled=True))
     with pytest.raises(SummarizationError, match="provider down"):
         await failing.run_due(day(3, 5))
     assert query(database_url, "SELECT count(*) FROM consolidation_notes") == [(0,)]
     # Nothing covered, still due: the next tick writes the three days.
-    working = ConsolidationRunner(pool, CountingModel(), ConsolidationConfig())
+    working = ConsolidationRunner(pool, CountingModel(), MemorySettings(consolidation_enabled=True))
     assert await working.run_due(day(3, 6)) == {
         ("nightly", "acme", "alice"): "3 days: 3 daily, 0 weekly, 0 monthly, 0 compacted"
     }

@@ -12,7 +12,7 @@ import procrastinate
 import pytest
 
 from memory_agent import MemorySettings
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner
+from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.schedule import USER_TASK, defer_user, register_tasks
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.jobs.retry import RETRY_TRANSIENT
@@ -29,7 +29,9 @@ async def app(pool, conn, fake_openai) -> AsyncIterator[procrastinate.App]:
     # The tick's time far from now: the worker's periodic deferrer never adds a tick of its own.
     schedule_time = (datetime.now(UTC) + timedelta(hours=12)).strftime("%H:%M")
     runner = ConsolidationRunner(
-        pool, default_chat_model(MemorySettings(), "consolidation"), ConsolidationConfig(schedule_time=schedule_time)
+        pool,
+        default_chat_model(MemorySettings(), "consolidation"),
+        MemorySettings(consolidation_enabled=True, schedule_time=schedule_time),
     )
     opened = procrastinate.App(connector=procrastinate.PsycopgConnector())
     register_tasks(opened, runner, queue="memory_agent", retry=RETRY_TRANSIENT)

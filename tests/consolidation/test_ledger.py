@@ -12,14 +12,22 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import ledger, llm, with_memory
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.guard_settings import ModelPrice
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term import offline_cluster_summarizer, refresh_clusters, remember, touched_clusters
+from memory_agent.long_term import (
+    ClusterSummaries,
+    ItemOrigin,
+    ItemScope,
+    offline_cluster_summarizer,
+    refresh_clusters,
+    remember,
+    touched_clusters,
+)
 from memory_agent.long_term.recall import RecallSettings
 from memory_agent.long_term.recall.round_start import round_recall
 from memory_agent.schemas.keys import ConversationKey
+from memory_agent.settings import MemorySettings, ModelPrice
 from memory_agent.summarize.agent import MemoryAgent
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
@@ -39,7 +47,7 @@ async def test_every_consolidation_call_is_recorded_with_its_cost(conn, pool, da
     model = CountingModel()
     for n in range(7):
         await write_day(conn, "alice", n)
-    runner = ConsolidationRunner(pool, model, ConsolidationConfig(prices=PRICES))
+    runner = ConsolidationRunner(pool, model, MemorySettings(consolidation_enabled=True, llm_prices=PRICES))
     await runner.run_due(day(7, 5))  # 7 dailies and the weekly of June 7
     rows = query(database_url, CALLS)
     assert len(rows) == len(model.calls) == 8
@@ -58,8 +66,8 @@ async def test_every_consolidation_call_is_recorded_with_its_cost(conn, pool, da
 async def test_a_model_missing_from_the_price_table_costs_nothing_but_its_tokens_count(conn, database_url):
     for n in range(3):
         await write_day(conn, "alice", n)
-    config = ConsolidationConfig(min_age_days=0, max_memories_per_batch=50)  # no price table
-    report = await run_batch_summaries(conn, "acme", "alice", day(5), model=CountingModel(), config=config)
+    config = MemorySettings(consolidation_enabled=True, min_age_days=0, max_memories_per_batch=50)  # no price table
+    report = await run_batch_summaries(conn, "acme", "alice", day(5), run=ConsolidationRun(CountingModel(), config))
     assert len(report.summaries) == 1
     ((purpose, name, input_tokens, output_tokens, cost, priced),) = query(database_url, CALLS)
     assert (purpose, name, cost, priced) == ("batch_summary", "offline-consolidator", 0, False)
@@ -161,11 +169,9 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
         facts = [(key, f"The user {key} fact number {n}", {"single_valued": False}) for n in range(3)]
         await remember(
             conn,
-            tenant_id="acme",
-            user_id="ana",
+            scope=ItemScope(tenant_id="acme", user_id="ana"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
             items=items(facts=facts),
-            conversation_id=None,
-            memory_id=None,
             now=at(1),
         )
     assert await runner.refresh_pending() == 2  # three pending clusters of one user+project: two this run
@@ -175,14 +181,12 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     )
     assert await runner.refresh_pending() == 1
     # Over the ceiling, the safety net writes no summary.
-    runner.settings = runner.settings.model_copy(update={"monthly_cost_ceiling": 0.0})
+    runner.settings = runner.settings.replace(monthly_cost_ceiling=0.0)
     await remember(
         conn,
-        tenant_id="acme",
-        user_id="ana",
+        scope=ItemScope(tenant_id="acme", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(facts=[("food", f"The user food fact number {n}", {"single_valued": False}) for n in range(3)]),
-        conversation_id=None,
-        memory_id=None,
         now=at(2),
     )
     assert await runner.refresh_pending() == 0
@@ -203,7 +207,11 @@ async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(ope
     runner.cluster_summarizer = summarize
     facts = [("allergy", f"The user allergy fact number {n}", {"single_valued": False}) for n in range(3)]
     await remember(
-        conn, tenant_id="acme", user_id="ana", items=items(facts=facts), conversation_id=None, memory_id=None, now=at(1)
+        conn,
+        scope=ItemScope(tenant_id="acme", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
+        items=items(facts=facts),
+        now=at(1),
     )
     # A call of the tenant in flight elsewhere holds the whole ceiling: nothing is spent yet, and no call starts.
     held = await ledger.reserve(conn, "acme", 1.0, Decimal("5"), runner.clock())
@@ -220,14 +228,12 @@ async def _summarized_cluster(conn) -> None:
     facts = [("allergies", f"The user is allergic to {food}", {"single_valued": False}) for food in foods]
     outcomes = await remember(
         conn,
-        tenant_id="default",
-        user_id="ana",
+        scope=ItemScope(tenant_id="default", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(facts=facts),
-        conversation_id=None,
-        memory_id=None,
         now=at(1),
     )
-    await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(1))
+    await refresh_clusters(conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(1))
 
 
 async def test_over_the_ceiling_recall_returns_raw_items_visibly(pool, conn, caplog):

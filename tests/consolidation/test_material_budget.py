@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory_agent.consolidation import ConsolidationConfig
+from memory_agent.consolidation import ConsolidationRun
 from memory_agent.consolidation.nightly import run_nightly
 from memory_agent.consolidation.parts import split_material
 from memory_agent.consolidation.periods import utc_day
 from memory_agent.llm import OfflineConsolidationModel, openai_chat_model
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
+from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import day
 from tests.long_term.conftest import items
@@ -26,19 +27,19 @@ def test_parts_keep_order_fit_the_budget_and_cut_an_overlong_line():
 
 
 async def test_a_day_over_the_models_context_is_consolidated_in_parts(conn, fake_openai, database_url):
-    await remember(  # ~50 kB of material in one day
+    await remember(
         conn,
-        tenant_id="acme",
-        user_id="alice",
+        scope=ItemScope(tenant_id="acme", user_id="alice"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(decisions=[(f"step_{n}", f"Decided to ship step {n} of the migration plan") for n in range(600)]),
-        conversation_id=None,
-        memory_id=None,
         now=day(0, 12),
     )
     fake_openai.max_prompt_chars = 12_000
     model = openai_chat_model("fake-small-context", max_retries=0, timeout=30)
-    config = ConsolidationConfig(max_input_tokens=2_500)  # ~10,000 characters a prompt
-    report = await run_nightly(conn, "acme", "alice", day(1, 5), model=model, config=config)
+    config = MemorySettings(
+        consolidation_enabled=True, consolidation_max_input_tokens=2_500
+    )  # ~10,000 characters a prompt
+    report = await run_nightly(conn, "acme", "alice", day(1, 5), run=ConsolidationRun(model, config))
 
     assert [o.status for o in report.outcomes] == ["complete"]
     prompts = fake_openai.structured_requests()
@@ -68,15 +69,17 @@ class HostileConsolidator(OfflineConsolidationModel):
 async def test_a_consolidation_answer_with_nul_or_lone_surrogates_is_stored_cleaned(conn, database_url):
     await remember(
         conn,
-        tenant_id="acme",
-        user_id="alice",
+        scope=ItemScope(tenant_id="acme", user_id="alice"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(decisions=[("step_1", "Decided to ship step 1")]),
-        conversation_id=None,
-        memory_id=None,
         now=day(0, 12),
     )
     report = await run_nightly(
-        conn, "acme", "alice", day(1, 5), model=HostileConsolidator(), config=ConsolidationConfig()
+        conn,
+        "acme",
+        "alice",
+        day(1, 5),
+        run=ConsolidationRun(HostileConsolidator(), MemorySettings(consolidation_enabled=True)),
     )
     assert [o.status for o in report.outcomes] == ["complete"]
     ((consolidated, key_insights),) = query(database_url, "SELECT consolidated, key_insights FROM consolidation_notes")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from datetime import date
 
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner, ManualClock, search_key_insights
+from memory_agent.consolidation import ConsolidationRunner, ManualClock, search_key_insights
+from memory_agent.settings import MemorySettings
 from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day, write_day
 
@@ -23,7 +24,7 @@ def counts(url: str, user: str) -> dict[str, int]:
 
 async def simulate(conn, pool, days: int = 35):
     model = CountingModel()
-    runner = ConsolidationRunner(pool, model, ConsolidationConfig())
+    runner = ConsolidationRunner(pool, model, MemorySettings(consolidation_enabled=True))
     clock = ManualClock(day(0, 5))
     for n in range(days):
         clock.set(day(n, 12))
@@ -126,7 +127,7 @@ async def test_re_running_any_day_changes_nothing(conn, pool, database_url):
     assert await runner.run_due(clock()) == {}
     # A job retried for every past day (the schedule forgotten): every note exists, no model call, no write.
     # Without the tenant cooldown, which would otherwise hold back runs at times before the last one.
-    runner = ConsolidationRunner(pool, model, ConsolidationConfig(tenant_cooldown_s=0))
+    runner = ConsolidationRunner(pool, model, MemorySettings(consolidation_enabled=True, tenant_cooldown_s=0))
     execute(database_url, "UPDATE consolidation_schedules SET covered_until = NULL, next_run = %s", [day(0)])
     for n in range(1, 36):
         await runner.run_due(day(n, 5))
@@ -137,7 +138,7 @@ async def test_re_running_any_day_changes_nothing(conn, pool, database_url):
 
 async def test_a_run_after_downtime_catches_up(conn, pool, database_url):
     model = CountingModel()
-    runner = ConsolidationRunner(pool, model, ConsolidationConfig())
+    runner = ConsolidationRunner(pool, model, MemorySettings(consolidation_enabled=True))
     for n in range(9):
         await write_day(conn, "alice", n)
     # No tick ran June 2 .. 9: the one of June 10 covers June 1 .. 9 and the Sunday rollup of June 7.

@@ -17,10 +17,11 @@ import procrastinate
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
-from memory_agent.consolidation import ConsolidationConfig, ConsolidationRunner
+from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.schedule import register_tasks
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.llm import OfflineConsolidationModel
+from memory_agent.settings import MemorySettings
 
 QUEUE = "memory_agent"
 
@@ -43,7 +44,7 @@ async def main(url: str, block_period: str, marker: str) -> None:
     try:
         app = procrastinate.App(connector=procrastinate.PsycopgConnector())
         model = BlockingModel(block_period=block_period, marker=marker)
-        register_tasks(app, ConsolidationRunner(pool, model, ConsolidationConfig()), queue=QUEUE)
+        register_tasks(app, ConsolidationRunner(pool, model, MemorySettings(consolidation_enabled=True)), queue=QUEUE)
         async with app.open_async(pool=pool):
             await app.run_worker_async(queues=[QUEUE], wait=bool(block_period), install_signal_handlers=False)
     finally:

@@ -77,7 +77,7 @@ def test_root_refuses_a_data_dir_the_server_user_cannot_reach():
 def test_default_data_dir_needs_no_permission_change():
     import platformdirs
 
-    data_dir = MemorySettings().data_dir
+    data_dir = MemorySettings().database.data_dir
     if AS_ROOT:
         assert data_dir == Path("/var/lib/memory_agent/pgdata")
     else:

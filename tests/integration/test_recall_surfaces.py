@@ -18,12 +18,13 @@ from langgraph.graph import END, START, StateGraph
 from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from memory_agent import MemoryStore, with_memory
-from memory_agent.consolidation import ConsolidationConfig, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, run_batch_summaries
 from memory_agent.errors import InvalidInputError
 from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.long_term.store_keys import derived_item_key
+from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.integration.test_store_graph import ScriptModel, call
 from tests.long_term.conftest import at, items
@@ -118,22 +119,20 @@ async def test_langmem_search_tool_finds_extracted_items_beside_store_rows(open_
 
 async def old_batch(memory: Any) -> int:
     """Two old items of ana's summarized in a batch, then forgotten by the retention pass; the summary's id."""
-    config = ConsolidationConfig(nightly_enabled=False, batch_summaries_enabled=True, keep_original_days=30)
+    config = MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, keep_original_days=30)
 
     async def run() -> int:
         async with memory.backend.pool.connection() as conn:
             for n, text in enumerate(["Decided to book the Kyoto ryokan for April", "Decided on a rail pass"]):
                 await remember(
                     conn,
-                    tenant_id="default",
-                    user_id="ana",
+                    scope=ItemScope(tenant_id="default", user_id="ana"),
+                    source=ItemOrigin(conversation_id=None, memory_id=None),
                     items=items(decisions=[(f"trip_{n}", text)]),
-                    conversation_id=None,
-                    memory_id=None,
                     now=at(n),
                 )
             report = await run_batch_summaries(
-                conn, "default", "ana", at(60), model=OfflineConsolidationModel(), config=config
+                conn, "default", "ana", at(60), run=ConsolidationRun(OfflineConsolidationModel(), config)
             )
         assert len(report.forgotten) == 2
         (summary_id,) = report.summaries

@@ -13,7 +13,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory_agent.conversation.messages import serialize_round
-from memory_agent.schemas.keys import DEFAULT_TENANT_ID, default_user_id
+from memory_agent.db.round_queries import StoredRound
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey, default_user_id
 from tests.conftest import query
 from tests.support import GatedSummaryModel
 
@@ -170,12 +171,8 @@ async def test_a_failure_inside_the_round_transaction_leaves_nothing(open_memory
         async with backend.round_transaction() as conn:
             saved, _ = await backend.end_round(
                 conn,
-                "atomic",
-                roles,
-                contents,
-                payloads,
-                tenant_id=DEFAULT_TENANT_ID,
-                user_id=default_user_id("atomic"),
+                ConversationKey.of("atomic"),
+                StoredRound(roles, contents, payloads),
                 holder=None,
                 window=14,
                 now=datetime.now(UTC),

@@ -96,7 +96,7 @@ async def test_odd_window_is_announced(open_memory, caplog):
 
 def test_enum_settings_are_case_insensitive_and_errors_name_the_variable(monkeypatch):
     monkeypatch.setenv("MEMORY_AGENT_INJECTION_MODE", "System")
-    assert MemorySettings().injection_mode == "system"
+    assert MemorySettings().rounds.injection_mode == "system"
     monkeypatch.setenv("MEMORY_AGENT_INJECTION_MODE", "sideways")
     with pytest.raises(ConfigurationError) as raised:
         MemorySettings()

@@ -97,7 +97,7 @@ def test_embedded_database_is_the_default_and_keeps_its_data(monkeypatch, reques
     data_dir = scratch_data_dir("memory_agent_embedded_")
     request.addfinalizer(lambda: (stop_embedded_postgres(data_dir), remove_data_dir(data_dir)))
     settings = MemorySettings(data_dir=data_dir)
-    assert settings.database_url is None
+    assert settings.database.database_url is None
     with MemoryService.from_settings(settings) as memory:
         assert str(data_dir) in memory.database_url  # a unix socket inside the data dir
         app = with_memory(EchoChat().graph, memory)

@@ -22,7 +22,7 @@ def test_python_and_sql_call_the_same_row_stuck(database_url, quiet_s):
 
 
 def test_one_default_timeout(database_url):
-    assert MemorySettings().processing_timeout_s == DEFAULT_PROCESSING_TIMEOUT_S
+    assert MemorySettings().jobs.processing_timeout_s == DEFAULT_PROCESSING_TIMEOUT_S
     # A session that does not set it (psql) gets the same from the views' processing_timeout().
     assert query(database_url, "SELECT extract(epoch FROM processing_timeout())::float8") == [
         (DEFAULT_PROCESSING_TIMEOUT_S,)

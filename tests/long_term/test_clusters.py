@@ -8,6 +8,10 @@ import pytest
 
 from memory_agent.long_term import (
     Cluster,
+    ClusterSummaries,
+    ItemFilter,
+    ItemOrigin,
+    ItemScope,
     forget_item,
     list_items,
     offline_cluster_summarizer,
@@ -41,10 +45,8 @@ class CountingSummarizer:
 async def allergy(conn, what: str, day: float, importance: float = 0.5):
     outcomes = await remember(
         conn,
-        tenant_id="acme",
-        user_id="alice",
-        conversation_id="c1",
-        memory_id=1,
+        scope=ItemScope(tenant_id="acme", user_id="alice"),
+        source=ItemOrigin(conversation_id="c1", memory_id=1),
         now=at(day),
         items=items(
             facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False, "importance": importance})]
@@ -60,13 +62,13 @@ async def summaries(conn):
 async def test_a_cluster_gets_its_summary_at_three_members_and_keeps_it_in_place(conn):
     summarize = CountingSummarizer()
     for n, what in enumerate(("peanuts", "shellfish")):
-        (outcome,) = await refresh_clusters(conn, await allergy(conn, what, n), summarize, now=at(n))
+        (outcome,) = await refresh_clusters(conn, await allergy(conn, what, n), ClusterSummaries(summarize), now=at(n))
         assert outcome.outcome == "too_small"
     assert summarize.calls == [] and await summaries(conn) == []
 
     clusters = await allergy(conn, "penicillin", 2, importance=0.9)
     assert clusters == [ALLERGIES]
-    (made,) = await refresh_clusters(conn, clusters, summarize, now=at(2))
+    (made,) = await refresh_clusters(conn, clusters, ClusterSummaries(summarize), now=at(2))
     (summary,) = await summaries(conn)
     assert made.outcome == "created" and made.summary_item_id == summary.item_id
     assert summary.content == "The user is allergic to peanuts, shellfish and penicillin"
@@ -74,12 +76,12 @@ async def test_a_cluster_gets_its_summary_at_three_members_and_keeps_it_in_place
 
     # Same members: no model call. A restated member's importance still reaches the summary.
     await allergy(conn, "peanuts", 3, importance=0.95)
-    assert (await refresh_cluster(conn, ALLERGIES, summarize, now=at(3))).outcome == "unchanged"
+    assert (await refresh_cluster(conn, ALLERGIES, ClusterSummaries(summarize), now=at(3))).outcome == "unchanged"
     assert len(summarize.calls) == 1
     (summary,) = await summaries(conn)
     assert summary.importance == pytest.approx(0.95)
 
-    (refreshed,) = await refresh_clusters(conn, await allergy(conn, "latex", 4), summarize, now=at(4))
+    (refreshed,) = await refresh_clusters(conn, await allergy(conn, "latex", 4), ClusterSummaries(summarize), now=at(4))
     (after,) = await summaries(conn)
     assert refreshed.outcome == "refreshed" and after.item_id == summary.item_id
     assert after.content == "The user is allergic to peanuts, shellfish, penicillin and latex"
@@ -89,15 +91,19 @@ async def test_a_cluster_gets_its_summary_at_three_members_and_keeps_it_in_place
 async def test_deleted_members_drop_out_and_below_three_the_summary_goes(conn):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin", "latex")):
         await allergy(conn, what, n)
-    await refresh_cluster(conn, ALLERGIES, offline_cluster_summarizer, now=at(5))
+    await refresh_cluster(conn, ALLERGIES, ClusterSummaries(offline_cluster_summarizer), now=at(5))
     members = sorted((i.item_id, i.content) for i in await list_items(conn, "acme", "alice") if not i.is_summary)
 
-    report = await forget_item(conn, "acme", "alice", members[1][0], summarize=offline_cluster_summarizer, now=at(6))
+    report = await forget_item(
+        conn, "acme", "alice", members[1][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(6)
+    )
     (summary,) = await summaries(conn)
     assert report.items_deleted == (members[1][0],) and report.summaries_refreshed == (summary.item_id,)
     assert summary.content == "The user is allergic to peanuts, penicillin and latex"
 
-    report = await forget_item(conn, "acme", "alice", members[0][0], summarize=offline_cluster_summarizer, now=at(7))
+    report = await forget_item(
+        conn, "acme", "alice", members[0][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(7)
+    )
     assert report.summaries_deleted == (summary.item_id,) and await summaries(conn) == []
     assert [i.content for i in await list_items(conn, "acme", "alice")] == [m[1] for m in members[2:]]
 
@@ -115,14 +121,14 @@ async def test_deleted_members_drop_out_and_below_three_the_summary_goes(conn):
 async def test_an_unusable_summary_leaves_the_cluster_as_it_was(conn, answer, reason):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
         await allergy(conn, what, n)
-    outcome = await refresh_cluster(conn, ALLERGIES, CountingSummarizer(answer), now=at(3))
+    outcome = await refresh_cluster(conn, ALLERGIES, ClusterSummaries(CountingSummarizer(answer)), now=at(3))
     assert outcome.outcome in ("rejected", "failed") and reason in outcome.reason
     assert await summaries(conn) == []
     assert await pending_clusters(conn, tenant_id="acme", user_id="alice") == [ALLERGIES]
     # An accepted summary, then a bad refresh: the old text stays.
-    await refresh_cluster(conn, ALLERGIES, offline_cluster_summarizer, now=at(4))
+    await refresh_cluster(conn, ALLERGIES, ClusterSummaries(offline_cluster_summarizer), now=at(4))
     await allergy(conn, "latex", 5)
-    outcome = await refresh_cluster(conn, ALLERGIES, CountingSummarizer(answer), now=at(5))
+    outcome = await refresh_cluster(conn, ALLERGIES, ClusterSummaries(CountingSummarizer(answer)), now=at(5))
     assert outcome.outcome in ("rejected", "failed")
     (summary,) = await summaries(conn)
     assert summary.content == "The user is allergic to peanuts, shellfish and penicillin"
@@ -134,10 +140,8 @@ async def test_pending_clusters_finds_what_the_inline_path_missed(conn, database
         await allergy(conn, what, n)
     await remember(
         conn,
-        tenant_id="acme",
-        user_id="bob",
-        conversation_id=None,
-        memory_id=None,
+        scope=ItemScope(tenant_id="acme", user_id="bob"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         now=at(0),
         items=items(decisions=[("decisions", f"Decided: option {n}") for n in range(3)]),
     )
@@ -145,7 +149,7 @@ async def test_pending_clusters_finds_what_the_inline_path_missed(conn, database
     assert await pending_clusters(conn) == [ALLERGIES, bob]
     assert await pending_clusters(conn, tenant_id="acme", user_id="bob") == [bob]
     assert await pending_clusters(conn, tenant_id="other") == []
-    made = await refresh_pending_clusters(conn, offline_cluster_summarizer, now=at(1))
+    made = await refresh_pending_clusters(conn, ClusterSummaries(offline_cluster_summarizer), now=at(1))
     assert [(o.cluster, o.outcome) for o in made] == [(ALLERGIES, "created"), (bob, "created")]
     assert await pending_clusters(conn) == []
     # A member closed behind the summary's back (no refresh ran): the cluster is pending again, then removed.
@@ -156,7 +160,9 @@ async def test_pending_clusters_finds_what_the_inline_path_missed(conn, database
         [at(2)],
     )
     assert await pending_clusters(conn) == [bob]
-    assert (await refresh_cluster(conn, bob, offline_cluster_summarizer, now=at(2))).outcome == "deleted"
+    assert (
+        await refresh_cluster(conn, bob, ClusterSummaries(offline_cluster_summarizer), now=at(2))
+    ).outcome == "deleted"
     assert await pending_clusters(conn, min_items=4) == [ALLERGIES]  # a summary below a raised threshold
 
 
@@ -173,7 +179,7 @@ async def test_concurrent_refreshers_make_one_summary(connect, database_url):
         return await offline_cluster_summarizer(members)
 
     conns = [await connect() for _ in range(6)]
-    outcomes = await asyncio.gather(*(refresh_cluster(c, ALLERGIES, slow, now=at(3)) for c in conns))
+    outcomes = await asyncio.gather(*(refresh_cluster(c, ALLERGIES, ClusterSummaries(slow), now=at(3)) for c in conns))
     assert sorted(o.outcome for o in outcomes) == ["created"] + ["unchanged"] * 5
     assert len(calls) == 1  # they waited for the first and found its summary: one model call
     assert query(database_url, "SELECT count(*) FROM items WHERE is_summary") == [(1,)]
@@ -195,9 +201,9 @@ def test_the_quality_check_and_the_offline_summarizer():
 async def test_summaries_are_a_view_of_the_present(conn):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
         await allergy(conn, what, n)
-    await refresh_cluster(conn, ALLERGIES, offline_cluster_summarizer, now=at(3))
+    await refresh_cluster(conn, ALLERGIES, ClusterSummaries(offline_cluster_summarizer), now=at(3))
     assert len(await list_items(conn, "acme", "alice")) == 4
-    assert len(await list_items(conn, "acme", "alice", include_summaries=False)) == 3
+    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(include_summaries=False))) == 3
     # As of a date the members were held, the summary (refreshed in place, so of no fixed date) is not read.
-    assert all(not i.is_summary for i in await list_items(conn, "acme", "alice", as_of=at(10)))
-    assert len(await list_items(conn, "acme", "alice", as_of=at(10))) == 3
+    assert all(not i.is_summary for i in await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(10))))
+    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(10)))) == 3

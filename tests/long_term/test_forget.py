@@ -11,6 +11,9 @@ from memory_agent import with_memory
 from memory_agent.llm.extract import Statement, extract_items
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import (
+    ClusterSummaries,
+    ItemOrigin,
+    ItemScope,
     forget_conversation,
     forget_item,
     forget_user,
@@ -101,14 +104,14 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
         memory_id, found = await items_of_conversation(database_url, thread)
         outcomes = await remember(
             conn,
-            tenant_id="default",
-            user_id="ana",
+            scope=ItemScope(tenant_id="default", user_id="ana"),
+            source=ItemOrigin(conversation_id=thread, memory_id=memory_id),
             items=found,
-            conversation_id=thread,
-            memory_id=memory_id,
             now=at(day),
         )
-        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(day))
+        await refresh_clusters(
+            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(day)
+        )
     (summary,) = [i for i in await list_items(conn, "default", "ana") if i.is_summary]
     assert canary in summary.content and len(summary.source_item_ids) == 4
     assert set(tables_holding(database_url, canary)) >= {
@@ -120,7 +123,7 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
     }
 
     report = await forget_conversation(
-        conn, "default", "ana", "secret-thread", summarize=offline_cluster_summarizer, now=at(3)
+        conn, "default", "ana", "secret-thread", summaries=ClusterSummaries(offline_cluster_summarizer), now=at(3)
     )
     assert report.conversations_deleted == ("secret-thread",) and len(report.items_deleted) == 1
     assert report.summaries_refreshed == (summary.item_id,)
@@ -140,10 +143,8 @@ async def test_forget_without_a_summarizer_deletes_the_summaries_it_touched(conn
     for n, (thread, what) in enumerate((("c1", canary), ("c2", "peanuts"), ("c2", "shellfish"), ("c3", "latex"))):
         outcomes = await remember(
             conn,
-            tenant_id="t",
-            user_id="ana",
-            conversation_id=thread,
-            memory_id=n,
+            scope=ItemScope(tenant_id="t", user_id="ana"),
+            source=ItemOrigin(conversation_id=thread, memory_id=n),
             now=at(n),
             items=items(
                 facts=[
@@ -151,7 +152,9 @@ async def test_forget_without_a_summarizer_deletes_the_summaries_it_touched(conn
                 ]
             ),
         )
-        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
+        await refresh_clusters(
+            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
+        )
     assert "items.content" in tables_holding(database_url, canary)
     report = await forget_conversation(conn, "t", "ana", "c1")
     assert len(report.summaries_deleted) == 1 and report.conversations_deleted == ()
@@ -167,20 +170,18 @@ async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
         outcomes = await remember(
             conn,
-            tenant_id="t",
-            user_id="ana",
-            conversation_id="c1",
-            memory_id=1,
+            scope=ItemScope(tenant_id="t", user_id="ana"),
+            source=ItemOrigin(conversation_id="c1", memory_id=1),
             now=at(n),
             items=items(facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False})]),
         )
-        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
+        await refresh_clusters(
+            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
+        )
     await remember(
         conn,
-        tenant_id="t",
-        user_id="ana",
-        conversation_id="c1",
-        memory_id=1,
+        scope=ItemScope(tenant_id="t", user_id="ana"),
+        source=ItemOrigin(conversation_id="c1", memory_id=1),
         now=at(4),
         items=items(facts=[("home_city", "The user lives in Lisbon")]),
     )
@@ -200,16 +201,18 @@ async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database
     for user, thread in (("ana", "ana-1"), ("bob", "bob-1")):
         memory_id, found = await items_of_conversation(database_url, thread)
         await remember(
-            conn, tenant_id="t", user_id=user, items=found, conversation_id=thread, memory_id=memory_id, now=at(0)
+            conn,
+            scope=ItemScope(tenant_id="t", user_id=user),
+            source=ItemOrigin(conversation_id=thread, memory_id=memory_id),
+            items=found,
+            now=at(0),
         )
     # Same user id in another tenant: a different user.
     await remember(
         conn,
-        tenant_id="t2",
-        user_id="ana",
+        scope=ItemScope(tenant_id="t2", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
         items=items(facts=[("home_city", "The user lives in Faro")]),
-        conversation_id=None,
-        memory_id=None,
         now=at(0),
     )
 
@@ -225,14 +228,14 @@ async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
         outcomes = await remember(
             conn,
-            tenant_id="t",
-            user_id="ana",
-            conversation_id="c1",
-            memory_id=1,
+            scope=ItemScope(tenant_id="t", user_id="ana"),
+            source=ItemOrigin(conversation_id="c1", memory_id=1),
             now=at(n),
             items=items(facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False})]),
         )
-        await refresh_clusters(conn, touched_clusters(outcomes), offline_cluster_summarizer, now=at(n))
+        await refresh_clusters(
+            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
+        )
     before = query(database_url, "SELECT item_id, content FROM items ORDER BY item_id")
 
     class Crash(Exception):
@@ -240,7 +243,9 @@ async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
 
     try:
         async with conn.transaction():  # the caller's transaction, which dies before it commits
-            report = await forget_conversation(conn, "t", "ana", "c1", summarize=offline_cluster_summarizer)
+            report = await forget_conversation(
+                conn, "t", "ana", "c1", summaries=ClusterSummaries(offline_cluster_summarizer)
+            )
             assert len(report.items_deleted) == 3 and len(report.summaries_deleted) == 1
             raise Crash
     except Crash:

@@ -7,7 +7,7 @@ import pytest
 
 from memory_agent import InvalidInputError
 from memory_agent.conversation.identity import MAX_IDENTITY_BYTES, validate_identity, validate_user_id
-from memory_agent.long_term import list_items, remember
+from memory_agent.long_term import ItemOrigin, ItemScope, list_items, remember
 from memory_agent.schemas.keys import ConversationKey
 from tests.conftest import query
 from tests.long_term.conftest import T0, items
@@ -31,7 +31,11 @@ async def test_an_id_a_round_accepts_the_long_term_tier_accepts(conn, database_u
     assert validate_identity(user_id, "tenant_id") == user_id
     structured = items(facts=[("home_city", "The user lives in Lyon")])
     await remember(
-        conn, tenant_id=user_id, user_id=user_id, items=structured, conversation_id=None, memory_id=None, now=T0
+        conn,
+        scope=ItemScope(tenant_id=user_id, user_id=user_id),
+        items=structured,
+        source=ItemOrigin(conversation_id=None, memory_id=None),
+        now=T0,
     )
     assert [item.content for item in await list_items(conn, tenant_id=user_id, user_id=user_id)] == [
         "The user lives in Lyon"
@@ -46,7 +50,11 @@ async def test_an_id_a_round_refuses_the_long_term_tier_refuses_alike(conn, data
     structured = items(facts=[("home_city", "The user lives in Lyon")])
     with pytest.raises(InvalidInputError) as by_long_term:
         await remember(
-            conn, tenant_id="acme", user_id=user_id, items=structured, conversation_id=None, memory_id=None, now=T0
+            conn,
+            scope=ItemScope(tenant_id="acme", user_id=user_id),
+            items=structured,
+            source=ItemOrigin(conversation_id=None, memory_id=None),
+            now=T0,
         )
     assert str(by_long_term.value) == str(by_round.value)
     with pytest.raises(InvalidInputError):

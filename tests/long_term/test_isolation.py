@@ -8,6 +8,8 @@ import pytest
 
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term import (
+    ItemOrigin,
+    ItemScope,
     forget_user,
     list_items,
     pending_clusters,
@@ -23,10 +25,8 @@ async def seed(conn) -> None:
     for tenant, user, city in (("A", "alice", "Lisbon"), ("B", "bob", "Porto"), ("B", "alice", "Faro")):
         await remember(
             conn,
-            tenant_id=tenant,
-            user_id=user,
-            conversation_id=f"{tenant}-{user}",
-            memory_id=1,
+            scope=ItemScope(tenant_id=tenant, user_id=user),
+            source=ItemOrigin(conversation_id=f"{tenant}-{user}", memory_id=1),
             now=at(0),
             items=items(
                 facts=[("home_city", f"The user lives in {city}")]
@@ -67,10 +67,8 @@ async def test_a_non_owner_role_for_tenant_a_reads_nothing_of_tenant_b(conn, app
             assert (await forget_user(app, "B", "bob")).items_deleted == ()
             await remember(
                 app,
-                tenant_id="A",
-                user_id="alice",
-                conversation_id=None,
-                memory_id=None,
+                scope=ItemScope(tenant_id="A", user_id="alice"),
+                source=ItemOrigin(conversation_id=None, memory_id=None),
                 now=at(1),
                 items=items(facts=[("home_city", "The user lives in Braga")]),
             )
@@ -79,10 +77,8 @@ async def test_a_non_owner_role_for_tenant_a_reads_nothing_of_tenant_b(conn, app
             async with tenant_transaction(app, "A"):
                 await remember(
                     app,
-                    tenant_id="B",
-                    user_id="bob",
-                    conversation_id=None,
-                    memory_id=None,
+                    scope=ItemScope(tenant_id="B", user_id="bob"),
+                    source=ItemOrigin(conversation_id=None, memory_id=None),
                     now=at(1),
                     items=items(facts=[("home_city", "The user lives in Braga")]),
                 )

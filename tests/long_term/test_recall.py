@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from memory_agent.errors import ConfigurationError, InvalidInputError
-from memory_agent.evaluation import store_conversation, store_item
+from memory_agent.evaluation import StoredItem, store_conversation, store_item
+from memory_agent.long_term import ItemScope
 from memory_agent.long_term.embeddings import HashingEmbeddings, index_items
 from memory_agent.long_term.recall import RecallSettings, recall, source_turns
 from memory_agent.long_term.recall.query_text import cjk_bigrams, points_to_past
@@ -123,34 +124,37 @@ async def test_provenance_re_expands_to_the_source_turns(conn: Any) -> None:
     await seed(conn)
     fact = await store_item(
         conn,
-        tenant_id=TENANT,
-        user_id=USER,
-        item_type="fact",
-        key="allergies",
-        content="The user is allergic to peanuts",
-        valid_from=at(0),
-        sources=[(OLD, 0)],
+        scope=ItemScope(tenant_id=TENANT, user_id=USER),
+        item=StoredItem(
+            item_type="fact",
+            key="allergies",
+            content="The user is allergic to peanuts",
+            valid_from=at(0),
+            sources=[(OLD, 0)],
+        ),
     )
     other = await store_item(
         conn,
-        tenant_id=TENANT,
-        user_id=USER,
-        item_type="fact",
-        key="allergies",
-        content="The user avoids peanut oil",
-        valid_from=at(10),
-        sources=[(CURRENT, 0)],
+        scope=ItemScope(tenant_id=TENANT, user_id=USER),
+        item=StoredItem(
+            item_type="fact",
+            key="allergies",
+            content="The user avoids peanut oil",
+            valid_from=at(10),
+            sources=[(CURRENT, 0)],
+        ),
     )
     summary = await store_item(
         conn,
-        tenant_id=TENANT,
-        user_id=USER,
-        item_type="fact",
-        key="allergies",
-        content="Allergies: peanuts, including peanut oil",
-        valid_from=at(10),
-        is_summary=True,
-        source_item_ids=[fact, other],
+        scope=ItemScope(tenant_id=TENANT, user_id=USER),
+        item=StoredItem(
+            item_type="fact",
+            key="allergies",
+            content="Allergies: peanuts, including peanut oil",
+            valid_from=at(10),
+            is_summary=True,
+            source_item_ids=[fact, other],
+        ),
     )
     result = await recall(conn, tenant_id=TENANT, user_id=USER, query="allergic peanuts", conversation_id=CURRENT)
     by_id = {hit.item_ids[0]: hit for hit in result.results if hit.kind != "turn"}
@@ -191,23 +195,17 @@ async def test_guardrails_hold(conn: Any) -> None:
 async def test_as_of_reads_items_valid_then(conn: Any) -> None:
     await store_item(
         conn,
-        tenant_id=TENANT,
-        user_id=USER,
-        item_type="fact",
-        key="home_city",
-        content="The user lives in Lyon",
-        valid_from=at(0),
-        single_valued=True,
+        scope=ItemScope(tenant_id=TENANT, user_id=USER),
+        item=StoredItem(
+            item_type="fact", key="home_city", content="The user lives in Lyon", valid_from=at(0), single_valued=True
+        ),
     )
     await store_item(
         conn,
-        tenant_id=TENANT,
-        user_id=USER,
-        item_type="fact",
-        key="home_city",
-        content="The user lives in Berlin",
-        valid_from=at(30),
-        single_valued=True,
+        scope=ItemScope(tenant_id=TENANT, user_id=USER),
+        item=StoredItem(
+            item_type="fact", key="home_city", content="The user lives in Berlin", valid_from=at(30), single_valued=True
+        ),
     )
     texts = lambda r: {hit.text for hit in r.results}  # noqa: E731
     now = await recall(conn, tenant_id=TENANT, user_id=USER, query="Where does the user live?")
@@ -226,13 +224,14 @@ async def test_other_users_and_tenants_are_never_returned(conn: Any) -> None:
     for tenant, user in (("t1", "bob"), ("t2", USER)):
         await store_item(
             conn,
-            tenant_id=tenant,
-            user_id=user,
-            item_type="fact",
-            key="allergies",
-            content=f"{tenant}/{user} is allergic to peanuts",
-            valid_from=at(0),
-            sources=[("bob-1", 0)],
+            scope=ItemScope(tenant_id=tenant, user_id=user),
+            item=StoredItem(
+                item_type="fact",
+                key="allergies",
+                content=f"{tenant}/{user} is allergic to peanuts",
+                valid_from=at(0),
+                sources=[("bob-1", 0)],
+            ),
         )
     embedder = HashingEmbeddings()
     # Bob's item and his turn; the other tenant's item (its user has no turns there); and ana's own turns.
@@ -256,12 +255,10 @@ async def test_other_users_and_tenants_are_never_returned(conn: Any) -> None:
 async def test_vectors_are_off_without_an_embedder(conn: Any) -> None:
     await store_item(
         conn,
-        tenant_id=TENANT,
-        user_id=USER,
-        item_type="preference",
-        key="ui_theme",
-        content="The user prefers the dark theme",
-        valid_from=at(0),
+        scope=ItemScope(tenant_id=TENANT, user_id=USER),
+        item=StoredItem(
+            item_type="preference", key="ui_theme", content="The user prefers the dark theme", valid_from=at(0)
+        ),
     )
     embedder = HashingEmbeddings()
     assert await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder) == 1

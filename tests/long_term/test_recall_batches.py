@@ -6,14 +6,15 @@ Batch summaries are written by the consolidation job itself (run_batch_summaries
 
 from __future__ import annotations
 
-from memory_agent.consolidation import ConsolidationConfig, run_batch_summaries
+from memory_agent.consolidation import ConsolidationRun, run_batch_summaries
 from memory_agent.llm import OfflineConsolidationModel
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.long_term.recall import recall
+from memory_agent.settings import MemorySettings
 from tests.long_term.conftest import at, conn, connect, items  # noqa: F401 (fixtures)
 
-CONFIG = ConsolidationConfig(
-    nightly_enabled=False,
+CONFIG = MemorySettings(
+    consolidation_enabled=False,
     batch_summaries_enabled=True,
     min_age_days=7,
     max_memories_per_batch=10,
@@ -25,11 +26,9 @@ TENANT, USER = "acme", "ana"
 async def remember_old(conn, n: int, content: str, user_id: str = USER, tenant_id: str = TENANT) -> None:
     await remember(
         conn,
-        tenant_id=tenant_id,
-        user_id=user_id,
+        scope=ItemScope(tenant_id=tenant_id, user_id=user_id),
+        source=ItemOrigin(conversation_id=f"trip-{n}", memory_id=None),
         items=items(decisions=[(f"trip_{n}", content, {"source_sequences": [0]})]),
-        conversation_id=f"trip-{n}",
-        memory_id=None,
         now=at(n),
     )
 
@@ -46,7 +45,9 @@ async def test_a_batch_summary_is_recalled_after_its_originals_are_forgotten(con
 
     # Day 10: summarized, originals kept (keep_original_days not reached): both found, the summary with the
     # summarized items' ids and their source turns.
-    report = await run_batch_summaries(conn, TENANT, USER, at(10), model=OfflineConsolidationModel(), config=CONFIG)
+    report = await run_batch_summaries(
+        conn, TENANT, USER, at(10), run=ConsolidationRun(OfflineConsolidationModel(), CONFIG)
+    )
     (summary_id,) = report.summaries
     found = await recall(conn, tenant_id=TENANT, user_id=USER, query="Which ryokan in Kyoto did I book?")
     (batch,) = batch_hits(found)
@@ -58,7 +59,9 @@ async def test_a_batch_summary_is_recalled_after_its_originals_are_forgotten(con
     assert batch.provenance()["batch_summary_id"] == summary_id and batch.provenance()["is_summary"] is True
 
     # Day 40: the retention pass forgot the originals; the summary is what recall returns, its ids kept.
-    report = await run_batch_summaries(conn, TENANT, USER, at(40), model=OfflineConsolidationModel(), config=CONFIG)
+    report = await run_batch_summaries(
+        conn, TENANT, USER, at(40), run=ConsolidationRun(OfflineConsolidationModel(), CONFIG)
+    )
     assert sorted(report.forgotten) == sorted(originals)
     found = await recall(conn, tenant_id=TENANT, user_id=USER, query="Which ryokan in Kyoto did I book?")
     assert [hit.kind for hit in found.results] == ["summary"]
@@ -76,7 +79,7 @@ async def test_a_batch_summary_is_recalled_after_its_originals_are_forgotten(con
 async def test_batch_summaries_are_found_by_trigrams_and_cjk_bigrams(conn):
     await remember_old(conn, 0, "决定四月去京都住旅馆")
     await remember_old(conn, 1, "Decided on the Shinkansen pass")
-    await run_batch_summaries(conn, TENANT, USER, at(40), model=OfflineConsolidationModel(), config=CONFIG)
+    await run_batch_summaries(conn, TENANT, USER, at(40), run=ConsolidationRun(OfflineConsolidationModel(), CONFIG))
     assert [hit.kind for hit in (await recall(conn, tenant_id=TENANT, user_id=USER, query="京都")).results] == [
         "summary"
     ]

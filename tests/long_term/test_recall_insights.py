@@ -101,7 +101,11 @@ async def test_other_users_and_tenants_never_see_the_insight(conn: Any) -> None:
         assert insights_of(result) == [], (tenant, user)
     # The same user with another text-search configuration (computed vectors, custom plans) still finds it.
     simple = await recall(
-        conn, tenant_id=TENANT, user_id=USER, query="Lisbon marathon", settings=RecallSettings("simple")
+        conn,
+        tenant_id=TENANT,
+        user_id=USER,
+        query="Lisbon marathon",
+        settings=RecallSettings(text_search_config="simple"),
     )
     assert [h.text for h in insights_of(simple)] == [MARATHON]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
-from memory_agent.long_term import list_items, remember
+from memory_agent.long_term import ItemOrigin, ItemScope, list_items, remember
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 
@@ -22,10 +22,8 @@ async def test_extensions_serve_every_schema_of_the_database(open_memory, databa
         await conn.execute('SET search_path TO "second_tier", public')
         await remember(
             conn,
-            tenant_id="t",
-            user_id="u",
-            conversation_id=None,
-            memory_id=None,
+            scope=ItemScope(tenant_id="t", user_id="u"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
             now=at(0),
             items=items(facts=[("home_city", "The user lives in Lisbon")]),
         )

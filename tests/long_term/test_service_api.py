@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import InvalidInputError, resources, with_memory
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term import remember
+from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 from tests.long_term.test_forget import tables_holding
@@ -133,11 +133,9 @@ async def test_a_summary_job_racing_delete_conversation_is_waited_for(open_memor
         assert not delete.done()  # the forget waits for the job
         await remember(
             job,
-            tenant_id="default",
-            user_id="ana",
+            scope=ItemScope(tenant_id="default", user_id="ana"),
+            source=ItemOrigin(conversation_id="race", memory_id=None),
             items=items(facts=[("pet", f"The user has a dog named {canary}", {"source_sequences": [8]})]),
-            conversation_id="race",
-            memory_id=None,
             now=at(1),
         )
     assert await asyncio.wait_for(delete, timeout=10) is True

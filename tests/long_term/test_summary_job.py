@@ -15,7 +15,7 @@ from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.procrastinate_executor import REFRESH_CLUSTERS_TASK, build_app
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term import item_history
+from memory_agent.long_term import ItemScope, item_history
 from tests.conftest import execute, query
 from tests.long_term.conftest import at
 from tests.support import EchoChat, GatedSummaryModel, ScriptedSummaryModel
@@ -87,7 +87,7 @@ async def test_a_changed_home_city_supersedes_the_old_one(open_service):
     assert [i.content for i in await memory.list_items("ana")] == ["The user lives in Porto"]
     assert [i.content for i in await memory.list_items("ana", as_of=at(10))] == ["The user lives in Lisbon"]
     async with memory.backend.connection() as conn:
-        history = await item_history(conn, "default", "ana", "fact", "home_city")
+        history = await item_history(conn, ItemScope("default", "ana"), "fact", "home_city")
     assert [(h.content, h.valid_from, h.valid_to) for h in history] == [
         ("The user lives in Lisbon", at(1), at(30)),
         ("The user lives in Porto", at(30), None),

@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term import item_history, list_items, remember
+from memory_agent.long_term import ItemFilter, ItemOrigin, ItemScope, item_history, list_items, remember
 from tests.conftest import query
 from tests.long_term.conftest import T0, at, items
 
@@ -18,7 +18,11 @@ ALICE = {"tenant_id": "acme", "user_id": "alice"}
 
 async def say(conn, structured, *, now: datetime, conversation_id="c1", memory_id=1, **scope):
     return await remember(
-        conn, **{**ALICE, **scope}, items=structured, conversation_id=conversation_id, memory_id=memory_id, now=now
+        conn,
+        scope=ItemScope(**{**ALICE, **scope}),
+        source=ItemOrigin(conversation_id=conversation_id, memory_id=memory_id),
+        items=structured,
+        now=now,
     )
 
 
@@ -49,14 +53,14 @@ async def test_the_same_statement_100_times_is_one_row(conn, database_url):
 async def test_a_new_value_closes_the_previous_version_and_as_of_reads_the_past(conn):
     for day, city in ((0, "Lyon"), (10, "Berlin"), (20, "Paris")):
         await say(conn, items(facts=[("home_city", f"The user lives in {city}")]), now=at(day))
-    history = await item_history(conn, "acme", "alice", "fact", "home_city")
+    history = await item_history(conn, ItemScope("acme", "alice"), "fact", "home_city")
     assert [(h.content, h.valid_from, h.valid_to) for h in history] == [
         ("The user lives in Lyon", at(0), at(10)),
         ("The user lives in Berlin", at(10), at(20)),
         ("The user lives in Paris", at(20), None),
     ]
     for day, city in ((-1, None), (0, "Lyon"), (9.9, "Lyon"), (10, "Berlin"), (25, "Paris")):
-        held = await list_items(conn, "acme", "alice", as_of=at(day), key="home_city")
+        held = await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(day), key="home_city"))
         assert [i.content for i in held] == ([f"The user lives in {city}"] if city else [])
     (current,) = await list_items(conn, "acme", "alice")
     assert current.content == "The user lives in Paris" and current.is_current
@@ -66,7 +70,7 @@ async def test_a_new_value_closes_the_previous_version_and_as_of_reads_the_past(
     ] == ["unchanged"]
     (back,) = await say(conn, items(facts=[("home_city", "The user lives in Lyon")]), now=at(40))
     assert back.outcome == "superseded" and back.closed_item_ids == (history[2].item_id,)
-    assert len(await item_history(conn, "acme", "alice", "fact", "home_city")) == 4
+    assert len(await item_history(conn, ItemScope("acme", "alice"), "fact", "home_city")) == 4
 
 
 async def test_only_the_same_key_is_ever_closed(conn):
@@ -95,10 +99,12 @@ async def test_only_the_same_key_is_ever_closed(conn):
     await say(conn, items(preferences=[("home_city", "The user would rather live in Rome")]), now=at(2))
     await say(conn, items(facts=[("home_city", "The user lives in Oslo")]), now=at(2), project="p2")
     await say(conn, items(facts=[("home_city", "The user lives in Kyiv")]), now=at(2), environment="staging")
-    assert len(await list_items(conn, "acme", "alice", key="home_city")) == 4
+    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(key="home_city"))) == 4
     assert [
         i.content
-        for i in await list_items(conn, "acme", "alice", key="home_city", project="", environment="", item_type="fact")
+        for i in await list_items(
+            conn, "acme", "alice", where=ItemFilter(item_type="fact", key="home_city", project="", environment="")
+        )
     ] == ["The user lives in Berlin"]
 
 
@@ -123,7 +129,7 @@ async def test_todos_close_when_done_and_decisions_accumulate(conn):
         ("decisions", "Decided: write tests first"),
         ("todo_pay_rent", "Remind the user to pay rent"),
     ]
-    (was,) = await list_items(conn, "acme", "alice", as_of=at(1), key="todo_call_mom")
+    (was,) = await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(1), key="todo_call_mom"))
     assert was.content == "Remind the user to call mom" and was.valid_to == at(2)
     # The todo can come back later: a new open version after the closed one.
     (reopened,) = await say(conn, items(todos=[("todo_call_mom", "Remind the user to call mom")]), now=at(4))
@@ -134,7 +140,7 @@ async def test_a_late_clock_never_overlaps_history(conn):
     await say(conn, items(facts=[("home_city", "The user lives in Lyon")]), now=at(10))
     (late,) = await say(conn, items(facts=[("home_city", "The user lives in Berlin")]), now=at(5))
     assert late.outcome == "superseded"
-    history = await item_history(conn, "acme", "alice", "fact", "home_city")
+    history = await item_history(conn, ItemScope("acme", "alice"), "fact", "home_city")
     assert history[0].valid_to == history[1].valid_from > at(10) and history[1].valid_to is None
 
 
@@ -143,9 +149,21 @@ async def test_bad_input_names_the_problem_and_writes_nothing(conn, database_url
     with pytest.raises(InvalidInputError, match="timezone-aware"):
         await say(conn, good, now=datetime(2026, 1, 1))
     with pytest.raises(InvalidInputError, match="user_id must be a non-empty string"):
-        await remember(conn, tenant_id="acme", user_id=" ", items=good, conversation_id=None, memory_id=None, now=T0)
+        await remember(
+            conn,
+            scope=ItemScope(tenant_id="acme", user_id=" "),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
+            items=good,
+            now=T0,
+        )
     with pytest.raises(InvalidInputError, match="tenant_id"):
-        await remember(conn, tenant_id=None, user_id="a", items=good, conversation_id=None, memory_id=None, now=T0)
+        await remember(
+            conn,
+            scope=ItemScope(tenant_id=None, user_id="a"),
+            source=ItemOrigin(conversation_id=None, memory_id=None),
+            items=good,
+            now=T0,
+        )
     assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
 
 
@@ -238,4 +256,4 @@ async def test_a_todo_said_done_in_the_users_words_closes(conn):
     )
     assert sorted(o.outcome for o in await say(conn, both, now=at(2))) == ["closed", "inserted"]
     assert [i.content for i in await list_items(conn, "acme", "alice")] == ["Remind the user to buy milk"]
-    assert len(await item_history(conn, "acme", "alice", "todo", "todo_water_the_plants")) == 1
+    assert len(await item_history(conn, ItemScope("acme", "alice"), "todo", "todo_water_the_plants")) == 1

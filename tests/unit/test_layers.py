@@ -90,12 +90,12 @@ def test_round_memories_take_what_the_protocol_passes(implementation):
 # Every module of memory_agent is a unit here: a top-level module, or a sub-package with all its modules. A unit
 # not named below fails test_every_module_is_placed_in_a_layer, so a new module starts by choosing its layer.
 UNITS = {
-    "__init__", "__main__", "errors", "resources", "settings", "consolidation_settings", "guard_settings",
-    "limit_settings", "schemas", "runtime", "tokens", "ledger", "llm", "db", "conversation", "long_term", "summarize", "jobs",
+    "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
+    "conversation", "long_term", "summarize", "jobs",
     "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
     "api", "cli",
 }  # fmt: skip
-SETTINGS = ("settings", "consolidation_settings", "guard_settings", "limit_settings")
+SETTINGS = ("settings",)
 TOP = ("api", "cli", "langgraph_server", "testing", "service", "evaluation", "__init__", "__main__")
 
 

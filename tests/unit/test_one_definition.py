@@ -30,7 +30,7 @@ def _code_lines(pattern: str) -> list[str]:
         (r"\bCHARS_PER_TOKEN\s*=", "tokens.py"),
         (r"\bDEFAULT_TENANT_ID\s*=", "schemas/keys.py"),
         (r"^[A-Z_]+\s*=\s*['\"]conversation:['\"]", "schemas/keys.py"),
-        (r"\bDEFAULT_PROCESSING_TIMEOUT_S\s*=", "settings.py"),
+        (r"\bDEFAULT_PROCESSING_TIMEOUT_S\s*=", "settings/service.py"),
     ],
 )
 def test_a_rule_is_defined_in_one_module(pattern, home):

@@ -19,7 +19,7 @@ from memory_agent.long_term.recall.search import (
     recall,
     source_turns,
 )
-from memory_agent.long_term.recall.settings import RecallSettings, check_recall_settings, recall_settings
+from memory_agent.long_term.recall.settings import RecallSettings, check_recall_settings
 from memory_agent.long_term.recall.user import user_recall
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "estimate_tokens",
     "format_block",
     "recall",
-    "recall_settings",
     "source_turns",
     "user_recall",
 ]

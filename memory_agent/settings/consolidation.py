@@ -1,18 +1,18 @@
 """The settings of scheduled consolidation (nightly notes and rollups, batch summaries: docs/concepts/consolidation.md),
-as a base class of MemorySettings under the tenant guards' (guard_settings.py): each field is a MEMORY_AGENT_*
-variable like every other setting."""
+read by consolidation/."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from memory_agent.guard_settings import GuardSettings
+from memory_agent.settings.base import CASE_INSENSITIVE, SettingsGroup
 
 
-class ConsolidationSettings(GuardSettings):
-    # --- scheduled consolidation (nightly compaction and rollups; batch summaries with retention) ---
+class ConsolidationSettings(SettingsGroup):
+    """`settings.consolidation`: nightly compaction and rollups; batch summaries with retention."""
+
     consolidation_enabled: bool = Field(
         default=False,
         description="procrastinate executor: run the nightly consolidation (daily notes, weekly and monthly "
@@ -36,10 +36,17 @@ class ConsolidationSettings(GuardSettings):
         le=1.0,
         description="Insights scored below this are left out of weekly and monthly rollups (kept in dailies).",
     )
+    consolidation_max_input_tokens: int = Field(
+        default=100_000,
+        ge=1_000,
+        le=10_000_000,
+        description="Largest consolidation prompt, in tokens (count_tokens_approximately): a period with more "
+        "material is consolidated in parts of at most this size, then the parts' insights together.",
+    )
     batch_summaries_enabled: bool = Field(
         default=False, description="Summarize old long-term items in batches and forget originals after their TTL."
     )
-    batch_summaries_schedule: Literal["daily", "weekly", "next_run"] = Field(
+    batch_summaries_schedule: Annotated[Literal["daily", "weekly", "next_run"], CASE_INSENSITIVE] = Field(
         default="daily",
         description="When batch summaries run per user: daily, weekly, or next_run (every interval_days).",
     )
@@ -52,3 +59,8 @@ class ConsolidationSettings(GuardSettings):
         le=36500,
         description="Summarized originals older than this are forgotten (the summaries stay forever).",
     )
+
+    @property
+    def batch_interval_days(self) -> int:
+        """Days between batch-summary runs: daily 1, weekly 7, next_run interval_days."""
+        return {"daily": 1, "weekly": 7}.get(self.batch_summaries_schedule, self.interval_days)

@@ -1,5 +1,5 @@
-"""The settings of the tenant guards and the cost ledger (docs/concepts/consolidation.md),
-as a base class of MemorySettings: each field is a MEMORY_AGENT_* variable like every other setting."""
+"""The settings of the tenant guards and the cost ledger (docs/concepts/consolidation.md), read by consolidation/,
+the ledger and the rounds that price their model calls."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import json
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode
+from pydantic_settings import NoDecode
+
+from memory_agent.settings.base import SettingsGroup
 
 MAX_COOLDOWN_S = 24 * 3600
 
@@ -21,7 +23,9 @@ class ModelPrice(BaseModel):
     output: float = Field(ge=0)
 
 
-class GuardSettings(BaseSettings):
+class GuardSettings(SettingsGroup):
+    """`settings.guards`: per-tenant limits of scheduled work and the price table of the cost ledger."""
+
     tenant_cooldown_s: float = Field(
         default=120.0,
         ge=0,

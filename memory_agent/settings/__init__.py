@@ -1,0 +1,128 @@
+"""MemorySettings: every knob of memory_agent, in groups each package reads directly (`settings.database`,
+`settings.memory`, `settings.recall`, …), each setting read from its MEMORY_AGENT_* environment variable.
+
+A setting has one name: its variable is MEMORY_AGENT_ plus its group's prefix plus its field's name
+(`settings.memory.rolling_window_size` is MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE, `settings.database.db_schema`
+is MEMORY_AGENT_DB_SCHEMA), and `MemorySettings(...)` takes it under that variable's name without the prefix
+(`memory_rolling_window_size=20`) or a whole group (`memory=MemoryWindowSettings(rolling_window_size=20)`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_agent.errors import ConfigurationError
+from memory_agent.settings.base import ENV_PREFIX, ERRORS_HEADER, MAX_SECONDS, SettingsGroup, problems_of
+from memory_agent.settings.consolidation import ConsolidationSettings
+from memory_agent.settings.conversation import MemoryWindowSettings, RoundSettings, SummarySettings
+from memory_agent.settings.database import DatabaseSettings, default_data_dir
+from memory_agent.settings.guards import GuardSettings, ModelPrice
+from memory_agent.settings.long_term import LongTermSettings, RecallSettings
+from memory_agent.settings.service import DEFAULT_PROCESSING_TIMEOUT_S, ApiSettings, JobSettings
+
+__all__ = [
+    "DEFAULT_PROCESSING_TIMEOUT_S",
+    "MAX_SECONDS",
+    "ApiSettings",
+    "ConsolidationSettings",
+    "DatabaseSettings",
+    "GuardSettings",
+    "JobSettings",
+    "LongTermSettings",
+    "MemorySettings",
+    "MemoryWindowSettings",
+    "ModelPrice",
+    "RecallSettings",
+    "RoundSettings",
+    "SettingsGroup",
+    "SummarySettings",
+    "default_data_dir",
+]
+
+
+class MemorySettings(BaseModel):
+    """Every setting, by group. `MemorySettings()` reads the environment; arguments win over it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    memory: MemoryWindowSettings = Field(default_factory=MemoryWindowSettings)
+    summary: SummarySettings = Field(default_factory=SummarySettings)
+    rounds: RoundSettings = Field(default_factory=RoundSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    long_term: LongTermSettings = Field(default_factory=LongTermSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
+    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
+    guards: GuardSettings = Field(default_factory=GuardSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**build_groups(values))
+
+    def replace(self, **values: Any) -> MemorySettings:
+        """These settings with some changed (by name, as MemorySettings takes them), checked as when built."""
+        given, lines = route(values)
+        merged = {group: {**getattr(self, group).model_dump(), **changes} for group, changes in given.items()}
+        return MemorySettings(**merged, **dict.fromkeys(lines))
+
+    @property
+    def gap_message_cap(self) -> int:
+        """Most stored messages given to the model after the memory (MEMORY_AGENT_MAX_GAP_MESSAGES)."""
+        cap = self.rounds.max_gap_messages
+        return cap if cap is not None else 2 * self.memory.rolling_window_size
+
+
+@functools.cache
+def groups() -> dict[str, type[SettingsGroup]]:
+    """Each group's attribute on MemorySettings and its class."""
+    return {name: field.annotation for name, field in MemorySettings.model_fields.items()}  # type: ignore[misc]
+
+
+@functools.cache
+def argument_names() -> dict[str, tuple[str, str]]:
+    """Each setting's argument name (its variable without MEMORY_AGENT_, lower case) -> (group, field)."""
+    names = {}
+    for group, cls in groups().items():
+        for field in cls.model_fields:
+            names[cls.env_name(field).removeprefix(ENV_PREFIX).lower()] = (group, field)
+    return names
+
+
+def route(values: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The arguments each group is given (settings by name, or whole groups as objects or dicts), and the
+    arguments that are no setting."""
+    names = argument_names()
+    given: dict[str, dict[str, Any]] = {group: {} for group in groups()}
+    unknown = []
+    for name, value in values.items():
+        whole = value.model_dump(exclude_unset=True) if isinstance(value, SettingsGroup) else value
+        if name in given and (isinstance(whole, dict) or name.lower() not in names):  # `recall=False` is a setting
+            given[name] = {**whole, **given[name]} if isinstance(whole, dict) else {"": whole}
+        elif name.lower() in names:
+            group, field = names[name.lower()]
+            given[group][field] = value
+        else:
+            unknown.append(name)
+    return given, unknown
+
+
+def build_groups(values: dict[str, Any]) -> dict[str, SettingsGroup]:
+    """Every group, from the arguments given and the environment; the problems of every group are reported
+    together."""
+    given, unknown = route(values)
+    lines = [f"{name}: not a memory_agent setting" for name in unknown]
+    built = {}
+    for group, cls in groups().items():
+        if "" in given[group]:
+            lines.append(f"{group}: expected {cls.__name__} or a dict, got {type(given[group]['']).__name__}")
+            continue
+        try:
+            built[group] = cls(**given[group])
+        except ConfigurationError as exc:
+            lines += problems_of(exc)
+    if lines:
+        raise ConfigurationError(ERRORS_HEADER + "\n  " + "\n  ".join(lines))
+    return built

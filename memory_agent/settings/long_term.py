@@ -1,0 +1,105 @@
+"""The settings of the long-term tier: recall at round start (read by long_term/recall and conversation/recalled)
+and what the summary job writes to the tier (read by summarize/ and long_term/)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from memory_agent.settings.base import CASE_INSENSITIVE, ENV_PREFIX, SettingsGroup
+
+
+class RecallSettings(SettingsGroup):
+    """`settings.recall`: the guardrails and knobs of recall, each read from MEMORY_AGENT_RECALL_<FIELD>; the
+    defaults are the design's (block, turns) or measured (the rest: docs/recall.md)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX + "RECALL_")
+
+    max_tokens: int = Field(
+        default=2000, ge=1, description="Token budget of the recalled block (count_tokens_approximately)."
+    )
+    max_turns: int = Field(default=6, ge=1, description="Most earlier turns in the recalled block.")
+    max_turn_chars: int = Field(
+        default=600, ge=1, description="A recalled turn longer than this is cut (ends with '…')."
+    )
+    text_search_config: str = Field(
+        default="english",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$",
+        description="PostgreSQL text-search configuration of recall's full-text path ('english' measured best; "
+        "'simple' is language-neutral; CJK is found through trigrams either way).",
+    )
+    trgm_threshold: float = Field(
+        default=0.3, ge=0, le=1, description="Word similarity a trigram hit needs (the short-query and CJK path)."
+    )
+    max_query_chars: int = Field(
+        default=2_000,
+        ge=16,
+        le=100_000,
+        description="Recall searches with at most this many characters of the message (its start, cut at a word "
+        "boundary): a 100 KB message would otherwise cost seconds of matching at every round.",
+    )
+    or_terms: bool = Field(
+        default=True, description="OR the query's lexemes in full-text search (AND-ed terms match almost no question)."
+    )
+    min_hits: int = Field(
+        default=2,
+        ge=0,
+        description="Fewer full-text hits than this: trigrams too; fewer in this conversation: user-wide.",
+    )
+    vectors_always: bool = Field(
+        default=True,
+        description="With an embedder, search vectors on every recall (hybrid); off: only as a fallback.",
+    )
+    vector_min_similarity: float = Field(
+        default=0.15,
+        ge=-1,
+        le=1,
+        description="Cosine similarity a vector hit needs (the nearest are not always near).",
+    )
+    vector_weight: float = Field(
+        default=0.1,
+        ge=0,
+        description="A vector rank's weight in the fusion (full text's and trigrams' are 1); measured.",
+    )
+    candidates: int = Field(default=50, ge=1, description="Hits per search path, before fusion.")
+    rrf_k: int = Field(default=60, ge=1, description="The k of reciprocal rank fusion.")
+    recent_turns: int = Field(
+        default=2, ge=0, description="When nothing matched: the latest turns of other conversations recalled."
+    )
+    neighbours_before: int = Field(
+        default=1,
+        ge=0,
+        le=5,
+        description="Turns shown before a recalled turn (its context), counted in the token budget.",
+    )
+    neighbours_after: int = Field(default=1, ge=0, le=5, description="Turns shown after a recalled turn.")
+    max_neighbour_chars: int = Field(default=300, ge=1, description="A neighbour turn longer than this is cut.")
+
+
+class LongTermSettings(SettingsGroup):
+    """`settings.long_term`: whether and where completed memories are written to the user's long-term tier, and
+    the embedder of its vectors."""
+
+    long_term: bool = Field(
+        default=True,
+        description="Write every completed memory version's structured items to the user's long-term tier (in "
+        "the summary job, never in the round) and keep its cluster summaries.",
+    )
+    project: str = Field(
+        default="",
+        max_length=256,
+        description="The project long-term items are written under (one per service).",
+    )
+    environment: str = Field(
+        default="",
+        max_length=256,
+        description="The environment long-term items are written under (one per service).",
+    )
+    embeddings: Annotated[Literal["none", "hashing", "e5"], CASE_INSENSITIVE] = Field(
+        default="none",
+        description="Embedder of long-term items and cluster summaries (the summary job embeds them; recall's "
+        "vector fallback embeds the query): none (vectors off), hashing (offline, deterministic n-grams), e5 "
+        "(bundled multilingual-e5-small, the `embeddings` extra). An `embeddings=` object given to the service wins.",
+    )
