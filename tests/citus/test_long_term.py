@@ -120,7 +120,9 @@ async def test_consolidation_over_a_week(open_memory, citus_url, schema):
     async def consolidate() -> None:
         async with memory.backend.connection() as conn:
             await write(conn)
-        runner = ConsolidationRunner(memory.backend.pool, OfflineConsolidationModel(), MemorySettings())
+        runner = ConsolidationRunner(
+            memory.backend.pool, OfflineConsolidationModel(), MemorySettings(consolidation_enabled=True)
+        )
         for n in range(8):
             await runner.run_due(start + timedelta(days=n + 1, hours=5))
 
