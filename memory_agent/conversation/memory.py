@@ -35,8 +35,12 @@ def round_key(conversation_id: str, user_id: str | None, tenant_id: str | None) 
 
 
 class ConversationMemory:
-    """Round start and end, the trigger rule, and a conversation's memory versions (MemoryService's methods of the
-    same purpose say what each call promises)."""
+    """Round start and end, the trigger rule, and a conversation's memory versions.
+
+    Each method is also a MemoryService method, with this signature and docstring: context is
+    get_context_for_workflow, prepare prepare_round, release release_round, finish finish_round, record_failed
+    record_failed_round, summary_due should_trigger_summary, trigger_summary trigger_summarization_if_needed,
+    history get_memory_history; sweep and get_memory keep their names."""
 
     def __init__(self, loop: MemoryLoop, backend: MemoryBackend, rounds: Rounds, trigger: SummaryTrigger) -> None:
         self.loop = loop
@@ -60,7 +64,8 @@ class ConversationMemory:
         user_id: str | None = None,
         tenant_id: str | None = None,
     ) -> ConversationContext:
-        """Latest completed memory + gap, and the round's input.
+        """Latest completed memory + gap messages (stored after it; all stored messages when there is none),
+        and the round's input.
 
         The design computed the gap by position in `current_messages`; here the gap is what the database holds
         after the memory, and `current_messages` (the graph's messages, earlier rounds included or not) gives the
@@ -80,7 +85,8 @@ class ConversationMemory:
         user_id: str | None = None,
         tenant_id: str | None = None,
     ) -> tuple[list[BaseMessage], RoundInfo]:
-        """Round start: take the conversation's lease, load memory + gap, build the model's context.
+        """Round start for any integration: take the conversation's lease, load memory + gap, and build the
+        model's context (memory injected, token budget applied).
 
         `messages` is what the graph state holds: with a checkpointer the earlier rounds too. The round's input
         is every message of it not stored yet (by id), so a message is stored once whatever the state carries;
@@ -93,7 +99,7 @@ class ConversationMemory:
             return await self.rounds.prepare(key, messages, lease)
 
     async def release(self, info: RoundInfo) -> None:
-        """Give the conversation's lease back."""
+        """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
         with tenant_scope(info.key.tenant_id):
             await self.rounds.release(info)
 
@@ -106,7 +112,8 @@ class ConversationMemory:
         user_id: str | None = None,
         tenant_id: str | None = None,
     ) -> tuple[RoundSaved | None, TriggerResult]:
-        """Round end: the round stored, the trigger rule applied, the metrics recorded, in one transaction.
+        """Round end: persist a whole round, apply the trigger rule and record the round's metrics, in one
+        transaction.
 
         Messages stored already (same id, same content) are not stored again; when none is new, nothing is
         written and the result is (None, outcome "nothing_new"). The summary (if one is due) starts after
@@ -122,14 +129,16 @@ class ConversationMemory:
             return await self.rounds.finish(key, messages, info)
 
     async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
-        """Best effort: the metrics row of a round that failed at `stage`."""
+        """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
         with tenant_scope(info.key.tenant_id):
             await self.rounds.record_failed(info, stage, error)
 
     async def summary_due(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> bool:
-        """The trigger rule's answer, without claiming anything."""
+        """The trigger rule, as the round end applies it, without claiming anything: enough messages, new ones
+        since the latest memory, and no summary in progress (a `processing` row quiet past processing_timeout_s
+        is stale: it is reclaimed, so it does not count)."""
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
             return await self.loop.arun(self.trigger.is_due(key, last_saved_seq))
@@ -137,19 +146,20 @@ class ConversationMemory:
     async def trigger_summary(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> TriggerResult:
-        """The trigger rule applied: a summary claimed and dispatched when one is due."""
+        """Apply the trigger rule after a round whose last stored message is `last_saved_seq`: a summary claimed
+        and dispatched when one is due."""
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
             return await self.loop.arun(self.trigger.trigger(key, last_saved_seq))
 
     async def sweep(self) -> list[int]:
-        """Stale `processing` rows reclaimed everywhere, the trigger rule re-run for their conversations."""
+        """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
         return await self.loop.arun(self.trigger.sweep())
 
     async def history(
         self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> list[MemoryRecord]:
-        """Every memory version of a conversation, oldest first."""
+        """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
             return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
