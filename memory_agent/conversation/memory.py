@@ -1,6 +1,7 @@
 """ConversationMemory (`memory.conversations`): the conversation tier as MemoryService's methods reach it.
 
-A round's key (as given, or as recorded for a thread id), the round start and end (rounds.py), the trigger rule
+A round's key (as given, or as recorded for a thread id), the round start (round_start.py) and end
+(round_end.py), the trigger rule
 and its sweep (trigger.py), and the memory versions of a conversation. Every call validates its ids, names the
 conversation's tenant for row-level security (db/tenancy.py) and runs its statements on the memory loop.
 Made by the service when it opens, from the parts it opened.
@@ -14,7 +15,8 @@ from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.identity import validate_identity, validate_user_id
 from memory_agent.conversation.messages import validate_conversation_id
-from memory_agent.conversation.rounds import Rounds
+from memory_agent.conversation.round_end import RoundEnd
+from memory_agent.conversation.round_start import RoundStart
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.tenancy import tenant_scope
@@ -42,10 +44,13 @@ class ConversationMemory:
     record_failed_round, summary_due should_trigger_summary, trigger_summary trigger_summarization_if_needed,
     history get_memory_history; sweep and get_memory keep their names."""
 
-    def __init__(self, loop: MemoryLoop, backend: MemoryBackend, rounds: Rounds, trigger: SummaryTrigger) -> None:
+    def __init__(
+        self, loop: MemoryLoop, backend: MemoryBackend, start: RoundStart, end: RoundEnd, trigger: SummaryTrigger
+    ) -> None:
         self.loop = loop
         self.backend = backend
-        self.rounds = rounds
+        self.start = start
+        self.end = end
         self.trigger = trigger
 
     async def owned(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
@@ -74,7 +79,7 @@ class ConversationMemory:
         """
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
-            return await self.rounds.context(key, current_messages or [])
+            return await self.start.context(key, current_messages or [])
 
     async def prepare(
         self,
@@ -96,12 +101,12 @@ class ConversationMemory:
         """
         key = round_key(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):  # a role bound by row-level security names the tenant (db/tenancy.py)
-            return await self.rounds.prepare(key, messages, lease)
+            return await self.start.prepare(key, messages, lease)
 
     async def release(self, info: RoundInfo) -> None:
         """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
         with tenant_scope(info.key.tenant_id):
-            await self.rounds.release(info)
+            await self.start.release(info)
 
     async def finish(
         self,
@@ -126,12 +131,12 @@ class ConversationMemory:
             )
         key = info.key if info is not None else round_key(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):  # the summary it dispatches inherits the scope
-            return await self.rounds.finish(key, messages, info)
+            return await self.end.finish(key, messages, info)
 
     async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
         with tenant_scope(info.key.tenant_id):
-            await self.rounds.record_failed(info, stage, error)
+            await self.end.record_failed(info, stage, error)
 
     async def summary_due(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
