@@ -149,6 +149,18 @@ async def test_without_prices_or_app_model_no_app_row_is_written(open_memory, da
     assert query(database_url, "SELECT count(*) FROM llm_calls WHERE purpose = 'app'")[0][0] == 0
 
 
+async def remember_three_facts(conn: Any, key: str, now: Any) -> None:
+    """Three facts of ana (tenant acme) under `key`, none single-valued: one pending cluster."""
+    facts = [(key, f"The user {key} fact number {n}", {"single_valued": False}) for n in range(3)]
+    await remember(
+        conn,
+        scope=ItemScope(tenant_id="acme", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
+        items=items(facts=facts),
+        now=now,
+    )
+
+
 async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guards(open_memory, conn, database_url):
     agent = MemoryAgent(OfflineSummaryModel())
     with llm.collecting() as log:
@@ -166,14 +178,7 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     runner = memory._lifecycle.parts.runner
     runner.cluster_summarizer = summarize
     for key in ("allergy", "pet", "city"):
-        facts = [(key, f"The user {key} fact number {n}", {"single_valued": False}) for n in range(3)]
-        await remember(
-            conn,
-            scope=ItemScope(tenant_id="acme", user_id="ana"),
-            source=ItemOrigin(conversation_id=None, memory_id=None),
-            items=items(facts=facts),
-            now=at(1),
-        )
+        await remember_three_facts(conn, key, at(1))
     assert await runner.refresh_pending() == 2  # three pending clusters of one user+project: two this run
     assert (
         query(database_url, "SELECT purpose, model, cost FROM llm_calls")
@@ -182,13 +187,7 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     assert await runner.refresh_pending() == 1
     # Over the ceiling, the safety net writes no summary.
     runner.settings = runner.settings.replace(monthly_cost_ceiling=0.0)
-    await remember(
-        conn,
-        scope=ItemScope(tenant_id="acme", user_id="ana"),
-        source=ItemOrigin(conversation_id=None, memory_id=None),
-        items=items(facts=[("food", f"The user food fact number {n}", {"single_valued": False}) for n in range(3)]),
-        now=at(2),
-    )
+    await remember_three_facts(conn, "food", at(2))
     assert await runner.refresh_pending() == 0
 
 
@@ -205,14 +204,7 @@ async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(ope
     )
     runner = memory._lifecycle.parts.runner
     runner.cluster_summarizer = summarize
-    facts = [("allergy", f"The user allergy fact number {n}", {"single_valued": False}) for n in range(3)]
-    await remember(
-        conn,
-        scope=ItemScope(tenant_id="acme", user_id="ana"),
-        source=ItemOrigin(conversation_id=None, memory_id=None),
-        items=items(facts=facts),
-        now=at(1),
-    )
+    await remember_three_facts(conn, "allergy", at(1))
     # A call of the tenant in flight elsewhere holds the whole ceiling: nothing is spent yet, and no call starts.
     held = await ledger.reserve(conn, "acme", 1.0, Decimal("5"), runner.clock())
     assert held is not None

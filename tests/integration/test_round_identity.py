@@ -64,6 +64,23 @@ def finish(text: str) -> str:
     return f"done: {text}"
 
 
+async def cancelled_metrics(
+    task: asyncio.Task[Any], started: asyncio.Event, database_url: str, columns: str, thread: str
+) -> list[tuple[Any, ...]]:
+    """Cancel `task` once its round has `started`; the `columns` of the metrics row the cancellation left."""
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    statement = f"SELECT {columns} FROM round_metrics WHERE conversation_id = %s"
+    for _ in range(100):
+        rows = query(database_url, statement, (thread,))
+        if rows:
+            break
+        await asyncio.sleep(0.05)
+    return rows
+
+
 async def test_with_memory_and_checkpointer_round_ending_on_tool_call_is_stored_once(open_memory, database_url):
     memory = await open_memory()
     chat = ScriptedGraph(
@@ -263,15 +280,7 @@ async def test_cancelled_round_leaves_a_metrics_row(open_memory, database_url):
     builder.add_edge(START, "slow")
     app = with_memory(builder.compile(), memory)
     task = asyncio.create_task(app.ainvoke({"messages": [HumanMessage("hi")]}, config("t8")))
-    await asyncio.wait_for(started.wait(), 10)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    for _ in range(100):
-        rows = query(database_url, "SELECT error_stage, round_number FROM round_metrics WHERE conversation_id = 't8'")
-        if rows:
-            break
-        await asyncio.sleep(0.05)
+    rows = await cancelled_metrics(task, started, database_url, "error_stage, round_number", "t8")
     assert rows == [("cancelled", None)]
     assert stored(database_url, "t8") == []
 
@@ -290,13 +299,4 @@ async def test_cancelled_agent_run_leaves_a_metrics_row(open_memory, database_ur
 
     agent = create_agent(SlowModel(), [lookup], middleware=[MemoryMiddleware(memory)])
     task = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("hi")]}, config("t9")))
-    await asyncio.wait_for(started.wait(), 10)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    for _ in range(100):
-        rows = query(database_url, "SELECT error_stage FROM round_metrics WHERE conversation_id = 't9'")
-        if rows:
-            break
-        await asyncio.sleep(0.05)
-    assert rows == [("cancelled",)]
+    assert await cancelled_metrics(task, started, database_url, "error_stage", "t9") == [("cancelled",)]
