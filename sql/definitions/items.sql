@@ -74,3 +74,17 @@ BEGIN
     END IF;
 END
 $$;
+
+-- item_versions: every item version with when its key was first put in the store's scope (`first_put_at`: the
+-- creation of the first version of the same item type, key and value slot of the user, project '' and environment
+-- ''), which the LangGraph store (memory_agent/long_term/store.py) shows as a value's created_at. The store's reads
+-- filter it; their conditions reach the items scan.
+CREATE VIEW item_versions WITH (security_invoker = true) AS
+SELECT i.user_id, i.tenant_id, i.item_id, i.project, i.environment, i.item_type, i.key, i.value_slot,
+       i.store_namespace, i.value, i.updated_at, i.valid_during, first.created_at AS first_put_at
+FROM items AS i
+CROSS JOIN LATERAL (
+    SELECT min(f.created_at) AS created_at FROM items AS f
+    WHERE f.user_id = i.user_id AND f.tenant_id = i.tenant_id AND f.project = '' AND f.environment = ''
+      AND f.item_type = i.item_type AND f.key = i.key AND f.value_slot = i.value_slot
+) AS first;
