@@ -1,6 +1,7 @@
 """MemoryService: opens and closes everything (a Lifecycle, lifecycle.py) and delegates the rest.
 
-Its public methods are the API: each is a delegation to the facade of its tier, made when the service opens —
+Its public methods are the API: most are the methods of the facade of their tier (bound by `delegate`, which keeps
+the facade's signature and docstring, written once there), the facades made when the service opens —
 `memory.conversations` (conversation/memory.py: round start and end, the trigger rule, memory versions) and
 `memory.long_term` (long_term/memory.py: items, forgetting, recall). integrations/ reach the service through the
 RoundMemory protocol.
