@@ -22,20 +22,7 @@ from langgraph.types import Command
 
 from memory_agent import MemoryMiddleware, with_memory
 from tests.conftest import query
-from tests.integration.agent_support import ToolScriptModel, approval_graph, assert_tool_pairs, lookup
-
-
-def config(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}}
-
-
-def stored(url: str, thread: str) -> list[tuple[int, int, str, str]]:
-    return query(
-        url,
-        "SELECT sequence_number, round_number, role, content FROM messages WHERE conversation_id = %s"
-        " ORDER BY sequence_number",
-        [thread],
-    )
+from tests.integration.agent_support import ToolScriptModel, approval_graph, assert_tool_pairs, config, lookup, stored
 
 
 class ScriptedGraph:
