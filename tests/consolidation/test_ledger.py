@@ -161,6 +161,21 @@ async def remember_three_facts(conn: Any, key: str, now: Any) -> None:
     )
 
 
+async def priced_cluster_runner(open_memory: Any, made: list[list[str]], **settings: Any) -> Any:
+    """The summary runner of a long-term service whose cluster summaries are offline ones noted as calls of a
+    priced model (100 tokens in, 20 out); the members of each summary made are appended to `made`."""
+
+    async def summarize(members: list[str]) -> str:
+        made.append(members)
+        llm.note_call(llm.LLMCall("cluster_summary", "cluster-model", 100, 20))
+        return await offline_cluster_summarizer(members)
+
+    memory = await open_memory(long_term=True, llm_prices={"cluster-model": {"input": 1, "output": 1}}, **settings)
+    runner = memory._lifecycle.parts.runner
+    runner.cluster_summarizer = summarize
+    return runner
+
+
 async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guards(open_memory, conn, database_url):
     agent = MemoryAgent(OfflineSummaryModel())
     with llm.collecting() as log:
@@ -168,15 +183,7 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     assert [(c.purpose, c.model) for c in log.calls] == [("cluster_summary", "offline-extractive-summarizer")]
     assert log.calls[0].input_tokens > 0
 
-    async def summarize(members: list[str]) -> str:
-        llm.note_call(llm.LLMCall("cluster_summary", "cluster-model", 100, 20))
-        return await offline_cluster_summarizer(members)
-
-    memory = await open_memory(
-        long_term=True, max_summary_jobs_per_run=2, llm_prices={"cluster-model": {"input": 1, "output": 1}}
-    )
-    runner = memory._lifecycle.parts.runner
-    runner.cluster_summarizer = summarize
+    runner = await priced_cluster_runner(open_memory, [], max_summary_jobs_per_run=2)
     for key in ("allergy", "pet", "city"):
         await remember_three_facts(conn, key, at(1))
     assert await runner.refresh_pending() == 2  # three pending clusters of one user+project: two this run
@@ -193,17 +200,7 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
 
 async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(open_memory, conn, database_url):
     made: list[list[str]] = []
-
-    async def summarize(members: list[str]) -> str:
-        made.append(members)
-        llm.note_call(llm.LLMCall("cluster_summary", "cluster-model", 100, 20))
-        return await offline_cluster_summarizer(members)
-
-    memory = await open_memory(
-        long_term=True, monthly_cost_ceiling=1.0, llm_prices={"cluster-model": {"input": 1, "output": 1}}
-    )
-    runner = memory._lifecycle.parts.runner
-    runner.cluster_summarizer = summarize
+    runner = await priced_cluster_runner(open_memory, made, monthly_cost_ceiling=1.0)
     await remember_three_facts(conn, "allergy", at(1))
     # A call of the tenant in flight elsewhere holds the whole ceiling: nothing is spent yet, and no call starts.
     held = await ledger.reserve(conn, "acme", 1.0, Decimal("5"), runner.clock())
