@@ -15,7 +15,8 @@ from langchain_core.messages import HumanMessage
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory_agent import with_memory
+from memory_agent import MemoryStore, with_memory
+from memory_agent.errors import ConversationOwnerError
 from memory_agent.llm.offline import OfflineSummaryModel
 from tests.citus.conftest import query
 from tests.support import EchoChat
@@ -118,6 +119,17 @@ async def test_a_role_bound_by_the_policies_serves_each_tenant_and_reads_no_othe
     (given,) = await say(memory, "acme-2", "ana", "acme", ["Where do I live?"])
     assert "The user lives in Lisbon" in given[0].text and "Porto" not in given[0].text
 
+    # Another tenant's thread id is refused as it is to the owner, though this role cannot see who holds it.
+    with pytest.raises(ConversationOwnerError):
+        await say(memory, "globex-1", "ana", "acme", ["Hello?"])
+    # The LangGraph store keeps each tenant's values to itself.
+    await MemoryStore.from_service(memory, tenant_id="acme").aput(("facts", "ana"), "diet", {"content": "no meat"})
+    stored = await MemoryStore.from_service(memory, tenant_id="acme").aget(("facts", "ana"), "diet")
+    assert stored is not None and stored.value == {"content": "no meat"}
+    other = MemoryStore.from_service(memory, tenant_id="globex")
+    assert await other.aget(("facts", "ana"), "diet") is None
+    assert await other.asearch(("facts", "ana"), query="meat") == []
+
     # Every distributed table holds both tenants' rows (the owner reads them all), so there was something to leak.
     tables = distributed_tables(citus_url, schema)
     assert {"conversations", "messages", "memory", "items", "item_sources", "llm_calls"} <= set(tables)
@@ -130,6 +142,8 @@ async def test_a_role_bound_by_the_policies_serves_each_tenant_and_reads_no_othe
         "round_metrics",
         "items",
         "item_sources",
+        "llm_calls",
+        "tenant_monthly_spend",
     }
     # The role, on the coordinator and on every worker: its named tenant's rows only, none without a tenant.
     for node in nodes(app_role):
@@ -144,4 +158,6 @@ async def test_a_role_bound_by_the_policies_serves_each_tenant_and_reads_no_othe
     assert report.items_deleted and set(report.conversations_deleted) == {"acme-1", "acme-2"}
     assert query(citus_url, schema, "SELECT DISTINCT tenant_id FROM messages") == [("globex",)]
     assert query(citus_url, schema, "SELECT DISTINCT tenant_id FROM items") == [("globex",)]
+    # Its model calls stay counted for the tenant, under no user.
+    assert query(citus_url, schema, "SELECT DISTINCT user_id FROM llm_calls WHERE tenant_id = 'acme'") == [("",)]
     await owner.aclose()
