@@ -80,3 +80,22 @@ BEGIN
     RETURN QUERY SELECT v_id, v_spent, v_reserved;
 END
 $$;
+
+-- "Settle a reservation": the calls it was made for are recorded (record_llm_calls) and the reservation ends, in one
+-- call: their actual cost replaces the estimate held for them, with no moment where neither counts. A function, not
+-- a statement that joins the DELETE to the call: Citus sends such a statement whole to the worker of the
+-- reservation's shard, and the calls' rows are then written from there, through connections that carry none of the
+-- transaction's settings (row-level security's tenant among them).
+CREATE FUNCTION settle_budget(
+    p_tenant_id text, p_user_id text, p_now timestamptz, p_calls jsonb, p_reservation_id bigint
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM budget_reservations
+    WHERE user_id = '' AND tenant_id = p_tenant_id AND reservation_id = p_reservation_id;
+    RETURN record_llm_calls(p_tenant_id, p_user_id, p_now, p_calls);
+END
+$$;

@@ -6,13 +6,9 @@
 SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb) AS recorded;
 
 -- settle_budget --
--- record_llm_calls for the calls of a reservation, and the reservation's end, in one statement: their actual cost
--- replaces the estimate held for them, with no moment where neither counts.
-WITH settled AS (
-    DELETE FROM budget_reservations
-    WHERE user_id = '' AND tenant_id = %(tenant_id)s AND reservation_id = %(reservation_id)s
-)
-SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb) AS recorded;
+-- record_llm_calls for the calls of a reservation, and the reservation's end, in one statement (settle_budget,
+-- sql/definitions).
+SELECT settle_budget(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb, %(reservation_id)s) AS recorded;
 
 -- reserve_budget --
 -- Hold a model call's estimated cost against the tenant's monthly ceiling (reserve_budget, sql/definitions): the

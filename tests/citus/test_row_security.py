@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -18,6 +19,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memory_agent import MemoryStore, with_memory
 from memory_agent.errors import ConversationOwnerError
 from memory_agent.llm.offline import OfflineSummaryModel
+from tests.api.conftest import serve
+from tests.api.test_http import client
 from tests.citus.conftest import query
 from tests.support import EchoChat
 
@@ -161,3 +164,36 @@ async def test_a_role_bound_by_the_policies_serves_each_tenant_and_reads_no_othe
     # Its model calls stay counted for the tenant, under no user.
     assert query(citus_url, schema, "SELECT DISTINCT user_id FROM llm_calls WHERE tenant_id = 'acme'") == [("",)]
     await owner.aclose()
+
+
+async def test_the_http_api_as_a_role_bound_by_the_policies(app_role, open_memory, citus_url, schema):
+    owner = await open_memory(model=OfflineSummaryModel())
+    grant(citus_url, schema, app_role)
+    memory = await open_memory(
+        model=OfflineSummaryModel(),
+        database_url=app_role,
+        auto_migrate=False,
+        monthly_cost_ceiling=1000.0,
+        llm_prices={"offline-consolidator": {"input": 1.0, "output": 1.0}},
+    )
+    async with serve(memory) as keys:  # the bound role writes keys of the tenant it names (a reference table)
+        acme, globex = await keys.key("acme"), await keys.key("globex")
+    await say(owner, "globex-1", "ana", "globex", ["I live in Porto.", "Hi.", "Bye."])
+    await say(memory, "acme-1", "ana", "acme", ["I live in Lisbon.", "Hi.", "Bye."])
+    async with serve(memory) as served:
+        async with client(served, acme) as http:
+            items = (await http.get("/users/ana/items")).json()
+            assert [item["content"] for item in items] == ["The user lives in Lisbon"]
+            assert (await http.get("/conversations/globex-1/memory")).status_code == 404
+            assert (await http.get("/conversations/acme-1/memory")).status_code == 200
+            # A consolidation call reserves and settles the tenant's ceiling as that role.
+            served.clock.set(datetime.now(UTC) + timedelta(days=1))
+            posted = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})
+            assert posted.status_code == 200 and posted.json()["status"] == "complete", posted.text
+        async with client(served, globex) as http:
+            items = (await http.get("/users/ana/items")).json()
+            assert [item["content"] for item in items] == ["The user lives in Porto"]
+            assert (await http.delete("/users/ana")).status_code == 200
+    assert query(citus_url, schema, "SELECT DISTINCT tenant_id FROM items") == [("acme",)]
+    assert query(citus_url, schema, "SELECT tenant_id FROM llm_calls WHERE purpose = 'consolidation'") == [("acme",)]
+    assert query(citus_url, schema, "SELECT count(*) FROM budget_reservations") == [(0,)]
