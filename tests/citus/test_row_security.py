@@ -19,9 +19,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memory_agent import MemoryStore, with_memory
 from memory_agent.errors import ConversationOwnerError
 from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.settings import ModelPrice
 from tests.api.conftest import serve
 from tests.api.test_http import client
 from tests.citus.conftest import query
+from tests.consolidation.test_ledger import _EchoGraph, cost_of
 from tests.support import EchoChat
 
 
@@ -197,3 +199,23 @@ async def test_the_http_api_as_a_role_bound_by_the_policies(app_role, open_memor
     assert query(citus_url, schema, "SELECT DISTINCT tenant_id FROM items") == [("acme",)]
     assert query(citus_url, schema, "SELECT tenant_id FROM llm_calls WHERE purpose = 'consolidation'") == [("acme",)]
     assert query(citus_url, schema, "SELECT count(*) FROM budget_reservations") == [(0,)]
+
+
+async def test_a_bound_role_records_the_app_models_calls_at_round_end(app_role, open_memory, citus_url, schema):
+    await open_memory()
+    grant(citus_url, schema, app_role)
+    prices = {"app-model-1": {"input": 10.0, "output": 30.0}}
+    memory = await open_memory(database_url=app_role, auto_migrate=False, llm_prices=prices)
+    app = with_memory(_EchoGraph(usage=True).graph, memory)
+    config = {"configurable": {"thread_id": "t", "user_id": "ana", "tenant_id": "acme"}}
+    for n in range(2):
+        await app.ainvoke({"messages": [HumanMessage(f"question {n}")]}, config)
+    rows = query(
+        citus_url,
+        schema,
+        "SELECT tenant_id, user_id, model, input_tokens, output_tokens, cost, priced FROM llm_calls"
+        " WHERE purpose = 'app'",
+    )
+    expected = cost_of(1200, 300, ModelPrice(input=10.0, output=30.0))
+    assert rows == [("acme", "ana", "app-model-1", 1200, 300, expected, True)] * 2
+    assert query(citus_url, schema, "SELECT count(*) FROM tenant_monthly_spend")[0][0] == 0
