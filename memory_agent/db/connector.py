@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import select
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
 from typing import Any, TypeVar, cast
@@ -156,40 +155,6 @@ def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: 
     with driver_errors(), conn.cursor(row_factory=dict_row) as cur:
         cur.execute(cast(Any, _text(statement)), params)
         return cur.fetchone() if cur.description is not None else None
-
-
-def _has_pending_input(fileno: int) -> bool:
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fileno, select.POLLIN | select.POLLERR | select.POLLHUP)
-        return bool(poller.poll(0))
-    readable, _, errored = select.select([fileno], [], [fileno], 0)  # pragma: no cover - no poll() on Windows
-    return bool(readable or errored)
-
-
-async def check_pooled_connection(conn: Connection) -> None:
-    """The pool's check on every checkout, without a round trip when the connection looks healthy.
-
-    An idle autocommit connection has nothing to read: pending input means the server sent an error
-    (a terminated backend) or closed the socket (a stopped server), and only then does the full check
-    (one empty query) run and, failing, make the pool replace the connection. Checking every checkout
-    with a round trip cost one extra trip per statement group on the round path.
-    """
-    try:
-        suspicious = conn.closed or _has_pending_input(conn.fileno())
-    except (OSError, ValueError, psycopg.Error):
-        suspicious = True
-    if suspicious:
-        await AsyncConnectionPool.check_connection(conn)
-
-
-async def configure_session(conn: Connection, schema: str, processing_timeout_s: float | None) -> None:
-    """A new pooled connection: autocommit, `schema` (then public) on its search path, and the timeout after
-    which the views count a `processing` row as stuck (processing_timeout())."""
-    await conn.set_autocommit(True)
-    await execute_query(conn, sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
-    if processing_timeout_s is not None:
-        await execute_query(conn, "session_settings", {"processing_timeout_s": str(processing_timeout_s)})
 
 
 class Connector:
