@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import psycopg
 import pytest
@@ -20,11 +18,9 @@ from memory_agent import MemoryStore, with_memory
 from memory_agent.errors import ConversationOwnerError
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.settings import ModelPrice
-from tests.api.conftest import serve
-from tests.api.test_http import client
 from tests.citus.conftest import query
 from tests.consolidation.test_ledger import _EchoGraph, cost_of
-from tests.support import EchoChat
+from tests.integration.test_row_security import say, serve_two_tenants
 
 
 @pytest.fixture
@@ -53,17 +49,6 @@ def grant(url: str, schema: str, role_url: str) -> None:
             "GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
         ):
             conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema), role=role))
-
-
-async def say(memory: Any, thread: str, user: str, tenant: str, texts: list[str]) -> list[Any]:
-    """Rounds through with_memory, each followed by its summary; what the chat model was given each round."""
-    chat = EchoChat()
-    app = with_memory(chat.graph, memory)
-    for text in texts:
-        config = {"configurable": {"thread_id": thread, "user_id": user, "tenant_id": tenant}}
-        await app.ainvoke({"messages": [HumanMessage(text)]}, config)
-        assert await memory.drain(timeout=30)
-    return chat.seen
 
 
 def distributed_tables(url: str, schema: str) -> list[str]:
@@ -178,24 +163,7 @@ async def test_the_http_api_as_a_role_bound_by_the_policies(app_role, open_memor
         monthly_cost_ceiling=1000.0,
         llm_prices={"offline-consolidator": {"input": 1.0, "output": 1.0}},
     )
-    async with serve(memory) as keys:  # the bound role writes keys of the tenant it names (a reference table)
-        acme, globex = await keys.key("acme"), await keys.key("globex")
-    await say(owner, "globex-1", "ana", "globex", ["I live in Porto.", "Hi.", "Bye."])
-    await say(memory, "acme-1", "ana", "acme", ["I live in Lisbon.", "Hi.", "Bye."])
-    async with serve(memory) as served:
-        async with client(served, acme) as http:
-            items = (await http.get("/users/ana/items")).json()
-            assert [item["content"] for item in items] == ["The user lives in Lisbon"]
-            assert (await http.get("/conversations/globex-1/memory")).status_code == 404
-            assert (await http.get("/conversations/acme-1/memory")).status_code == 200
-            # A consolidation call reserves and settles the tenant's ceiling as that role.
-            served.clock.set(datetime.now(UTC) + timedelta(days=1))
-            posted = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})
-            assert posted.status_code == 200 and posted.json()["status"] == "complete", posted.text
-        async with client(served, globex) as http:
-            items = (await http.get("/users/ana/items")).json()
-            assert [item["content"] for item in items] == ["The user lives in Porto"]
-            assert (await http.delete("/users/ana")).status_code == 200
+    await serve_two_tenants(owner, memory)
     assert query(citus_url, schema, "SELECT DISTINCT tenant_id FROM items") == [("acme",)]
     assert query(citus_url, schema, "SELECT tenant_id FROM llm_calls WHERE purpose = 'consolidation'") == [("acme",)]
     assert query(citus_url, schema, "SELECT count(*) FROM budget_reservations") == [(0,)]
