@@ -24,18 +24,11 @@ UPDATE items SET updated_at = GREATEST(updated_at, %(now)s)
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s;
 
 -- store_insert --
--- A new current version of a store key from `valid_from`, with one lineage row (no conversation: the application put it).
-WITH inserted AS (
-    INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, valid_during,
-                       store_namespace, value, created_at, updated_at)
-    VALUES (%(user_id)s, %(tenant_id)s, %(item_type)s, %(key)s, %(value_slot)s, %(content)s, %(content_norm)s,
-            tstzrange(%(valid_from)s, NULL), %(namespace)s::text[], %(value)s::jsonb, %(now)s, %(now)s)
-    RETURNING item_id
-), lineage AS (
-    INSERT INTO item_sources (user_id, tenant_id, item_id, created_at)
-    SELECT %(user_id)s, %(tenant_id)s, item_id, %(now)s FROM inserted
-)
-SELECT item_id FROM inserted;
+-- A new current version of a store key from `valid_from`, with one lineage row (no conversation: the application put
+-- it): insert_store_item, sql/definitions.
+SELECT insert_store_item(%(user_id)s, %(tenant_id)s, %(item_type)s, %(key)s, %(value_slot)s, %(content)s,
+                         %(content_norm)s, %(valid_from)s, %(namespace)s::text[], %(value)s::jsonb,
+                         %(now)s) AS item_id;
 
 -- store_get --
 -- The current version of a store key; created_at is when its first version was put (item_versions).
