@@ -70,4 +70,4 @@ $$;
 -- why); Citus plans a statement with unresolved parameters only for the simplest queries, so here they are planned
 -- with their values, as any statement.
 ALTER FUNCTION begin_round(text, text, text, text, float8, text[], integer) RESET plan_cache_mode;
-ALTER FUNCTION end_round(text, text, text, text, jsonb, integer, timestamptz) RESET plan_cache_mode;
+ALTER FUNCTION end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz) RESET plan_cache_mode;

@@ -87,7 +87,15 @@ class RoundEnd:
                 holder=info.lease if info is not None else None,
                 window=self.settings.memory.rolling_window_size,
                 now=self.clock(),
+                started_on=info.conversation_created_at if info is not None else None,
             )
+            if state["erased"]:  # a delete or forget won the race: the lease given back, nothing else written
+                logger.warning(
+                    "Round of %s not stored: the conversation was erased while the round ran (delete_conversation "
+                    "or forget_user); its messages and metrics were dropped",
+                    conversation_id,
+                )
+                return None, TriggerResult(outcome="conversation_erased")
             if saved is None:
                 logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
                 return None, TriggerResult(outcome="nothing_new")

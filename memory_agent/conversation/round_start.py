@@ -49,6 +49,7 @@ class StartRead:
     stored_ids: set[str]
     recalled: RoundRecall
     started: float
+    conversation_created_at: datetime | None  # the stored conversation's row (None: nothing stored)
 
 
 class RoundStart:
@@ -90,17 +91,20 @@ class RoundStart:
         validate_conversation_id(key.conversation_id)
         checked = validate_round_input(messages, need_user=False)
         query = recall_query(checked)
-        token, (context, stored_ids), recalled = await self.loop.arun(self._begin(key, checked, query, lease))
+        token, (context, stored_ids, created_at), recalled = await self.loop.arun(
+            self._begin(key, checked, query, lease)
+        )
         try:
             recalled = recalled.without_window(key.conversation_id, context.gap_start_sequence)
-            return await self._prepare(key, checked, StartRead(token, context, stored_ids, recalled, started), query)
+            start = StartRead(token, context, stored_ids, recalled, started, created_at)
+            return await self._prepare(key, checked, start, query)
         except BaseException:
             await self.leases.give_back(key, token)
             raise
 
     async def _begin(
         self, key: ConversationKey, messages: list[BaseMessage], query: str, lease: str | None
-    ) -> tuple[str, tuple[ConversationContext, set[str]], RoundRecall]:
+    ) -> tuple[str, tuple[ConversationContext, set[str], datetime | None], RoundRecall]:
         """The lease, memory + gap read with it in one round trip, and recall beside them on a connection of
         its own: recall adds its excess over the round start, not its whole time. A failing start cancels
         recall."""
@@ -119,11 +123,13 @@ class RoundStart:
                 )
             )
 
-        async def attempt(token: str) -> tuple[ConversationContext, set[str]] | None:
+        async def attempt(token: str) -> tuple[ConversationContext, set[str], datetime | None] | None:
             rows = await self.backend.begin_round(
                 key, token, self.settings.rounds.round_lease_s, message_ids, self.settings.gap_message_cap
             )
-            return None if rows is None else context_from_rows(key.conversation_id, rows)
+            if rows is None:
+                return None
+            return *context_from_rows(key.conversation_id, rows), rows[0]["conversation_created_at"]
 
         try:
             token, loaded = await self.leases.acquire(key, attempt, lease)
@@ -184,6 +190,7 @@ class RoundStart:
             lease=start.lease,
             context_fingerprints=[fingerprint(m) for m in workflow],
             stored_through=_last_stored(context),
+            conversation_created_at=start.conversation_created_at,
             memory_id=context.memory_id,
             memory_end_sequence=context.memory_end_sequence,
             # Gap messages are consecutive sequences; trimming drops them from the front.

@@ -175,12 +175,15 @@ class RoundQueries(Connector):
         holder: str | None,
         window: int,
         now: datetime,
+        started_on: datetime | None = None,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
         messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `now`: the
-        service's clock (the conversation's updated_at). The round's `produced`: see round_json."""
+        service's clock (the conversation's updated_at). The round's `produced`: see round_json. `started_on`: the
+        created_at of the conversation row the round started on (RoundInfo.conversation_created_at): when that row
+        was erased since, nothing is stored and the row's `erased` is true."""
         conversation_id = key.conversation_id
         params = {
             "tenant_id": key.tenant_id,
@@ -190,6 +193,7 @@ class RoundQueries(Connector):
             "round": round_json(stored),
             "window": window,
             "now": now,
+            "started_on": started_on,
         }
         row = await fetch_one(conn, "end_round", params, prepare=True)
         assert row is not None  # one row always

@@ -93,7 +93,9 @@ class RoundSaved(BaseModel):
     )
 
 
-TriggerOutcome = Literal["started", "below_threshold", "already_processing", "no_new_messages", "nothing_new"]
+TriggerOutcome = Literal[
+    "started", "below_threshold", "already_processing", "no_new_messages", "nothing_new", "conversation_erased"
+]
 
 
 class TriggerResult(BaseModel):
@@ -177,6 +179,12 @@ class RoundInfo(BaseModel):
         "graph produces is new even when an earlier message has its id and content (a model that repeats itself); "
         "only a copy stored after this point (the same round stored twice) is not stored again.",
     )
+    conversation_created_at: datetime | None = Field(
+        default=None,
+        description="When the stored conversation the round started on was created (None: nothing stored yet). "
+        "The round end stores nothing when that conversation was erased meanwhile (delete_conversation, "
+        "forget_user): forgetting wins over a round in flight.",
+    )
 
     @property
     def retrieval_path(self) -> Literal["memory+gap", "raw"]:
@@ -189,6 +197,8 @@ class RoundInfo(BaseModel):
     def to_state(self) -> dict[str, Any]:
         """Plain JSON data for graph state: checkpointers serialize it without registered types."""
         data = self.model_dump(exclude={"input_messages"})
+        if self.conversation_created_at is not None:  # an ISO text, read back exactly (microseconds, offset)
+            data["conversation_created_at"] = self.conversation_created_at.isoformat()
         data["input_messages"] = [message_to_dict(m) for m in self.input_messages]
         return data
 

@@ -165,13 +165,14 @@ $$;
 -- Round start, one statement: the latest completed memory, the messages after it (all messages when none) but at
 -- most the last `max_gap` of the conversation, and which of the graph state's message ids are stored already.
 -- `from_sequence` is where the read started; `cut_round` the round of the message just before it (a round cut in
--- two by the bound is dropped whole by the caller).
+-- two by the bound is dropped whole by the caller); `conversation_created_at` the conversation row's created_at (null:
+-- nothing stored yet): the round end gives it back to end_round, which stores nothing in a conversation erased since.
 -- PL/pgSQL (Citus does not plan a SQL function's parameterized statement over distributed tables) without a SET
 -- clause: the caller's search_path is the schema's (the pool's connections, begin_round).
 CREATE FUNCTION round_context(p_user_id text, p_conversation_id text, p_message_ids text[], p_max_gap integer)
 RETURNS TABLE (memory_id integer, memory_text text, start_sequence integer, end_sequence integer,
                sequence_number integer, round_number integer, message jsonb, stored_ids text[],
-               from_sequence integer, cut_round integer)
+               from_sequence integer, cut_round integer, conversation_created_at timestamptz)
 LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_column
@@ -182,17 +183,19 @@ BEGIN
         FROM latest_memory
         WHERE user_id = p_user_id AND conversation_id = p_conversation_id
         LIMIT 1
+    ), conversation AS (
+        SELECT next_sequence, created_at FROM conversations
+        WHERE user_id = p_user_id AND conversation_id = p_conversation_id
     ), bound AS (
         -- While summaries fail or lag the gap grows with every round: bounded here, read through the primary key.
         SELECT GREATEST(
             COALESCE((SELECT end_sequence FROM latest), -1) + 1,
-            COALESCE((SELECT next_sequence FROM conversations
-                      WHERE user_id = p_user_id AND conversation_id = p_conversation_id), 0)
-                - p_max_gap
+            COALESCE((SELECT next_sequence FROM conversation), 0) - p_max_gap
         ) AS from_sequence
     )
     SELECT latest.memory_id, latest.memory_text, latest.start_sequence, latest.end_sequence,
-           m.sequence_number, m.round_number, m.message, known.stored_ids, bound.from_sequence, m.cut_round
+           m.sequence_number, m.round_number, m.message, known.stored_ids, bound.from_sequence, m.cut_round,
+           (SELECT created_at FROM conversation)
     FROM (SELECT 1) AS one
     LEFT JOIN latest ON true
     CROSS JOIN bound
@@ -246,7 +249,8 @@ CREATE FUNCTION begin_round(
 )
 RETURNS TABLE (owner_tenant_id text, owner_user_id text, holder text, memory_id integer, memory_text text,
                start_sequence integer, end_sequence integer, sequence_number integer, round_number integer,
-               message jsonb, stored_ids text[], from_sequence integer, cut_round integer)
+               message jsonb, stored_ids text[], from_sequence integer, cut_round integer,
+               conversation_created_at timestamptz)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 SET plan_cache_mode = force_generic_plan
@@ -259,7 +263,7 @@ BEGIN
     IF taken.holder IS NULL OR taken.owner_user_id IS NULL THEN
         RETURN QUERY SELECT taken.owner_tenant_id, taken.owner_user_id, taken.holder, NULL::integer, NULL::text,
             NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::jsonb, NULL::text[], NULL::integer,
-            NULL::integer;
+            NULL::integer, NULL::timestamptz;
         RETURN;
     END IF;
     RETURN QUERY SELECT taken.owner_tenant_id, taken.owner_user_id, taken.holder, c.*
@@ -379,6 +383,14 @@ $$;
 -- last message. One row; nothing new: `stored` 0 and null state. `p_round`: the round's messages in order, a JSON
 -- array of {role, content, message} (one parameter: three text arrays of message JSON cost the client ~115 µs to
 -- encode, escaping every quote; this ~4 µs). `p_now`: the service's clock (the conversation's updated_at).
+-- `p_started_on`: the created_at of the conversation row the round started on (round_context's
+-- conversation_created_at; null: nothing was stored, or no round start is known). Forgetting wins the race against a
+-- round in flight: when that row is gone or is another one since (delete_conversation or forget_user erased it, and
+-- maybe a later round made it anew), nothing is stored and `erased` is true. The test is the conversation row's
+-- update (its lock), so an erasure either committed before it or waits for the round's commit and erases the round
+-- too. A round that only outlived its lease (another round took it over) finds its row and stores. A new row's
+-- created_at is the wall clock at its insert (clock_timestamp()): a row made again after an erasure is never taken
+-- for the erased one.
 -- Plain statements, each naming the user (no modifying CTE): on Citus each one is routed to the user's shard, and
 -- the round's writes commit on one node.
 -- One generic plan per connection for its statements, as begin_round: the store was planned at every round end
@@ -386,11 +398,11 @@ $$;
 -- in full, the round's messages are one JSON value).
 CREATE FUNCTION end_round(
     p_tenant_id text, p_user_id text, p_conversation_id text, p_holder text, p_round jsonb, p_window integer,
-    p_now timestamptz
+    p_now timestamptz, p_started_on timestamptz
 )
 RETURNS TABLE (first_sequence integer, last_sequence integer, round_number integer, stored integer,
                stored_positions integer[], processing_memory_id integer, processing_age_s float8,
-               base_memory_id integer, base_end_sequence integer, round_starts integer[])
+               base_memory_id integer, base_end_sequence integer, round_starts integer[], erased boolean)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 SET plan_cache_mode = force_generic_plan
@@ -403,6 +415,7 @@ DECLARE
     v_round integer;
     v_item jsonb;
     v_position bigint;
+    v_erased boolean := false;
 BEGIN
     SELECT jsonb_agg(r.item || jsonb_build_object('ord', r.ord) ORDER BY r.ord), count(*)
     INTO v_fresh, v_count
@@ -422,14 +435,26 @@ BEGIN
                         -- even when an earlier message has its id and content (a model that repeats itself).
                         AND s.sequence_number > coalesce((r.item ->> 'after')::integer, -1)
                       OFFSET 0);
-    IF v_count > 0 THEN
-        INSERT INTO conversations AS c (tenant_id, user_id, conversation_id, next_sequence, round_count, updated_at)
-        VALUES (p_tenant_id, p_user_id, p_conversation_id, v_count, 1, p_now)
+    IF v_count > 0 AND p_started_on IS NOT NULL THEN
+        UPDATE conversations AS c
+        SET next_sequence = c.next_sequence + v_count, round_count = c.round_count + 1, updated_at = p_now
+        WHERE c.user_id = p_user_id AND c.conversation_id = p_conversation_id AND c.created_at = p_started_on
+        RETURNING c.next_sequence, c.round_count INTO v_next, v_round;
+        IF NOT FOUND THEN
+            v_erased := true;
+            v_count := 0;
+        END IF;
+    ELSIF v_count > 0 THEN
+        INSERT INTO conversations AS c
+            (tenant_id, user_id, conversation_id, next_sequence, round_count, created_at, updated_at)
+        VALUES (p_tenant_id, p_user_id, p_conversation_id, v_count, 1, clock_timestamp(), p_now)
         ON CONFLICT (user_id, conversation_id) DO UPDATE
             SET next_sequence = c.next_sequence + EXCLUDED.next_sequence,
                 round_count = c.round_count + 1,
                 updated_at = EXCLUDED.updated_at
         RETURNING c.next_sequence, c.round_count INTO v_next, v_round;
+    END IF;
+    IF v_count > 0 THEN
         -- One routed INSERT per message (on Citus an INSERT ... SELECT goes through the coordinator and commits in
         -- two phases); on PostgreSQL the loop costs what the set insert did for a round's few messages.
         FOR v_item, v_position IN
@@ -450,11 +475,11 @@ BEGIN
     END IF;
     IF v_count = 0 THEN
         RETURN QUERY SELECT NULL::integer, NULL::integer, NULL::integer, 0, NULL::integer[], NULL::integer,
-            NULL::float8, NULL::integer, NULL::integer, NULL::integer[];
+            NULL::float8, NULL::integer, NULL::integer, NULL::integer[], v_erased;
         RETURN;
     END IF;
     RETURN QUERY SELECT v_next - v_count, v_next - 1, v_round, v_count,
-                        ARRAY(SELECT (e ->> 'ord')::integer FROM jsonb_array_elements(v_fresh) AS e), t.*
+                        ARRAY(SELECT (e ->> 'ord')::integer FROM jsonb_array_elements(v_fresh) AS e), t.*, false
                  FROM trigger_state(p_user_id, p_conversation_id, v_next - 1, p_window) AS t;
 END
 $$;

@@ -65,9 +65,10 @@ WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s;
 
 -- end_round --
 -- Round end (end_round, sql/definitions): give the lease back, store the round's messages not stored yet, and read
--- the trigger rule's state after them. One row (`stored` 0 when nothing was new). `now`: the service's clock.
+-- the trigger rule's state after them. One row (`stored` 0 when nothing was new; `erased` when the conversation the
+-- round started on was erased meanwhile: nothing stored). `now`: the service's clock.
 SELECT * FROM end_round(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(holder)s, %(round)s::jsonb,
-                        %(window)s::integer, %(now)s::timestamptz);
+                        %(window)s::integer, %(now)s::timestamptz, %(started_on)s::timestamptz);
 
 -- trigger_state --
 -- The trigger rule's state (trigger_state, sql/definitions) for the window of `window` messages that ends at
