@@ -133,9 +133,16 @@ class RoundEnd:
         row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
         try:
             key = info.key
-            await self.loop.arun(
-                self.backend.insert_round_metrics(None, row, tenant_id=key.tenant_id, user_id=key.user_id)
+            recorded = await self.loop.arun(
+                self.backend.record_failed_round(
+                    row, tenant_id=key.tenant_id, user_id=key.user_id, started_on=info.conversation_created_at
+                )
             )
+            if not recorded:
+                logger.warning(
+                    "Failed round of %s not recorded: the conversation was erased while the round ran",
+                    info.conversation_id,
+                )
         except Exception as exc:  # the database may be the reason the round failed
             logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
         if info.lease is None:

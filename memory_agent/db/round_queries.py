@@ -272,9 +272,24 @@ class RoundQueries(Connector):
         }
         await execute_query(conn, "record_app_calls", params)
 
+    async def record_failed_round(
+        self, row: dict[str, Any], *, tenant_id: str, user_id: str, started_on: datetime | None
+    ) -> bool:
+        """The metrics row of a failed round (round_metrics_row's `row`); False, nothing written, when the
+        conversation row it started on (`started_on`: its created_at) was erased since."""
+        params = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "conversation_id": row["conversation_id"],
+            "started_on": started_on,
+            "metrics": json.dumps(row),
+        }
+        found = await self.fetch_one("record_failed_round", params)
+        return bool(found and found["recorded"])
+
     async def insert_round_metrics(
         self,
-        conn: psycopg.AsyncConnection[Row] | None,
+        conn: psycopg.AsyncConnection[Row],
         row: dict[str, Any],
         *,
         tenant_id: str,
@@ -288,14 +303,10 @@ class RoundQueries(Connector):
         and those reads), so a round end reads it with COMMIT's reply."""
         params = {**row, "tenant_id": tenant_id, "user_id": user_id}
         if claim is not None:
-            assert conn is not None
             claiming = {**_claim_params(row["conversation_id"], claim), "tenant_id": tenant_id, "user_id": user_id}
             claiming.update(pick_up=pick_up, metrics=json.dumps(row))
             return await send(conn, "record_round_claim", claiming, prepare=True)
         for column in ("truncation", "recall_hits"):
             if params.get(column) is not None:
                 params[column] = Jsonb(params[column])
-        if conn is not None:
-            return await send(conn, "insert_round_metrics", params, prepare=True)
-        await self.execute_query("insert_round_metrics", params)
-        return None
+        return await send(conn, "insert_round_metrics", params, prepare=True)

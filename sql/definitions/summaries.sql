@@ -87,6 +87,59 @@ BEGIN
 END
 $$;
 
+-- store_round_metrics: one round_metrics row from `r`'s columns (its id and created_at are the table's defaults), in
+-- one plain VALUES insert (routed to the user's shard on Citus). record_round_claim and record_failed_round apply it.
+CREATE FUNCTION store_round_metrics(p_tenant_id text, p_user_id text, p_conversation_id text, r round_metrics)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    INSERT INTO round_metrics (
+        tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id,
+        memory_end_sequence, gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens,
+        truncated, truncation, retrieval_path, latency_load_ms, latency_round_ms, summary_triggered, trigger_outcome,
+        triggered_memory_id, error_stage, error, query, fts_hits, trgm_hits, used_fallback, recall_path,
+        context_items, estimated_tokens, recall_truncated, latency_retrieval_ms, latency_llm_ms, recall_status,
+        recall_block, recall_hits)
+    VALUES (
+        p_tenant_id, p_user_id, p_conversation_id, r.round_number, r.first_sequence, r.last_sequence, r.memory_id,
+        r.memory_end_sequence, r.gap_start_sequence, r.gap_end_sequence, r.gap_size, r.context_messages,
+        r.context_tokens, r.truncated, r.truncation, r.retrieval_path, r.latency_load_ms, r.latency_round_ms,
+        r.summary_triggered, r.trigger_outcome, r.triggered_memory_id, r.error_stage, r.error, r.query, r.fts_hits,
+        r.trgm_hits, r.used_fallback, r.recall_path, r.context_items, r.estimated_tokens, r.recall_truncated,
+        r.latency_retrieval_ms, r.latency_llm_ms, r.recall_status, r.recall_block, r.recall_hits);
+END
+$$;
+
+-- record_failed_round: the metrics row of a round that failed (`p_metrics`: its columns as a JSON object), unless the
+-- conversation it started on was erased since (`p_started_on`: that row's created_at, as end_round's; null: nothing
+-- was stored when it started). The row names the memory the round was served and holds its recall query: forgetting
+-- wins, as at a round end. The conversation row is held (FOR KEY SHARE, as a summary job holds it) until commit, so
+-- an erasure either committed before (false: nothing written) or waits and erases this row too.
+CREATE FUNCTION record_failed_round(
+    p_tenant_id text, p_user_id text, p_conversation_id text, p_started_on timestamptz, p_metrics jsonb
+)
+RETURNS TABLE (recorded boolean)
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF p_started_on IS NOT NULL THEN
+        PERFORM 1 FROM conversations AS c
+        WHERE c.user_id = p_user_id AND c.conversation_id = p_conversation_id AND c.created_at = p_started_on
+        FOR KEY SHARE;
+        IF NOT FOUND THEN
+            RETURN QUERY SELECT false;
+            RETURN;
+        END IF;
+    END IF;
+    PERFORM store_round_metrics(p_tenant_id, p_user_id, p_conversation_id,
+                                jsonb_populate_record(NULL::round_metrics, p_metrics));
+    RETURN QUERY SELECT true;
+END
+$$;
+
 -- record_round_claim: a round end whose trigger rule found a summary due, in one call: claim it (claim_summary, with
 -- `p_pick_up` picked up too) and write the round's metrics row (`p_metrics`: the row's columns as a JSON object) with
 -- the outcome, 'started' and the new row's id, or 'already_processing' when another process holds the slot. Returns
@@ -109,22 +162,10 @@ BEGIN
     FROM claim_summary(p_tenant_id, p_user_id, p_conversation_id, p_start_sequence, p_end_sequence,
                        p_base_memory_id, p_pick_up);
     r := jsonb_populate_record(NULL::round_metrics, p_metrics);
-    INSERT INTO round_metrics (
-        tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id,
-        memory_end_sequence, gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens,
-        truncated, truncation, retrieval_path, latency_load_ms, latency_round_ms, summary_triggered, trigger_outcome,
-        triggered_memory_id, error_stage, error, query, fts_hits, trgm_hits, used_fallback, recall_path,
-        context_items, estimated_tokens, recall_truncated, latency_retrieval_ms, latency_llm_ms, recall_status,
-        recall_block, recall_hits)
-    VALUES (
-        p_tenant_id, p_user_id, p_conversation_id, r.round_number, r.first_sequence, r.last_sequence, r.memory_id,
-        r.memory_end_sequence, r.gap_start_sequence, r.gap_end_sequence, r.gap_size, r.context_messages,
-        r.context_tokens, r.truncated, r.truncation, r.retrieval_path, r.latency_load_ms, r.latency_round_ms,
-        claimed.memory_id IS NOT NULL,
-        CASE WHEN claimed.memory_id IS NULL THEN 'already_processing' ELSE 'started' END,
-        claimed.memory_id, r.error_stage, r.error, r.query, r.fts_hits, r.trgm_hits, r.used_fallback,
-        r.recall_path, r.context_items, r.estimated_tokens, r.recall_truncated, r.latency_retrieval_ms,
-        r.latency_llm_ms, r.recall_status, r.recall_block, r.recall_hits);
+    r.summary_triggered := claimed.memory_id IS NOT NULL;
+    r.trigger_outcome := CASE WHEN claimed.memory_id IS NULL THEN 'already_processing' ELSE 'started' END;
+    r.triggered_memory_id := claimed.memory_id;
+    PERFORM store_round_metrics(p_tenant_id, p_user_id, p_conversation_id, r);
     RETURN QUERY SELECT claimed.memory_id, claimed.base_memory_text, claimed.base_end_sequence,
                         claimed.picked_sequences, claimed.picked_messages;
 END

@@ -148,6 +148,12 @@ VALUES (
     %(recall_path)s, %(context_items)s, %(estimated_tokens)s, %(recall_truncated)s, %(latency_retrieval_ms)s,
     %(latency_llm_ms)s, %(recall_status)s, %(recall_block)s, %(recall_hits)s);
 
+-- record_failed_round --
+-- A failed round's metrics row (record_failed_round, sql/definitions), unless the conversation it started on was
+-- erased since: `recorded` false, nothing written.
+SELECT * FROM record_failed_round(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(started_on)s::timestamptz,
+                                  %(metrics)s::jsonb);
+
 -- record_round_claim --
 -- Round end with a summary due: claim it and write the metrics row with the outcome (record_round_claim,
 -- sql/definitions); the claimed id (null: another process holds the slot) and, with `pick_up`, what its summary reads.

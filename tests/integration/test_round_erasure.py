@@ -8,6 +8,7 @@ import logging
 import uuid
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -191,3 +192,47 @@ async def test_agent_middleware_run_completes_when_the_thread_is_deleted_mid_run
     assert result["messages"][-1].text == "final answer without tools"
     assert thread_rows(database_url, "m") == {}
     assert tables_holding(database_url, secret) == []
+
+
+async def test_failed_round_after_delete_conversation_records_no_metrics(open_memory, database_url):
+    """A round that fails after its thread was deleted writes no metrics row (it would name the erased memory and
+    hold the round's query)."""
+    memory = await open_memory(model=OfflineSummaryModel())
+    secret, late = f"zq{uuid.uuid4().hex[:10]}secret", f"zq{uuid.uuid4().hex[:10]}late"
+    await with_served_memory(memory, database_url, "f", secret)
+    _, info = await memory.prepare_round("f", [HumanMessage(f"what about {late}?")])
+    assert info.memory_id is not None
+    assert await memory.delete_conversation("f") is True
+    await memory.record_failed_round(info, "graph", RuntimeError("the model gave up"))
+    assert_round_dropped(database_url, "f", info.memory_id, [secret, late])
+
+
+async def test_with_memory_run_failing_after_the_thread_is_deleted_records_nothing(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel())
+    secret = f"zq{uuid.uuid4().hex[:10]}secret"
+    await with_served_memory(memory, database_url, "x", secret)
+
+    async def respond(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        assert await memory.delete_conversation("x") is True
+        raise RuntimeError("the model gave up")
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    app = with_memory(builder.compile(), memory)
+    with pytest.raises(RuntimeError, match="gave up"):
+        await app.ainvoke({"messages": [HumanMessage("still there?")]}, {"configurable": {"thread_id": "x"}})
+    assert thread_rows(database_url, "x") == {}
+    assert tables_holding(database_url, secret) == []
+
+
+async def test_failed_round_of_a_stored_thread_is_still_recorded(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel())
+    _, info = await memory.prepare_round("k", [HumanMessage("one")])
+    await memory.finish_round("k", [HumanMessage("one"), AIMessage("two")], info)
+    _, info = await memory.prepare_round("k", [HumanMessage("three")])
+    await memory.record_failed_round(info, "graph", RuntimeError("boom"))
+    assert query(database_url, "SELECT round_number, error_stage FROM round_metrics ORDER BY id") == [
+        (1, None),
+        (None, "graph"),
+    ]
