@@ -72,9 +72,9 @@ async def forget_conversation(
         rederived = await _rederive(conn, scope, deleted, summaries, now)
         notes, batches = await _drop_derived(conn, scope, deleted, [conversation_id])
         await _erase_jobs(conn, scope, conversation_id)
-        rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
+        erased = await _erase_conversation_rows(conn, scope, conversation_id)
         await _clear_recalled(conn, scope, [*deleted, *rederived[0], *rederived[1]])
-    return ForgetReport(tuple(deleted), *rederived, tuple(row["conversation_id"] for row in rows), notes, batches)
+    return ForgetReport(tuple(deleted), *rederived, erased, notes, batches)
 
 
 async def forget_item(
@@ -143,8 +143,7 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
         notes = await fetch(conn, "delete_user_consolidation", scope)
         erased: list[str] = []
         for conversation_id in sorted(conversations):
-            rows = await fetch(conn, "erase_conversation_rows", {**scope, "conversation_id": conversation_id})
-            erased.extend(row["conversation_id"] for row in rows)
+            erased.extend(await _erase_conversation_rows(conn, scope, conversation_id))
         await fetch(conn, "pseudonymise_user_calls", scope)
         await fetch(conn, "pseudonymise_user_spend", scope)
     return ForgetReport(
@@ -152,6 +151,17 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
         conversations_deleted=tuple(erased),
         notes_deleted=tuple(row["note_id"] for row in notes),
     )
+
+
+async def _erase_conversation_rows(
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], conversation_id: str
+) -> tuple[str, ...]:
+    """The conversation tier of one conversation (the conversation, then its metrics, lease and owner): the
+    erased conversation's id, or nothing when it was not stored."""
+    params = {**scope, "conversation_id": conversation_id}
+    rows = await fetch(conn, "erase_conversation_rows", params)
+    await fetch(conn, "erase_conversation_traces", params)
+    return tuple(row["conversation_id"] for row in rows)
 
 
 async def _drop_derived(

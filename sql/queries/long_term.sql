@@ -209,21 +209,24 @@ SELECT conversation_id FROM item_sources
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id IS NOT NULL;
 
 -- erase_conversation_rows --
--- The conversation tier of one conversation: metrics, lease, owner, then the conversation (messages and memory
--- versions cascade).
+-- The conversation tier of one conversation, first step: the conversation (messages and memory versions cascade), in
+-- a statement of its own. A round end that made the row after lock_user_conversations looked holds it until it
+-- commits: this waits for it, so the next statement (erase_conversation_traces, a later snapshot) sees its metrics.
+DELETE FROM conversations
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
+RETURNING conversation_id;
+
+-- erase_conversation_traces --
+-- The conversation tier of one conversation, second step: its metrics, lease and owner.
 WITH metrics AS (
     DELETE FROM round_metrics
     WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
 ), leases AS (
     DELETE FROM round_leases
     WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
-), owner AS (
-    DELETE FROM conversation_owners
-    WHERE conversation_id = %(conversation_id)s AND user_id = %(user_id)s AND tenant_id = %(tenant_id)s
 )
-DELETE FROM conversations
-WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
-RETURNING conversation_id;
+DELETE FROM conversation_owners
+WHERE conversation_id = %(conversation_id)s AND user_id = %(user_id)s AND tenant_id = %(tenant_id)s;
 
 -- clear_recalled_blocks --
 -- After a forget: the recalled blocks (round_metrics.recall_block, 0019) of the user's rounds that quoted what is
