@@ -4,7 +4,7 @@ with summaries made by both executors."""
 from __future__ import annotations
 
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from memory_agent import MemoryMiddleware, with_memory
 from memory_agent.db.connect import migrate_database
@@ -152,3 +152,23 @@ async def test_summaries_as_procrastinate_jobs(open_memory, citus_url, schema):
     # The job's work was done: every completed version has its text and the items it extracted.
     assert query(citus_url, schema, "SELECT count(*) FROM memory WHERE memory_text = ''") == [(0,)]
     assert query(citus_url, schema, "SELECT count(DISTINCT user_id) FROM items") == [(len(USERS),)]
+
+
+async def test_a_round_whose_thread_is_deleted_meanwhile_stores_nothing(open_memory, citus_url, schema):
+    """The erasure wins over a round in flight on Citus too: end_round's update of the conversation row it started
+    on, and a failed round's metrics row, are routed statements that find the row gone."""
+    memory = await open_memory(model=OfflineSummaryModel())
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(6):
+        await app.ainvoke({"messages": [HumanMessage(f"I like pears {n}")]}, config("gone", "ana"))
+        assert await memory.drain(timeout=30)
+    _, late = await memory.prepare_round("gone", [HumanMessage("late")], user_id="ana", tenant_id="acme")
+    await memory.release_round(late)  # a second round in flight beside it
+    _, failing = await memory.prepare_round("gone", [HumanMessage("failing")], user_id="ana", tenant_id="acme")
+    assert late.memory_id is not None
+    assert await memory.delete_conversation("gone", user_id="ana", tenant_id="acme") is True
+    saved, result = await memory.finish_round("gone", [HumanMessage("late"), AIMessage("answer")], late)
+    assert saved is None and result.outcome == "conversation_erased"
+    await memory.record_failed_round(failing, "graph", RuntimeError("gave up"))
+    for table in ("conversations", "messages", "memory", "round_metrics"):
+        assert query(citus_url, schema, f"SELECT count(*) FROM {table} WHERE conversation_id = 'gone'") == [(0,)]
