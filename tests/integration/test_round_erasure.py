@@ -146,6 +146,14 @@ async def test_first_round_of_a_thread_deleted_before_anything_was_stored_stores
     assert saved is not None and saved.round_number == 1
 
 
+def one_node(respond: Any) -> Any:
+    """A compiled graph of one node, `respond`."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    return builder.compile()
+
+
 def deleting_graph(memory: MemoryService) -> Any:
     """A one-node graph whose model step deletes the thread it runs in before answering (a user deleting the
     conversation while the model thinks)."""
@@ -154,10 +162,7 @@ def deleting_graph(memory: MemoryService) -> Any:
         assert await memory.delete_conversation(config["configurable"]["thread_id"]) is True
         return {"messages": [AIMessage("answer written after the delete")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("respond", respond)
-    builder.add_edge(START, "respond")
-    return builder.compile()
+    return one_node(respond)
 
 
 async def test_with_memory_run_completes_when_the_thread_is_deleted_mid_run(open_memory, database_url, caplog):
@@ -216,10 +221,7 @@ async def test_with_memory_run_failing_after_the_thread_is_deleted_records_nothi
         assert await memory.delete_conversation("x") is True
         raise RuntimeError("the model gave up")
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("respond", respond)
-    builder.add_edge(START, "respond")
-    app = with_memory(builder.compile(), memory)
+    app = with_memory(one_node(respond), memory)
     with pytest.raises(RuntimeError, match="gave up"):
         await app.ainvoke({"messages": [HumanMessage("still there?")]}, {"configurable": {"thread_id": "x"}})
     assert thread_rows(database_url, "x") == {}
