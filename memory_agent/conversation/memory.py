@@ -121,7 +121,9 @@ class ConversationMemory:
         transaction.
 
         Messages stored already (same id, same content) are not stored again; when none is new, nothing is
-        written and the result is (None, outcome "nothing_new"). The summary (if one is due) starts after
+        written and the result is (None, outcome "nothing_new"). When the conversation the round started on was
+        erased meanwhile (delete_conversation, forget_user), nothing is written either: (None, outcome
+        "conversation_erased"), and a WARNING is logged. The summary (if one is due) starts after
         commit; this call never waits for it. The round's user is the one it started with (`info`), else
         `user_id` / `tenant_id` as for `prepare`.
         """
