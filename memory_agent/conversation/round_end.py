@@ -83,11 +83,12 @@ class RoundEnd:
             saved, state = await self.backend.end_round(
                 conn,
                 key,
-                stored._replace(produced=_produced(info)),
+                stored._replace(
+                    produced=_produced(info), started_on=info.conversation_created_at if info is not None else None
+                ),
                 holder=info.lease if info is not None else None,
                 window=self.settings.memory.rolling_window_size,
                 now=self.clock(),
-                started_on=info.conversation_created_at if info is not None else None,
             )
             if state["erased"]:  # a delete or forget won the race: the lease given back, nothing else written
                 logger.warning(

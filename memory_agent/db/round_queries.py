@@ -43,13 +43,16 @@ def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str,
 
 
 class StoredRound(NamedTuple):
-    """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order, and
-    `produced`: see round_json."""
+    """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order,
+    `produced` (see round_json) and `started_on`: the created_at of the conversation row the round started on
+    (RoundInfo.conversation_created_at; None: nothing stored then). When that row was erased since, nothing is
+    stored and end_round's row says `erased`."""
 
     roles: Sequence[str]
     contents: Sequence[str]
     messages: Sequence[str]
     produced: tuple[int, int] | None = None
+    started_on: datetime | None = None
 
 
 def round_json(stored: StoredRound) -> str:
@@ -57,7 +60,7 @@ def round_json(stored: StoredRound) -> str:
     message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. The round's
     `produced` (first position, last sequence stored at round start): those messages carry "after", so only a copy
     stored after the round started (the same round stored twice) keeps them from being stored."""
-    roles, contents, messages, produced = stored
+    roles, contents, messages, produced, _ = stored
     first, after = produced if produced is not None else (len(messages), -1)
     items = (
         f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'
@@ -65,6 +68,12 @@ def round_json(stored: StoredRound) -> str:
         for position, (role, content, message) in enumerate(zip(roles, contents, messages, strict=True))
     )
     return "[" + ",".join(items) + "]"
+
+
+def _timestamp_text(at: datetime | None) -> str | None:
+    """A timestamp sent as ISO text (the statement casts it): the same parameter type whether given or None, so a
+    connection keeps one prepared statement, not one per type."""
+    return at.isoformat() if at is not None else None
 
 
 def _saved(conversation_id: str, row: Row | None) -> RoundSaved | None:
@@ -175,15 +184,13 @@ class RoundQueries(Connector):
         holder: str | None,
         window: int,
         now: datetime,
-        started_on: datetime | None = None,
     ) -> tuple[RoundSaved | None, Row]:
         """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
         messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `now`: the
-        service's clock (the conversation's updated_at). The round's `produced`: see round_json. `started_on`: the
-        created_at of the conversation row the round started on (RoundInfo.conversation_created_at): when that row
-        was erased since, nothing is stored and the row's `erased` is true."""
+        service's clock (the conversation's updated_at). The round's `produced`: see round_json; `started_on`: see
+        StoredRound."""
         conversation_id = key.conversation_id
         params = {
             "tenant_id": key.tenant_id,
@@ -193,7 +200,7 @@ class RoundQueries(Connector):
             "round": round_json(stored),
             "window": window,
             "now": now,
-            "started_on": started_on,
+            "started_on": _timestamp_text(stored.started_on),
         }
         row = await fetch_one(conn, "end_round", params, prepare=True)
         assert row is not None  # one row always
@@ -281,7 +288,7 @@ class RoundQueries(Connector):
             "tenant_id": tenant_id,
             "user_id": user_id,
             "conversation_id": row["conversation_id"],
-            "started_on": started_on,
+            "started_on": _timestamp_text(started_on),
             "metrics": json.dumps(row),
         }
         found = await self.fetch_one("record_failed_round", params)
