@@ -29,47 +29,11 @@ from psycopg import AsyncConnection
 from memory_agent.db.connector import execute_many, execute_query, fetch_all, fetch_one
 from memory_agent.errors import ConfigurationError
 from memory_agent.long_term.recall.query_text import CJK_RUN
+from memory_agent.long_term.reference_texts import REFERENCE_TEXTS
 from memory_agent.long_term.tenancy import tenant_transaction
 
 EmbeddingsSetting = Literal["none", "hashing", "e5"]
 
-# Everyday texts of no user: the center of a model's vectors is the mean of theirs (a center taken from users' vectors
-# would outlive their erasure). Any fair sample of chat does: on the LoCoMo development split, signs centered on
-# the mean of 50 of its turns, of its questions or of all its turns found the same nearest (within 1 %).
-REFERENCE_TEXTS = (
-    "Good morning! How did you sleep?",
-    "I'm going to the supermarket later, do we need anything?",
-    "We watched a film last night and it was better than I expected.",
-    "My sister is visiting next weekend with her two kids.",
-    "The meeting moved to Thursday at three in the afternoon.",
-    "I started running again, three times a week before work.",
-    "Can you recommend a good book about history?",
-    "The train was delayed for an hour because of the storm.",
-    "I'm allergic to cats, so I can't stay at their place.",
-    "We are planning a trip to the mountains in August.",
-    "My new job starts on Monday and I'm a bit nervous.",
-    "I cooked pasta with tomatoes and basil from the garden.",
-    "The doctor said I should drink more water and rest.",
-    "Our team won the match on Saturday, it was a close game.",
-    "I have been learning to play the guitar for six months.",
-    "The rent went up again, we might have to move.",
-    "What time does the museum open on Sundays?",
-    "I lost my keys this morning and found them in the fridge.",
-    "Thanks for your help yesterday, it really made a difference.",
-    "My grandmother turns ninety this year and we are throwing a party.",
-    "The printer at the office broke down again.",
-    "I'd like to save money for a new car next year.",
-    "We adopted a dog from the shelter, his name is Max.",
-    "It has been raining all week and I miss the sun.",
-    "I finished the report and sent it to my manager.",
-    "Do you think I should learn Spanish or Japanese?",
-    "The kids have a school play on Friday evening.",
-    "I feel tired lately, maybe I work too much.",
-    "Let's meet at the coffee shop near the station.",
-    "I painted the living room a light shade of green.",
-    "He told me about his plans to open a small bakery.",
-    "I'm reading a novel about a family in a small town.",
-)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
