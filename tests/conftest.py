@@ -7,6 +7,7 @@ One template database with the migrations applied is built per session; each tes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -93,22 +94,32 @@ def empty_database_url(request: pytest.FixtureRequest, server_url: str) -> Itera
     yield from _private_database(request, server_url, "e", None)
 
 
-@pytest.fixture
-async def open_memory(database_url: str) -> AsyncIterator[Callable[..., Any]]:
-    """open_memory(model=..., embedder=..., **settings) -> an open MemoryService on the test's database."""
+@contextlib.asynccontextmanager
+async def memory_factory(**defaults: Any) -> AsyncIterator[Callable[..., Any]]:
+    """A factory of open MemoryServices: factory(model=..., embedder=..., clock=..., **settings), `defaults` under
+    each call's settings; every service it opened is closed on exit (summaries a test left gated are cancelled)."""
     opened: list[MemoryService] = []
 
-    async def factory(model: Any = None, embedder: Any = None, **overrides: Any) -> MemoryService:
-        overrides.setdefault("database_url", database_url)
-        overrides.setdefault("drain_timeout_s", 5)
-        service = MemoryService.from_settings(MemorySettings(**overrides), model=model, embeddings=embedder)
+    async def factory(model: Any = None, embedder: Any = None, clock: Any = None, **overrides: Any) -> MemoryService:
+        service = MemoryService(
+            MemorySettings(**{**defaults, **overrides}), model=model, embeddings=embedder, clock=clock
+        )
         await service.aopen()
         opened.append(service)
         return service
 
-    yield factory
-    for service in opened:
-        await service.aclose(timeout=0.5)  # summaries a test left gated are cancelled
+    try:
+        yield factory
+    finally:
+        for service in opened:
+            await service.aclose(timeout=0.5)
+
+
+@pytest.fixture
+async def open_memory(database_url: str) -> AsyncIterator[Callable[..., Any]]:
+    """open_memory(model=..., embedder=..., clock=..., **settings) -> an open MemoryService on the test's database."""
+    async with memory_factory(database_url=database_url, drain_timeout_s=5) as factory:
+        yield factory
 
 
 @pytest.fixture

@@ -7,12 +7,12 @@ import threading
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph import START, MessagesState, StateGraph
 from pydantic import Field
 
-from memory_agent import resources
+from memory_agent import resources, with_memory
 from memory_agent.llm.offline import OfflineSummaryModel, offline_items, offline_summary
 from memory_agent.long_term.cluster_text import offline_cluster_summary_text
 
@@ -120,3 +120,22 @@ class ScriptedSummaryModel(BaseChatModel):
         args = self.answers.pop(0) if self.answers else {"summary": offline_summary(text), **offline_items(text)}
         call = {"name": "MemorySummaryOutput", "args": args, "id": f"call_{len(self.prompts)}"}
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))])
+
+
+async def run_round(app: Any, thread: str, n: int) -> Any:
+    """Round `n` of `thread`: the user says 'message <n>'."""
+    return await app.ainvoke({"messages": [HumanMessage(f"message {n}")]}, {"configurable": {"thread_id": thread}})
+
+
+async def round_after_summary_in_system_mode(open_memory: Any) -> tuple[Any, EchoChat, Any]:
+    """(memory, chat, round 4's result) of thread 'sys' with injection_mode 'system': rounds 1-3, their summary
+    completed, then round 4."""
+    model = GatedSummaryModel()
+    memory = await open_memory(model=model, injection_mode="system")
+    chat = EchoChat()
+    app = with_memory(chat.graph, memory)
+    for n in (1, 2, 3):
+        await run_round(app, "sys", n)
+    model.release()
+    assert await memory.drain(timeout=10)
+    return memory, chat, await run_round(app, "sys", 4)

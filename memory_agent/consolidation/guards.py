@@ -37,6 +37,7 @@ from memory_agent import ledger
 from memory_agent.consolidation.model import call_consolidation_model, consolidation_prompt
 from memory_agent.db.connector import Connector, fetch_one
 from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.errors import MemoryAgentError
 from memory_agent.llm import CallLog, LLMCall, Purpose, model_name
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
@@ -47,8 +48,9 @@ CAPPED = "capped"
 OVER_BUDGET = "over_budget"
 
 
-class TenantBusy(Exception):
-    """Every concurrent-job slot of the tenant is taken: run the job later."""
+class TenantBusy(MemoryAgentError):
+    """Every concurrent-job slot of the tenant is taken: run the job later (the scheduler defers it; never
+    dropped)."""
 
     def __init__(self, tenant_id: str, slots: int) -> None:
         super().__init__(f"all {slots} concurrent-job slots of tenant {tenant_id!r} are taken")

@@ -6,7 +6,7 @@ Two limits besides the message window, both off by default (MemorySettings):
   message and every AI and tool message up to the final answer) is dropped whole, so an AI tool call never
   loses its results nor a tool result its call; the current input is never dropped.
 
-Pure functions over LangChain messages; tokens are `memory_agent.tokens.count_tokens`. Round start (rounds.py)
+Pure functions over LangChain messages; tokens are `memory_agent.tokens.count_tokens`. Round start (round_start.py)
 applies them and records what was cut in the round's metrics.
 """
 

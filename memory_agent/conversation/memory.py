@@ -1,6 +1,7 @@
 """ConversationMemory (`memory.conversations`): the conversation tier as MemoryService's methods reach it.
 
-A round's key (as given, or as recorded for a thread id), the round start and end (rounds.py), the trigger rule
+A round's key (as given, or as recorded for a thread id), the round start (round_start.py) and end
+(round_end.py), the trigger rule
 and its sweep (trigger.py), and the memory versions of a conversation. Every call validates its ids, names the
 conversation's tenant for row-level security (db/tenancy.py) and runs its statements on the memory loop.
 Made by the service when it opens, from the parts it opened.
@@ -14,7 +15,8 @@ from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.identity import validate_identity, validate_user_id
 from memory_agent.conversation.messages import validate_conversation_id
-from memory_agent.conversation.rounds import Rounds
+from memory_agent.conversation.round_end import RoundEnd
+from memory_agent.conversation.round_start import RoundStart
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.tenancy import tenant_scope
@@ -35,13 +37,20 @@ def round_key(conversation_id: str, user_id: str | None, tenant_id: str | None) 
 
 
 class ConversationMemory:
-    """Round start and end, the trigger rule, and a conversation's memory versions (MemoryService's methods of the
-    same purpose say what each call promises)."""
+    """Round start and end, the trigger rule, and a conversation's memory versions.
 
-    def __init__(self, loop: MemoryLoop, backend: MemoryBackend, rounds: Rounds, trigger: SummaryTrigger) -> None:
+    Each method is also a MemoryService method, with this signature and docstring: context is
+    get_context_for_workflow, prepare prepare_round, release release_round, finish finish_round, record_failed
+    record_failed_round, summary_due should_trigger_summary, trigger_summary trigger_summarization_if_needed,
+    history get_memory_history; sweep and get_memory keep their names."""
+
+    def __init__(
+        self, loop: MemoryLoop, backend: MemoryBackend, start: RoundStart, end: RoundEnd, trigger: SummaryTrigger
+    ) -> None:
         self.loop = loop
         self.backend = backend
-        self.rounds = rounds
+        self.start = start
+        self.end = end
         self.trigger = trigger
 
     async def owned(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
@@ -60,7 +69,8 @@ class ConversationMemory:
         user_id: str | None = None,
         tenant_id: str | None = None,
     ) -> ConversationContext:
-        """Latest completed memory + gap, and the round's input.
+        """Latest completed memory + gap messages (stored after it; all stored messages when there is none),
+        and the round's input.
 
         The design computed the gap by position in `current_messages`; here the gap is what the database holds
         after the memory, and `current_messages` (the graph's messages, earlier rounds included or not) gives the
@@ -69,7 +79,7 @@ class ConversationMemory:
         """
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
-            return await self.rounds.context(key, current_messages or [])
+            return await self.start.context(key, current_messages or [])
 
     async def prepare(
         self,
@@ -80,7 +90,8 @@ class ConversationMemory:
         user_id: str | None = None,
         tenant_id: str | None = None,
     ) -> tuple[list[BaseMessage], RoundInfo]:
-        """Round start: take the conversation's lease, load memory + gap, build the model's context.
+        """Round start for any integration: take the conversation's lease, load memory + gap, and build the
+        model's context (memory injected, token budget applied).
 
         `messages` is what the graph state holds: with a checkpointer the earlier rounds too. The round's input
         is every message of it not stored yet (by id), so a message is stored once whatever the state carries;
@@ -90,12 +101,12 @@ class ConversationMemory:
         """
         key = round_key(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):  # a role bound by row-level security names the tenant (db/tenancy.py)
-            return await self.rounds.prepare(key, messages, lease)
+            return await self.start.prepare(key, messages, lease)
 
     async def release(self, info: RoundInfo) -> None:
-        """Give the conversation's lease back."""
+        """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
         with tenant_scope(info.key.tenant_id):
-            await self.rounds.release(info)
+            await self.start.release(info)
 
     async def finish(
         self,
@@ -106,7 +117,8 @@ class ConversationMemory:
         user_id: str | None = None,
         tenant_id: str | None = None,
     ) -> tuple[RoundSaved | None, TriggerResult]:
-        """Round end: the round stored, the trigger rule applied, the metrics recorded, in one transaction.
+        """Round end: persist a whole round, apply the trigger rule and record the round's metrics, in one
+        transaction.
 
         Messages stored already (same id, same content) are not stored again; when none is new, nothing is
         written and the result is (None, outcome "nothing_new"). The summary (if one is due) starts after
@@ -119,17 +131,19 @@ class ConversationMemory:
             )
         key = info.key if info is not None else round_key(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):  # the summary it dispatches inherits the scope
-            return await self.rounds.finish(key, messages, info)
+            return await self.end.finish(key, messages, info)
 
     async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
-        """Best effort: the metrics row of a round that failed at `stage`."""
+        """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
         with tenant_scope(info.key.tenant_id):
-            await self.rounds.record_failed(info, stage, error)
+            await self.end.record_failed(info, stage, error)
 
     async def summary_due(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> bool:
-        """The trigger rule's answer, without claiming anything."""
+        """The trigger rule, as the round end applies it, without claiming anything: enough messages, new ones
+        since the latest memory, and no summary in progress (a `processing` row quiet past processing_timeout_s
+        is stale: it is reclaimed, so it does not count)."""
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
             return await self.loop.arun(self.trigger.is_due(key, last_saved_seq))
@@ -137,19 +151,20 @@ class ConversationMemory:
     async def trigger_summary(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> TriggerResult:
-        """The trigger rule applied: a summary claimed and dispatched when one is due."""
+        """Apply the trigger rule after a round whose last stored message is `last_saved_seq`: a summary claimed
+        and dispatched when one is due."""
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
             return await self.loop.arun(self.trigger.trigger(key, last_saved_seq))
 
     async def sweep(self) -> list[int]:
-        """Stale `processing` rows reclaimed everywhere, the trigger rule re-run for their conversations."""
+        """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
         return await self.loop.arun(self.trigger.sweep())
 
     async def history(
         self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> list[MemoryRecord]:
-        """Every memory version of a conversation, oldest first."""
+        """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
             return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))

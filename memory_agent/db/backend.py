@@ -13,8 +13,9 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from memory_agent.db.connector import Row, check_pooled_connection, configure_session
+from memory_agent.db.connector import Row
 from memory_agent.db.migrate import MigrationReport, Migrator
+from memory_agent.db.pooled import check_pooled_connection, configure_session
 from memory_agent.db.round_queries import RoundQueries
 from memory_agent.db.summary_queries import SummaryQueries
 from memory_agent.errors import (

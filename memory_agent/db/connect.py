@@ -66,13 +66,17 @@ async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
         await backend.check_schema_is_ours()
         await backend.setup(apply=settings.database.auto_migrate)
         if await backend.detect_row_security() and await backend.on_citus():
-            # The tenant is named per session on the coordinator; Citus' workers, where the policies are checked,
-            # never see it: every read would come back empty and every write be refused.
-            raise ConfigurationError(
-                f"row-level security binds this role, and the database is a Citus cluster, where memory_agent does "
-                f"not support it yet: connect as the role that owns schema {settings.database.db_schema!r} (or one "
-                "that bypasses row-level security)"
-            )
+            # Citus checks the policies again on the workers' shards, through connections of its own that never see
+            # a session's setting: name the tenant in every transaction, with a statement Citus propagates.
+            row = await backend.fetch_one("citus_propagates_set_local")
+            if not (row and row["propagates"]):
+                raise ConfigurationError(
+                    "row-level security binds this role, and this Citus cluster cannot carry a transaction's tenant "
+                    "to its workers (the server has no citus.propagate_set_commands): connect as the "
+                    f"role that owns schema {settings.database.db_schema!r} (or one that bypasses row-level "
+                    "security)"
+                )
+            backend.name_per_transaction()
     except BaseException:
         await pool.close()
         raise

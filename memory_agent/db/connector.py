@@ -13,10 +13,9 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import select
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg import sql
@@ -30,7 +29,9 @@ from memory_agent.errors import DatabaseUnavailableError, InvalidInputError
 logger = logging.getLogger("memory_agent.backend")
 
 Row = dict[str, Any]
+T = TypeVar("T")
 Connection = psycopg.AsyncConnection[Any]
+Cursor = psycopg.AsyncCursor[Row]
 Statement = str | sql.Composable | bytes
 Params = Mapping[str, Any] | Sequence[Any] | None
 
@@ -113,6 +114,10 @@ async def rows_of(cur: psycopg.AsyncCursor[Row]) -> list[Row]:
         return await cur.fetchall()
 
 
+async def _rowcount(cur: Cursor) -> int:
+    return cur.rowcount
+
+
 async def fetch_all(
     conn: Connection, statement: Statement, params: Params = None, *, prepare: bool | None = None
 ) -> list[Row]:
@@ -152,40 +157,6 @@ def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: 
         return cur.fetchone() if cur.description is not None else None
 
 
-def _has_pending_input(fileno: int) -> bool:
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fileno, select.POLLIN | select.POLLERR | select.POLLHUP)
-        return bool(poller.poll(0))
-    readable, _, errored = select.select([fileno], [], [fileno], 0)  # pragma: no cover - no poll() on Windows
-    return bool(readable or errored)
-
-
-async def check_pooled_connection(conn: Connection) -> None:
-    """The pool's check on every checkout, without a round trip when the connection looks healthy.
-
-    An idle autocommit connection has nothing to read: pending input means the server sent an error
-    (a terminated backend) or closed the socket (a stopped server), and only then does the full check
-    (one empty query) run and, failing, make the pool replace the connection. Checking every checkout
-    with a round trip cost one extra trip per statement group on the round path.
-    """
-    try:
-        suspicious = conn.closed or _has_pending_input(conn.fileno())
-    except (OSError, ValueError, psycopg.Error):
-        suspicious = True
-    if suspicious:
-        await AsyncConnectionPool.check_connection(conn)
-
-
-async def configure_session(conn: Connection, schema: str, processing_timeout_s: float | None) -> None:
-    """A new pooled connection: autocommit, `schema` (then public) on its search path, and the timeout after
-    which the views count a `processing` row as stuck (processing_timeout())."""
-    await conn.set_autocommit(True)
-    await execute_query(conn, sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
-    if processing_timeout_s is not None:
-        await execute_query(conn, "session_settings", {"processing_timeout_s": str(processing_timeout_s)})
-
-
 class Connector:
     """A pool on the memory_agent schema: its connections and transactions, and the statements run on them
     (on the caller's connection when one is given)."""
@@ -196,6 +167,8 @@ class Connector:
         # Whether the connected role is bound by row-level security (detect_row_security, at open): then every
         # connection handed out names the tenant of the running work (db/tenancy.py).
         self.row_security = False
+        # On Citus, with row_security: the tenant is named per transaction, never per session (name_per_transaction).
+        self.tenant_per_transaction = False
 
     async def detect_row_security(self) -> bool:
         """Whether the policies bind the connected role (it does not own the tables and may not bypass them)."""
@@ -205,42 +178,99 @@ class Connector:
             logger.info("Row-level security binds this role: every connection names its tenant")
         return self.row_security
 
+    def name_per_transaction(self) -> None:
+        """Name the tenant in every transaction instead of every session: a Citus cluster checks the policies on
+        the workers' shards, through connections of its own that see a SET LOCAL statement of the transaction
+        (propagated, name_transaction_tenant) and no session setting. Then every connection handed out is one
+        transaction that names the tenant first (`connection()`), and a statement run alone is one too."""
+        self.tenant_per_transaction = True
+        logger.info("Row-level security on Citus: every transaction names its tenant, on the workers too")
+
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
-        """A pooled connection (autocommit) for the block; driver errors inside it come out as ours."""
+    async def _checkout(self) -> AsyncIterator[Connection]:
         with driver_errors():
             async with self.pool.connection() as conn:
-                if self.row_security:
+                if self.row_security and not self.tenant_per_transaction:
                     # For the session (a pooled connection has no transaction open): each checkout names it again,
                     # so a connection never keeps the tenant of its previous user.
                     await execute_query(conn, "name_tenant", {"tenant_id": current_tenant() or ""})
+                yield conn
+
+    async def _begin(self, conn: Connection) -> None:
+        """BEGIN, and the transaction's tenant first when it is named per transaction; sent, not synced."""
+        await conn.execute("BEGIN")
+        if self.tenant_per_transaction:
+            await execute_query(conn, "set_tenant", {"tenant_id": current_tenant() or ""})
+
+    @staticmethod
+    async def _rollback(conn: Connection) -> None:
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with suppress(psycopg.Error):  # a broken connection: the pool discards it
+                await conn.execute("ROLLBACK")
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """A pooled connection (autocommit) for the block; driver errors inside it come out as ours. When the
+        tenant is named per transaction (name_per_transaction), the block is one transaction instead: its
+        `conn.transaction()` blocks are savepoints, and it commits at the end (rolls back on an error)."""
+        async with self._checkout() as conn:
+            if not self.tenant_per_transaction:
                 yield cast(psycopg.AsyncConnection[Row], conn)  # the pool's row_factory is dict_row
+                return
+            try:
+                async with conn.pipeline():  # BEGIN and the tenant: one round trip
+                    await self._begin(conn)
+                yield cast(psycopg.AsyncConnection[Row], conn)
+                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                    # An error the block caught aborted the transaction: COMMIT would roll back in silence.
+                    raise psycopg.errors.InFailedSqlTransaction(
+                        "a statement failed inside a transaction of a tenant (row-level security on Citus); "
+                        "the block's writes were rolled back"
+                    )
+                await conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback(conn)
+                raise
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
         """One write transaction; everything inside commits together or not at all."""
-        async with self.connection() as conn, conn.transaction():
+        async with (
+            self.connection() as conn,
+            nullcontext() if self.tenant_per_transaction else conn.transaction(),  # the block's own, then
+        ):
             yield conn
 
     @asynccontextmanager
     async def round_transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
-        """`transaction()` in pipeline mode, for the round path: BEGIN travels with the first statement, COMMIT
-        with the statements whose results are not read before it, so a transaction whose result is read once
-        takes two round trips. (psycopg's transaction() in a pipeline syncs when it opens and twice when it
-        closes: five round trips for two statements, traced.) Only single statements inside (no
-        multi-statement strings), and no transaction() inside: it would sync. A failure anywhere inside —
-        a statement's error or the caller's — rolls the whole transaction back."""
-        async with self.connection() as conn:
+        """`transaction()` in pipeline mode, for the round path: BEGIN (and the tenant, when it is named per
+        transaction) travels with the first statement, COMMIT with the statements whose results are not read
+        before it, so a transaction whose result is read once takes two round trips. (psycopg's transaction() in a
+        pipeline syncs when it opens and twice when it closes: five round trips for two statements, traced.) Only
+        single statements inside (no multi-statement strings), and no transaction() inside: it would sync. A
+        failure anywhere inside — a statement's error or the caller's — rolls the whole transaction back."""
+        async with self._checkout() as conn:
             try:
                 async with conn.pipeline():
-                    await conn.execute("BEGIN")
-                    yield conn
+                    await self._begin(conn)
+                    yield cast(psycopg.AsyncConnection[Row], conn)
                     await conn.execute("COMMIT")
             except BaseException:
-                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    with suppress(psycopg.Error):  # a broken connection: the pool discards it
-                        await conn.execute("ROLLBACK")
+                await self._rollback(conn)
                 raise
+
+    async def _alone(
+        self, statement: Statement, params: Params, prepare: bool | None, read: Callable[[Cursor], Awaitable[T]]
+    ) -> T:
+        """`read` of `statement`'s cursor, run on a pooled connection: in autocommit, or, when the tenant is named
+        per transaction, in a transaction of its own that names it, in one round trip (BEGIN, the tenant, the
+        statement and COMMIT in one pipeline; the cursor is read once COMMIT's answer is in)."""
+        if not self.tenant_per_transaction:
+            async with self.connection() as own:
+                return await read(await send(own, statement, params, prepare=prepare))
+        async with self.round_transaction() as own:
+            cursor = await send(own, statement, params, prepare=prepare)
+        return await read(cursor)
 
     async def fetch_all(
         self,
@@ -253,8 +283,7 @@ class Connector:
         """Every row of `statement`, on `conn` when given, else on a pooled connection."""
         if conn is not None:
             return await fetch_all(conn, statement, params, prepare=prepare)
-        async with self.connection() as own:
-            return await fetch_all(own, statement, params, prepare=prepare)
+        return await self._alone(statement, params, prepare, rows_of)
 
     async def fetch_one(
         self,
@@ -279,5 +308,4 @@ class Connector:
         """Run `statement` for its effect (the rows it touched), on `conn` when given, else on a pooled one."""
         if conn is not None:
             return await execute_query(conn, statement, params, prepare=prepare)
-        async with self.connection() as own:
-            return await execute_query(own, statement, params, prepare=prepare)
+        return await self._alone(statement, params, prepare, _rowcount)

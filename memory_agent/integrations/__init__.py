@@ -4,8 +4,9 @@ runner) and for `langchain.agents.create_agent` (middleware.py: MemoryMiddleware
 recall (retriever.py: MemoryRetriever, what `memory.as_retriever` returns).
 
 No SQL and no window maths here. The graph and agent integrations depend on the RoundMemory protocol (base.py:
-prepare, finish, record or release a round), the retriever on the Recaller protocol (recall), which MemoryService
-implements, not on the concrete service.
-May import: conversation/messages (validating a thread id), long_term/recall/block (a recalled hit), errors, schemas.
+prepare, finish, record or release a round), the retriever on the Recaller protocol (the long-term tier's recall),
+which MemoryService implements, not on the concrete service.
+May import: conversation/messages (validating a thread id), long_term/memory (the tier the retriever recalls
+through) and long_term/recall/block (a recalled hit), errors, schemas.
 Never db/, service/ nor cli/.
 """

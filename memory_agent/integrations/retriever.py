@@ -5,7 +5,8 @@ read any vector store.
 Each Document is one recalled memory (a turn, an item, a cluster, batch or consolidation summary) in recall's
 order, its text as `page_content` and where it came from in `metadata` (the hit's provenance: kind,
 is_summary, score, paths, conversation_id and sequences, item ids, source item ids, note or batch summary,
-source turns). It depends on the Recaller protocol (MemoryService implements it), not on the service.
+source turns). It depends on the Recaller protocol (MemoryService implements it), not on the service: the
+recall it runs is the long-term tier's (`memory.long_term.recall`, the one behind `memory.recall`).
 """
 
 from __future__ import annotations
@@ -18,22 +19,16 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
+from memory_agent.long_term.memory import LongTermMemory
 from memory_agent.long_term.recall.block import RecallHit
 
 
 class Recaller(Protocol):
-    """What the retriever needs of a MemoryService: its recall, and a way to run it from sync code."""
+    """What the retriever needs of a MemoryService: its long-term tier (whose recall it runs), and a way to run
+    that from sync code."""
 
-    async def recall(
-        self,
-        user_id: str,
-        query: str,
-        *,
-        tenant_id: str | None = None,
-        limit: int = 10,
-        as_of: datetime | None = None,
-        recent_fallback: bool = True,
-    ) -> list[RecallHit]: ...
+    @property
+    def long_term(self) -> LongTermMemory: ...
 
     def call_sync(self, coro: Any) -> Any: ...
 
@@ -54,7 +49,7 @@ class MemoryRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    memory: Any = Field(description="An open MemoryService (anything with its recall and call_sync).")
+    memory: Any = Field(description="An open MemoryService (anything with its long_term and call_sync).")
     user_id: str
     tenant_id: str | None = None
     k: int = Field(default=10, ge=1)
@@ -65,10 +60,10 @@ class MemoryRetriever(BaseRetriever):
         return recaller
 
     async def _recall(self, query: str) -> list[Document]:
-        hits = await self._recaller().recall(
+        found = await self._recaller().long_term.recall(
             self.user_id, query, tenant_id=self.tenant_id, limit=self.k, as_of=self.as_of, recent_fallback=False
         )
-        return [hit_document(hit) for hit in hits]
+        return [hit_document(hit) for hit in found.results]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         documents: list[Document] = self._recaller().call_sync(self._recall(query))

@@ -37,8 +37,10 @@ def user_scope(user_id: Any, tenant_id: Any) -> tuple[str, str]:
 
 
 class LongTermMemory:
-    """list_items, forget_item, forget_user, forget_conversation (behind delete_conversation), recall
-    (MemoryService's methods of the same names say what each call promises)."""
+    """list_items, forget_item, forget_user, forget_conversation (behind delete_conversation), recall.
+
+    list_items, forget_item and forget_user are also MemoryService methods, with these signatures and docstrings;
+    recall is MemoryService.recall_result (and, its hits alone, MemoryService.recall)."""
 
     def __init__(
         self,
@@ -62,7 +64,8 @@ class LongTermMemory:
     async def list_items(
         self, user_id: str, *, tenant_id: str | None = None, as_of: datetime | None = None
     ) -> list[LongTermItem]:
-        """The user's items current now (cluster summaries included), or those held at `as_of`."""
+        """The user's long-term items current now (cluster summaries included), or those held at `as_of`
+        (items only: summaries are a view of the present); most important first."""
         tenant, user = user_scope(user_id, tenant_id)
 
         async def read() -> list[LongTermItem]:
@@ -73,7 +76,8 @@ class LongTermMemory:
             return await self.loop.arun(read())
 
     async def forget_item(self, user_id: str, item_id: int, *, tenant_id: str | None = None) -> ForgetReport:
-        """Erase one item version of the user and regenerate the summaries built from it."""
+        """Erase one item version of the user (a cluster summary: with the members it stands for) and regenerate
+        the summaries built from it; an unknown id erases nothing."""
         tenant, user = user_scope(user_id, tenant_id)
         if not isinstance(item_id, int) or isinstance(item_id, bool):
             raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")

@@ -16,8 +16,10 @@ from datetime import UTC, datetime
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from memory_agent.conversation.leases import RoundLeases
 from memory_agent.conversation.memory import ConversationMemory
-from memory_agent.conversation.rounds import Rounds
+from memory_agent.conversation.round_end import RoundEnd
+from memory_agent.conversation.round_start import RoundStart
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
@@ -130,7 +132,9 @@ class Lifecycle:
                 enqueue=None if executor.runs_in_process else executor.enqueue,
                 pick_up=executor.runs_in_process,
             )
-            rounds = Rounds(settings, backend, loop, trigger, embedder=embedder, clock=self.clock)
+            leases = RoundLeases(settings, backend, loop)  # shared: a lease the start took, the end gives back
+            start = RoundStart(settings, backend, loop, leases, embedder=embedder, clock=self.clock)
+            end = RoundEnd(settings, backend, loop, trigger, leases, self.clock)
             recall = settings.recall
             await check_recall_settings(backend, recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
@@ -146,7 +150,7 @@ class Lifecycle:
                 recall_settings=recall,
                 min_cluster_items=settings.summary.min_cluster_items,
             )
-            conversations = ConversationMemory(loop, backend, rounds, trigger)
+            conversations = ConversationMemory(loop, backend, start, end, trigger)
             self._opened = Parts(backend, agent, runner, executor, embedder, statistics, conversations, long_term)
             await executor.start()
             statistics.start()

@@ -1,6 +1,7 @@
 """MemoryService: opens and closes everything (a Lifecycle, lifecycle.py) and delegates the rest.
 
-Its public methods are the API: each is a delegation to the facade of its tier, made when the service opens —
+Its public methods are the API: most are the methods of the facade of their tier (bound by `delegate`, which keeps
+the facade's signature and docstring, written once there), the facades made when the service opens —
 `memory.conversations` (conversation/memory.py: round start and end, the trigger rule, memory versions) and
 `memory.long_term` (long_term/memory.py: items, forgetting, recall). integrations/ reach the service through the
 RoundMemory protocol.
@@ -14,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Self
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.identity import round_identity
 from memory_agent.conversation.memory import ConversationMemory
@@ -22,18 +22,22 @@ from memory_agent.conversation.window import calculate_summary_range
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor
-from memory_agent.long_term import ForgetReport, LongTermItem
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.memory import LongTermMemory, user_scope
 from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
+from memory_agent.service.delegate import delegate
 from memory_agent.service.lifecycle import Lifecycle
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 
 if TYPE_CHECKING:
     from memory_agent.integrations.retriever import MemoryRetriever
+
+
+def recall_hits(found: RecallResult) -> list[RecallHit]:
+    """The hits of a recall, best first (what `MemoryService.recall` returns)."""
+    return found.results
 
 
 class MemoryService:
@@ -162,89 +166,22 @@ class MemoryService:
 
     # ------------------------------------------------------------------ conversation memory
 
-    async def get_context_for_workflow(
-        self,
-        conversation_id: str,
-        current_messages: Sequence[BaseMessage] | None = None,
-        *,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
-    ) -> ConversationContext:
-        """Latest completed memory + gap messages (stored after it); all stored messages when none.
-
-        Read only (no lease, nothing stored, no budget); `context.current_messages` are the given messages not
-        stored yet, by id (memory.conversations.context says more)."""
-        return await self.conversations.context(conversation_id, current_messages, user_id=user_id, tenant_id=tenant_id)
-
-    async def prepare_round(
-        self,
-        conversation_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        lease: str | None = None,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
-    ) -> tuple[list[BaseMessage], RoundInfo]:
-        """Round start for any integration: take the conversation's lease, load memory + gap, and build the
-        model's context (memory injected, token budget applied).
-
-        `messages` is the graph state (with a checkpointer, the earlier rounds too): those not stored yet (by id)
-        are the round's input. A thread id belongs to one user and tenant: naming another raises
-        ConversationOwnerError before anything is read or written (memory.conversations.prepare says more)."""
-        return await self.conversations.prepare(
-            conversation_id, messages, lease=lease, user_id=user_id, tenant_id=tenant_id
-        )
-
-    async def release_round(self, info: RoundInfo) -> None:
-        """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
-        await self.conversations.release(info)
+    get_context_for_workflow = delegate("conversations", ConversationMemory.context)
+    prepare_round = delegate("conversations", ConversationMemory.prepare)
+    release_round = delegate("conversations", ConversationMemory.release)
+    finish_round = delegate("conversations", ConversationMemory.finish)
+    record_failed_round = delegate("conversations", ConversationMemory.record_failed)
+    should_trigger_summary = delegate("conversations", ConversationMemory.summary_due)
+    trigger_summarization_if_needed = delegate("conversations", ConversationMemory.trigger_summary)
+    sweep = delegate("conversations", ConversationMemory.sweep)
+    get_memory_history = delegate("conversations", ConversationMemory.history)
+    get_memory = delegate("conversations", ConversationMemory.get_memory)
 
     def calculate_summary_range(
         self, last_saved_seq: int, round_starts: Sequence[int] | None = None
     ) -> tuple[int, int]:
         """(start, end) sequences of the window a summary after `last_saved_seq` covers (window.py)."""
         return calculate_summary_range(last_saved_seq, self.settings.memory.rolling_window_size, round_starts)
-
-    async def finish_round(
-        self,
-        conversation_id: str,
-        messages: Sequence[BaseMessage],
-        info: RoundInfo | None = None,
-        *,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
-    ) -> tuple[RoundSaved | None, TriggerResult]:
-        """Persist a whole round, apply the trigger rule and record the round's metrics, in one transaction.
-
-        Messages stored already are not stored again (none new: (None, outcome "nothing_new")); a due summary
-        starts after commit, never awaited here (memory.conversations.finish says more)."""
-        return await self.conversations.finish(conversation_id, messages, info, user_id=user_id, tenant_id=tenant_id)
-
-    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
-        """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
-        await self.conversations.record_failed(info, stage, error)
-
-    async def should_trigger_summary(
-        self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
-    ) -> bool:
-        """The trigger rule, as the round end applies it: enough messages, new ones since the latest memory,
-        and no summary in progress (a `processing` row quiet past processing_timeout_s is stale: it is
-        reclaimed, so it does not count)."""
-        return await self.conversations.summary_due(
-            conversation_id, last_saved_seq, user_id=user_id, tenant_id=tenant_id
-        )
-
-    async def trigger_summarization_if_needed(
-        self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
-    ) -> TriggerResult:
-        """Apply the trigger rule after a round whose last stored message is `last_saved_seq`."""
-        return await self.conversations.trigger_summary(
-            conversation_id, last_saved_seq, user_id=user_id, tenant_id=tenant_id
-        )
-
-    async def sweep(self) -> list[int]:
-        """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
-        return await self.conversations.sweep()
 
     async def run_summary(self, memory_id: int, *, user_id: str) -> str:
         """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
@@ -254,16 +191,6 @@ class MemoryService:
     async def drain(self, timeout: float | None = None) -> bool:
         """Wait until this process has no summary in flight; True when everything finished in time."""
         return await self.loop.arun(self.executor.drain(timeout))
-
-    async def get_memory_history(
-        self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
-    ) -> list[MemoryRecord]:
-        """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""
-        return await self.conversations.history(conversation_id, user_id=user_id, tenant_id=tenant_id)
-
-    async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
-        """One memory version by its key (user_id, memory_id)."""
-        return await self.conversations.get_memory(memory_id, user_id=user_id)
 
     async def delete_conversation(
         self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
@@ -278,61 +205,24 @@ class MemoryService:
 
     # ------------------------------------------------------------------ long-term memory
 
-    async def list_items(
-        self, user_id: str, *, tenant_id: str | None = None, as_of: datetime | None = None
-    ) -> list[LongTermItem]:
-        """The user's long-term items current now (cluster summaries included), or those held at `as_of`
-        (items only: summaries are a view of the present); most important first."""
-        return await self.long_term.list_items(user_id, tenant_id=tenant_id, as_of=as_of)
-
-    async def forget_item(self, user_id: str, item_id: int, *, tenant_id: str | None = None) -> ForgetReport:
-        """Erase one item version of the user (a cluster summary: with the members it stands for) and regenerate
-        the summaries built from it; an unknown id erases nothing."""
-        return await self.long_term.forget_item(user_id, item_id, tenant_id=tenant_id)
-
-    async def forget_user(self, user_id: str, *, tenant_id: str | None = None) -> ForgetReport:
-        """Erase every long-term row of the user in the tenant and every conversation of theirs."""
-        return await self.long_term.forget_user(user_id, tenant_id=tenant_id)
+    list_items = delegate("long_term", LongTermMemory.list_items)
+    forget_item = delegate("long_term", LongTermMemory.forget_item)
+    forget_user = delegate("long_term", LongTermMemory.forget_user)
+    recall_result = delegate("long_term", LongTermMemory.recall)
+    recall = delegate(
+        "long_term",
+        LongTermMemory.recall,
+        then=recall_hits,
+        doc="""What recall at round start would find for `user_id` across their conversations and long-term
+        items: the hits of recall_result, best first, within the MEMORY_AGENT_RECALL_* guardrails, each of kind
+        turn, item or summary with its provenance. Nothing found: the latest turns of the user's most recent
+        conversation, unless `recent_fallback=False`. Never calls a chat model.""",
+    )
 
     @property
     def recall_settings(self) -> RecallSettings:
         """Recall's knobs as the MEMORY_AGENT_RECALL_* settings give them (every read surface uses these)."""
         return self.settings.recall
-
-    async def recall(
-        self,
-        user_id: str,
-        query: str,
-        *,
-        tenant_id: str | None = None,
-        limit: int = 10,
-        as_of: datetime | None = None,
-        recent_fallback: bool = True,
-    ) -> list[RecallHit]:
-        """What recall at round start would find for `user_id` across their conversations and long-term items,
-        best first, within the MEMORY_AGENT_RECALL_* guardrails: hits of kind turn, item or summary, each with its
-        provenance. Nothing found: the latest turns of the user's most recent conversation, unless
-        `recent_fallback=False` (memory.long_term.recall says more). Never calls a chat model."""
-        found = await self.recall_result(
-            user_id, query, tenant_id=tenant_id, limit=limit, as_of=as_of, recent_fallback=recent_fallback
-        )
-        return found.results
-
-    async def recall_result(
-        self,
-        user_id: str,
-        query: str,
-        *,
-        tenant_id: str | None = None,
-        limit: int = 10,
-        as_of: datetime | None = None,
-        recent_fallback: bool = True,
-    ) -> RecallResult:
-        """recall() with everything recall measured: the hits, the rendered block as a round would inject it,
-        the paths that ran, the block's estimated tokens, whether a guardrail cut it."""
-        return await self.long_term.recall(
-            user_id, query, tenant_id=tenant_id, limit=limit, as_of=as_of, recent_fallback=recent_fallback
-        )
 
     def as_retriever(
         self, *, user_id: str, tenant_id: str | None = None, k: int = 10, as_of: datetime | None = None

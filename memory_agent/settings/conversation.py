@@ -1,5 +1,5 @@
 """The settings of the conversation tier: the sliding window and its summarizer (read by conversation/ and
-summarize/), and what a round gives the model (read by conversation/rounds)."""
+summarize/), and what a round gives the model (read by conversation/round_start)."""
 
 from __future__ import annotations
 

@@ -69,12 +69,12 @@ class RecallSettings(SettingsGroup):
         default=2, ge=0, description="When nothing matched: the latest turns of other conversations recalled."
     )
     neighbours_before: int = Field(
-        default=1,
+        default=2,
         ge=0,
         le=5,
         description="Turns shown before a recalled turn (its context), counted in the token budget.",
     )
-    neighbours_after: int = Field(default=1, ge=0, le=5, description="Turns shown after a recalled turn.")
+    neighbours_after: int = Field(default=2, ge=0, le=5, description="Turns shown after a recalled turn.")
     max_neighbour_chars: int = Field(default=300, ge=1, description="A neighbour turn longer than this is cut.")
 
 

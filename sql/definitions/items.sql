@@ -74,3 +74,43 @@ BEGIN
     END IF;
 END
 $$;
+
+-- item_versions: every item version with when its key was first put in the store's scope (`first_put_at`: the
+-- creation of the first version of the same item type, key and value slot of the user, project '' and environment
+-- ''), which the LangGraph store (memory_agent/long_term/store.py) shows as a value's created_at. The store's reads
+-- filter it; their conditions reach the items scan.
+CREATE VIEW item_versions WITH (security_invoker = true) AS
+SELECT i.user_id, i.tenant_id, i.item_id, i.project, i.environment, i.item_type, i.key, i.value_slot,
+       i.store_namespace, i.value, i.updated_at, i.valid_during, first.created_at AS first_put_at
+FROM items AS i
+CROSS JOIN LATERAL (
+    SELECT min(f.created_at) AS created_at FROM items AS f
+    WHERE f.user_id = i.user_id AND f.tenant_id = i.tenant_id AND f.project = '' AND f.environment = ''
+      AND f.item_type = i.item_type AND f.key = i.key AND f.value_slot = i.value_slot
+) AS first;
+
+-- insert_store_item: a new current version of a LangGraph store key from `p_valid_from`, with its one lineage row
+-- (no conversation: the application put it); fails with 23P01 when a concurrent writer opened one first. Its
+-- item_id. Two plain INSERTs: on Citus a modifying CTE feeding an INSERT ... SELECT writes the shard through COPY,
+-- which a role bound by row-level security may not use.
+CREATE FUNCTION insert_store_item(
+    p_user_id text, p_tenant_id text, p_item_type text, p_key text, p_value_slot text, p_content text,
+    p_content_norm text, p_valid_from timestamptz, p_namespace text[], p_value jsonb, p_now timestamptz
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_item_id bigint;
+BEGIN
+    INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, valid_during,
+                       store_namespace, value, created_at, updated_at)
+    VALUES (p_user_id, p_tenant_id, p_item_type, p_key, p_value_slot, p_content, p_content_norm,
+            tstzrange(p_valid_from, NULL), p_namespace, p_value, p_now, p_now)
+    RETURNING item_id INTO v_item_id;
+    INSERT INTO item_sources (user_id, tenant_id, item_id, created_at)
+    VALUES (p_user_id, p_tenant_id, v_item_id, p_now);
+    RETURN v_item_id;
+END
+$$;

@@ -84,6 +84,47 @@ BEGIN
 END
 $$;
 
+-- "Record the app model's calls of a round": one 'app' row per answer of the round (sequences `p_first_sequence` to
+-- `p_last_sequence`) that reports its usage, priced from `p_prices` as the ledger prices (per million tokens), the
+-- model from the answer (else `p_app_model`, else 'unknown'); not counted toward the tenant's month. Read first,
+-- then written row by row through record_llm_calls: on Citus an INSERT ... SELECT writes the shard through COPY,
+-- which a role bound by row-level security may not use.
+CREATE FUNCTION record_app_calls(
+    p_tenant_id text, p_user_id text, p_conversation_id text, p_first_sequence integer, p_last_sequence integer,
+    p_app_model text, p_prices jsonb, p_now timestamptz
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_calls jsonb;
+BEGIN
+    SELECT jsonb_agg(jsonb_build_object(
+               'purpose', 'app', 'model', a.model, 'input_tokens', a.input_tokens, 'output_tokens', a.output_tokens,
+               'cost', (a.input_tokens * COALESCE((p.price ->> 'input')::numeric, 0)
+                        + a.output_tokens * COALESCE((p.price ->> 'output')::numeric, 0)) / 1000000,
+               'priced', p.price IS NOT NULL))
+    INTO v_calls
+    FROM (
+        SELECT COALESCE(NULLIF(m.message #>> '{data,response_metadata,model_name}', ''),
+                        NULLIF(m.message #>> '{data,response_metadata,model}', ''),
+                        p_app_model, 'unknown') AS model,
+               greatest(COALESCE((m.message #>> '{data,usage_metadata,input_tokens}')::integer, 0), 0) AS input_tokens,
+               greatest(COALESCE((m.message #>> '{data,usage_metadata,output_tokens}')::integer, 0), 0) AS output_tokens
+        FROM messages AS m
+        WHERE m.user_id = p_user_id AND m.conversation_id = p_conversation_id
+          AND m.sequence_number BETWEEN p_first_sequence AND p_last_sequence
+          AND m.role = 'assistant' AND jsonb_typeof(m.message #> '{data,usage_metadata}') = 'object'
+    ) AS a
+    CROSS JOIN LATERAL (SELECT p_prices -> a.model AS price) AS p;
+    IF v_calls IS NULL THEN
+        RETURN 0;
+    END IF;
+    RETURN record_llm_calls(p_tenant_id, p_user_id, p_now, v_calls);
+END
+$$;
+
 -- A round start is two steps, in this order (begin_round, below, runs both; each is also a named query of its own).
 -- take_round_lease: when the conversation's recorded owner is the caller's (tenant, user), take its lease unless
 -- another round holds a live one. One row: the owner (null when the thread has none yet: the caller claims it with

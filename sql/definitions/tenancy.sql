@@ -1,6 +1,26 @@
 -- Rules of row-level security and of the monthly cost ceiling, defined once (re-created with every definitions
 -- file when one of them changes: memory_agent/db/migrate.py).
 
+-- "Name the transaction's tenant": row-level security filters the rest of the transaction by `p_tenant_id` ('': no
+-- row at all). A SET LOCAL statement, not set_config(): on Citus, where the policies are checked again on the
+-- shards, only a SET LOCAL statement run with citus.propagate_set_commands = 'local' travels to the workers (with
+-- the BEGIN of every worker connection the transaction opens later; nothing for the ones it opens before a
+-- savepoint is released, hence: name the tenant first). citus.select_opens_transaction_block keeps a read's worker
+-- connections in the transaction, where the setting is. No SET clause on the function: it would undo the SET
+-- LOCAL on return. On a server without Citus the two citus settings are not defined and are left alone.
+CREATE FUNCTION name_transaction_tenant(p_tenant_id text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF current_setting('citus.propagate_set_commands', true) IS NOT NULL THEN
+        PERFORM set_config('citus.propagate_set_commands', 'local', true);
+        PERFORM set_config('citus.select_opens_transaction_block', 'on', true);
+    END IF;
+    EXECUTE format('SET LOCAL memory_agent.tenant_id = %L', p_tenant_id);
+END
+$$;
+
 -- "The tenant of a key": the one read made before any tenant is named (an HTTP request's credentials). It runs as
 -- the owner of the schema (SECURITY DEFINER) so that a role bound by row-level security can resolve a key, and
 -- answers that one question: a key hash in, its tenant out (no row: unknown or revoked). Every other read or
@@ -58,5 +78,24 @@ BEGIN
         RETURNING r.reservation_id INTO v_id;
     END IF;
     RETURN QUERY SELECT v_id, v_spent, v_reserved;
+END
+$$;
+
+-- "Settle a reservation": the calls it was made for are recorded (record_llm_calls) and the reservation ends, in one
+-- call: their actual cost replaces the estimate held for them, with no moment where neither counts. A function, not
+-- a statement that joins the DELETE to the call: Citus sends such a statement whole to the worker of the
+-- reservation's shard, and the calls' rows are then written from there, through connections that carry none of the
+-- transaction's settings (row-level security's tenant among them).
+CREATE FUNCTION settle_budget(
+    p_tenant_id text, p_user_id text, p_now timestamptz, p_calls jsonb, p_reservation_id bigint
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM budget_reservations
+    WHERE user_id = '' AND tenant_id = p_tenant_id AND reservation_id = p_reservation_id;
+    RETURN record_llm_calls(p_tenant_id, p_user_id, p_now, p_calls);
 END
 $$;

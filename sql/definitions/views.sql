@@ -336,11 +336,27 @@ LEFT JOIN LATERAL (
     WHERE m.user_id = c.user_id AND m.conversation_id = c.conversation_id
 ) AS versions ON true;
 
--- The whole database in one row: the numbers `memory-agent stats` opens with.
--- summary_token_share: summarizer tokens / (summarizer tokens + chat-model context tokens of every round).
--- structured_rate: completed versions with at least one structured item / completed versions.
-CREATE VIEW memory_health_totals WITH (security_invoker = true) AS
-WITH summaries AS (
+-- Every round_metrics row in one pass: rounds, fallback and truncation shares, chat-model context tokens. A part
+-- of memory_health_totals, and what `memory-agent stats` reads of round_metrics (health_round_totals).
+CREATE VIEW memory_round_totals WITH (security_invoker = true) AS
+SELECT count(*) AS rounds,
+       round(avg((retrieval_path = 'raw')::int), 4) AS fallback_share,
+       round(avg(truncated::int), 4) AS truncation_share,
+       COALESCE(sum(context_tokens), 0) AS context_tokens
+FROM round_metrics;
+
+-- Every memory row in one pass: outcomes, failure rate, generation p50/p95 (one sort), tokens, compression, and
+-- the structured rate (completed versions with at least one item in their five lists). A part of
+-- memory_health_totals, and what `memory-agent stats` reads of memory (health_summary_totals).
+CREATE VIEW memory_summary_totals WITH (security_invoker = true) AS
+SELECT completed, failed, processing,
+       round(failed::numeric / NULLIF(completed + failed, 0), 4) AS failure_rate,
+       generation_ms[1] AS generation_p50_ms,
+       generation_ms[2] AS generation_p95_ms,
+       input_tokens, output_tokens,
+       round(input_tokens::numeric / NULLIF(output_tokens, 0), 4) AS compression_ratio,
+       round(structured::numeric / NULLIF(completed, 0), 4) AS structured_rate
+FROM (
     SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
            count(*) FILTER (WHERE status = 'failed') AS failed,
            count(*) FILTER (WHERE status = 'processing') AS processing,
@@ -348,18 +364,16 @@ WITH summaries AS (
                OR items @? '$.decisions[*]' OR items @? '$.todos[*]' OR items @? '$.entities[*]')) AS structured,
            COALESCE(sum(input_tokens) FILTER (WHERE status = 'completed'), 0) AS input_tokens,
            COALESCE(sum(output_tokens) FILTER (WHERE status = 'completed'), 0) AS output_tokens,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY generation_time_ms)
-               FILTER (WHERE status = 'completed') AS generation_p50_ms,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY generation_time_ms)
-               FILTER (WHERE status = 'completed') AS generation_p95_ms
+           percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY generation_time_ms)
+               FILTER (WHERE status = 'completed') AS generation_ms
     FROM memory
-), rounds AS (
-    SELECT count(*) AS rounds,
-           round(avg((retrieval_path = 'raw')::int), 4) AS fallback_share,
-           round(avg(truncated::int), 4) AS truncation_share,
-           COALESCE(sum(context_tokens), 0) AS context_tokens
-    FROM round_metrics
-), lag AS (
+) AS summaries;
+
+-- The whole database in one row: the numbers `memory-agent stats` opens with.
+-- summary_token_share: summarizer tokens / (summarizer tokens + chat-model context tokens of every round).
+-- structured_rate: completed versions with at least one structured item / completed versions.
+CREATE VIEW memory_health_totals WITH (security_invoker = true) AS
+WITH lag AS (
     SELECT count(*) AS conversations,
            max(summary_lag) AS max_summary_lag,
            round(avg(summary_lag), 2) AS avg_summary_lag,
@@ -371,7 +385,7 @@ SELECT lag.conversations,
        summaries.completed,
        summaries.failed,
        summaries.processing,
-       round(summaries.failed::numeric / NULLIF(summaries.completed + summaries.failed, 0), 4) AS failure_rate,
+       summaries.failure_rate,
        lag.max_summary_lag,
        lag.avg_summary_lag,
        rounds.fallback_share,
@@ -380,14 +394,14 @@ SELECT lag.conversations,
        summaries.generation_p95_ms,
        summaries.input_tokens,
        summaries.output_tokens,
-       round(summaries.input_tokens::numeric / NULLIF(summaries.output_tokens, 0), 4) AS compression_ratio,
+       summaries.compression_ratio,
        rounds.context_tokens,
        round((summaries.input_tokens + summaries.output_tokens)::numeric
              / NULLIF(summaries.input_tokens + summaries.output_tokens + rounds.context_tokens, 0), 4)
            AS summary_token_share,
        lag.stuck,
-       round(summaries.structured::numeric / NULLIF(summaries.completed, 0), 4) AS structured_rate
-FROM summaries, rounds, lag;
+       summaries.structured_rate
+FROM memory_summary_totals AS summaries, memory_round_totals AS rounds, lag;
 
 -- The evolution plan's weekly report, adapted to rounds: fallback share (raw path), truncation share,
 -- p95 latency, summary lag at round start (see round_context), and what summaries cost that week.

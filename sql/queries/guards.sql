@@ -6,13 +6,9 @@
 SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb) AS recorded;
 
 -- settle_budget --
--- record_llm_calls for the calls of a reservation, and the reservation's end, in one statement: their actual cost
--- replaces the estimate held for them, with no moment where neither counts.
-WITH settled AS (
-    DELETE FROM budget_reservations
-    WHERE user_id = '' AND tenant_id = %(tenant_id)s AND reservation_id = %(reservation_id)s
-)
-SELECT record_llm_calls(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb) AS recorded;
+-- record_llm_calls for the calls of a reservation, and the reservation's end, in one statement (settle_budget,
+-- sql/definitions).
+SELECT settle_budget(%(tenant_id)s, %(user_id)s, %(now)s, %(calls)s::jsonb, %(reservation_id)s) AS recorded;
 
 -- reserve_budget --
 -- Hold a model call's estimated cost against the tenant's monthly ceiling (reserve_budget, sql/definitions): the
@@ -72,22 +68,7 @@ WHERE (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
 ORDER BY week_start DESC, tenant_id;
 
 -- record_app_calls --
--- Round end: the app model's answers of the round that report their usage, priced from `prices` (as the ledger).
-WITH answers AS (
-    SELECT COALESCE(NULLIF(m.message #>> '{data,response_metadata,model_name}', ''),
-                    NULLIF(m.message #>> '{data,response_metadata,model}', ''),
-                    %(app_model)s::text, 'unknown') AS model,
-           COALESCE((m.message #>> '{data,usage_metadata,input_tokens}')::integer, 0) AS input_tokens,
-           COALESCE((m.message #>> '{data,usage_metadata,output_tokens}')::integer, 0) AS output_tokens
-    FROM messages AS m
-    WHERE m.user_id = %(user_id)s AND m.conversation_id = %(conversation_id)s
-      AND m.sequence_number BETWEEN %(first_sequence)s AND %(last_sequence)s
-      AND m.role = 'assistant' AND jsonb_typeof(m.message #> '{data,usage_metadata}') = 'object'
-)
-INSERT INTO llm_calls (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
-SELECT %(user_id)s, %(tenant_id)s, 'app', a.model, greatest(a.input_tokens, 0), greatest(a.output_tokens, 0),
-       (greatest(a.input_tokens, 0) * COALESCE((p.price ->> 'input')::numeric, 0)
-        + greatest(a.output_tokens, 0) * COALESCE((p.price ->> 'output')::numeric, 0)) / 1000000,
-       p.price IS NOT NULL, %(now)s
-FROM answers AS a
-CROSS JOIN LATERAL (SELECT %(prices)s::jsonb -> a.model AS price) AS p;
+-- Round end: the app model's answers of the round that report their usage, priced from `prices` (as the ledger;
+-- record_app_calls, sql/definitions).
+SELECT record_app_calls(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(first_sequence)s, %(last_sequence)s,
+                        %(app_model)s, %(prices)s::jsonb, %(now)s) AS recorded;

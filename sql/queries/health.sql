@@ -4,8 +4,9 @@
 -- The views memory_health and memory_health_totals (sql/definitions/views.sql) answer the same questions for a
 -- reader in psql, but computing memory_health for every conversation costs several index probes per conversation
 -- and `stats` used to fetch all of it to keep twenty rows. Here each table is read once, in one aggregate pass:
--- round_metrics, memory, and the conversations, where the served memory of each (latest_memory, the rule every
--- reader applies) is one index-only probe and the same pass picks the most lagging by ORDER BY ... LIMIT. Only
+-- round_metrics and memory (memory_round_totals and memory_summary_totals, the views memory_health_totals is made
+-- of), and the conversations, where the served memory of each (latest_memory, the rule every reader applies) is
+-- one index-only probe and the same pass picks the most lagging by ORDER BY ... LIMIT. Only
 -- those get their memory_health rows (health_conversations); the per-model rows are summary_model_stats'. The
 -- three passes are independent, so observability.health() runs them at once on separate connections and puts the
 -- totals row together in memory_health_totals' column order. Stuck rows follow the timeout given
@@ -13,39 +14,17 @@
 -- of rows that function returns, which health() fetches anyway.
 
 -- health_round_totals --
--- Every round_metrics row in one pass: rounds, fallback and truncation shares, chat-model context tokens.
-SELECT count(*) AS rounds,
-       round(avg((retrieval_path = 'raw')::int), 4) AS fallback_share,
-       round(avg(truncated::int), 4) AS truncation_share,
-       COALESCE(sum(context_tokens), 0) AS context_tokens
-FROM round_metrics;
+-- Every round_metrics row in one pass (memory_round_totals): rounds, fallback and truncation shares, context tokens.
+SELECT * FROM memory_round_totals;
 
 -- health_sort_memory --
 -- For the rest of the transaction: memory for the percentile sorts, so that they do not spill to disk.
 SELECT set_config('work_mem', %(work_mem)s, true);
 
 -- health_summary_totals --
--- Every memory row in one pass: outcomes, failure rate, generation p50/p95 (one sort), tokens, compression, and
--- the structured rate (completed versions with at least one item in their five lists).
-SELECT completed, failed, processing,
-       round(failed::numeric / NULLIF(completed + failed, 0), 4) AS failure_rate,
-       generation_ms[1] AS generation_p50_ms,
-       generation_ms[2] AS generation_p95_ms,
-       input_tokens, output_tokens,
-       round(input_tokens::numeric / NULLIF(output_tokens, 0), 4) AS compression_ratio,
-       round(structured::numeric / NULLIF(completed, 0), 4) AS structured_rate
-FROM (
-    SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
-           count(*) FILTER (WHERE status = 'failed') AS failed,
-           count(*) FILTER (WHERE status = 'processing') AS processing,
-           count(*) FILTER (WHERE status = 'completed' AND (items @? '$.facts[*]' OR items @? '$.preferences[*]'
-               OR items @? '$.decisions[*]' OR items @? '$.todos[*]' OR items @? '$.entities[*]')) AS structured,
-           COALESCE(sum(input_tokens) FILTER (WHERE status = 'completed'), 0) AS input_tokens,
-           COALESCE(sum(output_tokens) FILTER (WHERE status = 'completed'), 0) AS output_tokens,
-           percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY generation_time_ms)
-               FILTER (WHERE status = 'completed') AS generation_ms
-    FROM memory
-) AS summaries;
+-- Every memory row in one pass (memory_summary_totals): outcomes, failure rate, generation p50/p95 (one sort),
+-- tokens, compression, the structured rate.
+SELECT * FROM memory_summary_totals;
 
 -- health_lag_totals --
 -- Every conversation in one pass: count, max and average summary lag, and the `limit` most lagging ids.

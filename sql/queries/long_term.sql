@@ -255,5 +255,6 @@ WHERE r.user_id = %(user_id)s AND r.tenant_id = %(tenant_id)s AND r.recall_hits 
                              WHERE b.user_id = %(user_id)s AND b.summary_id = (h ->> 'batch_summary_id')::bigint)));
 
 -- set_tenant --
--- Name the tenant row-level security filters by, until the end of the transaction (SET LOCAL).
-SELECT set_config('memory_agent.tenant_id', %(tenant_id)s, true);
+-- Name the tenant row-level security filters by, until the end of the transaction (SET LOCAL; on Citus on the
+-- workers too: name_transaction_tenant, sql/definitions).
+SELECT name_transaction_tenant(%(tenant_id)s);

@@ -149,3 +149,8 @@ SELECT EXISTS (
 -- citus_sequential_modify --
 -- On Citus, one connection per node for the rest of the transaction (a placeholder setting without citus).
 SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
+
+-- citus_propagates_set_local --
+-- Whether this Citus carries a transaction's SET LOCAL statements to its workers (citus.propagate_set_commands):
+-- how a role bound by row-level security names its tenant there (name_transaction_tenant, sql/definitions).
+SELECT current_setting('citus.propagate_set_commands', true) IS NOT NULL AS propagates;

@@ -24,28 +24,16 @@ UPDATE items SET updated_at = GREATEST(updated_at, %(now)s)
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s;
 
 -- store_insert --
--- A new current version of a store key from `valid_from`, with one lineage row (no conversation: the application put it).
-WITH inserted AS (
-    INSERT INTO items (user_id, tenant_id, item_type, key, value_slot, content, content_norm, valid_during,
-                       store_namespace, value, created_at, updated_at)
-    VALUES (%(user_id)s, %(tenant_id)s, %(item_type)s, %(key)s, %(value_slot)s, %(content)s, %(content_norm)s,
-            tstzrange(%(valid_from)s, NULL), %(namespace)s::text[], %(value)s::jsonb, %(now)s, %(now)s)
-    RETURNING item_id
-), lineage AS (
-    INSERT INTO item_sources (user_id, tenant_id, item_id, created_at)
-    SELECT %(user_id)s, %(tenant_id)s, item_id, %(now)s FROM inserted
-)
-SELECT item_id FROM inserted;
+-- A new current version of a store key from `valid_from`, with one lineage row (no conversation: the application put
+-- it): insert_store_item, sql/definitions.
+SELECT insert_store_item(%(user_id)s, %(tenant_id)s, %(item_type)s, %(key)s, %(value_slot)s, %(content)s,
+                         %(content_norm)s, %(valid_from)s, %(namespace)s::text[], %(value)s::jsonb,
+                         %(now)s) AS item_id;
 
 -- store_get --
--- The current version of a store key; created_at is when its first version was put.
-SELECT i.store_namespace AS namespace, i.key, i.value, first.created_at, i.updated_at
-FROM items AS i
-CROSS JOIN LATERAL (
-    SELECT min(f.created_at) AS created_at FROM items AS f
-    WHERE f.user_id = i.user_id AND f.tenant_id = i.tenant_id AND f.project = '' AND f.environment = ''
-      AND f.item_type = i.item_type AND f.key = i.key AND f.value_slot = i.value_slot
-) AS first
+-- The current version of a store key; created_at is when its first version was put (item_versions).
+SELECT i.store_namespace AS namespace, i.key, i.value, i.first_put_at AS created_at, i.updated_at
+FROM item_versions AS i
 WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.project = '' AND i.environment = ''
   AND i.item_type = %(item_type)s AND i.key = %(key)s AND i.value_slot = %(value_slot)s
   AND upper_inf(i.valid_during);
@@ -60,7 +48,7 @@ ORDER BY item_id;
 -- store_search --
 -- A user's current store rows under a namespace prefix whose fields equal the filter's; with a query, those whose text matches (full text on OR-ed terms, or trigram word similarity, or the query as a substring), best first.
 WITH matched AS (
-    SELECT i.item_id, i.store_namespace, i.key, i.value, i.updated_at, i.item_type, i.value_slot,
+    SELECT i.item_id, i.store_namespace, i.key, i.value, i.updated_at,
            ts_rank_cd(to_tsvector(%(config)s::regconfig, left(i.content, 100000)), q.terms) AS fts_score,
            to_tsvector(%(config)s::regconfig, left(i.content, 100000)) @@ q.terms AS fts_hit,
            word_similarity(%(query)s, i.content) AS trgm_score,
@@ -74,7 +62,7 @@ WITH matched AS (
           SELECT 1 FROM jsonb_each(%(filter)s::jsonb) AS f WHERE i.value -> f.key IS DISTINCT FROM f.value
       )
 ), page AS (
-    SELECT item_id, store_namespace, key, value, updated_at, item_type, value_slot,
+    SELECT item_id, store_namespace, key, value, updated_at,
            CASE WHEN %(query)s::text IS NULL THEN NULL
                 ELSE fts_score + trgm_score + CASE WHEN substring_hit THEN 1 ELSE 0 END END AS score
     FROM matched
@@ -82,14 +70,10 @@ WITH matched AS (
     ORDER BY score DESC NULLS LAST, updated_at DESC, item_id DESC
     LIMIT %(limit)s OFFSET %(offset)s
 )
-SELECT page.item_id, page.store_namespace AS namespace, page.key, page.value, first.created_at, page.updated_at,
-       page.score
+SELECT page.item_id, page.store_namespace AS namespace, page.key, page.value, v.first_put_at AS created_at,
+       page.updated_at, page.score
 FROM page
-CROSS JOIN LATERAL (
-    SELECT min(f.created_at) AS created_at FROM items AS f
-    WHERE f.user_id = %(user_id)s AND f.tenant_id = %(tenant_id)s AND f.project = '' AND f.environment = ''
-      AND f.item_type = page.item_type AND f.key = page.key AND f.value_slot = page.value_slot
-) AS first
+JOIN item_versions AS v ON v.user_id = %(user_id)s AND v.tenant_id = %(tenant_id)s AND v.item_id = page.item_id
 ORDER BY page.score DESC NULLS LAST, page.updated_at DESC, page.item_id DESC;
 
 -- store_namespaces --
@@ -102,13 +86,8 @@ ORDER BY 1;
 -- store_rows_by_id --
 -- Of the given items of a user, those put through the store, as the store shows them (what recall found is
 -- shown as put when it was put there); created_at is when the key's first version was put.
-SELECT i.item_id, i.store_namespace AS namespace, i.key, i.value, first.created_at, i.updated_at
-FROM items AS i
-CROSS JOIN LATERAL (
-    SELECT min(f.created_at) AS created_at FROM items AS f
-    WHERE f.user_id = i.user_id AND f.tenant_id = i.tenant_id AND f.project = '' AND f.environment = ''
-      AND f.item_type = i.item_type AND f.key = i.key AND f.value_slot = i.value_slot
-) AS first
+SELECT i.item_id, i.store_namespace AS namespace, i.key, i.value, i.first_put_at AS created_at, i.updated_at
+FROM item_versions AS i
 WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.item_id = ANY(%(item_ids)s::bigint[])
   AND i.store_namespace IS NOT NULL;
 

@@ -21,13 +21,27 @@ SET synchronous_commit = off;
 -- For the session: no per-row foreign-key triggers (the rows are consistent by construction); superuser only.
 SET session_replication_role = replica;
 
--- scale_conversations --
--- One conversations row per conversation, created over the last 60 days.
-INSERT INTO conversations (tenant_id, user_id, conversation_id, next_sequence, round_count, created_at, updated_at)
-SELECT 'default', format('user-%%s', i / 5), format('conv-%%s', lpad(i::text, 7, '0')), 2 * %(rounds)s, %(rounds)s,
-       now() - make_interval(days => i %% 60, mins => i %% 1440),
-       now() - make_interval(days => i %% 60, mins => i %% 1440) + make_interval(mins => %(rounds)s)
+-- scale_plan --
+-- Each conversation's plan, read by the blocks below: its user and id, its number k of completed memory versions,
+-- when its first round started. A temporary table of the session, which the blocks run in.
+CREATE TEMPORARY TABLE scale_plan (
+    i integer PRIMARY KEY, user_id text, conversation_id text, k integer, started timestamptz
+);
+
+-- scale_plan_rows --
+-- Conversation i (the header's rules): user-<i / 5>, conv-<i, 7 digits>, k, started over the last 60 days.
+INSERT INTO scale_plan (i, user_id, conversation_id, k, started)
+SELECT i, format('user-%%s', i / 5), format('conv-%%s', lpad(i::text, 7, '0')),
+       CASE WHEN i %% 10 = 0 THEN 0 ELSE LEAST(1 + i %% 4, (%(rounds)s - 1) / 2) END,
+       now() - make_interval(days => i %% 60, mins => i %% 1440)
 FROM generate_series(1, %(conversations)s) AS i;
+
+-- scale_conversations --
+-- One conversations row per conversation, created when its first round started.
+INSERT INTO conversations (tenant_id, user_id, conversation_id, next_sequence, round_count, created_at, updated_at)
+SELECT 'default', user_id, conversation_id, 2 * %(rounds)s, %(rounds)s, started,
+       started + make_interval(mins => %(rounds)s)
+FROM scale_plan;
 
 -- scale_owners --
 -- Who owns each conversation id (five conversations per user).
@@ -38,28 +52,23 @@ SELECT conversation_id, tenant_id, user_id FROM conversations;
 -- The user message and the assistant reply of every round, as message_to_dict stores them.
 INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content, message,
                       created_at)
-SELECT 'default', format('user-%%s', i / 5), format('conv-%%s', lpad(i::text, 7, '0')), 2 * (r - 1) + a, r,
+SELECT 'default', p.user_id, p.conversation_id, 2 * (r - 1) + a, r,
        CASE a WHEN 0 THEN 'user' ELSE 'assistant' END,
        text,
        jsonb_build_object('type', kind, 'data',
-                          jsonb_build_object('content', text, 'type', kind, 'id', format('m-%%s-%%s-%%s', i, r, a))),
-       now() - make_interval(days => i %% 60, mins => i %% 1440) + make_interval(mins => r)
-FROM generate_series(1, %(conversations)s) AS i
+                          jsonb_build_object('content', text, 'type', kind, 'id', format('m-%%s-%%s-%%s', p.i, r, a))),
+       p.started + make_interval(mins => r)
+FROM scale_plan AS p
 CROSS JOIN generate_series(1, %(rounds)s) AS r
 CROSS JOIN generate_series(0, 1) AS a
 CROSS JOIN LATERAL (
     SELECT CASE a WHEN 0 THEN 'human' ELSE 'ai' END AS kind,
-           CASE a WHEN 0 THEN format('message %%s of conversation %%s', r, i) ELSE format('reply %%s', r) END AS text
+           CASE a WHEN 0 THEN format('message %%s of conversation %%s', r, p.i) ELSE format('reply %%s', r) END AS text
 ) AS m;
 
 -- scale_memory --
 -- Completed versions, then a failed one and a processing one where the plan above puts them.
-WITH plan AS (
-    SELECT i, format('user-%%s', i / 5) AS user_id, format('conv-%%s', lpad(i::text, 7, '0')) AS conversation_id,
-           CASE WHEN i %% 10 = 0 THEN 0 ELSE LEAST(1 + i %% 4, (%(rounds)s - 1) / 2) END AS k,
-           now() - make_interval(days => i %% 60, mins => i %% 1440) AS started
-    FROM generate_series(1, %(conversations)s) AS i
-), versions AS (
+WITH versions AS (
     SELECT p.user_id, p.conversation_id, (p.i - 1) * 8 + j AS memory_id, 'completed' AS status,
            GREATEST(0, 4 * j - 14) AS start_sequence, 4 * j - 1 AS end_sequence,
            CASE WHEN j > 1 THEN (p.i - 1) * 8 + j - 1 END AS base_memory_id,
@@ -68,7 +77,7 @@ WITH plan AS (
            CASE p.i %% 3 WHEN 0 THEN 'model-b' ELSE 'model-a' END AS model_name,
            400 + (p.i + j) %% 300 AS input_tokens, 60 + (p.i * j) %% 80 AS output_tokens,
            NULL::text AS error, NULL::timestamptz AS started_at
-    FROM plan AS p
+    FROM scale_plan AS p
     CROSS JOIN LATERAL generate_series(1, p.k) AS j
     UNION ALL
     SELECT p.user_id, p.conversation_id, (p.i - 1) * 8 + 6, 'failed',
@@ -77,7 +86,7 @@ WITH plan AS (
            p.started + make_interval(mins => 2 * p.k + 1), NULL,
            CASE WHEN p.i %% 20 = 3 THEN 'model-b' END, NULL, NULL,
            'model call failed: timeout', NULL
-    FROM plan AS p
+    FROM scale_plan AS p
     WHERE p.i %% 20 IN (3, 10) AND 4 * p.k + 3 <= 2 * %(rounds)s - 1
     UNION ALL
     SELECT p.user_id, p.conversation_id, (p.i - 1) * 8 + 7, 'processing',
@@ -86,7 +95,7 @@ WITH plan AS (
            now() - CASE WHEN p.i %% 1000 = 7 THEN interval '2 hours' ELSE interval '3 seconds' END,
            NULL, NULL, NULL, NULL, NULL,
            now() - CASE WHEN p.i %% 1000 = 7 THEN interval '1 hour' ELSE interval '2 seconds' END
-    FROM plan AS p
+    FROM scale_plan AS p
     WHERE p.i %% 50 = 7
 )
 INSERT INTO memory (tenant_id, user_id, conversation_id, memory_id, memory_text, start_sequence, end_sequence, base_memory_id, status,
@@ -109,14 +118,9 @@ SELECT setval(pg_get_serial_sequence('memory', 'memory_id'), (SELECT max(memory_
 
 -- scale_round_metrics --
 -- One metrics row per round: version j served from round 2j+1 on, the raw path before the first one.
-WITH plan AS (
-    SELECT i, format('user-%%s', i / 5) AS user_id, format('conv-%%s', lpad(i::text, 7, '0')) AS conversation_id,
-           CASE WHEN i %% 10 = 0 THEN 0 ELSE LEAST(1 + i %% 4, (%(rounds)s - 1) / 2) END AS k,
-           now() - make_interval(days => i %% 60, mins => i %% 1440) AS started
-    FROM generate_series(1, %(conversations)s) AS i
-), rounds AS (
+WITH rounds AS (
     SELECT p.i, p.user_id, p.conversation_id, p.started, r, LEAST(p.k, (r - 1) / 2) AS j
-    FROM plan AS p
+    FROM scale_plan AS p
     CROSS JOIN generate_series(1, %(rounds)s) AS r
 ), ranges AS (
     SELECT rounds.*,

@@ -15,7 +15,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory_agent import MemoryService, MemorySettings
+from tests.conftest import memory_factory
 
 CITUS_URL_VARIABLE = "MEMORY_AGENT_TEST_CITUS_URL"
 SKIP_REASON = (
@@ -59,22 +59,10 @@ def schema(citus_url: str) -> Iterator[str]:
 @pytest.fixture
 async def open_memory(citus_url: str, schema: str) -> AsyncIterator[Callable[..., Any]]:
     """open_memory(model=..., **settings) -> an open MemoryService on the test's schema of the cluster."""
-    opened: list[MemoryService] = []
-
-    async def factory(model: Any = None, embedder: Any = None, **overrides: Any) -> MemoryService:
-        overrides.setdefault("database_url", citus_url)
-        overrides.setdefault("db_schema", schema)
-        overrides.setdefault("drain_timeout_s", 10)
-        # ANALYZE of a distributed table reads every shard: not on a round's way (docs/scaling.md).
-        overrides.setdefault("analyze_interval_s", 0)
-        service = MemoryService.from_settings(MemorySettings(**overrides), model=model, embeddings=embedder)
-        await service.aopen()
-        opened.append(service)
-        return service
-
-    yield factory
-    for service in opened:
-        await service.aclose(timeout=0.5)
+    # ANALYZE of a distributed table reads every shard: not on a round's way (docs/scaling.md).
+    settings = dict(database_url=citus_url, db_schema=schema, drain_timeout_s=10, analyze_interval_s=0)
+    async with memory_factory(**settings) as factory:
+        yield factory
 
 
 def query(url: str, schema: str, statement: str | sql.Composable, params: Any = None) -> list[tuple[Any, ...]]:

@@ -3,18 +3,11 @@ with summaries made by both executors."""
 
 from __future__ import annotations
 
-import uuid
-
-import psycopg
-import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryMiddleware, with_memory
 from memory_agent.db.connect import migrate_database
-from memory_agent.errors import ConfigurationError
 from memory_agent.llm.offline import OfflineSummaryModel
 from tests.citus.conftest import query
 from tests.integration.agent_support import ToolScriptModel, lookup, shout
@@ -160,30 +153,3 @@ async def test_summaries_as_procrastinate_jobs(open_memory, citus_url, schema):
     # The job's work was done: every completed version has its text and the items it extracted.
     assert query(citus_url, schema, "SELECT count(*) FROM memory WHERE memory_text = ''") == [(0,)]
     assert query(citus_url, schema, "SELECT count(DISTINCT user_id) FROM items") == [(len(USERS),)]
-
-
-async def test_a_role_bound_by_row_level_security_is_refused_with_the_reason(open_memory, citus_url, schema):
-    """Row-level security names the tenant per session on the coordinator, and Citus checks the policies on the
-    workers, which never see it: a role bound by the policies would read nothing and write nothing. The service
-    refuses to open for it, saying what to do, instead of serving empty rounds."""
-    owner = await open_memory()
-    await owner.aclose()
-    role, password = f"ma_app_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
-    ident = sql.Identifier(role)
-    with psycopg.connect(citus_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(ident, sql.Literal(password)))
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), ident))
-        conn.execute(
-            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {} TO {}").format(
-                sql.Identifier(schema), ident
-            )
-        )
-    try:
-        params = conninfo_to_dict(citus_url)
-        params.update(user=role, password=password)
-        with pytest.raises(ConfigurationError, match="row-level security binds this role.*Citus"):
-            await open_memory(database_url=make_conninfo(**params), auto_migrate=False)
-    finally:
-        with psycopg.connect(citus_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP OWNED BY {}").format(ident))
-            conn.execute(sql.SQL("DROP ROLE {}").format(ident))

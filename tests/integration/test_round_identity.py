@@ -22,20 +22,7 @@ from langgraph.types import Command
 
 from memory_agent import MemoryMiddleware, with_memory
 from tests.conftest import query
-from tests.integration.agent_support import ToolScriptModel, approval_graph, assert_tool_pairs, lookup
-
-
-def config(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}}
-
-
-def stored(url: str, thread: str) -> list[tuple[int, int, str, str]]:
-    return query(
-        url,
-        "SELECT sequence_number, round_number, role, content FROM messages WHERE conversation_id = %s"
-        " ORDER BY sequence_number",
-        [thread],
-    )
+from tests.integration.agent_support import ToolScriptModel, approval_graph, assert_tool_pairs, config, lookup, stored
 
 
 class ScriptedGraph:
@@ -62,6 +49,23 @@ class ScriptedGraph:
 def finish(text: str) -> str:
     """Answer directly with a text."""
     return f"done: {text}"
+
+
+async def cancelled_metrics(
+    task: asyncio.Task[Any], started: asyncio.Event, database_url: str, columns: str, thread: str
+) -> list[tuple[Any, ...]]:
+    """Cancel `task` once its round has `started`; the `columns` of the metrics row the cancellation left."""
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    statement = f"SELECT {columns} FROM round_metrics WHERE conversation_id = %s"
+    for _ in range(100):
+        rows = query(database_url, statement, (thread,))
+        if rows:
+            break
+        await asyncio.sleep(0.05)
+    return rows
 
 
 async def test_with_memory_and_checkpointer_round_ending_on_tool_call_is_stored_once(open_memory, database_url):
@@ -263,15 +267,7 @@ async def test_cancelled_round_leaves_a_metrics_row(open_memory, database_url):
     builder.add_edge(START, "slow")
     app = with_memory(builder.compile(), memory)
     task = asyncio.create_task(app.ainvoke({"messages": [HumanMessage("hi")]}, config("t8")))
-    await asyncio.wait_for(started.wait(), 10)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    for _ in range(100):
-        rows = query(database_url, "SELECT error_stage, round_number FROM round_metrics WHERE conversation_id = 't8'")
-        if rows:
-            break
-        await asyncio.sleep(0.05)
+    rows = await cancelled_metrics(task, started, database_url, "error_stage, round_number", "t8")
     assert rows == [("cancelled", None)]
     assert stored(database_url, "t8") == []
 
@@ -290,13 +286,4 @@ async def test_cancelled_agent_run_leaves_a_metrics_row(open_memory, database_ur
 
     agent = create_agent(SlowModel(), [lookup], middleware=[MemoryMiddleware(memory)])
     task = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("hi")]}, config("t9")))
-    await asyncio.wait_for(started.wait(), 10)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    for _ in range(100):
-        rows = query(database_url, "SELECT error_stage FROM round_metrics WHERE conversation_id = 't9'")
-        if rows:
-            break
-        await asyncio.sleep(0.05)
-    assert rows == [("cancelled",)]
+    assert await cancelled_metrics(task, started, database_url, "error_stage", "t9") == [("cancelled",)]

@@ -145,14 +145,10 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
     assert query(database_url, "SELECT DISTINCT tenant_id FROM items") == [("globex",)]
 
 
-async def test_the_http_api_as_a_role_bound_by_the_policies(open_memory, app_role, database_url):
-    owner = await open_memory(model=OfflineSummaryModel())
-    memory = await open_memory(
-        model=OfflineSummaryModel(),
-        database_url=app_role,  # auto_migrate left on: an up-to-date schema needs no privilege to check
-        monthly_cost_ceiling=1000.0,
-        llm_prices={"offline-consolidator": {"input": 1.0, "output": 1.0}},
-    )
+async def serve_two_tenants(owner: Any, memory: Any) -> None:
+    """The HTTP API of `memory` (connected as a role bound by the policies) for two tenants' keys: each reads its
+    own items and conversations only, a consolidation call under the cost ceiling completes for acme, globex
+    forgets its user, and a bad key gets 401. `owner` (connected as the owner) wrote globex's rounds."""
     async with serve(memory) as keys:  # the bound role writes keys of the tenant it names
         acme, globex = await keys.key("acme"), await keys.key("globex")
     await say(owner, "globex-1", "ana", "globex", ["I live in Porto.", "Hi.", "Bye."])
@@ -174,6 +170,17 @@ async def test_the_http_api_as_a_role_bound_by_the_policies(open_memory, app_rol
             assert (await http.delete("/users/ana")).status_code == 200
         async with client(served, "mak_not-a-key") as http:
             assert (await http.get("/users/ana/items")).status_code == 401
+
+
+async def test_the_http_api_as_a_role_bound_by_the_policies(open_memory, app_role, database_url):
+    owner = await open_memory(model=OfflineSummaryModel())
+    memory = await open_memory(
+        model=OfflineSummaryModel(),
+        database_url=app_role,  # auto_migrate left on: an up-to-date schema needs no privilege to check
+        monthly_cost_ceiling=1000.0,
+        llm_prices={"offline-consolidator": {"input": 1.0, "output": 1.0}},
+    )
+    await serve_two_tenants(owner, memory)
     assert query(database_url, "SELECT DISTINCT tenant_id FROM items") == [("acme",)]
     assert query(database_url, "SELECT tenant_id, purpose FROM llm_calls WHERE purpose = 'consolidation'") == [
         ("acme", "consolidation")

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage
 
 from memory_agent import with_memory
 from memory_agent.conversation.context import escape_memory_text
 from tests.conftest import query
-from tests.support import EchoChat, GatedSummaryModel
-
-
-async def run_round(app, thread: str, n: int):
-    return await app.ainvoke({"messages": [HumanMessage(f"message {n}")]}, {"configurable": {"thread_id": thread}})
+from tests.support import EchoChat, GatedSummaryModel, round_after_summary_in_system_mode, run_round
 
 
 def memory_table(url: str, thread: str):
@@ -110,15 +106,7 @@ async def test_data_flow_timeline_and_memory_table_evolution(open_memory, databa
 
 
 async def test_round_after_summary_uses_memory_in_system_mode(open_memory):
-    model = GatedSummaryModel()
-    memory = await open_memory(model=model, injection_mode="system")
-    chat = EchoChat()
-    app = with_memory(chat.graph, memory)
-    for n in (1, 2, 3):
-        await run_round(app, "sys", n)
-    model.release()
-    assert await memory.drain(timeout=10)
-    result = await run_round(app, "sys", 4)
+    _, chat, result = await round_after_summary_in_system_mode(open_memory)
     seen = chat.seen[-1]
     assert seen[0].type == "system" and "message 1" in seen[0].text
     assert [m.text for m in seen[1:]] == ["message 4"]

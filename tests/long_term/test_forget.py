@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from langchain_core.messages import HumanMessage
 from psycopg import sql
@@ -166,7 +167,8 @@ async def test_forget_without_a_summarizer_deletes_the_summaries_it_touched(conn
     ]
 
 
-async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
+async def remember_three_allergies(conn: Any) -> None:
+    """Three allergies of ana (tenant t) remembered a day apart, each followed by its cluster's summary."""
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
         outcomes = await remember(
             conn,
@@ -178,6 +180,10 @@ async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
         await refresh_clusters(
             conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
         )
+
+
+async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
+    await remember_three_allergies(conn)
     await remember(
         conn,
         scope=ItemScope(tenant_id="t", user_id="ana"),
@@ -225,17 +231,7 @@ async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database
 
 
 async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
-    for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
-        outcomes = await remember(
-            conn,
-            scope=ItemScope(tenant_id="t", user_id="ana"),
-            source=ItemOrigin(conversation_id="c1", memory_id=1),
-            now=at(n),
-            items=items(facts=[("allergies", f"The user is allergic to {what}", {"single_valued": False})]),
-        )
-        await refresh_clusters(
-            conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
-        )
+    await remember_three_allergies(conn)
     before = query(database_url, "SELECT item_id, content FROM items ORDER BY item_id")
 
     class Crash(Exception):

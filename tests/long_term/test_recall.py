@@ -122,39 +122,15 @@ async def test_trigram_fallback_finds_a_misspelled_short_query(conn: Any) -> Non
 
 async def test_provenance_re_expands_to_the_source_turns(conn: Any) -> None:
     await seed(conn)
-    fact = await store_item(
-        conn,
-        scope=ItemScope(tenant_id=TENANT, user_id=USER),
-        item=StoredItem(
-            item_type="fact",
-            key="allergies",
-            content="The user is allergic to peanuts",
-            valid_from=at(0),
-            sources=[(OLD, 0)],
-        ),
-    )
-    other = await store_item(
-        conn,
-        scope=ItemScope(tenant_id=TENANT, user_id=USER),
-        item=StoredItem(
-            item_type="fact",
-            key="allergies",
-            content="The user avoids peanut oil",
-            valid_from=at(10),
-            sources=[(CURRENT, 0)],
-        ),
-    )
-    summary = await store_item(
-        conn,
-        scope=ItemScope(tenant_id=TENANT, user_id=USER),
-        item=StoredItem(
-            item_type="fact",
-            key="allergies",
-            content="Allergies: peanuts, including peanut oil",
-            valid_from=at(10),
-            is_summary=True,
-            source_item_ids=[fact, other],
-        ),
+
+    async def allergies(content: str, **item: Any) -> int:
+        stored = StoredItem(item_type="fact", key="allergies", content=content, **item)
+        return await store_item(conn, scope=ItemScope(tenant_id=TENANT, user_id=USER), item=stored)
+
+    fact = await allergies("The user is allergic to peanuts", valid_from=at(0), sources=[(OLD, 0)])
+    other = await allergies("The user avoids peanut oil", valid_from=at(10), sources=[(CURRENT, 0)])
+    summary = await allergies(
+        "Allergies: peanuts, including peanut oil", valid_from=at(10), is_summary=True, source_item_ids=[fact, other]
     )
     result = await recall(conn, tenant_id=TENANT, user_id=USER, query="allergic peanuts", conversation_id=CURRENT)
     by_id = {hit.item_ids[0]: hit for hit in result.results if hit.kind != "turn"}

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from memory_agent.evaluation import store_conversation
-from memory_agent.long_term.recall import recall
+from memory_agent.long_term.recall import RecallSettings, recall
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 
 TENANT, USER = "t1", "ana"
@@ -29,7 +29,10 @@ async def test_turns_shared_by_two_hits_are_shown_once(conn: Any) -> None:
         tenant_id=TENANT,
         user_id=USER,
     )
-    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="kayak Bergen fjord", conversation_id="new")
+    one_each_side = RecallSettings(neighbours_before=1, neighbours_after=1)
+    result = await recall(
+        conn, tenant_id=TENANT, user_id=USER, query="kayak Bergen fjord", conversation_id="new", settings=one_each_side
+    )
     turns = [hit for hit in result.results if hit.kind == "turn"]
     assert (turns[0].sequences, [s for s, _, _ in turns[0].context]) == ([1], [0, 2])
     # Turn 0 and turn 2 are shown with turn 1 already: no hit of their own. Turn 4 is new, its neighbour 3 too.

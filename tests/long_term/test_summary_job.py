@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-from memory_agent import MemoryService, MemorySettings, with_memory
+from memory_agent import MemorySettings, with_memory
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.procrastinate_executor import REFRESH_CLUSTERS_TASK, build_app
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemScope, item_history
-from tests.conftest import execute, query
+from tests.conftest import execute, memory_factory, query
 from tests.long_term.conftest import at
 from tests.support import EchoChat, GatedSummaryModel, ScriptedSummaryModel
 
@@ -34,19 +34,8 @@ class Clock:
 @pytest.fixture
 async def open_service(database_url: str) -> AsyncIterator[Callable[..., Any]]:
     """open_service(model, clock=..., **settings) -> an open MemoryService whose long-term times are `clock`'s."""
-    opened: list[MemoryService] = []
-
-    async def factory(model: Any, clock: Callable[[], datetime] | None = None, **overrides: Any) -> MemoryService:
-        overrides.setdefault("database_url", database_url)
-        overrides.setdefault("drain_timeout_s", 5)
-        service = MemoryService(MemorySettings(**overrides), model=model, clock=clock)
-        await service.aopen()
-        opened.append(service)
-        return service
-
-    yield factory
-    for service in opened:
-        await service.aclose(timeout=0.5)
+    async with memory_factory(database_url=database_url, drain_timeout_s=5) as factory:
+        yield factory
 
 
 async def say(app: Any, thread: str, texts: list[str], user: str = "ana", tenant: str | None = None) -> None:

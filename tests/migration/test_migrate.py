@@ -129,6 +129,17 @@ def test_definitions_are_recreated_when_they_change(database_url):
             )
 
 
+def migrate_command(url: str) -> subprocess.CompletedProcess[str]:
+    """`memory-agent migrate` run against `url` in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "memory_agent", "migrate"],
+        env={"MEMORY_AGENT_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_auto_migrate_off_refuses_a_schema_behind_the_code(empty_database_url):
     build_release(empty_database_url, 5)
     settings = MemorySettings(database_url=empty_database_url, auto_migrate=False)
@@ -136,23 +147,11 @@ def test_auto_migrate_off_refuses_a_schema_behind_the_code(empty_database_url):
         MemoryService.from_settings(settings).open()
     assert query(empty_database_url, "SELECT max(version) FROM schema_migrations") == [(5,)]  # nothing applied
 
-    result = subprocess.run(
-        [sys.executable, "-m", "memory_agent", "migrate"],
-        env={"MEMORY_AGENT_DATABASE_URL": empty_database_url, "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = migrate_command(empty_database_url)
     assert result.returncode == 0, result.stderr
     newest = load_migrations()[-1]
     assert "0006_user_keys.sql" in result.stdout and newest.filename in result.stdout
     with MemoryService.from_settings(settings):  # up to date: opens without migrating
         pass
-    again = subprocess.run(
-        [sys.executable, "-m", "memory_agent", "migrate"],
-        env={"MEMORY_AGENT_DATABASE_URL": empty_database_url, "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = migrate_command(empty_database_url)
     assert again.returncode == 0 and "up to date" in again.stdout, again.stdout + again.stderr

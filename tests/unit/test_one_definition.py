@@ -55,9 +55,31 @@ def test_health_reads_the_definitions_instead_of_restating_them():
     assert "latest_memory" in queries["health_lag_totals"]
     assert "JOIN memory_health " in queries["health_conversations"]
     assert "FROM summary_model_stats " in queries["health_model_stats"]
+    assert queries["health_round_totals"].strip() == "SELECT * FROM memory_round_totals"
+    assert queries["health_summary_totals"].strip() == "SELECT * FROM memory_summary_totals"
     for name, statement in queries.items():
         if name.startswith("health_"):
             # The served memory (latest_memory) and a conversation's versions (memory_health) are not restated.
             assert "end_sequence DESC" not in statement and "FROM memory AS m\n    WHERE m.user_id" not in statement, (
                 name
             )
+
+
+def test_the_store_reads_when_a_key_was_first_put_from_one_view():
+    from memory_agent import resources
+
+    queries = resources.queries()
+    for name in ("store_get", "store_search", "store_rows_by_id"):
+        assert "item_versions" in queries[name] and "min(f.created_at)" not in queries[name], name
+
+
+def test_the_http_recall_answer_carries_every_field_of_a_hit():
+    """RecalledMemory is the HTTP contract of a RecallHit (its fields described for the OpenAPI document): a field
+    added to the hit is one the route must answer with too, not one it drops in silence."""
+    import dataclasses
+
+    from memory_agent.api.recall import RecalledMemory
+    from memory_agent.long_term.recall.block import RecallHit
+
+    hit_fields = [field.name for field in dataclasses.fields(RecallHit)]
+    assert set(RecalledMemory.model_fields) == {*hit_fields, "is_summary"}

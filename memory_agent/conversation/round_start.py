@@ -1,12 +1,10 @@
-"""A round from start to end: its context at the start, the round stored whole at the end.
+"""A round's start: its context (`prepare`), read-only context (`context`), and the lease given back (`release`).
 
-Round START (`prepare`): take the conversation's lease, read the latest *completed* memory and the gap
-after it in one statement (and, beside it, recall the user's long-term memory: long_term/recall/round_start.py), and build the
-model's context (tool calls closed, memory and recalled block injected, token budget applied). The round's input is every message the caller holds that is not stored yet: stored is a fact of
-the database (message ids), not a guess from message shapes.
-Round END (`finish`): one write transaction in two round trips: the first gives the lease back, stores the round
-and reads the trigger rule's state (one statement, end_round); the second records the round's metrics, claiming a
-summary in the same statement when one is due, and commits. The new `processing` row is dispatched after commit.
+`prepare` takes the conversation's lease, reads the latest *completed* memory and the gap after it in one
+statement (and, beside it, recalls the user's long-term memory: long_term/recall/round_start.py), and builds the
+model's context (tool calls closed, memory and recalled block injected, token budget applied). The round's input
+is every message the caller holds that is not stored yet: stored is a fact of the database (message ids), not a
+guess from message shapes. The round's end is round_end.py.
 """
 
 from __future__ import annotations
@@ -27,17 +25,14 @@ from memory_agent.conversation.leases import RoundLeases
 from memory_agent.conversation.messages import (
     check_user_messages,
     serialize_round,
-    storable_text,
     validate_conversation_id,
     validate_round_input,
 )
-from memory_agent.conversation.round_rows import not_stored, round_metrics_row
-from memory_agent.conversation.trigger import SummaryTrigger
+from memory_agent.conversation.round_rows import not_stored
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.round_queries import StoredRound
 from memory_agent.long_term.recall.round_start import RoundRecall, recall_query, recalls, round_recall
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, RoundInfo, RoundSaved, SummaryClaim, TriggerResult, fingerprint
+from memory_agent.schemas import ConversationContext, RoundInfo, fingerprint
 from memory_agent.schemas.keys import ConversationKey, default_user_id
 from memory_agent.settings import MemorySettings
 
@@ -45,7 +40,7 @@ logger = logging.getLogger("memory_agent")
 
 
 @dataclass(frozen=True)
-class RoundStart:
+class StartRead:
     """What a round's start read: its lease, memory + gap (and which of the caller's messages are stored), the
     recalled block, and when the round started."""
 
@@ -56,36 +51,29 @@ class RoundStart:
     started: float
 
 
-class Rounds:
-    """Round start and end over the database. Called from any event loop: the database work runs on the
-    memory loop (`loop.arun`), the context building on the caller's."""
+class RoundStart:
+    """Round start over the database. Called from any event loop: the database work runs on the memory loop
+    (`loop.arun`), the context building on the caller's."""
 
     def __init__(
         self,
         settings: MemorySettings,
         backend: MemoryBackend,
         loop: MemoryLoop,
-        trigger: SummaryTrigger,
+        leases: RoundLeases,
         *,
         embedder: Embeddings | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.settings = settings
-        # The service's clock: the month recall checks the cost ceiling against, the app calls' ledger time.
+        # The service's clock: the month recall checks the cost ceiling against.
         self.clock = clock or (lambda: datetime.now(UTC))
         self.embedder = embedder  # recall's vector fallback; None: off
         self.backend = backend
         self.loop = loop
-        self.trigger = trigger
-        self.leases = RoundLeases(settings, backend, loop)
+        self.leases = leases
         # A bad setting is a ConfigurationError at open; None: recall is off.
         self.recall_settings = settings.recall if settings.rounds.recall else None
-        # The app model's answers go to the cost ledger once prices or the app's model are configured.
-        self.app_prices = (
-            {model: price.model_dump() for model, price in settings.guards.llm_prices.items()}
-            if settings.guards.llm_prices or settings.guards.app_model
-            else None
-        )
 
     async def context(self, key: ConversationKey, current_messages: Sequence[BaseMessage]) -> ConversationContext:
         """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
@@ -105,7 +93,7 @@ class Rounds:
         token, (context, stored_ids), recalled = await self.loop.arun(self._begin(key, checked, query, lease))
         try:
             recalled = recalled.without_window(key.conversation_id, context.gap_start_sequence)
-            return await self._prepare(key, checked, RoundStart(token, context, stored_ids, recalled, started), query)
+            return await self._prepare(key, checked, StartRead(token, context, stored_ids, recalled, started), query)
         except BaseException:
             await self.leases.give_back(key, token)
             raise
@@ -146,7 +134,7 @@ class Rounds:
         return token, loaded, await recalling if recalling is not None else RoundRecall()
 
     async def _prepare(
-        self, key: ConversationKey, messages: list[BaseMessage], start: RoundStart, query: str
+        self, key: ConversationKey, messages: list[BaseMessage], start: StartRead, query: str
     ) -> tuple[list[BaseMessage], RoundInfo]:
         settings = self.settings
         context, recalled, started = start.context, start.recalled, start.started
@@ -214,97 +202,12 @@ class Rounds:
         )
         return workflow, info
 
-    async def finish(
-        self, key: ConversationKey, messages: Sequence[BaseMessage], info: RoundInfo | None = None
-    ) -> tuple[RoundSaved | None, TriggerResult]:
-        validate_conversation_id(key.conversation_id)
-        graph_ended = time.perf_counter()
-        stored = StoredRound(*serialize_round(messages))
-        check_user_messages(messages)
-        # Shielded: a caller cancelled mid-way (client disconnect, timeout) neither half-commits the round
-        # (one transaction) nor leaves its new `processing` row without a summary until it is reclaimed.
-        return await self.loop.arun(self._finish(key, stored, info, graph_ended), shield=True)
-
-    async def _finish(
-        self,
-        key: ConversationKey,
-        stored: StoredRound,
-        info: RoundInfo | None,
-        graph_ended: float,
-    ) -> tuple[RoundSaved | None, TriggerResult]:
-        conversation_id, user_id = key.conversation_id, key.user_id
-        async with self.backend.round_transaction() as conn:
-            saved, state = await self.backend.end_round(
-                conn,
-                key,
-                stored._replace(produced=_produced(info)),
-                holder=info.lease if info is not None else None,
-                window=self.settings.memory.rolling_window_size,
-                now=self.clock(),
-            )
-            if saved is None:
-                logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
-                return None, TriggerResult(outcome="nothing_new")
-            decision = await self.trigger.decide(conn, key, saved.last_sequence, saved.first_sequence, state)
-            recorded = None
-            if info is not None:  # the metrics row claims a due summary in the same statement
-                recorded = await self.backend.insert_round_metrics(
-                    conn,
-                    round_metrics_row(info, saved, decision, graph_ended),
-                    tenant_id=key.tenant_id,
-                    user_id=user_id,
-                    claim=decision if isinstance(decision, SummaryClaim) else None,
-                    pick_up=self.trigger.pick_up,
-                )
-            if self.app_prices is not None:
-                await self.backend.record_app_calls(
-                    conn,
-                    saved,
-                    key,
-                    prices=self.app_prices,
-                    app_model=self.settings.guards.app_model,
-                    now=self.clock(),
-                )
-            trigger = None
-            if recorded is None or self.trigger.enqueues:  # the claim's id is needed before COMMIT
-                trigger = await self.trigger.claimed(conn, key, decision, recorded)
-                await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
-        if trigger is None:  # the metrics statement's reply came with COMMIT's
-            trigger = await self.trigger.claimed(None, key, decision, recorded)
-        await self.trigger.dispatch(key, trigger)
-        return saved, trigger
-
     async def release(self, info: RoundInfo) -> None:
         if info.lease is not None:
             await self.leases.release(info.key, info.lease)
-
-    async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
-        row = round_metrics_row(info, None, None)
-        row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
-        try:
-            key = info.key
-            await self.loop.arun(
-                self.backend.insert_round_metrics(None, row, tenant_id=key.tenant_id, user_id=key.user_id)
-            )
-        except Exception as exc:  # the database may be the reason the round failed
-            logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
-        if info.lease is None:
-            return
-        # It expires after round_lease_s; when kept, this process takes it over at once.
-        failure = await self.leases.give_back(info.key, info.lease)
-        if failure is not None:
-            logger.warning("Could not release the round lease of %s: %s", info.conversation_id, failure)
 
 
 def _last_stored(context: ConversationContext) -> int | None:
     """The last stored sequence when the round started: the gap's end, else the memory's (the gap is every stored
     message after it), else None (nothing stored)."""
     return context.gap_end_sequence if context.gap_end_sequence is not None else context.memory_end_sequence
-
-
-def _produced(info: RoundInfo | None) -> tuple[int, int] | None:
-    """(first position, last stored sequence at round start) of what the graph produced: the messages after the
-    round's input (persist_round's order). None without a RoundInfo: every message is checked as input."""
-    if info is None:
-        return None
-    return len(info.input_messages), -1 if info.stored_through is None else info.stored_through

@@ -1,0 +1,146 @@
+"""A round's end: the round stored whole, the trigger rule applied and the metrics recorded (`finish`), or the
+metrics row of a round that failed (`record_failed`).
+
+`finish` is one write transaction in two round trips: the first gives the lease back, stores the round and reads
+the trigger rule's state (one statement, end_round, given the StoredRound assembled here); the second records the
+round's metrics, claiming a summary in the same statement when one is due, and commits. The new `processing` row
+is dispatched after commit. The round's start is round_start.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from langchain_core.messages import BaseMessage
+
+from memory_agent.conversation.leases import RoundLeases
+from memory_agent.conversation.messages import (
+    check_user_messages,
+    serialize_round,
+    storable_text,
+    validate_conversation_id,
+)
+from memory_agent.conversation.round_rows import round_metrics_row
+from memory_agent.conversation.trigger import SummaryTrigger
+from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.round_queries import StoredRound
+from memory_agent.runtime import MemoryLoop
+from memory_agent.schemas import RoundInfo, RoundSaved, SummaryClaim, TriggerResult
+from memory_agent.schemas.keys import ConversationKey
+from memory_agent.settings import MemorySettings
+
+logger = logging.getLogger("memory_agent")
+
+
+class RoundEnd:
+    """Round end over the database, on the memory loop (`loop.arun`), shielded from the caller's cancellation."""
+
+    def __init__(
+        self,
+        settings: MemorySettings,
+        backend: MemoryBackend,
+        loop: MemoryLoop,
+        trigger: SummaryTrigger,
+        leases: RoundLeases,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.loop = loop
+        self.trigger = trigger
+        self.leases = leases
+        self.clock = clock  # the ledger time of the app model's calls, the round's `now`
+        # The app model's answers go to the cost ledger once prices or the app's model are configured.
+        self.app_prices = (
+            {model: price.model_dump() for model, price in settings.guards.llm_prices.items()}
+            if settings.guards.llm_prices or settings.guards.app_model
+            else None
+        )
+
+    async def finish(
+        self, key: ConversationKey, messages: Sequence[BaseMessage], info: RoundInfo | None = None
+    ) -> tuple[RoundSaved | None, TriggerResult]:
+        validate_conversation_id(key.conversation_id)
+        graph_ended = time.perf_counter()
+        stored = StoredRound(*serialize_round(messages))
+        check_user_messages(messages)
+        # Shielded: a caller cancelled mid-way (client disconnect, timeout) neither half-commits the round
+        # (one transaction) nor leaves its new `processing` row without a summary until it is reclaimed.
+        return await self.loop.arun(self._finish(key, stored, info, graph_ended), shield=True)
+
+    async def _finish(
+        self,
+        key: ConversationKey,
+        stored: StoredRound,
+        info: RoundInfo | None,
+        graph_ended: float,
+    ) -> tuple[RoundSaved | None, TriggerResult]:
+        conversation_id, user_id = key.conversation_id, key.user_id
+        async with self.backend.round_transaction() as conn:
+            saved, state = await self.backend.end_round(
+                conn,
+                key,
+                stored._replace(produced=_produced(info)),
+                holder=info.lease if info is not None else None,
+                window=self.settings.memory.rolling_window_size,
+                now=self.clock(),
+            )
+            if saved is None:
+                logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
+                return None, TriggerResult(outcome="nothing_new")
+            decision = await self.trigger.decide(conn, key, saved.last_sequence, saved.first_sequence, state)
+            recorded = None
+            if info is not None:  # the metrics row claims a due summary in the same statement
+                recorded = await self.backend.insert_round_metrics(
+                    conn,
+                    round_metrics_row(info, saved, decision, graph_ended),
+                    tenant_id=key.tenant_id,
+                    user_id=user_id,
+                    claim=decision if isinstance(decision, SummaryClaim) else None,
+                    pick_up=self.trigger.pick_up,
+                )
+            if self.app_prices is not None:
+                await self.backend.record_app_calls(
+                    conn,
+                    saved,
+                    key,
+                    prices=self.app_prices,
+                    app_model=self.settings.guards.app_model,
+                    now=self.clock(),
+                )
+            trigger = None
+            if recorded is None or self.trigger.enqueues:  # the claim's id is needed before COMMIT
+                trigger = await self.trigger.claimed(conn, key, decision, recorded)
+                await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
+        if trigger is None:  # the metrics statement's reply came with COMMIT's
+            trigger = await self.trigger.claimed(None, key, decision, recorded)
+        await self.trigger.dispatch(key, trigger)
+        return saved, trigger
+
+    async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
+        row = round_metrics_row(info, None, None)
+        row.update(error_stage=stage, error=storable_text(f"{type(error).__name__}: {error}")[:2000])
+        try:
+            key = info.key
+            await self.loop.arun(
+                self.backend.insert_round_metrics(None, row, tenant_id=key.tenant_id, user_id=key.user_id)
+            )
+        except Exception as exc:  # the database may be the reason the round failed
+            logger.warning("Could not record the failed round of %s: %s", info.conversation_id, exc)
+        if info.lease is None:
+            return
+        # It expires after round_lease_s; when kept, this process takes it over at once.
+        failure = await self.leases.give_back(info.key, info.lease)
+        if failure is not None:
+            logger.warning("Could not release the round lease of %s: %s", info.conversation_id, failure)
+
+
+def _produced(info: RoundInfo | None) -> tuple[int, int] | None:
+    """(first position, last stored sequence at round start) of what the graph produced: the messages after the
+    round's input (persist_round's order). None without a RoundInfo: every message is checked as input."""
+    if info is None:
+        return None
+    return len(info.input_messages), -1 if info.stored_through is None else info.stored_through
