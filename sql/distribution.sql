@@ -39,9 +39,11 @@ BEGIN
             -- Looked up by thread id before a round knows its user: keyed by the thread id, a group of its own.
             (17, 'conversation_owners', 'hash', 'conversation_id', 'none'),
             -- Small and global, read on every HTTP request: a copy on every node.
-            (18, 'api_keys', 'reference', NULL, NULL)
+            (18, 'api_keys', 'reference', NULL, NULL),
+            -- One row per embedding model (0025), read by every recall with vectors: a copy on every node.
+            (19, 'vector_centers', 'reference', NULL, NULL)
         ) AS d (ord, name, method, column_name, colocate_with)
-        -- The embedding tables exist only where pgvector is installed.
+        -- The embedding tables (and vector_centers) exist only where pgvector is installed.
         WHERE to_regclass(d.name) IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM pg_dist_partition AS p WHERE p.logicalrelid = to_regclass(d.name))
         ORDER BY d.ord

@@ -5,7 +5,9 @@ is deterministic and needs no network or model file (hashed character n-grams: t
 word pieces are near), for tests and for deployments that want the path without a model. `index_items` embeds
 the items, summaries and turns of a user that have no vector of the configured model yet; the summary job calls
 it after the version's commit (never the user's round), and `index_pending` is the periodic catch-up for items
-that call missed (a user's turns it missed are embedded at their next summary).
+that call missed (a user's turns it missed are embedded at their next summary). Each vector is stored with its
+compact copy (the signs of the vector minus its model's center: recall's first pass, 0025); `vector_center` is
+that center, the mean of the model's vectors of fixed reference texts.
 `embedder_from_setting` turns MEMORY_AGENT_EMBEDDINGS into one.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import math
 import os
 import re
@@ -26,9 +29,11 @@ from psycopg import AsyncConnection
 from memory_agent.db.connector import execute_many, execute_query, fetch_all, fetch_one
 from memory_agent.errors import ConfigurationError
 from memory_agent.long_term.recall.query_text import CJK_RUN
+from memory_agent.long_term.reference_texts import REFERENCE_TEXTS
 from memory_agent.long_term.tenancy import tenant_transaction
 
 EmbeddingsSetting = Literal["none", "hashing", "e5"]
+
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -167,6 +172,24 @@ async def vectors_available(conn: AsyncConnection[Any]) -> bool:
     return bool(row and row["available"])
 
 
+async def vector_center(conn: AsyncConnection[Any], embedder: Embeddings) -> list[float]:
+    """The center of `embedder`'s vectors, stored once per model (the first writer's; every writer computes the
+    same): the mean of its vectors of REFERENCE_TEXTS. The compact copies of the model's vectors are the signs of
+    each vector minus it."""
+    keys = {"model": model_name(embedder)}
+    async with conn.transaction():  # no tenant's row: a model's center holds no user's data
+        row = await fetch_one(conn, "vector_center", keys)
+    if row is None:
+        vectors = await embedder.aembed_documents(list(REFERENCE_TEXTS))
+        mean = [math.fsum(column) / len(vectors) for column in zip(*vectors, strict=True)]
+        async with conn.transaction():
+            await execute_query(conn, "save_vector_center", {**keys, "center": to_vector_literal(mean)})
+        async with conn.transaction():
+            row = await fetch_one(conn, "vector_center", keys)
+    assert row is not None  # written above, or by a concurrent writer first
+    return [float(v) for v in json.loads(row["center"])]
+
+
 async def index_items(
     conn: AsyncConnection[Any], *, tenant_id: str, user_id: str, embedder: Embeddings, batch: int = 128
 ) -> int:
@@ -182,14 +205,18 @@ async def index_items(
         raise ConfigurationError(f"index_items batch must be >= 1, got {batch}")
     if not await vectors_available(conn):
         return 0
+    center = await vector_center(conn, embedder)
     keys = {"tenant_id": tenant_id, "user_id": user_id, "model": model_name(embedder), "batch": batch}
+    async with tenant_transaction(conn, tenant_id):  # the compact copies of vectors stored before they existed
+        for fill in ("fill_item_bits", "fill_turn_bits"):
+            await execute_query(conn, fill, keys)
     written = 0
     for read, save, key_columns in (
         ("items_to_embed", "save_item_embedding", ("item_id",)),
         ("turns_to_embed", "save_turn_embedding", ("conversation_id", "sequence_number")),
     ):
         while True:
-            rows = await _embed_batch(conn, embedder, read, keys, key_columns)
+            rows = await _embed_batch(conn, embedder, read, keys, key_columns, to_vector_literal(center))
             if rows:
                 async with tenant_transaction(conn, tenant_id):
                     await execute_many(conn, save, rows)
@@ -200,10 +227,16 @@ async def index_items(
 
 
 async def _embed_batch(
-    conn: AsyncConnection[Any], embedder: Embeddings, read: str, keys: dict[str, Any], key_columns: tuple[str, ...]
+    conn: AsyncConnection[Any],
+    embedder: Embeddings,
+    read: str,
+    keys: dict[str, Any],
+    key_columns: tuple[str, ...],
+    center: str,
 ) -> list[dict[str, Any]]:
     """One batch of what has no vector yet (read in a transaction of the tenant), embedded as passages: the
-    parameters of its save statement."""
+    parameters of its save statement (a vector of another dimension than the center's gets no compact copy: recall
+    ranks it exactly)."""
     async with tenant_transaction(conn, keys["tenant_id"]):
         rows = await fetch_all(conn, read, keys)
     if not rows:
@@ -215,6 +248,7 @@ async def _embed_batch(
             "tenant_id": keys["tenant_id"],
             "model": keys["model"],
             "embedding": to_vector_literal(vector),
+            "center": center if len(vector) == center.count(",") + 1 else None,
             **{column: row[column] for column in key_columns},
         }
         for row, vector in zip(rows, vectors, strict=True)
@@ -227,6 +261,7 @@ async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, use
     Returns how many vectors it wrote."""
     if not await vectors_available(conn):
         return 0
+    await vector_center(conn, embedder)  # users whose vectors lack their compact copies are found with it
     rows = await fetch_all(conn, "users_to_embed", {"model": model_name(embedder), "limit": users})
     pending = [(r["tenant_id"], r["user_id"]) for r in rows]
     written = 0

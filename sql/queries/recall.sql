@@ -293,27 +293,47 @@ to_tsvector(%(config)s::regconfig, left(n.key_insights_text, 100000))
 to_tsvector(%(config)s::regconfig, left(b.content, 100000))
 
 -- recall_vector_hits --
--- The vector path: the user's nearest turns, items and summaries by cosine distance to the query's vector, each
--- list exact over the user's vectors (a user's vectors are few enough; HNSW cannot filter by user before it
--- ranks), above a similarity floor. Always run with an embedder configured (hybrid), or as a fallback when asked
--- (`vector_always` false): then only when full text and trigrams found too little. Each table's nearest
--- (4 × candidates) are taken from the vectors alone, each distance computed once, and only those are joined to
--- the current items and the user's turns (and checked against `as_of`): joining every vector first cost an index
--- lookup per vector, 15,000 for a user of the bench. A list may come out shorter when most of the nearest are
--- items no longer current; it never holds one.
+-- The vector path: the user's nearest turns, items and summaries by cosine distance to the query's vector, above a
+-- similarity floor. Always run with an embedder configured (hybrid), or as a fallback when asked (`vector_always`
+-- false): then only when full text and trigrams found too little. Per user (HNSW cannot filter by user before it
+-- ranks, and a user is a small part of the table), in two passes: the user's compact vectors (0025: the signs of
+-- the vector minus its model's center) ranked by Hamming distance to the query's, read from an index alone, keep
+-- each table's nearest 10 × candidates; their exact cosine distances, computed once each, pick the nearest
+-- 4 × candidates. Vectors without a compact copy (stored before 0025, until the job writes it) are ranked exactly
+-- (a model has its center before any copy is written: without one, every vector of the model is such a vector). Only the nearest are joined to the current items and the
+-- user's turns (and checked against `as_of`): joining every vector first cost an index lookup per vector, 15,000
+-- for a user of the bench. The query's compact form is computed once (a sub-select: a generic plan would compute
+-- it for every row). A list may come out shorter when most of the nearest are items no longer current; it never
+-- holds one.
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY distance, kind DESC) AS rank
     FROM (
         SELECT %(vector_always)s
-               OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s AS open
+               OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s AS open,
+               (SELECT binary_quantize(%(query_vector)s::vector - v.center)
+                FROM vector_centers AS v
+                WHERE v.model = %(model)s AND vector_dims(v.center) = vector_dims(%(query_vector)s::vector))
+                   AS query_bits
     ) AS vector_gate, LATERAL (
         SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, i.item_id, e.distance
         FROM (
             SELECT e.item_id, e.embedding <=> %(query_vector)s::vector AS distance
-            FROM item_embeddings AS e
-            WHERE vector_gate.open
-              AND e.tenant_id = %(tenant_id)s AND e.user_id = %(user_id)s AND e.model = %(model)s
-              AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+            FROM (
+                (SELECT c.item_id
+                 FROM item_embeddings AS c
+                 WHERE vector_gate.open
+                   AND c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s AND c.model = %(model)s
+                   AND length(c.embedding_bits) = length(vector_gate.query_bits)
+                 ORDER BY c.embedding_bits <~> vector_gate.query_bits
+                 LIMIT %(candidates)s * 10)
+                UNION ALL
+                SELECT c.item_id
+                FROM item_embeddings AS c
+                WHERE vector_gate.open AND c.embedding_bits IS NULL
+                  AND c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s AND c.model = %(model)s
+            ) AS c
+            JOIN item_embeddings AS e ON e.user_id = %(user_id)s AND e.item_id = c.item_id
+            WHERE vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
             ORDER BY distance
             LIMIT %(candidates)s * 4
         ) AS e
@@ -323,10 +343,23 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
         SELECT 'turn', t.conversation_id, t.sequence_number, NULL, e.distance
         FROM (
             SELECT e.conversation_id, e.sequence_number, e.embedding <=> %(query_vector)s::vector AS distance
-            FROM message_embeddings AS e
-            WHERE vector_gate.open
-              AND e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(model)s
-              AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+            FROM (
+                (SELECT c.conversation_id, c.sequence_number
+                 FROM message_embeddings AS c
+                 WHERE vector_gate.open
+                   AND c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s AND c.model = %(model)s
+                   AND length(c.embedding_bits) = length(vector_gate.query_bits)
+                 ORDER BY c.embedding_bits <~> vector_gate.query_bits
+                 LIMIT %(candidates)s * 10)
+                UNION ALL
+                SELECT c.conversation_id, c.sequence_number
+                FROM message_embeddings AS c
+                WHERE vector_gate.open AND c.embedding_bits IS NULL
+                  AND c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s AND c.model = %(model)s
+            ) AS c
+            JOIN message_embeddings AS e ON e.user_id = %(user_id)s AND e.conversation_id = c.conversation_id
+               AND e.sequence_number = c.sequence_number
+            WHERE vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
             ORDER BY distance
             LIMIT %(candidates)s * 4
         ) AS e
@@ -367,25 +400,65 @@ ORDER BY m.created_at, m.conversation_id, m.sequence_number
 LIMIT %(batch)s
 
 -- save_turn_embedding --
--- One turn's vector; a vector of another model is replaced (a row per turn: the configured embedder's).
-INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding)
-VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(sequence_number)s, %(model)s, %(embedding)s::vector)
+-- One turn's vector and its compact copy (the signs of the vector minus the model's `center`; none without a
+-- center of the vector's dimension); a vector of another model is replaced (a row per turn: the configured
+-- embedder's).
+INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding, embedding_bits)
+VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(sequence_number)s, %(model)s, %(embedding)s::vector,
+        binary_quantize(%(embedding)s::vector - %(center)s::vector))
 ON CONFLICT (user_id, conversation_id, sequence_number) DO UPDATE
-    SET model = excluded.model, embedding = excluded.embedding
+    SET model = excluded.model, embedding = excluded.embedding, embedding_bits = excluded.embedding_bits
 
 -- save_item_embedding --
--- One item's vector; a vector of another model is replaced (a row per item: the configured embedder's).
-INSERT INTO item_embeddings (user_id, tenant_id, item_id, model, embedding)
-VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(model)s, %(embedding)s::vector)
-ON CONFLICT (user_id, item_id) DO UPDATE SET model = excluded.model, embedding = excluded.embedding
+-- One item's vector and its compact copy, as a turn's; a vector of another model is replaced (a row per item: the
+-- configured embedder's).
+INSERT INTO item_embeddings (user_id, tenant_id, item_id, model, embedding, embedding_bits)
+VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(model)s, %(embedding)s::vector,
+        binary_quantize(%(embedding)s::vector - %(center)s::vector))
+ON CONFLICT (user_id, item_id) DO UPDATE
+    SET model = excluded.model, embedding = excluded.embedding, embedding_bits = excluded.embedding_bits
+
+-- vector_center --
+-- The center of a model's vectors (0025), as text; none before the model's first vectors are written.
+SELECT center::text AS center FROM vector_centers WHERE model = %(model)s
+
+-- save_vector_center --
+-- A model's center, written once: the first writer's (every writer computes the same from the same reference
+-- texts; the compact copies already written depend on the one kept).
+INSERT INTO vector_centers (model, center) VALUES (%(model)s, %(center)s::vector) ON CONFLICT (model) DO NOTHING
+
+-- fill_item_bits --
+-- The compact copies a user's item vectors lack (stored before 0025), from the model's center.
+UPDATE item_embeddings AS e
+SET embedding_bits = binary_quantize(e.embedding - v.center)
+FROM vector_centers AS v
+WHERE e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(model)s AND e.embedding_bits IS NULL
+  AND v.model = e.model AND vector_dims(v.center) = vector_dims(e.embedding)
+
+-- fill_turn_bits --
+-- The compact copies a user's turn vectors lack (stored before 0025), from the model's center.
+UPDATE message_embeddings AS e
+SET embedding_bits = binary_quantize(e.embedding - v.center)
+FROM vector_centers AS v
+WHERE e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(model)s AND e.embedding_bits IS NULL
+  AND v.model = e.model AND vector_dims(v.center) = vector_dims(e.embedding)
 
 -- users_to_embed --
--- Users with a current item or summary that has no vector of `model` (the periodic catch-up of indexing).
-SELECT DISTINCT i.tenant_id, i.user_id
+-- Users with a current item or summary that has no vector of `model`, or a vector of `model` without its compact
+-- copy (stored before 0025; once the model has a center), for the periodic catch-up of indexing.
+SELECT i.tenant_id, i.user_id
 FROM items AS i
 WHERE upper_inf(i.valid_during)
   AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
                   WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
+UNION
+SELECT e.tenant_id, e.user_id
+FROM item_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
+WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
+UNION
+SELECT e.tenant_id, e.user_id
+FROM message_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
+WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
 LIMIT %(limit)s
 
 -- delete_item_embedding --
@@ -394,8 +467,12 @@ DELETE FROM item_embeddings
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND item_id = %(item_id)s
 
 -- vectors_available --
--- Whether the embeddings tables exist (pgvector was installed when the migrations ran).
-SELECT to_regclass('item_embeddings') IS NOT NULL AND to_regclass('message_embeddings') IS NOT NULL AS available
+-- Whether the embeddings tables exist with their compact vectors (pgvector, 0.7 or later, was installed when the
+-- migrations ran: 0009, 0018, 0025).
+SELECT count(*) = 2 AS available
+FROM pg_attribute
+WHERE attname = 'embedding_bits' AND NOT attisdropped
+  AND attrelid IN (to_regclass('item_embeddings'), to_regclass('message_embeddings'))
 
 -- recall_source_turns --
 -- The stored turns of one user a recalled hit came from, by (conversation_id, sequence_number) pairs, in order.

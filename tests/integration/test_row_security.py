@@ -20,8 +20,9 @@ from tests.api.test_http import client
 from tests.conftest import query
 from tests.support import EchoChat
 
-# The schema's bookkeeping: no tenant's data (asserted below: no tenant or user column).
-TENANT_FREE = {"schema_migrations", "schema_definitions", "schema_procrastinate"}
+# The schema's bookkeeping, and the embedding models' centers (0025, computed from reference texts): no tenant's data
+# (asserted below: no tenant or user column).
+TENANT_FREE = {"schema_migrations", "schema_definitions", "schema_procrastinate", "vector_centers"}
 RELATIONS = """
     SELECT c.relname, c.relkind, c.relrowsecurity,
            (SELECT count(*) FROM pg_policy AS p WHERE p.polrelid = c.oid) AS policies,

@@ -11,6 +11,8 @@ conversation_owners (keyed by conversation_id): tenant_id and user_id NOT NULL, 
 no foreign key to or from it.
 Reference tables (REFERENCE: api_keys, looked up by a key's hash before any user is named; replicated to every
 node on Citus, docs/scaling.md): tenant_id NOT NULL, a primary key, no foreign key to or from it.
+Reference tables of no tenant (GLOBAL: vector_centers, one row per embedding model, 0025): no tenant_id or user_id
+column (they hold no tenant's data), a primary key, no foreign key to or from it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import psycopg
 BOOKKEEPING = ("schema_migrations", "schema_definitions", "schema_procrastinate")
 OWNERS = "conversation_owners"
 REFERENCE = ("api_keys",)
+GLOBAL = ("vector_centers",)
 
 TABLES_SQL = """
 SELECT c.oid, c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
@@ -71,9 +74,11 @@ def sharding_violations(url: str, schema: str) -> list[str]:
             columns = dict(_rows(conn, COLUMNS_SQL, [oid]))
             unique = _rows(conn, UNIQUE_SQL, [oid])
             foreign = _rows(conn, FOREIGN_KEYS_SQL, {"oid": oid})
-            if table in REFERENCE:
-                if not columns.get("tenant_id"):
+            if table in REFERENCE or table in GLOBAL:
+                if table in REFERENCE and not columns.get("tenant_id"):
                     problems.append(f"{table}: tenant_id is missing or nullable")
+                if table in GLOBAL and {"tenant_id", "user_id"} & set(columns):
+                    problems.append(f"{table}: a table of no tenant has a tenant_id or user_id column")
                 if not any(is_pk for _, is_pk, _ in unique):
                     problems.append(f"{table}: no primary key")
                 for name, *_ in foreign:

@@ -27,6 +27,7 @@ def test_every_table_is_keyed_by_user_id(database_url):
         "round_leases",
         "conversation_owners",
         "api_keys",
+        "vector_centers",
     } <= set(tables)
     assert sharding_violations(database_url, "memory_agent") == []
 
@@ -57,7 +58,11 @@ def test_the_check_finds_each_broken_rule(database_url):
         )
         # A reference table needs no user_id, but a tenant, a primary key and no foreign key.
         conn.execute("CREATE TABLE api_keys (key_hash bytea, tenant_id text, parent_id int REFERENCES parent (id))")
+        # A table of no tenant holds no tenant's key either.
+        conn.execute("CREATE TABLE vector_centers (model text, user_id text)")
     problems = sharding_violations(database_url, "broken")
+    assert "vector_centers: a table of no tenant has a tenant_id or user_id column" in problems
+    assert "vector_centers: no primary key" in problems
     assert "api_keys: tenant_id is missing or nullable" in problems
     assert "api_keys: no primary key" in problems
     assert any(p.startswith("api_keys: foreign key") for p in problems)

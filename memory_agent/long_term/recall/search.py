@@ -15,6 +15,7 @@ it. Recall never calls an LLM. docs/recall.md has the measurements.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import Collection, Sequence
@@ -211,24 +212,33 @@ async def recall(
         "neighbours_before": settings.neighbours_before,
         "neighbours_after": settings.neighbours_after,
     }
-    # Vectors are a fallback (as designed, and measured: fused @1 drops when they always run): the query
-    # is embedded and the statement re-run with the vector path only when full text and trigrams found too little.
+    # Vectors on every recall (hybrid, `vectors_always`), or as a fallback: the query is embedded and the statement
+    # re-run with the vector path only when full text and trigrams found too little.
     always = settings.vectors_always or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
-    rows = None if wanted and always else await _search(conn, params, settings, vectors=None)
-    if (
-        wanted
-        and (rows is None or rows[0]["fts_hits"] + rows[0]["trgm_hits"] < settings.min_hits)
-        and await vectors_available(conn)
-    ):
-        assert embedder is not None
-        vectors = {
-            "vector_always": always,
-            "model": model_name(embedder),
-            "vector_min_similarity": settings.vector_min_similarity,
-            "query_vector": to_vector_literal(await embedder.aembed_query(query)),
-        }
-        rows = await _search(conn, params, settings, vectors=vectors)
+    # Always wanted: the embedding (tens of milliseconds for a local model, in a thread) starts now, beside the
+    # check that the server has vectors.
+    embedding = (
+        asyncio.ensure_future(embedder.aembed_query(query)) if embedder is not None and wanted and always else None
+    )
+    try:
+        rows = None if embedding is not None else await _search(conn, params, settings, vectors=None)
+        if (
+            wanted
+            and (rows is None or rows[0]["fts_hits"] + rows[0]["trgm_hits"] < settings.min_hits)
+            and await vectors_available(conn)
+        ):
+            assert embedder is not None
+            vectors = {
+                "vector_always": always,
+                "model": model_name(embedder),
+                "vector_min_similarity": settings.vector_min_similarity,
+                "query_vector": to_vector_literal(await (embedding or embedder.aembed_query(query))),
+            }
+            rows = await _search(conn, params, settings, vectors=vectors)
+    finally:  # not awaited when the check failed or the server has no pgvector
+        if embedding is not None and not embedding.cancel() and not embedding.cancelled():
+            embedding.exception()  # done: its failure, if any, is retrieved (no one waits for it)
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
