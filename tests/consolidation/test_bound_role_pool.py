@@ -43,7 +43,8 @@ async def test_the_scheduler_over_a_bound_roles_pool_works_for_each_users_tenant
         await name_globex(pool)
         store = MemoryStore(pool, tenant_id="acme")
         await store.aput(("memories", "alice"), "k", {"text": "acme's"})
-        assert (await store.aget(("memories", "alice"), "k")).value == {"text": "acme's"}
+        got = await store.aget(("memories", "alice"), "k")
+        assert got is not None and got.value == {"text": "acme's"}
         assert [hit.key for hit in await store.asearch(("memories", "alice"))] == ["k"]
         assert await MemoryStore(pool, tenant_id="globex").asearch(("memories", "alice")) == []
         assert query(database_url, "SELECT DISTINCT tenant_id FROM items WHERE store_namespace IS NOT NULL") == [
