@@ -20,6 +20,7 @@ from typing import Any
 
 import procrastinate
 import procrastinate.exceptions
+import psycopg
 from langchain_core.language_models import BaseChatModel
 from psycopg_pool import AsyncConnectionPool
 
@@ -31,6 +32,7 @@ from memory_agent.consolidation.periods import cron_for
 from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.db.connector import Connector
 from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.settings import MemorySettings
 
@@ -73,29 +75,47 @@ class ConsolidationRunner:
         config = self.config
         cap = cap or SummaryJobCap(config.guards.max_summary_jobs_per_run)
         slot = tenant_slot(self.pool, tenant_id, config.guards.max_concurrent_jobs_per_tenant)
-        async with slot, Connector(self.pool).connection() as conn:
-            stopped = await over_budget(conn, tenant_id, now, config)
-            if stopped is not None:
-                return stopped
-            if job == NIGHTLY:
-                nightly = await run_nightly(
-                    conn, tenant_id, user_id, now, run=ConsolidationRun(self.model, config, cap=cap)
-                )
-                line = (
-                    f"{len(nightly.days)} days: {nightly.written('daily')} daily, {nightly.written('weekly')} "
-                    f"weekly, {nightly.written('monthly')} monthly, {len(nightly.compacted)} compacted"
-                )
-                return line + (f", stopped: {nightly.stopped}" if nightly.stopped else "")
-            batches = await run_batch_summaries(
+        # The tenant's scope: a role bound by row-level security reads and writes this tenant's rows (db/tenancy.py).
+        with tenant_scope(tenant_id):
+            async with slot, Connector(self.pool).connection() as conn:
+                return await self._run_user(conn, job, tenant_id, user_id, now, cap)
+
+    async def _run_user(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        job: str,
+        tenant_id: str,
+        user_id: str,
+        now: datetime,
+        cap: SummaryJobCap,
+    ) -> str:
+        config = self.config
+        stopped = await over_budget(conn, tenant_id, now, config)
+        if stopped is not None:
+            return stopped
+        if job == NIGHTLY:
+            nightly = await run_nightly(
                 conn, tenant_id, user_id, now, run=ConsolidationRun(self.model, config, cap=cap)
             )
-            line = f"{len(batches.summaries)} batch summaries, {len(batches.forgotten)} originals forgotten"
-            return line + (f", stopped: {batches.stopped}" if batches.stopped else "")
+            line = (
+                f"{len(nightly.days)} days: {nightly.written('daily')} daily, {nightly.written('weekly')} "
+                f"weekly, {nightly.written('monthly')} monthly, {len(nightly.compacted)} compacted"
+            )
+            return line + (f", stopped: {nightly.stopped}" if nightly.stopped else "")
+        batches = await run_batch_summaries(
+            conn, tenant_id, user_id, now, run=ConsolidationRun(self.model, config, cap=cap)
+        )
+        line = f"{len(batches.summaries)} batch summaries, {len(batches.forgotten)} originals forgotten"
+        return line + (f", stopped: {batches.stopped}" if batches.stopped else "")
 
     async def open_tenants(self, tenants: Iterable[str], now: datetime) -> dict[str, str | None]:
         """For each tenant, None when this run may work for it, else why not (cooldown, over_budget)."""
-        async with Connector(self.pool).connection() as conn:
-            return {tenant: await open_tenant(conn, tenant, now, self.config) for tenant in dict.fromkeys(tenants)}
+        gates: dict[str, str | None] = {}
+        for tenant in dict.fromkeys(tenants):
+            with tenant_scope(tenant):  # each tenant's spend, under row-level security too
+                async with Connector(self.pool).connection() as conn:
+                    gates[tenant] = await open_tenant(conn, tenant, now, self.config)
+        return gates
 
     async def run_due(self, now: datetime) -> dict[tuple[str, str, str], str]:
         """Every due user's every job, inline, in this process (tests, the CLI, the demo). A tenant the guards

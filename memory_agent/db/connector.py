@@ -15,7 +15,9 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
+from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import sql
@@ -157,6 +159,25 @@ def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: 
         return cur.fetchone() if cur.description is not None else None
 
 
+@dataclass
+class _Tenancy:
+    """How a pool's connections name their tenant (row-level security), whichever Connector hands them out."""
+
+    row_security: bool | None = None  # None: not detected yet
+    per_transaction: bool = False
+
+    async def detect(self, conn: Connection) -> None:
+        row = await fetch_one(conn, "row_security_active")
+        self.row_security = bool(row and row["active"])
+        if self.row_security:
+            logger.info("Row-level security binds this role: every connection names its tenant")
+
+
+# Per pool, not per Connector: code that builds its own Connector over a service's pool (a MemoryStore, the
+# consolidation scheduler) names the tenant as the service does.
+_TENANCY: WeakKeyDictionary[AsyncConnectionPool, _Tenancy] = WeakKeyDictionary()
+
+
 class Connector:
     """A pool on the memory_agent schema: its connections and transactions, and the statements run on them
     (on the caller's connection when one is given)."""
@@ -164,18 +185,26 @@ class Connector:
     def __init__(self, pool: AsyncConnectionPool, schema: str = "memory_agent") -> None:
         self.pool = pool
         self.schema = schema
-        # Whether the connected role is bound by row-level security (detect_row_security, at open): then every
-        # connection handed out names the tenant of the running work (db/tenancy.py).
-        self.row_security = False
-        # On Citus, with row_security: the tenant is named per transaction, never per session (name_per_transaction).
-        self.tenant_per_transaction = False
+        # How the pool's connections name their tenant: the pool's, shared by every Connector over it.
+        self._tenancy = _TENANCY.setdefault(pool, _Tenancy())
+
+    @property
+    def row_security(self) -> bool:
+        """Whether the connected role is bound by row-level security (detected at the pool's first checkout, or
+        by detect_row_security): then every connection handed out names the running work's tenant (db/tenancy.py)."""
+        return bool(self._tenancy.row_security)
+
+    @property
+    def tenant_per_transaction(self) -> bool:
+        """On Citus, with row_security: the tenant is named per transaction, never per session
+        (name_per_transaction)."""
+        return self._tenancy.per_transaction
 
     async def detect_row_security(self) -> bool:
         """Whether the policies bind the connected role (it does not own the tables and may not bypass them)."""
-        row = await self.fetch_one("row_security_active")
-        self.row_security = bool(row and row["active"])
-        if self.row_security:
-            logger.info("Row-level security binds this role: every connection names its tenant")
+        with driver_errors():
+            async with self.pool.connection() as conn:
+                await self._tenancy.detect(conn)
         return self.row_security
 
     def name_per_transaction(self) -> None:
@@ -183,13 +212,15 @@ class Connector:
         the workers' shards, through connections of its own that see a SET LOCAL statement of the transaction
         (propagated, name_transaction_tenant) and no session setting. Then every connection handed out is one
         transaction that names the tenant first (`connection()`), and a statement run alone is one too."""
-        self.tenant_per_transaction = True
+        self._tenancy.per_transaction = True
         logger.info("Row-level security on Citus: every transaction names its tenant, on the workers too")
 
     @asynccontextmanager
     async def _checkout(self) -> AsyncIterator[Connection]:
         with driver_errors():
             async with self.pool.connection() as conn:
+                if self._tenancy.row_security is None:  # a pool nobody detected: once, at its first checkout
+                    await self._tenancy.detect(conn)
                 if self.row_security and not self.tenant_per_transaction:
                     # For the session (a pooled connection has no transaction open): each checkout names it again,
                     # so a connection never keeps the tenant of its previous user.

@@ -13,8 +13,9 @@ SELECT * FROM round_context(%(user_id)s, %(conversation_id)s, %(message_ids)s::t
 SELECT set_config('memory_agent.processing_timeout_s', %(processing_timeout_s)s, false);
 
 -- row_security_active --
--- Whether row-level security binds the connected role (it neither owns the tables nor bypasses the policies).
-SELECT row_security_active('messages') AS active;
+-- Whether row-level security binds the connected role (it neither owns the tables nor bypasses the policies); false
+-- before the schema has its tables.
+SELECT COALESCE(row_security_active(to_regclass('messages')), false) AS active;
 
 -- name_tenant --
 -- The tenant row-level security filters this session's statements by ('': none, no row at all).

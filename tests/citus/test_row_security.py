@@ -15,6 +15,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryStore, with_memory
+from memory_agent.db.connector import Connector
 from memory_agent.errors import ConversationOwnerError
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.settings import ModelPrice
@@ -95,6 +96,7 @@ async def test_a_role_bound_by_the_policies_serves_each_tenant_and_reads_no_othe
     grant(citus_url, schema, app_role)
     memory = await open_memory(model=OfflineSummaryModel(), database_url=app_role, auto_migrate=False)
     assert memory.backend.row_security
+    assert Connector(memory.backend.pool).tenant_per_transaction  # the pool's, whichever Connector hands it out
 
     await say(memory, "acme-1", "ana", "acme", ["I live in Lisbon.", "My violin teacher is Ingrid.", "Bye."])
     await say(memory, "globex-1", "ben", "globex", ["I live in Porto.", "My violin teacher is Carla.", "Bye."])

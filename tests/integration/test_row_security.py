@@ -13,6 +13,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.db.connector import Connector
 from memory_agent.errors import ConversationOwnerError
 from memory_agent.llm.offline import OfflineSummaryModel
 from tests.api.conftest import serve
@@ -111,7 +112,8 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
     block = given[0].text
     assert "The user lives in Lisbon" in block and "Porto" not in block
 
-    assert memory.backend.row_security  # detected at open
+    assert memory.backend.row_security  # detected at open, for the pool: any Connector over it names the tenant
+    assert Connector(memory.backend.pool).row_security
     # Another tenant's thread id is refused as it is to the owner, though this role cannot see who holds it.
     with pytest.raises(ConversationOwnerError):
         await say(memory, "globex-1", "ana", "acme", ["Hello?"])
