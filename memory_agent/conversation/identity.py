@@ -12,7 +12,8 @@ A run names its user (and tenant) in one of three places, read in this order:
 3. `config["configurable"]` under those same keys.
 
 A blank or absent id is "no user": the round uses the conversation's own scope (`conversation:<thread id>`),
-and a DEBUG line says so. That scope's prefix is reserved: a user id a caller gives (a run's config, the
+and a DEBUG line says so. A blank tenant beside a named user is refused (InvalidInputError): taken as absent it
+would put the user's memory in the default tenant, shared with every user of that id whose tenant was blank too. That scope's prefix is reserved: a user id a caller gives (a run's config, the
 service's methods, the HTTP API, the CLI, the store's namespaces) may not start with it, so no caller can name
 a conversation's implicit scope and read its memory.
 """
@@ -68,6 +69,14 @@ def _named(value: Any) -> bool:
     return value is not None and not (isinstance(value, str) and not value.strip())
 
 
+def _refuse_blank_tenant(where: str, user_id: str) -> None:
+    raise InvalidInputError(
+        f"{where} is blank while the run names user {user_id[:80]!r}: a blank tenant would put that user's memory in "
+        "the default tenant, beside every same-named user whose tenant was blank too; name the tenant, or leave the "
+        "key out to use the default tenant on purpose"
+    )
+
+
 def round_identity(
     configurable: Mapping[str, Any], user_key: str = "user_id", tenant_key: str = "tenant_id"
 ) -> tuple[str, str | None, str | None]:
@@ -81,11 +90,11 @@ def round_identity(
     auth_user = configurable.get(AUTH_USER_ID_KEY)
     if _named(auth_user):
         tenant = _field(configurable.get(AUTH_USER_KEY), tenant_key)
-        return (
-            thread_id,
-            validate_user_id(auth_user, AUTH_USER_ID_KEY),
-            validate_identity(tenant, f"{AUTH_USER_KEY}.{tenant_key}") if _named(tenant) else None,
-        )
+        where = f"{AUTH_USER_KEY}.{tenant_key}"
+        auth_user_id = validate_user_id(auth_user, AUTH_USER_ID_KEY)
+        if tenant is not None and not _named(tenant):
+            _refuse_blank_tenant(where, auth_user_id)
+        return thread_id, auth_user_id, validate_identity(tenant, where) if tenant is not None else None
     context = getattr(configurable.get(RUNTIME_KEY), "context", None)
     user_id = tenant_id = None
     for where, source in ((f"context.{user_key}", context), (user_key, configurable)):
@@ -93,11 +102,16 @@ def round_identity(
         if _named(value):
             user_id = validate_user_id(value, where)
             break
+    blank_at = None
     for where, source in ((f"context.{tenant_key}", context), (tenant_key, configurable)):
         value = _field(source, tenant_key)
         if _named(value):
             tenant_id = validate_identity(value, where)
             break
+        if value is not None and blank_at is None:
+            blank_at = where
+    if tenant_id is None and blank_at is not None and user_id is not None:
+        _refuse_blank_tenant(blank_at, user_id)
     if user_id is None:
         logger.debug("thread %r names no user: the round uses the conversation's own scope", thread_id)
     return thread_id, user_id, tenant_id

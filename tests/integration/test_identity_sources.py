@@ -135,6 +135,14 @@ async def test_the_servers_authenticated_user_wins_over_what_a_client_sends(open
         ({}, Account(user_id=7), "context.user_id must be a non-empty string, got int"),  # type: ignore[arg-type]
         ({"langgraph_auth_user_id": "conversation:x"}, None, "langgraph_auth_user_id 'conversation:x' starts with"),
         ({}, Account("conversation:t"), "context.user_id 'conversation:t' starts with"),
+        # A blank tenant beside a named user: taken as absent, the user's memory would join the default tenant's.
+        ({"user_id": "alice", "tenant_id": ""}, None, "tenant_id is blank while the run names user 'alice'"),
+        ({}, Account("alice", "  "), "context.tenant_id is blank while the run names user 'alice'"),
+        (
+            {"langgraph_auth_user_id": "alice", "langgraph_auth_user": {"tenant_id": ""}},
+            None,
+            "langgraph_auth_user.tenant_id is blank while the run names user 'alice'",
+        ),
     ],
 )
 async def test_bad_ids_name_their_source(open_memory, database_url, configurable, context, problem):
@@ -145,3 +153,11 @@ async def test_bad_ids_name_their_source(open_memory, database_url, configurable
             {"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t", **configurable}}, context=context
         )
     assert owners(database_url) == []
+
+
+async def test_a_blank_tenant_without_a_user_is_the_conversations_own_scope(open_memory, database_url):
+    # No user is named: the round has the conversation's own scope, whatever tenant it would have had.
+    memory = await open_memory()
+    app = with_memory(EchoChat().graph, memory)
+    await app.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t", "tenant_id": " "}})
+    assert owners(database_url) == [("t", "default", "conversation:t")]
