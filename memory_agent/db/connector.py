@@ -10,9 +10,7 @@ rows are dicts whatever row factory the connection has.
 
 from __future__ import annotations
 
-import functools
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from memory_agent import resources
+from memory_agent.db.statements import PARSED_EVERY_CALL, Statement, numbered, statement_text
 from memory_agent.db.tenancy import current_tenant
 from memory_agent.errors import DatabaseUnavailableError, InvalidInputError
 
@@ -34,10 +32,7 @@ Row = dict[str, Any]
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[Any]
 Cursor = psycopg.AsyncCursor[Row]
-Statement = str | sql.Composable | bytes
 Params = Mapping[str, Any] | Sequence[Any] | None
-
-_QUERIES = resources.queries()
 
 
 @contextmanager
@@ -59,48 +54,19 @@ def driver_errors() -> Iterator[None]:
         ) from exc
 
 
-# psycopg finds a statement's %(name)s placeholders anew at every call when the statement is longer than this (it
-# caches shorter ones: psycopg._queries.MAX_CACHED_STATEMENT_LENGTH): for recall's 15 kB statement that was
-# ~0.7 ms of CPU per call. Such a statement is numbered once here ($1, $2, ...) and sent as it is.
-_PARSED_EVERY_CALL = 4096
-_PLACEHOLDER = re.compile(rb"%\((\w+)\)s|%%")
-
-
-@functools.lru_cache(maxsize=32)
-def _numbered(text: bytes) -> tuple[bytes, tuple[str, ...]]:
-    """`text` with each %(name)s as $n (one number per name) and %% as %, and the names in their numbers' order."""
-    names: dict[str, int] = {}
-
-    def number(match: re.Match[bytes]) -> bytes:
-        if match.group(1) is None:
-            return b"%"
-        return b"$%d" % names.setdefault(match.group(1).decode(), len(names) + 1)
-
-    return _PLACEHOLDER.sub(number, text), tuple(names)
-
-
-def _text(statement: Statement) -> sql.Composable | bytes | str:
-    if isinstance(statement, str):
-        try:
-            return _QUERIES[statement]
-        except KeyError:
-            raise KeyError(f"no query named {statement!r} in sql/queries/") from None
-    return statement
-
-
 async def send(
     conn: Connection, statement: Statement, params: Params = None, *, prepare: bool | None = None
 ) -> psycopg.AsyncCursor[Row]:
     """Run `statement` on `conn` and hand back its cursor unread: in a pipeline, its rows come with a later
     reply (the round path reads a round end's metrics row with COMMIT's)."""
-    text = _text(statement)
+    text = statement_text(statement)
     if isinstance(params, Mapping) and not isinstance(text, bytes):
         encoded = text.as_bytes(conn) if isinstance(text, sql.Composable) else text
-        if len(encoded) > _PARSED_EVERY_CALL:
-            numbered, names = _numbered(encoded if isinstance(encoded, bytes) else encoded.encode())
+        if len(encoded) > PARSED_EVERY_CALL:
+            positional, names = numbered(encoded if isinstance(encoded, bytes) else encoded.encode())
             raw = psycopg.AsyncRawCursor(conn, row_factory=dict_row)
             with driver_errors():
-                await raw.execute(numbered, [params[name] for name in names], prepare=prepare)
+                await raw.execute(positional, [params[name] for name in names], prepare=prepare)
             return raw
     cur = conn.cursor(row_factory=dict_row)
     with driver_errors():
@@ -148,14 +114,14 @@ async def execute_many(
     """Run `statement` once per parameter set of `rows` on `conn` (psycopg pipelines them)."""
     async with conn.cursor() as cur:
         with driver_errors():
-            await cur.executemany(cast(Any, _text(statement)), rows)
+            await cur.executemany(cast(Any, statement_text(statement)), rows)
 
 
 def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: Params = None) -> Row | None:
     """fetch_one on a blocking connection, for the one caller that has no event loop: the embedded server's
     setup, before any pool exists."""
     with driver_errors(), conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(cast(Any, _text(statement)), params)
+        cur.execute(cast(Any, statement_text(statement)), params)
         return cur.fetchone() if cur.description is not None else None
 
 

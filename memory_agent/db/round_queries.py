@@ -7,88 +7,27 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from memory_agent.db.connector import Connector, Row, execute_query, fetch_one, send
+from memory_agent.db.round_rows import (
+    StoredRound,
+    claim_params,
+    lease_params,
+    round_json,
+    saved_round,
+    timestamp_text,
+)
 from memory_agent.errors import (
     ConversationOwnerError,
-    MemoryAgentError,
 )
 from memory_agent.schemas import RoundSaved, SummaryClaim
 from memory_agent.schemas.keys import ConversationKey
 
 logger = logging.getLogger("memory_agent.backend")
-
-
-def _lease_params(conversation_id: str, holder: str, lease_s: float, tenant_id: str, user_id: str) -> dict[str, Any]:
-    return {
-        "conversation_id": conversation_id,
-        "holder": holder,
-        "lease_s": lease_s,
-        "tenant_id": tenant_id,
-        "user_id": user_id,
-    }
-
-
-def _claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str, Any]:
-    return {
-        "conversation_id": conversation_id,
-        "start_sequence": claim.start_sequence if claim else None,
-        "end_sequence": claim.end_sequence if claim else None,
-        "base_memory_id": claim.base_memory_id if claim else None,
-    }
-
-
-class StoredRound(NamedTuple):
-    """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order,
-    `produced` (see round_json) and `started_on`: the created_at of the conversation row the round started on
-    (RoundInfo.conversation_created_at; None: nothing stored then). When that row was erased since, nothing is
-    stored and end_round's row says `erased`."""
-
-    roles: Sequence[str]
-    contents: Sequence[str]
-    messages: Sequence[str]
-    produced: tuple[int, int] | None = None
-    started_on: datetime | None = None
-
-
-def round_json(stored: StoredRound) -> str:
-    """end_round's `round`: a JSON array of {role, content, message}, built from serialize_round's output. The
-    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. The round's
-    `produced` (first position, last sequence stored at round start): those messages carry "after", so only a copy
-    stored after the round started (the same round stored twice) keeps them from being stored."""
-    roles, contents, messages, produced, _ = stored
-    first, after = produced if produced is not None else (len(messages), -1)
-    items = (
-        f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'
-        + (f',"after":{int(after)}}}' if position >= first else "}")
-        for position, (role, content, message) in enumerate(zip(roles, contents, messages, strict=True))
-    )
-    return "[" + ",".join(items) + "]"
-
-
-def _timestamp_text(at: datetime | None) -> str | None:
-    """A timestamp sent as ISO text (the statement casts it): the same parameter type whether given or None, so a
-    connection keeps one prepared statement, not one per type."""
-    return at.isoformat() if at is not None else None
-
-
-def _saved(conversation_id: str, row: Row | None) -> RoundSaved | None:
-    """end_round's row as a RoundSaved; None when nothing was new."""
-    if row is None:  # pragma: no cover - the statement always returns one row
-        raise MemoryAgentError(f"storing the round of {conversation_id!r} returned no row")
-    if not row["stored"]:
-        return None
-    return RoundSaved(
-        conversation_id=conversation_id,
-        round_number=row["round_number"],
-        first_sequence=row["first_sequence"],
-        last_sequence=row["last_sequence"],
-        stored_positions=[position - 1 for position in row["stored_positions"]],
-    )
 
 
 class RoundQueries(Connector):
@@ -114,7 +53,7 @@ class RoundQueries(Connector):
     ) -> bool:
         """Claim the conversation for (tenant_id, user_id) and take its lease; False while another round holds
         it. ConversationOwnerError when the conversation belongs to another tenant or user (nothing written)."""
-        params = _lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
+        params = lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
         row = await self.fetch_one("acquire_round_lease", params)
         assert row is not None
         return await self._lease_taken(row, params)
@@ -127,7 +66,7 @@ class RoundQueries(Connector):
         the lease back. None while another round holds the lease; ConversationOwnerError as
         acquire_round_lease."""
         conversation_id, user_id = key.conversation_id, key.user_id
-        params = _lease_params(conversation_id, holder, lease_s, key.tenant_id, user_id)
+        params = lease_params(conversation_id, holder, lease_s, key.tenant_id, user_id)
         rows = await self.fetch_all(
             "begin_round", {"message_ids": list(message_ids), "max_gap": max_gap, **params}, prepare=True
         )
@@ -200,11 +139,11 @@ class RoundQueries(Connector):
             "round": round_json(stored),
             "window": window,
             "now": now,
-            "started_on": _timestamp_text(stored.started_on),
+            "started_on": timestamp_text(stored.started_on),
         }
         row = await fetch_one(conn, "end_round", params, prepare=True)
         assert row is not None  # one row always
-        return _saved(conversation_id, row), row
+        return saved_round(conversation_id, row), row
 
     async def trigger_state(
         self, conn: psycopg.AsyncConnection[Row], conversation_id: str, last_sequence: int, window: int, *, user_id: str
@@ -235,7 +174,7 @@ class RoundQueries(Connector):
             "tenant_id": tenant_id,
             "user_id": user_id,
             "pick_up": pick_up,
-            **_claim_params(conversation_id, claim),
+            **claim_params(conversation_id, claim),
         }
         row = await self.fetch_one("claim_summary", params, conn=conn)
         assert row is not None  # one row always
@@ -288,7 +227,7 @@ class RoundQueries(Connector):
             "tenant_id": tenant_id,
             "user_id": user_id,
             "conversation_id": row["conversation_id"],
-            "started_on": _timestamp_text(started_on),
+            "started_on": timestamp_text(started_on),
             "metrics": json.dumps(row),
         }
         found = await self.fetch_one("record_failed_round", params)
@@ -310,7 +249,7 @@ class RoundQueries(Connector):
         and those reads), so a round end reads it with COMMIT's reply."""
         params = {**row, "tenant_id": tenant_id, "user_id": user_id}
         if claim is not None:
-            claiming = {**_claim_params(row["conversation_id"], claim), "tenant_id": tenant_id, "user_id": user_id}
+            claiming = {**claim_params(row["conversation_id"], claim), "tenant_id": tenant_id, "user_id": user_id}
             claiming.update(pick_up=pick_up, metrics=json.dumps(row))
             return await send(conn, "record_round_claim", claiming, prepare=True)
         for column in ("truncation", "recall_hits"):
