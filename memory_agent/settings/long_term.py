@@ -50,7 +50,8 @@ class RecallSettings(SettingsGroup):
     )
     vectors_always: bool = Field(
         default=True,
-        description="With an embedder, search vectors on every recall (hybrid); off: only as a fallback.",
+        description="With an embedder, use vectors on every recall (hybrid: they re-rank full text's hits, and "
+        "search all of the user's vectors when full text finds too little); off: only as that fallback.",
     )
     vector_min_similarity: float = Field(
         default=0.15,
@@ -59,9 +60,14 @@ class RecallSettings(SettingsGroup):
         description="Cosine similarity a vector hit needs (the nearest are not always near).",
     )
     vector_weight: float = Field(
-        default=0.1,
+        default=0.5,
         ge=0,
         description="A vector rank's weight in the fusion (full text's and trigrams' are 1); measured.",
+    )
+    rerank_hits: int = Field(
+        default=40,
+        ge=1,
+        description="Hybrid: how many of full text's and trigrams' fused hits the query's vector re-ranks.",
     )
     candidates: int = Field(default=50, ge=1, description="Hits per search path, before fusion.")
     rrf_k: int = Field(default=60, ge=1, description="The k of reciprocal rank fusion.")

@@ -293,18 +293,19 @@ to_tsvector(%(config)s::regconfig, left(n.key_insights_text, 100000))
 to_tsvector(%(config)s::regconfig, left(b.content, 100000))
 
 -- recall_vector_hits --
--- The vector path: the user's nearest turns, items and summaries by cosine distance to the query's vector, above a
--- similarity floor. Always run with an embedder configured (hybrid), or as a fallback when asked (`vector_always`
--- false): then only when full text and trigrams found too little. Per user (HNSW cannot filter by user before it
--- ranks, and a user is a small part of the table), in two passes: the user's compact vectors (0025: the signs of
--- the vector minus its model's center) ranked by Hamming distance to the query's, read from an index alone, keep
--- each table's nearest 10 × candidates; their exact cosine distances, computed once each, pick the nearest
--- 4 × candidates. Vectors without a compact copy (stored before 0025, until the job writes it) are ranked exactly
--- (a model has its center before any copy is written: without one, every vector of the model is such a vector). Only the nearest are joined to the current items and the
--- user's turns (and checked against `as_of`): joining every vector first cost an index lookup per vector, 15,000
--- for a user of the bench. The query's compact form is computed once (a sub-select: a generic plan would compute
--- it for every row). A list may come out shorter when most of the nearest are items no longer current; it never
--- holds one.
+-- The vector path over all of a user's vectors: the user's nearest turns, items and summaries by cosine distance to
+-- the query's vector, above a similarity floor. Run when full text and trigrams found too little (with an embedder
+-- they found enough for, search.py re-ranks their hits with `recall_vector_distances` instead), or alone. Per user
+-- (HNSW cannot filter by user before it ranks, and a user is a small part of the table), in two passes: the user's
+-- compact vectors (0025: the signs of the vector minus its model's center) ranked by Hamming distance to the
+-- query's, read from an index alone, keep each table's nearest 4 × candidates, ranked by their exact cosine
+-- distances, computed once each (10 × candidates measured the same on the LoCoMo dev split, vectors alone, for
+-- 2.5 ms more a recall on the bench's users). Vectors without a compact copy (stored before 0025, until the job
+-- writes it) are ranked exactly (a model has its center before any copy is written: without one, every vector of
+-- the model is such a vector). Only the nearest are joined to the current items and the user's turns (and checked
+-- against `as_of`): joining every vector first cost an index lookup per vector, 15,000 for a user of the bench.
+-- The query's compact form is computed once (a sub-select: a generic plan would compute it for every row). A list
+-- may come out shorter when most of the nearest are items no longer current; it never holds one.
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY distance, kind DESC) AS rank
     FROM (
@@ -325,7 +326,7 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
                    AND c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s AND c.model = %(model)s
                    AND length(c.embedding_bits) = length(vector_gate.query_bits)
                  ORDER BY c.embedding_bits <~> vector_gate.query_bits
-                 LIMIT %(candidates)s * 10)
+                 LIMIT %(candidates)s * 4)
                 UNION ALL
                 SELECT c.item_id
                 FROM item_embeddings AS c
@@ -350,7 +351,7 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
                    AND c.user_id = %(user_id)s AND c.tenant_id = %(tenant_id)s AND c.model = %(model)s
                    AND length(c.embedding_bits) = length(vector_gate.query_bits)
                  ORDER BY c.embedding_bits <~> vector_gate.query_bits
-                 LIMIT %(candidates)s * 10)
+                 LIMIT %(candidates)s * 4)
                 UNION ALL
                 SELECT c.conversation_id, c.sequence_number
                 FROM message_embeddings AS c
@@ -374,6 +375,25 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
     SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, (NULL::items).item_id,
            0::bigint AS rank
     WHERE false
+
+-- recall_vector_distances --
+-- Hybrid recall when full text and trigrams found enough (search.py re-ranks their hits with these): the cosine
+-- distance to the query's vector of each hit's own vector, turns by their keys and items by their ids, above the
+-- similarity floor. A lookup a hit: none of the user's other vectors is read.
+SELECT 'turn' AS kind, e.conversation_id, e.sequence_number, NULL::bigint AS item_id,
+       e.embedding <=> %(query_vector)s::vector AS distance
+FROM unnest(%(conversation_ids)s::text[], %(sequences)s::integer[]) AS k (conversation_id, sequence_number)
+JOIN message_embeddings AS e
+  ON e.user_id = %(user_id)s AND e.conversation_id = k.conversation_id AND e.sequence_number = k.sequence_number
+WHERE e.tenant_id = %(tenant_id)s AND e.model = %(model)s
+  AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+  AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
+UNION ALL
+SELECT 'item', NULL, NULL, e.item_id, e.embedding <=> %(query_vector)s::vector
+FROM item_embeddings AS e
+WHERE e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.item_id = ANY(%(item_ids)s::bigint[])
+  AND e.model = %(model)s AND vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+  AND e.embedding <=> %(query_vector)s::vector <= 1 - %(vector_min_similarity)s
 
 -- items_to_embed --
 -- Items and summaries of a user (current ones) that have no vector of `model` yet, oldest first.

@@ -34,7 +34,7 @@ from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
 from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
-from memory_agent.long_term.recall.query_text import cjk_bigrams, has_cjk, points_to_past
+from memory_agent.long_term.recall.query_text import cjk_bigrams, embedded_query, has_cjk, points_to_past
 from memory_agent.long_term.recall.settings import RecallSettings
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
@@ -91,11 +91,10 @@ def _statement(vectors: bool, stored: bool) -> sql.Composed:
     )
 
 
-async def _search(
-    conn: AsyncConnection[Any], params: dict[str, Any], settings: RecallSettings, vectors: dict[str, Any] | None
+async def _in_recall_transaction(
+    conn: AsyncConnection[Any], settings: RecallSettings, statement: str | sql.Composed, params: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """One run of `recall_search` (with the vector path when `vectors` gives its parameters); its settings hold
-    for its transaction only.
+    """The rows of one of recall's statements, run with recall's settings (they hold for its transaction only).
 
     The settings and the statement go in one pipeline: on an autocommit connection they share the implicit
     transaction that the pipeline's Sync ends (the protocol's rule), so there is no BEGIN or COMMIT round trip
@@ -113,15 +112,71 @@ async def _search(
                 await stack.enter_async_context(conn.transaction())
             await execute_query(conn, "recall_settings", settings_params)
             # Prepared at once: the generic plan is made once per connection and reused.
-            return await fetch_all(
-                conn, _statement(vectors is not None, stored), {**params, **(vectors or {})}, prepare=stored
-            )
+            return await fetch_all(conn, statement, params, prepare=stored)
     except psycopg.errors.UndefinedObject as exc:
         raise ConfigurationError(
             f"recall cannot use text search configuration {settings.text_search_config!r} "
             f"({exc.diag.message_primary}); set MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one the server has "
             "('english', 'simple', ...)"
         ) from exc
+
+
+async def _search(
+    conn: AsyncConnection[Any], params: dict[str, Any], settings: RecallSettings, vectors: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """One run of `recall_search`; with `vectors` (the vector path's parameters), its vector path searches all of
+    the user's vectors."""
+    statement = _statement(vectors is not None, stored_vectors(settings))
+    return await _in_recall_transaction(conn, settings, statement, {**params, **(vectors or {})})
+
+
+def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
+    """`recall_search`'s order of its rows: score, summaries first among equals, kind, sequence (nulls last)."""
+    sequence = row["sequence_number"]
+    return (-row["score"], {True: 0, False: 1}.get(row["is_summary"], 2), row["kind"], sequence is None, sequence or 0)
+
+
+async def _reranked(
+    conn: AsyncConnection[Any],
+    rows: list[dict[str, Any]],
+    params: dict[str, Any],
+    settings: RecallSettings,
+    vectors: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """`rows` (full text's and trigrams' fused hits) re-ranked with the query's vector: each hit's turn or item
+    vector is read (`recall_vector_distances`: a lookup a hit, none of the user's other vectors), and a hit's rank
+    by cosine distance among them adds `vector_weight / (rrf_k + rank)` to its score, as a vector rank does in
+    `recall_search`'s fusion. Key insights and batch summaries have no vector: their scores stay."""
+    turns = [(row["conversation_id"], row["sequence_number"]) for row in rows if row["kind"] == "turn"]
+    items = [row["item_id"] for row in rows if row["kind"] == "item"]
+    if not turns and not items:
+        return rows
+    found = await _in_recall_transaction(
+        conn,
+        settings,
+        "recall_vector_distances",
+        {
+            "tenant_id": params["tenant_id"],
+            "user_id": params["user_id"],
+            "conversation_ids": [conversation for conversation, _ in turns],
+            "sequences": [sequence for _, sequence in turns],
+            "item_ids": items,
+            "model": vectors["model"],
+            "query_vector": vectors["query_vector"],
+            "vector_min_similarity": settings.vector_min_similarity,
+        },
+    )
+    # Nearest first; among equal distances turns before items, as the vector path ranks them.
+    found.sort(key=lambda near: (near["distance"], near["kind"] != "turn"))
+    rank_of = {(n["kind"], n["conversation_id"], n["sequence_number"], n["item_id"]): i for i, n in enumerate(found, 1)}
+    rescored = []
+    for row in rows:
+        rank = rank_of.get((row["kind"], row["conversation_id"], row["sequence_number"], row["item_id"]))
+        if rank is not None:
+            score = row["score"] + settings.vector_weight / (settings.rrf_k + rank)
+            row = {**row, "score": score, "paths": sorted([*row["paths"], "vector"])}
+        rescored.append({**row, "vector_hits": len(found)})
+    return sorted(rescored, key=_row_order)
 
 
 def bounded_query(text: str, max_chars: int) -> str:
@@ -212,30 +267,33 @@ async def recall(
         "neighbours_before": settings.neighbours_before,
         "neighbours_after": settings.neighbours_after,
     }
-    # Vectors on every recall (hybrid, `vectors_always`), or as a fallback: the query is embedded and the statement
-    # re-run with the vector path only when full text and trigrams found too little.
+    # With an embedder: vectors on every recall (hybrid, `vectors_always`), or as a fallback. Hybrid embeds the
+    # query (tens of milliseconds for a local model, in a thread) while full text and trigrams run; when they found
+    # enough, their first `rerank_hits` fused hits are re-ranked with their own vectors. When they found too little
+    # (either mode), the statement runs again with the vector path over all of the user's vectors.
     always = settings.vectors_always or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
-    # Always wanted: the embedding (tens of milliseconds for a local model, in a thread) starts now, beside the
-    # check that the server has vectors.
-    embedding = (
-        asyncio.ensure_future(embedder.aembed_query(query)) if embedder is not None and wanted and always else None
-    )
+    embedding = None
+    if embedder is not None and wanted and always:
+        embedding = asyncio.ensure_future(embedder.aembed_query(embedded_query(query)))
+        params["fused_limit"] = max(params["fused_limit"], settings.rerank_hits)
+        await asyncio.sleep(0)  # the embedding is handed to its thread before the statement is built and sent
     try:
-        rows = None if embedding is not None else await _search(conn, params, settings, vectors=None)
-        if (
-            wanted
-            and (rows is None or rows[0]["fts_hits"] + rows[0]["trgm_hits"] < settings.min_hits)
-            and await vectors_available(conn)
-        ):
+        lexical = bool({"fts", "trgm"} & set(paths))
+        rows = await _search(conn, params, settings, vectors=None) if lexical or not wanted else None
+        enough = rows is not None and rows[0]["fts_hits"] + rows[0]["trgm_hits"] >= max(settings.min_hits, 1)
+        if wanted and (always or not enough) and await vectors_available(conn):
             assert embedder is not None
             vectors = {
                 "vector_always": always,
                 "model": model_name(embedder),
                 "vector_min_similarity": settings.vector_min_similarity,
-                "query_vector": to_vector_literal(await (embedding or embedder.aembed_query(query))),
+                "query_vector": to_vector_literal(await (embedding or embedder.aembed_query(embedded_query(query)))),
             }
-            rows = await _search(conn, params, settings, vectors=vectors)
+            if rows is not None and enough:
+                rows = await _reranked(conn, rows, params, settings, vectors)
+            else:
+                rows = await _search(conn, params, settings, vectors=vectors)
     finally:  # not awaited when the check failed or the server has no pgvector
         if embedding is not None and not embedding.cancel() and not embedding.cancelled():
             embedding.exception()  # done: its failure, if any, is retrieved (no one waits for it)

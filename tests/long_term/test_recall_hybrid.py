@@ -1,0 +1,111 @@
+"""Hybrid recall (an embedder configured): the query's vector re-ranks the hits full text found, reading only their
+own vectors; when full text finds too little, the vector path searches all of the user's vectors. The query is
+embedded without its closing punctuation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from memory_agent.evaluation import store_conversation
+from memory_agent.long_term.embeddings import index_items
+from memory_agent.long_term.recall import RecallSettings, recall
+from memory_agent.long_term.recall.query_text import embedded_query
+from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
+
+TENANT, USER = "t1", "ana"
+NEAR, FAR = [1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]
+
+
+class LisbonEmbeddings(Embeddings):
+    """Every query points one way; a text that names Lisbon points the same way, any other text at right angles
+    (cosine similarity 0, under the default floor). Records the queries it embeds."""
+
+    model = "test-lisbon"
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [NEAR if "Lisbon" in text else FAR for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return NEAR
+
+
+async def seed(conn: Any) -> LisbonEmbeddings:
+    await store_conversation(
+        conn,
+        "trips",
+        [
+            ("user", "We planned the trip to Lisbon in May.", at(0)),
+            ("assistant", "Sounds lovely.", at(0)),
+            ("user", "Tell me about the weather.", at(0)),
+            ("assistant", "Mild and sunny.", at(0)),
+            ("user", "What about dinner?", at(0)),
+            ("assistant", "Fish, probably.", at(0)),
+            ("user", "The trip to Osaka was long.", at(1)),
+            ("assistant", "Long flights are tiring.", at(1)),
+        ],
+        tenant_id=TENANT,
+        user_id=USER,
+    )
+    # Turns near the query that full text does not match: a pass over all of the user's vectors would find them.
+    await store_conversation(
+        conn,
+        "lisbon",
+        [("user" if n % 2 == 0 else "assistant", f"Lisbon note number {n}.", at(2)) for n in range(20)],
+        tenant_id=TENANT,
+        user_id=USER,
+    )
+    embedder = LisbonEmbeddings()
+    assert await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder) == 28
+    return embedder
+
+
+def first_turn(result: Any) -> tuple[str | None, int]:
+    hit = next(hit for hit in result.ranked if hit.kind == "turn")
+    return hit.conversation_id, hit.sequences[0]
+
+
+async def test_hybrid_re_ranks_full_text_hits_with_their_own_vectors(conn: Any) -> None:
+    embedder = await seed(conn)
+    ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
+    # Full text alone: the shorter Osaka turn ranks first (BM25 normalizes by length).
+    lexical = await recall(conn, **ask)
+    assert first_turn(lexical) == ("trips", 6)
+    hybrid = await recall(conn, **ask, embedder=embedder)
+    assert first_turn(hybrid) == ("trips", 0)
+    lisbon = next(hit for hit in hybrid.ranked if hit.sequences == [0])
+    assert lisbon.paths == ["fts", "vector"]
+    # Only the hits' own vectors were read: the Lisbon notes, near the query but not matched by full text, are not
+    # recalled, and the one vector above the floor is the Lisbon trip's.
+    assert hybrid.vector_hits == 1
+    assert all(hit.conversation_id != "lisbon" for hit in hybrid.ranked)
+    assert embedder.queries == ["How was the trip"]
+
+
+async def test_too_little_full_text_searches_all_of_the_users_vectors(conn: Any) -> None:
+    embedder = await seed(conn)
+    # No word of the query is in any turn: the vector path ranks all of the user's vectors.
+    result = await recall(
+        conn, tenant_id=TENANT, user_id=USER, query="Portugal?", conversation_id="new", embedder=embedder
+    )
+    assert result.fts_hits == 0 and result.vector_hits > 1
+    assert result.retrieval_path == "vector"
+    assert {hit.conversation_id for hit in result.ranked} >= {"lisbon"}
+    # The fallback (vectors_always off) does the same; with enough full-text hits it embeds nothing.
+    fallback = RecallSettings(vectors_always=False)
+    embedder.queries.clear()
+    enough = await recall(conn, tenant_id=TENANT, user_id=USER, query="trip", settings=fallback, embedder=embedder)
+    assert enough.fts_hits >= 2 and enough.vector_hits == 0 and embedder.queries == []
+
+
+def test_the_closing_punctuation_of_a_query_is_not_embedded() -> None:
+    assert embedded_query("Where did we go?") == "Where did we go"
+    assert embedded_query("Really?!  ") == "Really"
+    assert embedded_query("我们去了哪里？") == "我们去了哪里"
+    assert embedded_query("e.g. the U.S.") == "e.g. the U.S"
+    assert embedded_query("?") == "?"  # nothing else to embed: the text as it is
