@@ -4,10 +4,13 @@ embedded without its closing punctuation."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from langchain_core.embeddings import Embeddings
 
+from memory_agent.errors import ConfigurationError
 from memory_agent.evaluation import store_conversation
 from memory_agent.long_term.embeddings import index_items
 from memory_agent.long_term.recall import RecallSettings, recall
@@ -109,3 +112,32 @@ def test_the_closing_punctuation_of_a_query_is_not_embedded() -> None:
     assert embedded_query("我们去了哪里？") == "我们去了哪里"
     assert embedded_query("e.g. the U.S.") == "e.g. the U.S"
     assert embedded_query("?") == "?"  # nothing else to embed: the text as it is
+
+
+class FailingEmbeddings(LisbonEmbeddings):
+    """Passages as LisbonEmbeddings (so the turns have vectors); the query's embedding fails as `failure` says."""
+
+    model = "test-lisbon"
+
+    def __init__(self, failure: str) -> None:
+        super().__init__()
+        self.failure = failure
+
+    def embed_query(self, text: str) -> list[float]:
+        if self.failure == "raise":
+            raise ConnectionError("embeddings API unreachable")
+        return [float("nan")] * 4
+
+
+@pytest.mark.parametrize("failure", ["raise", "nan"])
+async def test_a_failing_embedder_costs_the_vectors_not_the_recall(conn: Any, failure: str, caplog: Any) -> None:
+    await seed(conn)
+    embedder = FailingEmbeddings(failure)
+    ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
+    with caplog.at_level(logging.WARNING, logger="memory_agent"):
+        result = await recall(conn, **ask, embedder=embedder)
+    assert first_turn(result) == ("trips", 6) and result.vector_hits == 0  # what full text found, as without
+    assert "Recall runs without vectors: the embedder test-lisbon failed" in caplog.text
+    # The vector path measured alone has nothing else to return: its failure is recall's.
+    with pytest.raises((ConnectionError, ConfigurationError)):
+        await recall(conn, **ask, embedder=embedder, paths=("vector",))

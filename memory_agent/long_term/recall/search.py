@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +37,8 @@ from memory_agent.long_term.embeddings import model_name, to_vector_literal, vec
 from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
 from memory_agent.long_term.recall.query_text import cjk_bigrams, embedded_query, has_cjk, points_to_past
 from memory_agent.long_term.recall.settings import RecallSettings
+
+logger = logging.getLogger("memory_agent")
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
@@ -179,6 +182,24 @@ async def _reranked(
     return sorted(rescored, key=_row_order)
 
 
+async def _query_vector(pending: Awaitable[list[float]], embedder: Embeddings, *, optional: bool) -> str | None:
+    """The query's vector as pgvector's text. An embedder that fails (a remote API down, a vector that is not
+    finite) costs the vectors, not the recall, when full text and trigrams have run (`optional`): a WARNING, and
+    None. Alone (the vector path measured by itself), its error is recall's."""
+    try:
+        return to_vector_literal(await pending)
+    except Exception as exc:
+        if not optional:
+            raise
+        logger.warning(
+            "Recall runs without vectors: the embedder %s failed (%s: %s)",
+            model_name(embedder),
+            type(exc).__name__,
+            str(exc)[:500],
+        )
+        return None
+
+
 def bounded_query(text: str, max_chars: int) -> str:
     """The text recall searches with: `text` stripped, at most `max_chars` characters, cut after a word when the
     cut falls inside one (a single word longer than that is cut where it is)."""
@@ -284,15 +305,17 @@ async def recall(
         enough = rows is not None and rows[0]["fts_hits"] + rows[0]["trgm_hits"] >= max(settings.min_hits, 1)
         if wanted and (always or not enough) and await vectors_available(conn):
             assert embedder is not None
+            pending = embedding or embedder.aembed_query(embedded_query(query))
+            vector = await _query_vector(pending, embedder, optional=rows is not None)
             vectors = {
                 "vector_always": always,
                 "model": model_name(embedder),
                 "vector_min_similarity": settings.vector_min_similarity,
-                "query_vector": to_vector_literal(await (embedding or embedder.aembed_query(embedded_query(query)))),
+                "query_vector": vector,
             }
-            if rows is not None and enough:
+            if vector is not None and rows is not None and enough:
                 rows = await _reranked(conn, rows, params, settings, vectors)
-            else:
+            elif vector is not None:
                 rows = await _search(conn, params, settings, vectors=vectors)
     finally:  # not awaited when the check failed or the server has no pgvector
         if embedding is not None and not embedding.cancel() and not embedding.cancelled():
