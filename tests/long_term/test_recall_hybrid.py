@@ -141,3 +141,17 @@ async def test_a_failing_embedder_costs_the_vectors_not_the_recall(conn: Any, fa
     # The vector path measured alone has nothing else to return: its failure is recall's.
     with pytest.raises((ConnectionError, ConfigurationError)):
         await recall(conn, **ask, embedder=embedder, paths=("vector",))
+
+
+async def test_a_long_message_is_embedded_by_its_start_only(conn: Any) -> None:
+    embedder = await seed(conn)
+    # 1,500 characters: full text searches them all; the model embeds the first max_embedded_chars (300), cut
+    # after a word, and the round does not wait ~700 ms for the rest.
+    query = "How was the trip? " + " ".join(f"word{n}" for n in range(240))
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query=query, embedder=embedder)
+    assert result.query == query[:2000].rstrip() and result.fts_hits > 0
+    (embedded,) = embedder.queries
+    assert len(embedded) <= 300 and query.startswith(embedded) and query[len(embedded)] == " "
+    short = RecallSettings(max_embedded_chars=20)
+    await recall(conn, tenant_id=TENANT, user_id=USER, query=query, embedder=embedder, settings=short)
+    assert embedder.queries[-1] == "How was the trip"

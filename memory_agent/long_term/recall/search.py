@@ -294,9 +294,10 @@ async def recall(
     # (either mode), the statement runs again with the vector path over all of the user's vectors.
     always = settings.vectors_always or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
+    embedded = embedded_query(bounded_query(query, settings.max_embedded_chars))
     embedding = None
     if embedder is not None and wanted and always:
-        embedding = asyncio.ensure_future(embedder.aembed_query(embedded_query(query)))
+        embedding = asyncio.ensure_future(embedder.aembed_query(embedded))
         params["fused_limit"] = max(params["fused_limit"], settings.rerank_hits)
         await asyncio.sleep(0)  # the embedding is handed to its thread before the statement is built and sent
     try:
@@ -305,7 +306,7 @@ async def recall(
         enough = rows is not None and rows[0]["fts_hits"] + rows[0]["trgm_hits"] >= max(settings.min_hits, 1)
         if wanted and (always or not enough) and await vectors_available(conn):
             assert embedder is not None
-            pending = embedding or embedder.aembed_query(embedded_query(query))
+            pending = embedding or embedder.aembed_query(embedded)
             vector = await _query_vector(pending, embedder, optional=rows is not None)
             vectors = {
                 "vector_always": always,
