@@ -14,6 +14,8 @@ from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
+from memory_agent.long_term.embeddings import HashingEmbeddings
+from memory_agent.long_term.recall import recall
 from memory_agent.settings import MemorySettings
 from tests.citus.conftest import query
 from tests.long_term.conftest import items
@@ -71,6 +73,27 @@ async def test_recall_and_the_store(open_memory):
     )
     await store.adelete(("facts", "ana"), "diet")
     assert await store.aget(("facts", "ana"), "diet") is None
+
+
+async def test_hybrid_recall_with_an_embedder(open_memory):
+    """With an embedder: full text's hits re-ranked by their own vectors (`recall_vector_distances`), and the vector
+    path over all of the user's vectors when full text is not asked; each on the user's shards alone."""
+    memory = await open_memory(model=OfflineSummaryModel(), embedder=HashingEmbeddings())
+    app = with_memory(EchoChat().graph, memory)
+    await talk(app, "trip", "ana", ["I live in Lisbon.", "I'm allergic to peanuts.", "I like green tea.", "Bye."])
+    await talk(app, "other", "ben", ["I'm allergic to shellfish.", "I live in Porto.", "Fine.", "Bye."])
+    assert await memory.drain(timeout=30)
+    result = await memory.recall_result("ana", "peanuts allergy", tenant_id="acme")
+    assert result.fts_hits >= 2 and result.vector_hits >= 1
+    assert any(hit.paths == ["fts", "vector"] for hit in result.ranked)
+    assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in result.ranked)
+    async with memory.backend.connection() as conn:
+        alone = await recall(
+            conn, tenant_id="acme", user_id="ana", query="peanuts allergy", embedder=memory.embedder, paths=("vector",)
+        )
+    assert alone.vector_hits >= 2 and alone.retrieval_path == "vector"
+    assert any("peanuts" in hit.text for hit in alone.ranked)
+    assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in alone.ranked)
 
 
 async def test_forgetting_leaves_no_canary(open_memory, citus_url, schema):

@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
+from langchain_core.messages import HumanMessage
 
+from memory_agent import with_memory
 from memory_agent.errors import ConfigurationError
 from memory_agent.evaluation import store_conversation
-from memory_agent.long_term.embeddings import index_items
+from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.long_term.embeddings import HashingEmbeddings, index_items
 from memory_agent.long_term.recall import RecallSettings, recall
 from memory_agent.long_term.recall.query_text import embedded_query
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
+from tests.support import EchoChat
 
 TENANT, USER = "t1", "ana"
 NEAR, FAR = [1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]
@@ -155,3 +159,20 @@ async def test_a_long_message_is_embedded_by_its_start_only(conn: Any) -> None:
     short = RecallSettings(max_embedded_chars=20)
     await recall(conn, tenant_id=TENANT, user_id=USER, query=query, embedder=embedder, settings=short)
     assert embedder.queries[-1] == "How was the trip"
+
+
+async def test_through_the_service_the_summary_jobs_vectors_re_rank_its_recall(open_memory: Any) -> None:
+    memory = await open_memory(model=OfflineSummaryModel(), embedder=HashingEmbeddings())
+    app = with_memory(EchoChat().graph, memory)
+    for thread, user, texts in (
+        ("trip", "ana", ["I live in Lisbon.", "I'm allergic to peanuts.", "I like green tea.", "Bye."]),
+        ("other", "ben", ["I'm allergic to shellfish.", "I live in Porto.", "Fine.", "Bye."]),
+    ):
+        for text in texts:
+            config = {"configurable": {"thread_id": thread, "user_id": user, "tenant_id": "acme"}}
+            await app.ainvoke({"messages": [HumanMessage(text)]}, config)
+    assert await memory.drain(timeout=30)
+    result = await memory.recall_result("ana", "peanuts allergy", tenant_id="acme")
+    assert result.fts_hits >= 2 and result.vector_hits >= 1
+    assert any(hit.paths == ["fts", "vector"] for hit in result.ranked)
+    assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in result.ranked)
