@@ -48,6 +48,13 @@ class RecallSettings(SettingsGroup):
         "boundary) are embedded at round start: a local model's time grows with the text (the bundled e5: ~45 ms "
         "for 140 characters, ~950 ms for 2,000 on one core).",
     )
+    embedding_timeout_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="Hybrid: the longest recall waits for the query's embedding (beside full text); past it, what "
+        "full text found is returned without vectors (a WARNING).",
+    )
     or_terms: bool = Field(
         default=True, description="OR the query's lexemes in full-text search (AND-ed terms match almost no question)."
     )

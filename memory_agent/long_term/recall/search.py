@@ -146,12 +146,14 @@ async def _reranked(
     settings: RecallSettings,
     vectors: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """`rows` (full text's and trigrams' fused hits) re-ranked with the query's vector: each hit's turn or item
-    vector is read (`recall_vector_distances`: a lookup a hit, none of the user's other vectors), and a hit's rank
-    by cosine distance among them adds `vector_weight / (rrf_k + rank)` to its score, as a vector rank does in
-    `recall_search`'s fusion. Key insights and batch summaries have no vector: their scores stay."""
-    turns = [(row["conversation_id"], row["sequence_number"]) for row in rows if row["kind"] == "turn"]
-    items = [row["item_id"] for row in rows if row["kind"] == "item"]
+    """`rows` (full text's and trigrams' fused hits) re-ranked with the query's vector: the turn or item vector of
+    each of the first `rerank_hits` is read (`recall_vector_distances`: a lookup a hit, none of the user's other
+    vectors), and a hit's rank by cosine distance among them adds `vector_weight / (rrf_k + rank)` to its score,
+    as a vector rank does in `recall_search`'s fusion. Key insights, batch summaries and the hits after the first
+    `rerank_hits` keep their scores."""
+    first = rows[: settings.rerank_hits]  # the same hits whatever the caller's limit (the statement returns more)
+    turns = [(row["conversation_id"], row["sequence_number"]) for row in first if row["kind"] == "turn"]
+    items = [row["item_id"] for row in first if row["kind"] == "item"]
     if not turns and not items:
         return rows
     found = await _in_recall_transaction(
@@ -182,10 +184,19 @@ async def _reranked(
     return sorted(rescored, key=_row_order)
 
 
+async def _timed(embedding: Awaitable[list[float]], timeout_s: float) -> list[float]:
+    """`embedding`, or TimeoutError when it takes longer than `timeout_s` (started at once beside full text)."""
+    try:
+        async with asyncio.timeout(timeout_s):  # no task of its own: the embedding starts with this one's first step
+            return await embedding
+    except TimeoutError:
+        raise TimeoutError(f"the query's embedding took longer than {timeout_s} s") from None
+
+
 async def _query_vector(pending: Awaitable[list[float]], embedder: Embeddings, *, optional: bool) -> str | None:
-    """The query's vector as pgvector's text. An embedder that fails (a remote API down, a vector that is not
-    finite) costs the vectors, not the recall, when full text and trigrams have run (`optional`): a WARNING, and
-    None. Alone (the vector path measured by itself), its error is recall's."""
+    """The query's vector as pgvector's text. An embedder that fails (a remote API down, a vector pgvector would
+    refuse) or is late (past `embedding_timeout_s`) costs the vectors, not the recall, when full text and trigrams
+    have run (`optional`): a WARNING, and None. Alone (the vector path measured by itself), its error is recall's."""
     try:
         return to_vector_literal(await pending)
     except Exception as exc:
@@ -292,12 +303,13 @@ async def recall(
     # query (tens of milliseconds for a local model, in a thread) while full text and trigrams run; when they found
     # enough, their first `rerank_hits` fused hits are re-ranked with their own vectors. When they found too little
     # (either mode), the statement runs again with the vector path over all of the user's vectors.
-    always = settings.vectors_always or "fts" not in paths
+    # A vector weight of 0 re-ranks nothing: then vectors are only the fallback.
+    always = (settings.vectors_always and settings.vector_weight > 0) or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
     embedded = embedded_query(bounded_query(query, settings.max_embedded_chars))
     embedding = None
     if embedder is not None and wanted and always:
-        embedding = asyncio.ensure_future(embedder.aembed_query(embedded))
+        embedding = asyncio.ensure_future(_timed(embedder.aembed_query(embedded), settings.embedding_timeout_s))
         params["fused_limit"] = max(params["fused_limit"], settings.rerank_hits)
         await asyncio.sleep(0)  # the embedding is handed to its thread before the statement is built and sent
     try:
