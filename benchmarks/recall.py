@@ -19,7 +19,8 @@ from benchmarks.recall_cost import round_start_cost
 from benchmarks.systems import create_database, drop_database
 from memory_agent import resources
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.long_term.embeddings import BundledE5Embeddings, HashingEmbeddings, index_items, model_name
+from memory_agent.long_term.embedders import BundledE5Embeddings, HashingEmbeddings
+from memory_agent.long_term.embeddings import index_items, model_name
 from memory_agent.long_term.recall import recall
 
 DATASET = Path(__file__).parent / "data" / "synthetic_locomo.json"

@@ -32,7 +32,7 @@ async def run_recall_eval(
     from memory_agent.db.backend import MemoryBackend
     from memory_agent.db.connector import execute_query
     from memory_agent.evaluation import evaluate, load_dataset
-    from memory_agent.long_term.embeddings import embedder_from_setting
+    from memory_agent.long_term.embedders import embedder_from_setting
     from memory_agent.settings import MemorySettings
 
     samples = load_dataset(dataset)

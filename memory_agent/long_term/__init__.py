@@ -20,13 +20,8 @@ from memory_agent.long_term.clusters import (
     refresh_pending_clusters,
     touched_clusters,
 )
-from memory_agent.long_term.embeddings import (
-    BundledE5Embeddings,
-    HashingEmbeddings,
-    embedder_from_setting,
-    index_items,
-    index_pending,
-)
+from memory_agent.long_term.embedders import BundledE5Embeddings, HashingEmbeddings, embedder_from_setting
+from memory_agent.long_term.embeddings import index_items, index_pending
 from memory_agent.long_term.forget import ForgetReport, expire_item, forget_conversation, forget_item, forget_user
 from memory_agent.long_term.reads import ItemFilter, ItemSource, LongTermItem, item_history, list_items
 from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope

@@ -26,7 +26,7 @@ from memory_agent.db.connect import open_backend
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
 from memory_agent.llm import default_chat_model
-from memory_agent.long_term.embeddings import embedder_from_setting
+from memory_agent.long_term.embedders import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
 from memory_agent.long_term.recall import check_recall_settings
 from memory_agent.runtime import MemoryLoop, PeriodicTask

@@ -14,7 +14,7 @@ from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
-from memory_agent.long_term.embeddings import HashingEmbeddings
+from memory_agent.long_term.embedders import HashingEmbeddings
 from memory_agent.long_term.recall import recall
 from memory_agent.settings import MemorySettings
 from tests.citus.conftest import query

@@ -12,7 +12,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory_agent import with_memory
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term.embeddings import BundledE5Embeddings
+from memory_agent.long_term.embedders import BundledE5Embeddings
 from tests.conftest import query
 from tests.support import EchoChat
 

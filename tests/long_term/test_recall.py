@@ -13,7 +13,8 @@ import pytest
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.evaluation import StoredItem, store_conversation, store_item
 from memory_agent.long_term import ItemScope
-from memory_agent.long_term.embeddings import HashingEmbeddings, index_items
+from memory_agent.long_term.embedders import HashingEmbeddings
+from memory_agent.long_term.embeddings import index_items
 from memory_agent.long_term.recall import RecallSettings, recall, source_turns
 from memory_agent.long_term.recall.query_text import cjk_bigrams, points_to_past
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)

@@ -15,7 +15,8 @@ from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.migrate import load_migrations
 from memory_agent.evaluation import StoredItem, store_conversation, store_item
 from memory_agent.long_term import ItemScope
-from memory_agent.long_term.embeddings import HashingEmbeddings, index_items, index_pending, to_vector_literal
+from memory_agent.long_term.embedders import HashingEmbeddings
+from memory_agent.long_term.embeddings import index_items, index_pending, to_vector_literal
 from memory_agent.long_term.recall import RecallSettings, recall
 from tests.conftest import execute, query
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)

@@ -20,7 +20,8 @@ import pytest
 
 from memory_agent.evaluation import StoredItem, store_item
 from memory_agent.long_term import ItemScope
-from memory_agent.long_term.embeddings import BundledE5Embeddings, index_items, model_name
+from memory_agent.long_term.embedders import BundledE5Embeddings
+from memory_agent.long_term.embeddings import index_items, model_name
 from memory_agent.long_term.recall import recall
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 

@@ -17,7 +17,8 @@ from memory_agent import with_memory
 from memory_agent.errors import ConfigurationError
 from memory_agent.evaluation import store_conversation
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term.embeddings import HashingEmbeddings, index_items
+from memory_agent.long_term.embedders import HashingEmbeddings
+from memory_agent.long_term.embeddings import index_items
 from memory_agent.long_term.recall import RecallSettings, recall
 from memory_agent.long_term.recall.query_text import embedded_query
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)

@@ -14,7 +14,8 @@ import pytest
 from memory_agent import with_memory
 from memory_agent.errors import ConfigurationError
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.long_term.embeddings import HashingEmbeddings, index_items, index_pending
+from memory_agent.long_term.embedders import HashingEmbeddings
+from memory_agent.long_term.embeddings import index_items, index_pending
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.long_term.test_forget import rounds, tables_holding

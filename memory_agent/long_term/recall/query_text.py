@@ -1,6 +1,6 @@
 """What recall, clustering and the offline embedder read off a text: its CJK runs (one definition of which
 characters are CJK), their character bigrams (CJK has no spaces to split words on), whether a message points
-to the past, and what of a query is embedded."""
+to the past, and the bounds of what recall searches and embeds."""
 
 from __future__ import annotations
 
@@ -21,10 +21,30 @@ PAST_POINTING = re.compile(
 CLOSING_PUNCTUATION = "?!.;:…。？！；："
 
 
-def embedded_query(text: str) -> str:
-    """What of a query the embedder embeds: `text` without its closing punctuation. A local model's time is
-    proportional to its tokens (the bundled e5: ~1.25 ms a token on one core, its critical path at round start),
-    and a question mark changed nothing measurable (LoCoMo dev split: the same @5 and @10)."""
+def cut_at_word(text: str, end: int) -> str:
+    """`text` cut at `end`, after a word when the cut falls inside one (a single word longer than that is cut where
+    it is), trailing white space dropped."""
+    cut = text[:end]
+    inside_a_word = 0 < end < len(text) and not text[end].isspace() and not cut[-1].isspace()
+    if inside_a_word and len(cut.split(None, 1)) > 1:
+        cut = cut.rsplit(None, 1)[0]
+    return cut.rstrip()
+
+
+def bounded_query(text: str, max_chars: int) -> str:
+    """The text recall searches with: `text` stripped, at most `max_chars` characters, cut after a word when the
+    cut falls inside one (a single word longer than that is cut where it is)."""
+    text = text.strip()
+    return text if len(text) <= max_chars else cut_at_word(text, max_chars)
+
+
+def embedded_query(text: str, max_chars: int | None = None) -> str:
+    """What of a query the embedder embeds: its start (at most `max_chars` characters, cut after a word) without
+    its closing punctuation. A local model's time is proportional to its tokens (the bundled e5: ~1.25 ms a token
+    on one core, its critical path at round start), and a question mark changed nothing measurable (LoCoMo dev
+    split: the same @5 and @10)."""
+    if max_chars is not None:
+        text = bounded_query(text, max_chars)
     return text.rstrip(CLOSING_PUNCTUATION + " \t\r\n") or text
 
 

@@ -10,35 +10,39 @@ connection and runs on a generic plan. Scope: this conversation's turns first, t
 too when this one has few hits or the message points to the past ("last time", "之前", …). Guardrails: a token
 budget for the block, a number of turns, a per-turn character cap (block.py). Every result says where
 it came from (conversation + sequences, item ids, source items, a key insight's note), so a caller can re-expand
-it. Recall never calls an LLM. docs/recall.md has the measurements.
+it. With an embedder, hybrid.py embeds the query beside the statement and re-ranks its first hits with their own
+vectors. Recall never calls an LLM. docs/recall.md has the measurements.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import time
-from collections.abc import Awaitable, Collection, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection, sql
 
 from memory_agent import resources
 from memory_agent.conversation.messages import storable_text
-from memory_agent.db.connector import execute_query, fetch_all
-from memory_agent.errors import ConfigurationError, InvalidInputError
-from memory_agent.long_term.embeddings import model_name, to_vector_literal, vectors_available
+from memory_agent.db.connector import fetch_all
+from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.embeddings import model_name, vectors_available
 from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
-from memory_agent.long_term.recall.query_text import cjk_bigrams, embedded_query, has_cjk, points_to_past
+from memory_agent.long_term.recall.hybrid import query_vector, reranked, start_embedding
+from memory_agent.long_term.recall.query_text import (
+    bounded_query,
+    cjk_bigrams,
+    embedded_query,
+    has_cjk,
+    points_to_past,
+)
 from memory_agent.long_term.recall.settings import RecallSettings
-
-logger = logging.getLogger("memory_agent")
+from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
@@ -72,15 +76,6 @@ class RecallResult:
         return len(self.results)
 
 
-_STORED_CONFIGS = ("english", "pg_catalog.english")
-
-
-def stored_vectors(settings: RecallSettings) -> bool:
-    """Whether the configuration is the one whose vectors are stored (0009): then the statement is the same for
-    every call and runs on one generic plan per connection."""
-    return settings.text_search_config.lower() in _STORED_CONFIGS
-
-
 @functools.cache
 def _statement(vectors: bool, stored: bool) -> sql.Composed:
     queries = resources.queries()
@@ -94,134 +89,13 @@ def _statement(vectors: bool, stored: bool) -> sql.Composed:
     )
 
 
-async def _in_recall_transaction(
-    conn: AsyncConnection[Any], settings: RecallSettings, statement: str | sql.Composed, params: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """The rows of one of recall's statements, run with recall's settings (they hold for its transaction only).
-
-    The settings and the statement go in one pipeline: on an autocommit connection they share the implicit
-    transaction that the pipeline's Sync ends (the protocol's rule), so there is no BEGIN or COMMIT round trip
-    (0.35 ms of a 2.6 ms recall, measured). Any other connection gets a transaction (or savepoint) of its own."""
-    stored = stored_vectors(settings)
-    settings_params = {
-        "threshold": str(settings.trgm_threshold),
-        "plan_cache_mode": "force_generic_plan" if stored else "force_custom_plan",
-        "tenant_id": params["tenant_id"],
-    }
-    try:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(conn.pipeline())
-            if not conn.autocommit:
-                await stack.enter_async_context(conn.transaction())
-            await execute_query(conn, "recall_settings", settings_params)
-            # Prepared at once: the generic plan is made once per connection and reused.
-            return await fetch_all(conn, statement, params, prepare=stored)
-    except psycopg.errors.UndefinedObject as exc:
-        raise ConfigurationError(
-            f"recall cannot use text search configuration {settings.text_search_config!r} "
-            f"({exc.diag.message_primary}); set MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG to one the server has "
-            "('english', 'simple', ...)"
-        ) from exc
-
-
 async def _search(
     conn: AsyncConnection[Any], params: dict[str, Any], settings: RecallSettings, vectors: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """One run of `recall_search`; with `vectors` (the vector path's parameters), its vector path searches all of
     the user's vectors."""
     statement = _statement(vectors is not None, stored_vectors(settings))
-    return await _in_recall_transaction(conn, settings, statement, {**params, **(vectors or {})})
-
-
-def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
-    """`recall_search`'s order of its rows: score, summaries first among equals, kind, sequence (nulls last)."""
-    sequence = row["sequence_number"]
-    return (-row["score"], {True: 0, False: 1}.get(row["is_summary"], 2), row["kind"], sequence is None, sequence or 0)
-
-
-async def _reranked(
-    conn: AsyncConnection[Any],
-    rows: list[dict[str, Any]],
-    params: dict[str, Any],
-    settings: RecallSettings,
-    vectors: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """`rows` (full text's and trigrams' fused hits) re-ranked with the query's vector: the turn or item vector of
-    each of the first `rerank_hits` is read (`recall_vector_distances`: a lookup a hit, none of the user's other
-    vectors), and a hit's rank by cosine distance among them adds `vector_weight / (rrf_k + rank)` to its score,
-    as a vector rank does in `recall_search`'s fusion. Key insights, batch summaries and the hits after the first
-    `rerank_hits` keep their scores."""
-    first = rows[: settings.rerank_hits]  # the same hits whatever the caller's limit (the statement returns more)
-    turns = [(row["conversation_id"], row["sequence_number"]) for row in first if row["kind"] == "turn"]
-    items = [row["item_id"] for row in first if row["kind"] == "item"]
-    if not turns and not items:
-        return rows
-    found = await _in_recall_transaction(
-        conn,
-        settings,
-        "recall_vector_distances",
-        {
-            "tenant_id": params["tenant_id"],
-            "user_id": params["user_id"],
-            "conversation_ids": [conversation for conversation, _ in turns],
-            "sequences": [sequence for _, sequence in turns],
-            "item_ids": items,
-            "model": vectors["model"],
-            "query_vector": vectors["query_vector"],
-            "vector_min_similarity": settings.vector_min_similarity,
-        },
-    )
-    # Nearest first; among equal distances turns before items, as the vector path ranks them.
-    found.sort(key=lambda near: (near["distance"], near["kind"] != "turn"))
-    rank_of = {(n["kind"], n["conversation_id"], n["sequence_number"], n["item_id"]): i for i, n in enumerate(found, 1)}
-    rescored = []
-    for row in rows:
-        rank = rank_of.get((row["kind"], row["conversation_id"], row["sequence_number"], row["item_id"]))
-        if rank is not None:
-            score = row["score"] + settings.vector_weight / (settings.rrf_k + rank)
-            row = {**row, "score": score, "paths": sorted([*row["paths"], "vector"])}
-        rescored.append({**row, "vector_hits": len(found)})
-    return sorted(rescored, key=_row_order)
-
-
-async def _timed(embedding: Awaitable[list[float]], timeout_s: float) -> list[float]:
-    """`embedding`, or TimeoutError when it takes longer than `timeout_s` (started at once beside full text)."""
-    try:
-        async with asyncio.timeout(timeout_s):  # no task of its own: the embedding starts with this one's first step
-            return await embedding
-    except TimeoutError:
-        raise TimeoutError(f"the query's embedding took longer than {timeout_s} s") from None
-
-
-async def _query_vector(pending: Awaitable[list[float]], embedder: Embeddings, *, optional: bool) -> str | None:
-    """The query's vector as pgvector's text. An embedder that fails (a remote API down, a vector pgvector would
-    refuse) or is late (past `embedding_timeout_s`) costs the vectors, not the recall, when full text and trigrams
-    have run (`optional`): a WARNING, and None. Alone (the vector path measured by itself), its error is recall's."""
-    try:
-        return to_vector_literal(await pending)
-    except Exception as exc:
-        if not optional:
-            raise
-        logger.warning(
-            "Recall runs without vectors: the embedder %s failed (%s: %s)",
-            model_name(embedder),
-            type(exc).__name__,
-            str(exc)[:500],
-        )
-        return None
-
-
-def bounded_query(text: str, max_chars: int) -> str:
-    """The text recall searches with: `text` stripped, at most `max_chars` characters, cut after a word when the
-    cut falls inside one (a single word longer than that is cut where it is)."""
-    text = text.strip()
-    if len(text) <= max_chars:
-        return text
-    cut = text[:max_chars]
-    inside_a_word = not text[max_chars].isspace() and not cut[-1].isspace()
-    if inside_a_word and len(cut.split(None, 1)) > 1:
-        cut = cut.rsplit(None, 1)[0]
-    return cut.rstrip()
+    return await in_recall_transaction(conn, settings, statement, {**params, **(vectors or {})})
 
 
 def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
@@ -306,10 +180,9 @@ async def recall(
     # A vector weight of 0 re-ranks nothing: then vectors are only the fallback.
     always = (settings.vectors_always and settings.vector_weight > 0) or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
-    embedded = embedded_query(bounded_query(query, settings.max_embedded_chars))
     embedding = None
     if embedder is not None and wanted and always:
-        embedding = asyncio.ensure_future(_timed(embedder.aembed_query(embedded), settings.embedding_timeout_s))
+        embedding = start_embedding(embedder, query, settings)
         params["fused_limit"] = max(params["fused_limit"], settings.rerank_hits)
         await asyncio.sleep(0)  # the embedding is handed to its thread before the statement is built and sent
     try:
@@ -318,8 +191,8 @@ async def recall(
         enough = rows is not None and rows[0]["fts_hits"] + rows[0]["trgm_hits"] >= max(settings.min_hits, 1)
         if wanted and (always or not enough) and await vectors_available(conn):
             assert embedder is not None
-            pending = embedding or embedder.aembed_query(embedded)
-            vector = await _query_vector(pending, embedder, optional=rows is not None)
+            pending = embedding or embedder.aembed_query(embedded_query(query, settings.max_embedded_chars))
+            vector = await query_vector(pending, embedder, optional=rows is not None)
             vectors = {
                 "vector_always": always,
                 "model": model_name(embedder),
@@ -327,7 +200,7 @@ async def recall(
                 "query_vector": vector,
             }
             if vector is not None and rows is not None and enough:
-                rows = await _reranked(conn, rows, params, settings, vectors)
+                rows = await reranked(conn, rows, params, vectors, settings)
             elif vector is not None:
                 rows = await _search(conn, params, settings, vectors=vectors)
     finally:  # not awaited when the check failed or the server has no pgvector

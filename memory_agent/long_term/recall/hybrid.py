@@ -1,0 +1,109 @@
+"""Recall's vectors beside full text (search.py runs them): the query's embedding, started at once and bounded in
+text and time, whose failure costs the vectors and not the recall, and the re-ranking of full text's first hits
+with their own vectors (`recall_vector_distances`: a lookup a hit, none of the user's other vectors read)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from psycopg import AsyncConnection
+
+from memory_agent.long_term.embeddings import model_name, to_vector_literal
+from memory_agent.long_term.recall.query_text import embedded_query
+from memory_agent.long_term.recall.settings import RecallSettings
+from memory_agent.long_term.recall.transaction import in_recall_transaction
+
+logger = logging.getLogger("memory_agent")
+
+
+def start_embedding(embedder: Embeddings, query: str, settings: RecallSettings) -> asyncio.Future[list[float]]:
+    """The query's embedding, started now (it runs beside full text), given up past `embedding_timeout_s`."""
+    text = embedded_query(query, settings.max_embedded_chars)
+    return asyncio.ensure_future(_timed(embedder.aembed_query(text), settings.embedding_timeout_s))
+
+
+async def _timed(embedding: Awaitable[list[float]], timeout_s: float) -> list[float]:
+    """`embedding`, or TimeoutError when it takes longer than `timeout_s` (started at once beside full text)."""
+    try:
+        async with asyncio.timeout(timeout_s):  # no task of its own: the embedding starts with this one's first step
+            return await embedding
+    except TimeoutError:
+        raise TimeoutError(f"the query's embedding took longer than {timeout_s} s") from None
+
+
+async def query_vector(pending: Awaitable[list[float]], embedder: Embeddings, *, optional: bool) -> str | None:
+    """The query's vector as pgvector's text. An embedder that fails (a remote API down, a vector pgvector would
+    refuse) or is late (past `embedding_timeout_s`) costs the vectors, not the recall, when full text and trigrams
+    have run (`optional`): a WARNING, and None. Alone (the vector path measured by itself), its error is recall's."""
+    try:
+        return to_vector_literal(await pending)
+    except Exception as exc:
+        if not optional:
+            raise
+        logger.warning(
+            "Recall runs without vectors: the embedder %s failed (%s: %s)",
+            model_name(embedder),
+            type(exc).__name__,
+            str(exc)[:500],
+        )
+        return None
+
+
+def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
+    """`recall_search`'s order of its rows: score, summaries first among equals, kind, sequence (nulls last)."""
+    sequence = row["sequence_number"]
+    return (-row["score"], {True: 0, False: 1}.get(row["is_summary"], 2), row["kind"], sequence is None, sequence or 0)
+
+
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return row["kind"], row["conversation_id"], row["sequence_number"], row["item_id"]
+
+
+async def reranked(
+    conn: AsyncConnection[Any],
+    rows: list[dict[str, Any]],
+    scope: dict[str, Any],
+    vector: dict[str, Any],
+    settings: RecallSettings,
+) -> list[dict[str, Any]]:
+    """`rows` (full text's and trigrams' fused hits) re-ranked with the query's vector: the turn or item vector of
+    each of the first `rerank_hits` is read (`recall_vector_distances`: a lookup a hit, none of the user's other
+    vectors), and a hit's rank by cosine distance among them adds `vector_weight / (rrf_k + rank)` to its score,
+    as a vector rank does in `recall_search`'s fusion. Key insights, batch summaries and the hits after the first
+    `rerank_hits` keep their scores. `scope`: the user's `tenant_id` and `user_id`; `vector`: the query's
+    `query_vector` and the embedder's `model`."""
+    first = rows[: settings.rerank_hits]  # the same hits whatever the caller's limit (the statement returns more)
+    turns = [(row["conversation_id"], row["sequence_number"]) for row in first if row["kind"] == "turn"]
+    items = [row["item_id"] for row in first if row["kind"] == "item"]
+    if not turns and not items:
+        return rows
+    found = await in_recall_transaction(
+        conn,
+        settings,
+        "recall_vector_distances",
+        {
+            "tenant_id": scope["tenant_id"],
+            "user_id": scope["user_id"],
+            "conversation_ids": [conversation for conversation, _ in turns],
+            "sequences": [sequence for _, sequence in turns],
+            "item_ids": items,
+            "model": vector["model"],
+            "query_vector": vector["query_vector"],
+            "vector_min_similarity": settings.vector_min_similarity,
+        },
+    )
+    # Nearest first; among equal distances turns before items, as the vector path ranks them.
+    found.sort(key=lambda near: (near["distance"], near["kind"] != "turn"))
+    rank_of = {_key(near): rank for rank, near in enumerate(found, 1)}
+    rescored = []
+    for row in rows:
+        rank = rank_of.get(_key(row))
+        if rank is not None:
+            score = row["score"] + settings.vector_weight / (settings.rrf_k + rank)
+            row = {**row, "score": score, "paths": sorted([*row["paths"], "vector"])}
+        rescored.append({**row, "vector_hits": len(found)})
+    return sorted(rescored, key=_row_order)
