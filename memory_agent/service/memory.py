@@ -17,7 +17,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 from memory_agent.conversation.identity import round_identity
-from memory_agent.conversation.memory import ConversationMemory
+from memory_agent.conversation.imports import ImportReport, ThreadImport, timed
+from memory_agent.conversation.memory import ConversationMemory, round_key
 from memory_agent.conversation.window import calculate_summary_range
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
@@ -202,6 +203,53 @@ class MemoryService:
         summary jobs' rows. False when it did not exist."""
         key = await self.conversations.owned(conversation_id, user_id, tenant_id)
         return await self.long_term.forget_conversation(key)
+
+    async def import_messages(
+        self,
+        conversation_id: str,
+        messages: Sequence[Any],
+        *,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+        summarize: bool = True,
+    ) -> ImportReport:
+        """Store a thread brought from elsewhere with the times its messages were written, in the tables rounds
+        use: recall finds its turns under their own dates, and (`summarize`) it is summarized window by window as
+        its rounds would have been, in this call. `messages`: TimedMessage, (LangChain message, aware datetime)
+        pairs or records {"role", "content", "created_at", optional "id", "name", "tool_call_id"}, oldest first.
+        All or nothing: InvalidInputError names the message and field (nothing written); the thread id must be
+        new (ConversationOwnerError when another user's)."""
+        key = round_key(conversation_id, user_id, tenant_id)
+        checked = timed(messages)
+        parts = self._lifecycle.parts
+        importer = ThreadImport(
+            parts.backend,
+            parts.conversations.trigger,
+            parts.runner.run_summary,
+            self.clock,
+            self.settings.memory.rolling_window_size,
+        )
+        return await self.loop.arun(importer.run(key, checked, summarize=summarize))
+
+    async def import_thread(
+        self,
+        checkpointer: Any,
+        thread_id: str,
+        *,
+        conversation_id: str | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+        summarize: bool = True,
+    ) -> ImportReport:
+        """import_messages of a LangGraph checkpointer's thread: the messages of its latest checkpoint, each dated
+        by the first checkpoint that holds it (integrations/thread_import.py); stored as `conversation_id`
+        (default: the same thread id)."""
+        from memory_agent.integrations.thread_import import checkpointer_messages
+
+        messages = await checkpointer_messages(checkpointer, thread_id)
+        return await self.import_messages(
+            conversation_id or thread_id, messages, user_id=user_id, tenant_id=tenant_id, summarize=summarize
+        )
 
     # ------------------------------------------------------------------ long-term memory
 
