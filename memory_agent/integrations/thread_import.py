@@ -33,9 +33,7 @@ def _messages(found: CheckpointTuple, channel: str) -> Sequence[Any]:
     return messages if isinstance(messages, (list, tuple)) else []
 
 
-async def checkpointer_messages(
-    checkpointer: Any, thread_id: str, *, channel: str = "messages"
-) -> list[TimedMessage]:
+async def checkpointer_messages(checkpointer: Any, thread_id: str, *, channel: str = "messages") -> list[TimedMessage]:
     """The messages of `thread_id`'s latest checkpoint, oldest first, each with the time of the first checkpoint
     that holds it. InvalidInputError when it is not a checkpointer or the thread has no messages."""
     if not isinstance(checkpointer, BaseCheckpointSaver):

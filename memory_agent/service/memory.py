@@ -17,8 +17,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 from memory_agent.conversation.identity import round_identity
-from memory_agent.conversation.imports import ImportReport, ThreadImport, timed
-from memory_agent.conversation.memory import ConversationMemory, round_key
+from memory_agent.conversation.memory import ConversationMemory
 from memory_agent.conversation.window import calculate_summary_range
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
@@ -29,6 +28,7 @@ from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSetting
 from memory_agent.runtime import MemoryLoop
 from memory_agent.service.delegate import delegate
 from memory_agent.service.lifecycle import Lifecycle
+from memory_agent.service.transfers import Transfers
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 
@@ -204,52 +204,17 @@ class MemoryService:
         key = await self.conversations.owned(conversation_id, user_id, tenant_id)
         return await self.long_term.forget_conversation(key)
 
-    async def import_messages(
-        self,
-        conversation_id: str,
-        messages: Sequence[Any],
-        *,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
-        summarize: bool = True,
-    ) -> ImportReport:
-        """Store a thread brought from elsewhere with the times its messages were written, in the tables rounds
-        use: recall finds its turns under their own dates, and (`summarize`) it is summarized window by window as
-        its rounds would have been, in this call. `messages`: TimedMessage, (LangChain message, aware datetime)
-        pairs or records {"role", "content", "created_at", optional "id", "name", "tool_call_id"}, oldest first.
-        All or nothing: InvalidInputError names the message and field (nothing written); the thread id must be
-        new (ConversationOwnerError when another user's)."""
-        key = round_key(conversation_id, user_id, tenant_id)
-        checked = timed(messages)
-        parts = self._lifecycle.parts
-        importer = ThreadImport(
-            parts.backend,
-            parts.conversations.trigger,
-            parts.runner.run_summary,
-            self.clock,
-            self.settings.memory.rolling_window_size,
-        )
-        return await self.loop.arun(importer.run(key, checked, summarize=summarize))
+    # ------------------------------------------------------------------ imports and exports
 
-    async def import_thread(
-        self,
-        checkpointer: Any,
-        thread_id: str,
-        *,
-        conversation_id: str | None = None,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
-        summarize: bool = True,
-    ) -> ImportReport:
-        """import_messages of a LangGraph checkpointer's thread: the messages of its latest checkpoint, each dated
-        by the first checkpoint that holds it (integrations/thread_import.py); stored as `conversation_id`
-        (default: the same thread id)."""
-        from memory_agent.integrations.thread_import import checkpointer_messages
+    @property
+    def transfers(self) -> Transfers:
+        """Imports of threads with their own times, and a user's memory as one document (service/transfers.py)."""
+        return Transfers(self._lifecycle.parts, self.loop, self.clock, self.settings)
 
-        messages = await checkpointer_messages(checkpointer, thread_id)
-        return await self.import_messages(
-            conversation_id or thread_id, messages, user_id=user_id, tenant_id=tenant_id, summarize=summarize
-        )
+    import_messages = delegate("transfers", Transfers.import_messages)
+    import_thread = delegate("transfers", Transfers.import_thread)
+    export_user = delegate("transfers", Transfers.export_user)
+    import_user = delegate("transfers", Transfers.import_user)
 
     # ------------------------------------------------------------------ long-term memory
 
