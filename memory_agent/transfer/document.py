@@ -11,7 +11,7 @@ operational records). `FORMAT` and `SCHEMA_VERSION` say how to read it; load.py 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -35,6 +35,91 @@ SECTIONS = (
     ("batch_summaries", "export_batch_summaries"),
     ("consolidation_schedules", "export_schedules"),
 )
+
+# The fields of each section's records: the columns its query reads (the batch summary's own id is not needed to
+# write it back: nothing refers to it).
+COLUMNS: dict[str, Sequence[str]] = {
+    "conversations": ("conversation_id", "round_count", "created_at", "updated_at"),
+    "messages": ("conversation_id", "sequence_number", "round_number", "role", "content", "message", "created_at"),
+    "memory_versions": [
+        "memory_id",
+        "conversation_id",
+        "memory_text",
+        "start_sequence",
+        "end_sequence",
+        "base_memory_id",
+        "status",
+        "created_at",
+        "generation_time_ms",
+        "error",
+        "model_name",
+        "input_tokens",
+        "output_tokens",
+        "summarized_start",
+        "summarized_end",
+        "attempts",
+        "started_at",
+        "finished_at",
+        "items",
+    ],
+    "items": [
+        "item_id",
+        "project",
+        "environment",
+        "item_type",
+        "key",
+        "value_slot",
+        "content",
+        "content_norm",
+        "importance",
+        "confidence",
+        "valid_from",
+        "valid_to",
+        "is_summary",
+        "source_item_ids",
+        "created_at",
+        "updated_at",
+        "store_namespace",
+        "value",
+    ],
+    "item_sources": ("item_id", "conversation_id", "memory_id", "sequence_number", "created_at"),
+    "consolidation_notes": [
+        "note_id",
+        "period",
+        "period_start",
+        "period_end",
+        "content",
+        "consolidated",
+        "insights",
+        "key_insights",
+        "key_insights_text",
+        "notes_consolidated",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "compacted_at",
+        "created_at",
+        "source_item_ids",
+        "source_memory_ids",
+        "source_note_ids",
+        "source_conversation_ids",
+    ],
+    "batch_summaries": [
+        "project",
+        "environment",
+        "content",
+        "first_item_id",
+        "summarized_ids",
+        "summarized_from",
+        "summarized_until",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "created_at",
+        "source_conversation_ids",
+    ],
+    "consolidation_schedules": ("job", "schedule", "interval_days", "covered_until", "last_run", "next_run"),
+}
 
 
 def jsonable(value: Any) -> Any:

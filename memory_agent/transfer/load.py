@@ -25,7 +25,7 @@ from memory_agent.conversation.imports import parse_time
 from memory_agent.db.connector import execute_many, fetch_all, fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.tenancy import set_tenant
-from memory_agent.transfer.document import FORMAT, SCHEMA_VERSION, SECTIONS
+from memory_agent.transfer.document import COLUMNS, FORMAT, SCHEMA_VERSION, SECTIONS
 
 TIMES = {
     "created_at",
@@ -138,8 +138,8 @@ async def write_user(
     async with conn.transaction():
         await set_tenant(conn, tenant_id)
         await fetch_one(conn, "lock_forget", who)
-        held = await fetch_one(conn, "user_holds_memory", who)
-        if held and held["holds"]:
+        held = await fetch_one(conn, "tenant_user_known", who)  # read after the lock: a forget has committed
+        if held and held["known"]:
             raise InvalidInputError(
                 f"user {user_id!r} of tenant {tenant_id!r} holds memory already; import into a user without any "
                 "(or forget_user first)"
@@ -167,9 +167,9 @@ class _Writer:
         self, conn: psycopg.AsyncConnection[Any], who: dict[str, str], prefix: str, report: ImportedUser
     ) -> None:
         self.conn, self.who, self.prefix = conn, who, prefix
-        self.memory = _Ids(conn, "memory", "memory_id", report.memory_ids)
-        self.items = _Ids(conn, "items", "item_id", report.item_ids)
-        self.notes = _Ids(conn, "consolidation_notes", "note_id", report.note_ids)
+        self.memory_ids = _Ids(conn, "memory", "memory_id", report.memory_ids)
+        self.item_ids = _Ids(conn, "items", "item_id", report.item_ids)
+        self.note_ids = _Ids(conn, "consolidation_notes", "note_id", report.note_ids)
         self.members: list[tuple[int, list[Any]]] = []
         self.messages_of: dict[str, list[dict[str, Any]]] = {}
 
@@ -179,7 +179,7 @@ class _Writer:
         return self.prefix + conversation_id
 
     async def conversations(self, record: dict[str, Any], where: str) -> None:
-        row = _row(record, ("conversation_id", "round_count", "created_at", "updated_at"), where)
+        row = _row(record, COLUMNS["conversations"], where)
         row["conversation_id"] = self.thread(row["conversation_id"], where)
         owner = await fetch_one(self.conn, "import_owner", {**self.who, **row, "now": row["created_at"]})
         if owner is None or (owner["tenant_id"], owner["user_id"]) != (self.who["tenant_id"], self.who["user_id"]):
@@ -195,8 +195,7 @@ class _Writer:
         )
 
     async def messages(self, record: dict[str, Any], where: str) -> None:
-        names = ("conversation_id", "sequence_number", "round_number", "role", "content", "message", "created_at")
-        row = _row(record, names, where)
+        row = _row(record, COLUMNS["messages"], where)
         row["conversation_id"] = self.thread(row["conversation_id"], where)
         if row["conversation_id"] not in self.messages_of:
             raise InvalidInputError(f"{where}: its conversation is not among the document's conversations")
@@ -206,132 +205,56 @@ class _Writer:
     async def memory_versions(self, record: dict[str, Any], where: str) -> None:
         if self.messages_of:  # every message is read: stored before the versions that cover them
             await self._flush_messages()
-        names = [
-            "memory_id",
-            "conversation_id",
-            "memory_text",
-            "start_sequence",
-            "end_sequence",
-            "base_memory_id",
-            "status",
-            "created_at",
-            "generation_time_ms",
-            "error",
-            "model_name",
-            "input_tokens",
-            "output_tokens",
-            "summarized_start",
-            "summarized_end",
-            "attempts",
-            "started_at",
-            "finished_at",
-            "items",
-        ]
-        row = _row(record, names, where)
+        row = _row(record, COLUMNS["memory_versions"], where)
         row["conversation_id"] = self.thread(row["conversation_id"], where)
-        row["base_memory_id"] = await self.memory.one(row["base_memory_id"])
+        row["base_memory_id"] = await self.memory_ids.one(row["base_memory_id"])
         created = await fetch_one(self.conn, "import_memory", {**self.who, **row})
         assert created is not None
-        self.memory.known[record["memory_id"]] = created["memory_id"]
+        self.memory_ids.known[record["memory_id"]] = created["memory_id"]
 
     async def items(self, record: dict[str, Any], where: str) -> None:
         await self._flush_messages()
-        names = [
-            "item_id",
-            "project",
-            "environment",
-            "item_type",
-            "key",
-            "value_slot",
-            "content",
-            "content_norm",
-            "importance",
-            "confidence",
-            "valid_from",
-            "valid_to",
-            "is_summary",
-            "source_item_ids",
-            "created_at",
-            "updated_at",
-            "store_namespace",
-            "value",
-        ]
-        row = _row(record, names, where)
+        row = _row(record, COLUMNS["items"], where)
         created = await fetch_one(self.conn, "import_item", {**self.who, **row})
         assert created is not None
-        self.items.known[record["item_id"]] = created["item_id"]
+        self.item_ids.known[record["item_id"]] = created["item_id"]
         if row["source_item_ids"]:
             self.members.append((created["item_id"], list(row["source_item_ids"])))
 
     async def item_sources(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
-        row = _row(record, ("item_id", "conversation_id", "memory_id", "sequence_number", "created_at"), where)
-        if row["item_id"] not in self.items.known:
+        row = _row(record, COLUMNS["item_sources"], where)
+        if row["item_id"] not in self.item_ids.known:
             raise InvalidInputError(f"{where}: field 'item_id' ({row['item_id']!r}) names no item of the document")
-        row["item_id"] = self.items.known[row["item_id"]]
+        row["item_id"] = self.item_ids.known[row["item_id"]]
         if row["conversation_id"] is not None:
             row["conversation_id"] = self.thread(row["conversation_id"], where)
-        row["memory_id"] = await self.memory.one(row["memory_id"])
+        row["memory_id"] = await self.memory_ids.one(row["memory_id"])
         await fetch_all(self.conn, "import_item_source", {**self.who, **row})
 
     async def consolidation_notes(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
-        names = [
-            "note_id",
-            "period",
-            "period_start",
-            "period_end",
-            "content",
-            "consolidated",
-            "insights",
-            "key_insights",
-            "key_insights_text",
-            "notes_consolidated",
-            "model",
-            "input_tokens",
-            "output_tokens",
-            "compacted_at",
-            "created_at",
-            "source_item_ids",
-            "source_memory_ids",
-            "source_note_ids",
-            "source_conversation_ids",
-        ]
-        row = _row(record, names, where)
-        row["source_item_ids"] = await self.items.many(row["source_item_ids"])
-        row["source_memory_ids"] = await self.memory.many(row["source_memory_ids"])
-        row["source_note_ids"] = await self.notes.many(row["source_note_ids"])
+        row = _row(record, COLUMNS["consolidation_notes"], where)
+        row["source_item_ids"] = await self.item_ids.many(row["source_item_ids"])
+        row["source_memory_ids"] = await self.memory_ids.many(row["source_memory_ids"])
+        row["source_note_ids"] = await self.note_ids.many(row["source_note_ids"])
         row["source_conversation_ids"] = self._threads(row["source_conversation_ids"], where)
         created = await fetch_one(self.conn, "import_note", {**self.who, **row})
         assert created is not None
-        self.notes.known[record["note_id"]] = created["note_id"]
+        self.note_ids.known[record["note_id"]] = created["note_id"]
 
     async def batch_summaries(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
-        names = [
-            "project",
-            "environment",
-            "content",
-            "first_item_id",
-            "summarized_ids",
-            "summarized_from",
-            "summarized_until",
-            "model",
-            "input_tokens",
-            "output_tokens",
-            "created_at",
-            "source_conversation_ids",
-        ]
-        row = _row(record, names, where)
-        row["first_item_id"] = await self.items.one(row["first_item_id"])
-        row["summarized_ids"] = await self.items.many(row["summarized_ids"])
+        row = _row(record, COLUMNS["batch_summaries"], where)
+        row["first_item_id"] = await self.item_ids.one(row["first_item_id"])
+        row["summarized_ids"] = await self.item_ids.many(row["summarized_ids"])
         row["source_conversation_ids"] = self._threads(row["source_conversation_ids"], where)
         await fetch_all(self.conn, "import_batch_summary", {**self.who, **row})
 
     async def consolidation_schedules(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
-        names = ("job", "schedule", "interval_days", "covered_until", "last_run", "next_run")
-        await fetch_all(self.conn, "import_schedule", {**self.who, **_row(record, names, where)})
+        row = _row(record, COLUMNS["consolidation_schedules"], where)
+        await fetch_all(self.conn, "import_schedule", {**self.who, **row})
 
     def _threads(self, ids: list[Any] | None, where: str) -> list[str] | None:
         return None if ids is None else [self.thread(value, where) for value in ids]
@@ -352,7 +275,7 @@ class _Writer:
     async def _flush_members(self) -> None:
         """Cluster summaries' members, once every item has its new id."""
         for item_id, members in self.members:
-            mapped = await self.items.many(members)
+            mapped = await self.item_ids.many(members)
             await fetch_all(
                 self.conn, "import_item_members", {**self.who, "item_id": item_id, "source_item_ids": mapped}
             )

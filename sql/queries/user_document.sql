@@ -61,13 +61,6 @@ SELECT job, schedule, interval_days, covered_until, last_run, next_run
 FROM consolidation_schedules WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
 ORDER BY job
 
--- user_holds_memory --
--- Whether the user has any conversation, item, note or batch summary in the tenant (an import needs none).
-SELECT EXISTS (SELECT 1 FROM conversations WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
-    OR EXISTS (SELECT 1 FROM items WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
-    OR EXISTS (SELECT 1 FROM consolidation_notes WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s)
-    OR EXISTS (SELECT 1 FROM batch_summaries WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s) AS holds
-
 -- new_ids --
 -- `count` fresh ids of a table's key (memory, items, consolidation_notes, batch_summaries): ids a forgotten row had
 -- in the document get one, so they name no row of this database.
