@@ -32,8 +32,8 @@ from memory_agent.api.deps import (
     unprocessable,
     user_known,
 )
-from memory_agent.api.limits import BodyGuard, validation_error
 from memory_agent.api.export import router as export_router
+from memory_agent.api.limits import BodyGuard, validation_error
 from memory_agent.api.probes import router as probes_router
 from memory_agent.api.recall import router as recall_router
 from memory_agent.api.summaries import router as summaries_router
