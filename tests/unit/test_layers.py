@@ -93,10 +93,11 @@ UNITS = {
     "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
     "conversation", "long_term", "summarize", "jobs",
     "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
+    "transfer",
     "api", "cli",
 }  # fmt: skip
 SETTINGS = ("settings",)
-TOP = ("api", "cli", "langgraph_server", "testing", "service", "evaluation", "__init__", "__main__")
+TOP = ("api", "cli", "langgraph_server", "testing", "service", "evaluation", "__init__", "__main__", "transfer")
 
 
 def only(*allowed: str) -> tuple[str, ...]:
@@ -126,6 +127,8 @@ FORBIDDEN = {
     "jobs": ("conversation", "summarize", "integrations", "observability", *TOP),
     "integrations": ("db", "summarize", "jobs", "consolidation", "observability", *TOP),
     "observability": ("summarize", "jobs", "consolidation", "integrations", *TOP),
+    # A user's memory as one document (export, import): the rows of both tiers, under the service.
+    "transfer": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
     # The top: the service, the evaluation harness, the fakes, and the entry points.
     "evaluation": ("summarize", "jobs", "integrations", "observability", "service", "testing", "api", "cli"),
     "service": ("testing", "langgraph_server", "api", "cli", "__init__", "__main__"),
