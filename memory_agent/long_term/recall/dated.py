@@ -10,7 +10,7 @@ not find; the rest follow, in their order. One statement more, only for a query 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -67,7 +67,10 @@ async def with_date_boost(
     settings: RecallSettings,
     now: datetime,
 ) -> list[RecallHit]:
-    """`hits` re-ordered for the date expression of the query (at `now`); unchanged when it names no time."""
+    """`hits` re-ordered for the date expression of the query (at `now`; a clock without a time zone is read as
+    UTC); unchanged when it names no time."""
+    if now.tzinfo is None or now.utcoffset() is None:
+        now = now.replace(tzinfo=UTC)
     span = date_span(params["query"], now)
     if span is None:
         return hits
