@@ -19,6 +19,7 @@ from datetime import date, datetime
 from typing import Any
 
 import psycopg
+from langchain_core.messages import messages_from_dict
 from psycopg.types.json import Jsonb
 
 from memory_agent.conversation.imports import parse_time
@@ -199,6 +200,10 @@ class _Writer:
         row["conversation_id"] = self.thread(row["conversation_id"], where)
         if row["conversation_id"] not in self.messages_of:
             raise InvalidInputError(f"{where}: its conversation is not among the document's conversations")
+        try:  # a round reads it back as a LangChain message
+            messages_from_dict([record["message"]])
+        except Exception as exc:
+            raise InvalidInputError(f"{where}: field 'message' is not a LangChain message dict ({exc})") from None
         row["message"] = json.dumps(record["message"], ensure_ascii=False)
         self.messages_of[row["conversation_id"]].append({**self.who, **row})
 
@@ -263,7 +268,13 @@ class _Writer:
         """The messages gathered, per conversation (its next sequence set after them)."""
         for conversation_id, rows in self.messages_of.items():
             if rows:
-                await execute_many(self.conn, "import_message", rows)
+                try:
+                    await execute_many(self.conn, "import_message", rows)
+                except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
+                    raise InvalidInputError(
+                        f"messages of conversation {conversation_id!r}: the database refused them "
+                        f"({exc.diag.message_primary}); nothing was imported"
+                    ) from None
                 next_sequence = max(row["sequence_number"] for row in rows) + 1
                 await fetch_all(
                     self.conn,
