@@ -1,6 +1,6 @@
 -- Named queries of imports (memory_agent/conversation/imports.py: a thread's messages with their own times;
--- memory_agent/service/user_document.py: a user's whole memory). Each block starts with `-- name --` and a
--- one-line description; every statement runs with search_path set to the memory_agent schema.
+-- memory_agent/transfer/load.py writes a user document's conversations with them). Each block starts with
+-- `-- name --` and a one-line description; every statement runs with search_path set to the memory_agent schema.
 
 -- import_conversation --
 -- An imported thread's conversation row, unless the thread has one already (no row: nothing written). `now`: the
