@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from datetime import UTC
 from pathlib import Path
 
 import typer
@@ -24,9 +25,9 @@ FILE_HELP = "The file to read ('-': standard input)."
 def _read_text(path: str) -> tuple[str, str]:
     """(text, name for errors) of `path` or standard input."""
     if path == "-":
-        return sys.stdin.read(), "stdin"
+        return sys.stdin.read().removeprefix("\ufeff"), "stdin"
     try:
-        return Path(path).read_text(encoding="utf-8"), path
+        return Path(path).read_text(encoding="utf-8-sig"), path  # an editor's byte order mark is not JSON
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(f"cannot read {path}: {exc}") from exc
 
@@ -54,8 +55,8 @@ def import_thread(
         _print_json(dataclasses.asdict(report))
         return
     typer.echo(
-        f"imported {report.messages} messages ({report.rounds} rounds, {report.first_at:%Y-%m-%d %H:%M} to "
-        f"{report.last_at:%Y-%m-%d %H:%M} UTC) as thread {report.conversation_id!r} of user {report.user_id!r}; "
+        f"imported {report.messages} messages ({report.rounds} rounds, {report.first_at.astimezone(UTC):%Y-%m-%d %H:%M} "
+        f"to {report.last_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC) as thread {report.conversation_id!r} of user {report.user_id!r}; "
         f"{len(report.memory_ids)} memory versions"
     )
 
