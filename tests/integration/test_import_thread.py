@@ -179,6 +179,13 @@ async def test_a_checkpointer_thread_imports_with_its_checkpoint_times(open_memo
     assert {r[5] for r in rows} <= set(times)
     assert rows[0][5] < rows[2][5]  # the second round's messages are dated by its own checkpoints
     assert report.rounds == 2
+    # A sync checkpointer reads the same thread the same way.
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(database_url) as sync_saver:
+        await memory.import_thread(sync_saver, "lg-1", conversation_id="lg-1-again", user_id="bo", summarize=False)
+    again = stored(database_url, user="bo")
+    assert [(r[3], r[4], r[5]) for r in again] == [(r[3], r[4], r[5]) for r in rows]
 
 
 async def test_an_import_racing_forget_user_never_outlives_it(open_memory, database_url):
