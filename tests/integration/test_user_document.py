@@ -219,3 +219,17 @@ async def test_the_export_route_gives_the_documents_bytes_to_the_users_tenant_on
             assert json.loads(response.content)["user_id"] == "ana"
             assert (await http.get("/users/nobody/export")).status_code == 404
             assert (await http.get("/users/%00/export")).status_code == 422
+
+
+async def test_a_role_bound_by_row_security_exports_and_imports_its_tenants_users(open_memory, database_url, app_role):
+    owner = await open_memory(model=OfflineSummaryModel(), memory_summarize_after_seq=3)
+    await user_with_everything(owner, database_url)
+    document = await owner.export_user("ana")
+    bound = await open_memory(model=OfflineSummaryModel(), database_url=app_role)
+    assert dumps(await bound.export_user("ana")) == dumps(document)
+    # The same user id in another tenant is another user: nothing there yet.
+    assert (await bound.export_user("ana", tenant_id="acme"))["messages"] == []
+    await bound.import_user(document, tenant_id="acme", conversation_prefix="acme:")
+    moved = await bound.export_user("ana", tenant_id="acme")
+    assert [m["content"] for m in moved["messages"]] == [m["content"] for m in document["messages"]]
+    assert len(moved["items"]) == len(document["items"]) and len(moved["consolidation_notes"]) == 2
