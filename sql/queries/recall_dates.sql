@@ -4,14 +4,15 @@
 -- recall_dated_turns --
 -- The user's turns (user and assistant messages) stored in [span_start, span_end), the ones sharing most of the
 -- query's words first (full text in `config`, any word), then the latest; at most `candidates`, each with its
--- neighbours as recall_search gives a turn. `as_of`: stored by then.
+-- neighbours as recall_search gives a turn. `as_of`: stored by then. {message_fts}: a turn's full-text vector, as in
+-- recall_search (the stored 'english' column, or computed in `config`).
 WITH words AS (
     SELECT CASE WHEN count(*) = 0 THEN NULL
                 ELSE to_tsquery(%(config)s::regconfig, string_agg(quote_literal(w.word), ' | ')) END AS query
     FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(query)s))) AS w (word)
 ), dated AS (
     SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at,
-           coalesce(ts_rank(to_tsvector(%(config)s::regconfig, m.content), words.query), 0) AS rank
+           coalesce(ts_rank({message_fts}, words.query), 0) AS rank
     FROM messages AS m, words
     WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
       AND m.created_at >= %(span_start)s::timestamptz AND m.created_at < %(span_end)s::timestamptz

@@ -9,16 +9,25 @@ not find; the rest follow, in their order. One statement more, only for a query 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, sql
 
+from memory_agent import resources
 from memory_agent.long_term.recall.block import RecallHit, hit_from_row
 from memory_agent.long_term.recall.dates import DateSpan, date_span
 from memory_agent.long_term.recall.settings import RecallSettings
-from memory_agent.long_term.recall.transaction import in_recall_transaction
+from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
+
+
+@functools.cache
+def _statement(stored: bool) -> sql.Composed:
+    queries = resources.queries()
+    fts = queries["recall_message_fts_stored" if stored else "recall_message_fts_computed"]
+    return sql.SQL(queries["recall_dated_turns"]).format(message_fts=sql.SQL(fts))
 
 
 async def dated_hits(
@@ -29,7 +38,7 @@ async def dated_hits(
     rows = await in_recall_transaction(
         conn,
         settings,
-        "recall_dated_turns",
+        _statement(stored_vectors(settings)),
         {
             "tenant_id": params["tenant_id"],
             "user_id": params["user_id"],
@@ -38,7 +47,7 @@ async def dated_hits(
             "span_start": span.start,
             "span_end": span.end,
             "as_of": params["as_of"],
-            "candidates": settings.candidates,
+            "candidates": params["fused_limit"],  # as many as the fused list holds: the block keeps far fewer
             "neighbours_before": params["neighbours_before"],
             "neighbours_after": params["neighbours_after"],
         },
