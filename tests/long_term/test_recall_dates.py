@@ -69,12 +69,13 @@ def records(start: datetime, texts: list[str]) -> list[dict[str, str]]:
     ]
 
 
-async def test_a_date_in_the_query_ranks_the_turns_of_that_time_first(open_memory):
-    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: NOW)
-    september = records(datetime(2023, 9, 20, 17, tzinfo=UTC), ["We should plan the garden fence.", "Fine."])
+@pytest.mark.parametrize("config", ["english", "simple"])  # the stored vectors, or vectors computed
+async def test_a_date_in_the_query_ranks_the_turns_of_that_time_first(open_memory, config):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: NOW, recall_text_search_config=config)
+    september = records(datetime(2023, 9, 20, 17, tzinfo=UTC), ["The garden fence needs a plan.", "Fine."])
     january = records(
         datetime(2024, 1, 10, 17, tzinfo=UTC),
-        ["Plan: plan the plan for the kitchen, plan it all.", "A kitchen plan, then."],
+        ["What did we plan? We plan the kitchen.", "A kitchen plan, then."],
     )
     yesterday = records(datetime(2024, 3, 12, 8, tzinfo=UTC), ["Nothing to plan, just a walk by the river.", "Nice."])
     for thread, messages in (("sep", september), ("jan", january), ("yday", yesterday)):
