@@ -105,7 +105,7 @@ def build_server(memory: MemoryService, identity: Identity) -> MCPServer:
         user, tenant = await whose(ctx, user_id)
         if not isinstance(query, str) or not query.strip():
             raise ToolError("query must be a non-empty string")
-        if isinstance(limit, bool) or not 1 <= limit <= 50:
+        if not 1 <= limit <= 50:
             raise ToolError(f"limit must be between 1 and 50, got {limit!r}")
         found = await guarded(
             lambda: memory.recall_result(user, query, tenant_id=tenant, limit=limit, recent_fallback=False)
