@@ -90,7 +90,7 @@ def test_round_memories_take_what_the_protocol_passes(implementation):
 # Every module of memory_agent is a unit here: a top-level module, or a sub-package with all its modules. A unit
 # not named below fails test_every_module_is_placed_in_a_layer, so a new module starts by choosing its layer.
 UNITS = {
-    "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
+    "__init__", "__main__", "errors", "resources", "tracing", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
     "conversation", "long_term", "summarize", "jobs",
     "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
     "api", "mcp_server", "cli",
@@ -110,6 +110,7 @@ FORBIDDEN = {
     # shapes, the memory loop, the token estimate, the cost ledger.
     "errors": only(),
     "resources": only(),
+    "tracing": only("errors"),  # spans through opentelemetry-api, for every tier
     **{name: only("errors", *SETTINGS) for name in SETTINGS},
     "schemas": only("errors"),
     "runtime": only("errors"),
