@@ -87,16 +87,9 @@ def _recall_section(recall: Row | None) -> str:
     if recall is None:
         return '<h2>Recalled</h2><p class="note">No recalled block: the round recalled nothing.</p>'
     hits = table(
-        ("kind", "provenance", "text"),
+        ("kind", "provenance"),
         (
-            (
-                (
-                    esc(hit.get("kind")),
-                    esc(json.dumps({k: v for k, v in hit.items() if k not in ("text", "kind")}, default=str)),
-                    esc(hit.get("text")),
-                ),
-                "",
-            )
+            ((esc(hit.get("kind")), esc(json.dumps({k: v for k, v in hit.items() if k != "kind"}, default=str))), "")
             for hit in recall["hits"]
         ),
         "No hits.",

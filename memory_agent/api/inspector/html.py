@@ -10,6 +10,7 @@ import html
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +33,8 @@ def esc(value: Any) -> str:
     """A value as text in a page: None as an empty cell, times to the second, the rest escaped."""
     if value is None:
         return ""
+    if isinstance(value, Decimal):
+        return f"{value:.6f}"
     if isinstance(value, datetime):
         return html.escape(value.strftime("%Y-%m-%d %H:%M:%S %Z").strip())
     return html.escape(str(value))
