@@ -402,8 +402,9 @@ FROM (
 WHERE d.distance <= 1 - %(vector_min_similarity)s
 
 -- items_to_embed --
--- Items and summaries of a user (current ones) that have no vector of `model` yet, oldest first.
-SELECT i.item_id, i.content
+-- Items and summaries of a user (current ones) that have no vector of `model` yet, oldest first, with the hash of
+-- the text read (save_item_embedding writes the vector only while the item still holds that text).
+SELECT i.item_id, i.content, md5(i.content) AS content_hash
 FROM items AS i
 WHERE i.tenant_id = %(tenant_id)s AND i.user_id = %(user_id)s AND upper_inf(i.valid_during)
   AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
@@ -413,9 +414,11 @@ LIMIT %(batch)s
 
 -- turns_to_embed --
 -- Turns (user and assistant messages) of a user that have no vector of `model` yet, oldest first, with their
--- speaker's name when the message has one.
+-- speaker's name when the message has one, and the hash of that text (save_turn_embedding writes the vector only
+-- onto a turn that still holds it).
 SELECT m.conversation_id, m.sequence_number,
-       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content
+       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content,
+       md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) AS content_hash
 FROM messages AS m
 WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
   AND m.content <> ''
@@ -427,20 +430,35 @@ LIMIT %(batch)s
 
 -- save_turn_embedding --
 -- One turn's vector and its compact copy (the signs of the vector minus the model's `center`; none without a
--- center of the vector's dimension); a vector of another model is replaced (a row per turn: the configured
--- embedder's).
+-- center of the vector's dimension), written only onto the turn whose text was embedded: the row at the key must
+-- still hold the text of `content_hash`. The job embeds between transactions; an erasure (the caller holds
+-- share_forget_lock: one that committed meanwhile is seen here) may have removed the turn, and a later round of
+-- the same thread id may have stored another text at the same key: either writes nothing. The row is locked
+-- (FOR SHARE) so that it cannot change or go before this transaction ends. A vector of another model is replaced
+-- (a row per turn: the configured embedder's).
 INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding, embedding_bits)
-VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(sequence_number)s, %(model)s, %(embedding)s::vector,
-        binary_quantize(%(embedding)s::vector - %(center)s::vector))
+SELECT m.user_id, m.tenant_id, m.conversation_id, m.sequence_number, %(model)s, %(embedding)s::vector,
+       binary_quantize(%(embedding)s::vector - %(center)s::vector)
+FROM messages AS m
+WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.conversation_id = %(conversation_id)s
+  AND m.sequence_number = %(sequence_number)s
+  AND md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) = %(content_hash)s
+FOR SHARE OF m
 ON CONFLICT (user_id, conversation_id, sequence_number) DO UPDATE
     SET model = excluded.model, embedding = excluded.embedding, embedding_bits = excluded.embedding_bits
 
 -- save_item_embedding --
--- One item's vector and its compact copy, as a turn's; a vector of another model is replaced (a row per item: the
--- configured embedder's).
+-- One item's vector and its compact copy, as a turn's, written only while the item holds the text of
+-- `content_hash`: an item forgotten meanwhile (or deleted by its cluster's refresh) is skipped, not a foreign-key
+-- error that would cost the batch; a cluster summary rewritten in place gets its new text's vector at the next
+-- indexing. A vector of another model is replaced (a row per item: the configured embedder's).
 INSERT INTO item_embeddings (user_id, tenant_id, item_id, model, embedding, embedding_bits)
-VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(model)s, %(embedding)s::vector,
-        binary_quantize(%(embedding)s::vector - %(center)s::vector))
+SELECT i.user_id, i.tenant_id, i.item_id, %(model)s, %(embedding)s::vector,
+       binary_quantize(%(embedding)s::vector - %(center)s::vector)
+FROM items AS i
+WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.item_id = %(item_id)s
+  AND md5(i.content) = %(content_hash)s
+FOR SHARE OF i
 ON CONFLICT (user_id, item_id) DO UPDATE
     SET model = excluded.model, embedding = excluded.embedding, embedding_bits = excluded.embedding_bits
 
