@@ -157,3 +157,38 @@ async def test_an_item_whose_text_changed_while_it_was_embedded_gets_no_vector_o
     ((vector,),) = query(database_url, "SELECT embedding::text FROM item_embeddings WHERE item_id = %s", [first])
     expected = HashingEmbeddings().embed_query("The user is allergic to nothing")
     assert cosine(json.loads(vector), expected) == pytest.approx(1.0, abs=1e-5)
+
+
+async def test_the_job_s_write_waits_for_a_forget_of_the_user_in_progress(conn, connect, database_url):
+    canary = f"zq{uuid.uuid4().hex[:10]}canary"
+    await write_items(conn, canary)
+    embedder = HeldEmbeddings(canary)
+    forgetting = await connect()
+    job = conn.info.backend_pid
+
+    async def hold_the_forget_lock() -> None:
+        await forgetting.execute("BEGIN")
+        await forgetting.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(chr(31), 'memory_agent.forget', 'ana', 'acme'), 0))"
+        )
+
+    running = asyncio.ensure_future(index_items(conn, tenant_id="acme", user_id="ana", embedder=embedder))
+    await asyncio.wait_for(embedder.asked.wait(), 30)
+    await hold_the_forget_lock()
+    embedder.release.set()
+    # The write waits on the forget's lock (what every background writer does), whatever it found to write.
+    watching = await connect()
+
+    async def wait_event() -> Any:
+        cursor = await watching.execute("SELECT wait_event FROM pg_stat_activity WHERE pid = %s", [job])
+        return (await cursor.fetchone() or [None])[0]
+
+    for _ in range(500):
+        if await wait_event() == "advisory":
+            break
+        await asyncio.sleep(0.01)
+    assert await wait_event() == "advisory" and not running.done()
+    await forgetting.execute("DELETE FROM items WHERE user_id = 'ana'")
+    await forgetting.execute("COMMIT")
+    assert await asyncio.wait_for(running, 30) == 0
+    assert query(database_url, "SELECT count(*) FROM item_embeddings") == [(0,)]
