@@ -130,40 +130,47 @@ WITH user_turns AS NOT MATERIALIZED (
 ), trgm_matches AS (
     -- Word similarity through the trigram indexes, above the threshold the caller set for this transaction
     -- (pg_trgm.word_similarity_threshold); or a CJK bigram of the query in the text: two characters have no
-    -- trigram, so those are read from the user's rows (strpos: no index would serve them).
-    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id, t.content
+    -- trigram, so those are read from the user's rows (strpos: no index would serve them). Each text is matched
+    -- by its first 10,000 characters (0027; substr reads no more of a stored text than that): trigram matching
+    -- costs each candidate's length, and a user's 50 MB turn took a minute of every recall that fell back here.
+    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
+           substr(t.content, 1, 10000) AS content
     FROM user_turns AS t
-    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% t.content
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% substr(t.content, 1, 10000)
     UNION
-    SELECT 'turn', t.conversation_id, t.sequence_number, (NULL::items).item_id, t.content
+    SELECT 'turn', t.conversation_id, t.sequence_number, (NULL::items).item_id, substr(t.content, 1, 10000)
     FROM user_turns AS t
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND t.has_cjk
-      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(t.content, b) > 0)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b
+                  WHERE strpos(substr(t.content, 1, 10000), b) > 0)
     UNION
-    SELECT 'item', NULL, NULL, i.item_id, i.content
+    SELECT 'item', NULL, NULL, i.item_id, substr(i.content, 1, 10000)
     FROM user_items AS i
-    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% i.content
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% substr(i.content, 1, 10000)
     UNION
-    SELECT 'item', NULL, NULL, i.item_id, i.content
+    SELECT 'item', NULL, NULL, i.item_id, substr(i.content, 1, 10000)
     FROM user_items AS i
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND i.has_cjk
-      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(i.content, b) > 0)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b
+                  WHERE strpos(substr(i.content, 1, 10000), b) > 0)
     UNION
-    SELECT 'batch', NULL, NULL, b.summary_id, b.content
+    SELECT 'batch', NULL, NULL, b.summary_id, substr(b.content, 1, 10000)
     FROM user_batches AS b
-    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% b.content
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% substr(b.content, 1, 10000)
     UNION
-    SELECT 'batch', NULL, NULL, b.summary_id, b.content
+    SELECT 'batch', NULL, NULL, b.summary_id, substr(b.content, 1, 10000)
     FROM user_batches AS b
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND b.has_cjk
-      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS x WHERE strpos(b.content, x) > 0)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS x
+                  WHERE strpos(substr(b.content, 1, 10000), x) > 0)
     UNION
     -- CJK key insights by their bigrams (a user has a few weekly and monthly notes: read through their key).
-    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, k.insight
+    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, substr(k.insight, 1, 10000)
     FROM user_notes AS n
     CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate)
-      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(k.insight, b) > 0)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b
+                  WHERE strpos(substr(k.insight, 1, 10000), b) > 0)
 ), trgm AS (
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
@@ -219,7 +226,10 @@ WITH user_turns AS NOT MATERIALIZED (
 SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f.sequence_number, f.item_id,
        coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period,
                 CASE WHEN bs.summary_id IS NOT NULL THEN 'batch summary' END) AS role,
-       coalesce(t.content, i.content, n.key_insights[f.sequence_number], bs.content) AS text,
+       -- The text as far as the block shows it (`text_chars`, one more than it keeps: it then knows it cut it); a
+       -- stored text is read no further (substr), whatever its length.
+       substr(coalesce(t.content, i.content, n.key_insights[f.sequence_number], bs.content), 1, %(text_chars)s)
+           AS text,
        coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) AS is_summary,
        coalesce(i.source_item_ids, bs.summarized_ids) AS source_item_ids, i.item_type, i.key,
        lower(i.valid_during) AS valid_from,
@@ -247,8 +257,9 @@ LEFT JOIN LATERAL (
 ) AS src ON true
 LEFT JOIN LATERAL (
     -- A turn's neighbours in its conversation (the turn before and after it), shown with it: a question's answer
-    -- is often the reply to the turn that matched it, or the turn it replied to.
-    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, b.content) ORDER BY b.sequence_number) AS neighbours
+    -- is often the reply to the turn that matched it, or the turn it replied to. As far as the block shows them.
+    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, substr(b.content, 1, %(neighbour_chars)s))
+                     ORDER BY b.sequence_number) AS neighbours
     FROM messages AS b
     WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
       AND b.conversation_id = f.conversation_id
