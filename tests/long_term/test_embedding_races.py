@@ -115,9 +115,7 @@ async def write_items(conn: Any, canary: str) -> None:
     )
 
 
-async def test_an_item_forgotten_while_its_batch_is_embedded_costs_its_own_vector_only(
-    conn, connect, database_url
-):
+async def test_an_item_forgotten_while_its_batch_is_embedded_costs_its_own_vector_only(conn, connect, database_url):
     canary = f"zq{uuid.uuid4().hex[:10]}canary"
     await write_items(conn, canary)
     ids = [row[0] for row in query(database_url, "SELECT item_id FROM items ORDER BY item_id")]
@@ -135,9 +133,7 @@ async def test_an_item_forgotten_while_its_batch_is_embedded_costs_its_own_vecto
     assert query(database_url, "SELECT item_id FROM item_embeddings ORDER BY item_id") == [(ids[0],), (ids[2],)]
 
 
-async def test_an_item_whose_text_changed_while_it_was_embedded_gets_no_vector_of_the_old_text(
-    conn, database_url
-):
+async def test_an_item_whose_text_changed_while_it_was_embedded_gets_no_vector_of_the_old_text(conn, database_url):
     canary = f"zq{uuid.uuid4().hex[:10]}canary"
     await write_items(conn, canary)
     first = query(database_url, "SELECT min(item_id) FROM items")[0][0]
@@ -145,7 +141,9 @@ async def test_an_item_whose_text_changed_while_it_was_embedded_gets_no_vector_o
 
     async def rewrite_the_first() -> None:
         # As a cluster summary refreshed in place: same item id, new text (its refresh drops the vector it has).
-        execute(database_url, "UPDATE items SET content = 'The user is allergic to nothing' WHERE item_id = %s", [first])
+        execute(
+            database_url, "UPDATE items SET content = 'The user is allergic to nothing' WHERE item_id = %s", [first]
+        )
 
     written = await embedded_while(
         embedder, index_items(conn, tenant_id="acme", user_id="ana", embedder=embedder), rewrite_the_first

@@ -8,6 +8,7 @@ import uuid
 
 from memory_agent import with_memory
 from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.long_term.embedders import HashingEmbeddings
 from tests.conftest import query
 from tests.long_term.test_forget import rounds, tables_holding
 from tests.support import EchoChat
@@ -29,9 +30,10 @@ def items_holding(url: str, canary: str) -> int:
 
 
 async def say(memory, thread: str, user: str | None, tenant: str, canary: str) -> None:
+    """Three rounds of the thread (no user: the thread is its own scope), their summary job finished."""
     app = with_memory(EchoChat().graph, memory)
     texts = [f"I'm allergic to {canary}.", f"My code word is {canary}.", "Bye."]
-    await rounds(app, thread, texts, user=user, tenant=tenant)  # type: ignore[arg-type]
+    await rounds(app, thread, texts, user=user, tenant=tenant)
     assert await memory.drain(timeout=10)
 
 
@@ -66,10 +68,15 @@ async def test_delete_conversation_naming_the_tenant_erases_its_owner_s_thread_a
 
 async def test_a_bound_role_naming_the_tenant_deletes_a_thread_by_its_id(open_memory, app_role, database_url):
     canary = f"zq{uuid.uuid4().hex[:10]}canary"
-    memory = await open_memory(model=OfflineSummaryModel(), database_url=app_role, auto_migrate=False)
+    memory = await open_memory(
+        model=OfflineSummaryModel(), embedder=HashingEmbeddings(), database_url=app_role, auto_migrate=False
+    )
     await say(memory, "acme-thread", "ana", "acme", canary)
     await say(memory, "anonymous-thread", None, "acme", canary)  # a thread without a user: its own scope
+    # The summary jobs embedded the turns as that role (each write locks its row, under the tenant's policies).
+    assert query(database_url, "SELECT count(*) FROM message_embeddings WHERE tenant_id = 'acme'")[0][0] >= 6
     assert await memory.delete_conversation("acme-thread", tenant_id="acme")
     assert await memory.delete_conversation("anonymous-thread", tenant_id="acme")
     assert thread_rows(database_url, "acme-thread") == thread_rows(database_url, "anonymous-thread") == (0, 0, 0, 0)
     assert tables_holding(database_url, canary) == []
+    assert query(database_url, "SELECT count(*) FROM message_embeddings") == [(0,)]
