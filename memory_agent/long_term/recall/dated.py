@@ -50,6 +50,8 @@ async def dated_hits(
             "candidates": params["fused_limit"],  # as many as the fused list holds: the block keeps far fewer
             "neighbours_before": params["neighbours_before"],
             "neighbours_after": params["neighbours_after"],
+            "text_chars": params["text_chars"],
+            "neighbour_chars": params["neighbour_chars"],
         },
     )
     return [hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars) for row in rows]
