@@ -211,6 +211,8 @@ class _Writer:
         if self.messages_of:  # every message is read: stored before the versions that cover them
             await self._flush_messages()
         row = _row(record, COLUMNS["memory_versions"], where)
+        if row["status"] not in ("completed", "failed"):  # a summary in progress is not a version to carry over
+            raise InvalidInputError(f"{where}: field 'status' is {row['status']!r}; a version is completed or failed")
         row["conversation_id"] = self.thread(row["conversation_id"], where)
         row["base_memory_id"] = await self.memory_ids.one(row["base_memory_id"])
         created = await fetch_one(self.conn, "import_memory", {**self.who, **row})

@@ -171,6 +171,10 @@ async def test_a_bad_document_names_the_record_and_field_and_writes_nothing(open
         (broken(lambda d: d["items"][0].update(item_type="rumour")), r"items\[0\]: the database refused it"),
         (broken(lambda d: d["messages"][0].update(conversation_id="nowhere")), r"messages\[0\]: its conversation"),
         (broken(lambda d: d.update(extra=1)), "unknown document field 'extra'"),
+        (
+            broken(lambda d: d["memory_versions"][0].update(status="processing")),
+            r"memory_versions\[0\]: field 'status'",
+        ),
         (broken(lambda d: d["messages"][1].update(message={"x": 1})), r"messages\[1\]: field 'message' is not"),
         (broken(lambda d: d["messages"][1].update(sequence_number=0)), "messages of conversation 'bo:old-trip'"),
         ("{not json", "not JSON"),
