@@ -103,9 +103,11 @@ $$;
 -- "Pseudonymise a forgotten user's ledger": their llm_calls rows move to user '' (the tenant's rows of no user) and
 -- their monthly spend rows are added to the tenant's own (user ''): the tenant's spend and call counts stay whole,
 -- nothing names the user. Returns the calls moved. Rows of user '' live on the shard of '', so on Citus this writes a
--- second shard (a two-phase commit when it is on another node than the user's; nothing to move: none): the rows are
--- read off the user's shard, then written one routed INSERT each, never by an INSERT ... SELECT, which Citus runs
--- through the coordinator and writes with COPY (refused to a role bound by row-level security).
+-- second shard (a two-phase commit when it is on another node than the user's; nothing to move: none). The rows are
+-- read off the user's shard, then written by multi-row INSERT ... VALUES statements of literals (up to 100 rows
+-- each, all on the shard of '': one routed statement each; a routed INSERT per row took 0.75 ms a row), never by an
+-- INSERT ... SELECT, which Citus runs through the coordinator and writes with COPY (refused to a role bound by
+-- row-level security).
 CREATE FUNCTION pseudonymise_user_ledger(p_tenant_id text, p_user_id text)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -114,24 +116,25 @@ AS $$
 DECLARE
     v_calls jsonb;
     v_months jsonb;
+    v_values text;
     v_row record;
-    v_moved integer := 0;
 BEGIN
     WITH gone AS (
         DELETE FROM llm_calls WHERE user_id = p_user_id AND tenant_id = p_tenant_id
         RETURNING purpose, model, input_tokens, output_tokens, cost, priced, created_at
     )
     SELECT jsonb_agg(to_jsonb(gone)) INTO v_calls FROM gone;
-    FOR v_row IN
-        SELECT * FROM jsonb_to_recordset(COALESCE(v_calls, '[]'))
-            AS c (purpose text, model text, input_tokens integer, output_tokens integer, cost numeric, priced boolean,
-                  created_at timestamptz)
+    FOR v_values IN
+        SELECT string_agg(format('(%L, %L, %L, %L, %L, %L, %L, %L, %L)', '', p_tenant_id, c.purpose, c.model,
+                                 c.input_tokens, c.output_tokens, c.cost, c.priced, c.created_at), ', ')
+        FROM (SELECT r.*, (row_number() OVER () - 1) / 100 AS chunk
+              FROM jsonb_to_recordset(COALESCE(v_calls, '[]'))
+                  AS r (purpose text, model text, input_tokens integer, output_tokens integer, cost numeric,
+                        priced boolean, created_at timestamptz)) AS c
+        GROUP BY c.chunk
     LOOP
-        INSERT INTO llm_calls
-            (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
-        VALUES ('', p_tenant_id, v_row.purpose, v_row.model, v_row.input_tokens, v_row.output_tokens, v_row.cost,
-                v_row.priced, v_row.created_at);
-        v_moved := v_moved + 1;
+        EXECUTE 'INSERT INTO llm_calls (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, '
+                'priced, created_at) VALUES ' || v_values;
     END LOOP;
 
     WITH gone AS (
@@ -147,7 +150,7 @@ BEGIN
         ON CONFLICT (user_id, tenant_id, month) DO UPDATE
         SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls;
     END LOOP;
-    RETURN v_moved;
+    RETURN COALESCE(jsonb_array_length(v_calls), 0);
 END
 $$;
 
