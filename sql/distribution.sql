@@ -75,6 +75,16 @@ $$;
 
 -- The round functions keep one generic plan per connection on a single PostgreSQL (sql/definitions/rules.sql says
 -- why); Citus plans a statement with unresolved parameters only for the simplest queries, so here they are planned
--- with their values, as any statement.
-ALTER FUNCTION begin_round(text, text, text, text, float8, text[], integer) RESET plan_cache_mode;
-ALTER FUNCTION end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz) RESET plan_cache_mode;
+-- with their values, as any statement. When the definitions wait for this file (a table was not distributed yet:
+-- memory_agent/db/citus.py) the functions do not exist yet, and the file runs again after they are created.
+DO $$
+BEGIN
+    IF to_regprocedure('begin_round(text, text, text, text, float8, text[], integer)') IS NOT NULL THEN
+        ALTER FUNCTION begin_round(text, text, text, text, float8, text[], integer) RESET plan_cache_mode;
+    END IF;
+    IF to_regprocedure('end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz)') IS NOT NULL THEN
+        ALTER FUNCTION end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz)
+            RESET plan_cache_mode;
+    END IF;
+END
+$$;
