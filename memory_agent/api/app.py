@@ -159,7 +159,8 @@ def create_app(
         memory = memory_of(request)
         result, notes_deleted = await on_pool(memory, forget, tenant)
         # After the erasure committed, each in a transaction of its own (forget.release_threads says why).
-        await memory.loop.arun(release_threads(memory.backend.connection, tenant, user_id))
+        with tenant_scope(tenant):
+            await memory.loop.arun(release_threads(memory.backend.connection, tenant, user_id))
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
             raise no_such_user()
         return result

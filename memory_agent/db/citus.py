@@ -2,10 +2,12 @@
 the migrations whenever the citus extension is installed in the database. Part of Migrator (migrate.py), under its
 session lock and in its schema.
 
-While a table of the schema is not distributed (a fresh schema, or a migration added one), the views and functions
-of sql/definitions wait for the distribution: created over a table Citus does not know yet, each would be made on
-the coordinator alone, with a WARNING ("... has dependency to table ... that is not in Citus' metadata"). Created
-after it, they reach the workers as every later re-creation does. The views a released migration creates (0003's)
+While a table of the schema is not distributed (a fresh schema, or a migration added one), the migrations'
+transaction distributes it before it creates the views and functions of sql/definitions: created over a table
+Citus does not know yet, each would be made on the coordinator alone, with a WARNING ("... has dependency to table
+... that is not in Citus' metadata"). Created after it, they reach the workers as every later re-creation does; in
+the same transaction, so no process ever finds the schema without them. The file runs again after them, for the
+settings it gives the functions. The views a released migration creates (0003's)
 are dropped for the definitions' in the same transaction: they are made on the coordinator alone, without the
 warning (citus.enable_ddl_propagation off for that statement).
 """
@@ -20,7 +22,7 @@ import psycopg
 
 from memory_agent import resources
 from memory_agent.db.connector import execute_query, fetch_all
-from memory_agent.db.migrations import MigrationReport, split_statements
+from memory_agent.db.migrations import split_statements
 
 logger = logging.getLogger("memory_agent.migrate")
 
@@ -35,12 +37,6 @@ class CitusDistribution:
     schema: str
 
     async def _enter_schema(self, create: bool) -> None:
-        raise NotImplementedError
-
-    async def _stale_definitions(self) -> list[str]:
-        raise NotImplementedError
-
-    async def _create_definitions(self, citus: bool, report: MigrationReport) -> None:
         raise NotImplementedError
 
     async def undistributed(self) -> bool:
@@ -61,22 +57,19 @@ class CitusDistribution:
                 continue
             await execute_query(self.conn, statement.encode())  # bytes: no parameters
 
-    async def distribute(self, report: MigrationReport) -> bool:
-        """Apply sql/distribution.sql when citus is installed and the run applied a migration or re-created the
-        definitions (they lose what the file sets on them), a table of the schema is not distributed yet, or the
-        definitions wait for the distribution; then create those. Whether the file was applied."""
+    async def distribute_tables(self) -> None:
+        """sql/distribution.sql in the current transaction (the migrations'), before the definitions are created."""
+        await self._execute_file(resources.distribution(), citus=True)
+
+    async def distribute(self, *, changed: bool) -> bool:
+        """Apply sql/distribution.sql when citus is installed and the definitions were re-created (`changed`: they
+        lose what the file sets on them) or a table of the schema is not distributed yet; whether it was applied."""
         async with self.conn.transaction():
             await self._enter_schema(create=False)
             if not await self.citus_installed():
                 return False
-            waiting = bool(await self._stale_definitions())
-            if not (report.applied or report.definitions or waiting or await self.undistributed()):
+            if not changed and not await self.undistributed():
                 return False
             await self._execute_file(resources.distribution(), citus=True)
-            if waiting:
-                await fetch_all(self.conn, "drop_definitions")
-                await fetch_all(self.conn, "forget_definitions")
-                await self._create_definitions(True, report)
-                await self._execute_file(resources.distribution(), citus=True)  # the settings it gives them
         logger.info("Applied memory_agent's Citus distribution to schema %s", self.schema)
         return True

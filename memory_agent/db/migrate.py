@@ -107,7 +107,7 @@ class Migrator(ProcrastinateMigrations, CitusDistribution):
             async with self._session_lock():
                 await self._migrate(apply, report)
                 if apply:
-                    report.distributed = await self.distribute(report)
+                    report.distributed = await self.distribute(changed=bool(report.applied or report.definitions))
                 return report
         except psycopg.errors.InsufficientPrivilege as exc:
             raise ConfigurationError(
@@ -219,7 +219,8 @@ class Migrator(ProcrastinateMigrations, CitusDistribution):
         if report.applied:
             logger.info("Applied memory_agent migrations %s to schema %s", report.applied, self.schema)
         if citus and await self.undistributed():
-            return  # the definitions come after the distribution (CitusDistribution.distribute says why)
+            # The tables first, in this transaction: the definitions come after them (citus.py says why).
+            await self.distribute_tables()
         await self._create_definitions(citus, report)
 
     async def _create_definitions(self, citus: bool, report: MigrationReport) -> None:

@@ -170,8 +170,8 @@ async def release_threads(
     """After forget_user (or forget_conversation of `conversation_id`) committed: release the owner rows naming the
     user (of that thread), so that another user may take the thread id. Each in a transaction of its own, on a
     connection of its own from `connection` (a pool's or a backend's `connection`): a transaction that wrote
-    several threads' rows would, on Citus, commit in two phases. A thread the user stored a conversation in since
-    stays theirs. The threads released."""
+    several threads' rows would, on Citus, commit in two phases. A thread the user stored a conversation in since,
+    or holds a round's lease of (a round that began after the erasure), stays theirs. The threads released."""
     check_identity(tenant_id, user_id)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     threads = [conversation_id]

@@ -155,11 +155,11 @@ END
 $$;
 
 -- "Release an erased thread": the owner row of `p_conversation_id` goes when it names this (tenant, user) and the user
--- has no conversation of that id (a round that began after the erasure committed stored one: its thread stays
--- theirs). Run after the erasure committed, in a transaction of its own: the owner rows are keyed by thread id, on
--- Citus on another shard than the user's rows, and one transaction writing both would commit in two phases. Safe to
--- run again (a retry after a failure between the two: nothing of the user is left to read by then). True when the
--- row went.
+-- has neither a conversation nor a lease of that id. The erasure deleted both: one there now belongs to a round that
+-- began after it committed (stored, or still running), and the thread stays theirs. Run after the erasure committed,
+-- in a transaction of its own: the owner rows are keyed by thread id, on Citus on another shard than the user's
+-- rows, and one transaction writing both would commit in two phases (the two reads here do not). Safe to run again
+-- (a retry after a failure between the two: nothing of the user is left to read by then). True when the row went.
 CREATE FUNCTION release_thread(p_tenant_id text, p_user_id text, p_conversation_id text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
@@ -168,6 +168,10 @@ AS $$
 BEGIN
     PERFORM 1 FROM conversations AS c
     WHERE c.user_id = p_user_id AND c.tenant_id = p_tenant_id AND c.conversation_id = p_conversation_id;
+    IF FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM 1 FROM round_leases AS l WHERE l.user_id = p_user_id AND l.conversation_id = p_conversation_id;
     IF FOUND THEN
         RETURN false;
     END IF;

@@ -106,5 +106,5 @@ ORDER BY conversation_id;
 
 -- release_thread --
 -- After an erasure committed, in a transaction of its own: the thread's owner row, when it names the user and they
--- have no conversation of that id (release_thread, sql/definitions). `released` true when the row went.
+-- have no conversation or lease of that id (release_thread, sql/definitions). `released` true when the row went.
 SELECT release_thread(%(tenant_id)s, %(user_id)s, %(conversation_id)s) AS released;

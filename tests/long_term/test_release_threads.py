@@ -67,15 +67,20 @@ async def test_an_erasure_stopped_before_its_threads_were_released_is_finished_b
     assert query(database_url, "SELECT user_id FROM conversation_owners ORDER BY 1") == [("ben",), ("ben",)]
 
 
-async def test_a_thread_stored_again_since_the_erasure_stays_its_users(open_memory, database_url):
-    """A round of the user that began after the erasure committed stored a new conversation of the thread: the
-    release leaves its owner row, so the thread is not taken from under it."""
+async def test_a_thread_used_again_since_the_erasure_stays_its_users(open_memory, database_url):
+    """Rounds of the user that began after the erasure committed: one stored a new conversation of its thread, one
+    is still running (it holds the lease of a thread it claimed). The release leaves both owner rows, so neither
+    thread is taken from under its user."""
     memory = await open_memory(model=OfflineSummaryModel())
     await one_round(memory, "t1", "I live in Lisbon.", "ana")
     async with memory.backend.connection() as conn, tenant_transaction(conn, "acme"):
         await forget_user(conn, "acme", "ana")
     await one_round(memory, "t1", "I moved to Faro.", "ana")
+    _, running = await memory.prepare_round("t2", [HumanMessage("Hi.")], user_id="ana", tenant_id="acme")
     assert await memory.loop.arun(release_threads(memory.backend.connection, "acme", "ana")) == ()
-    assert rows_of(database_url, "ana")["conversation_owners"] == 1
+    await memory.finish_round("t2", [HumanMessage("Hi."), AIMessage("Hello.")], running)
+    assert rows_of(database_url, "ana")["conversation_owners"] == 2
     assert await memory.delete_conversation("t1", user_id="ana", tenant_id="acme") is True
+    assert query(database_url, "SELECT conversation_id FROM conversation_owners") == [("t2",)]
+    await memory.forget_user("ana", tenant_id="acme")
     assert rows_of(database_url, "ana") == {}
