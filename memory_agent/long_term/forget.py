@@ -174,8 +174,9 @@ async def release_threads(
     or holds a round's lease of (a round that began after the erasure), stays theirs. The threads released."""
     check_identity(tenant_id, user_id)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
-    threads = [conversation_id]
-    if conversation_id is None:
+    if conversation_id is not None:
+        threads = [conversation_id]
+    else:
         async with connection() as conn, tenant_transaction(conn, tenant_id):
             threads = [row["conversation_id"] for row in await fetch(conn, "user_threads", scope)]
     released: list[str] = []
