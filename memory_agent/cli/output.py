@@ -33,8 +33,9 @@ def escape(text: str) -> str:
 
 
 def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
-    return typer.Exit(1)
+    """Exit 2 with `message` on one line of stderr (every command's errors end this way)."""
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(' '.join(message.split()))}")
+    return typer.Exit(2)
 
 
 @contextmanager

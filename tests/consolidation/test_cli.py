@@ -60,9 +60,9 @@ async def test_consolidate_and_summaries(conn, database_url):
     assert table.exit_code == 0 and "default/alice" in table.stdout and forced["startDate"] in table.stdout
 
     bad = invoke(database_url, "summaries", "--period", "yearly")
-    assert bad.exit_code == 1 and "period must be one of daily, weekly, monthly" in bad.output
+    assert bad.exit_code == 2 and "period must be one of daily, weekly, monthly" in bad.output
     nobody = invoke(database_url, "consolidate", "--period", "weekly")
-    assert nobody.exit_code == 1 and "--user" in nobody.output
+    assert nobody.exit_code == 2 and "--user" in nobody.output
 
 
 def test_a_conversations_own_scope_cannot_be_named(database_url):

@@ -80,15 +80,15 @@ async def test_at_shows_what_the_model_was_given(open_memory, database_url):
     assert "No memory served" in result.stdout and "reply 1" in result.stdout
 
 
-async def test_unknown_thread_and_round_exit_1(open_memory, database_url):
+async def test_unknown_thread_and_round_exit_2(open_memory, database_url):
     await run_seed_conversation(open_memory)
     for args in (("inspect", "nope"), ("at", "nope", "1"), ("inspect", "nope", "--json")):
         result = invoke(database_url, *args)
-        assert result.exit_code == 1
+        assert result.exit_code == 2
         assert "no conversation 'nope' is stored" in result.stderr
         assert result.stdout == ""
     result = invoke(database_url, "at", "conv_123", "11")
-    assert result.exit_code == 1 and "10 stored round(s); round 11" in result.stderr
+    assert result.exit_code == 2 and "10 stored round(s); round 11" in result.stderr
 
 
 async def test_stats_reports_health_and_stuck_rows(open_memory, database_url):
