@@ -96,6 +96,7 @@ def demo(
         help="Instead: simulate this many days of one user under a manual clock (35: a month ending in 5 weekly "
         "and 1 monthly rollups) and show what the nightly consolidation writes.",
     ),
+    clean: bool = typer.Option(False, "--clean", help="Remove the demo's memory (its own tenant) and stop."),
 ) -> None:
     """Drive a scripted conversation through a memory-wrapped graph and show the memory evolve (or, with
     --days, a simulated month of nightly consolidation)."""
@@ -106,7 +107,7 @@ def demo(
         return
     from memory_agent.cli.demo import run_demo
 
-    run_demo(rounds=rounds, thread_id=thread_id)
+    run_demo(rounds=rounds, thread_id=thread_id, clean=clean)
 
 
 db = typer.Typer(help="The database: its URL (for psql) and the embedded server's lifetime.", no_args_is_help=True)
