@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from memory_agent.cli.output import _cell, _fail, _opened, _print_json, escape
+from memory_agent.cli.output import _cell, _fail, _opened, _print_json, compact_table, escape
 from memory_agent.consolidation import (
     ConsolidationRunner,
     list_notes,
@@ -116,7 +116,10 @@ def summaries(
     if as_json:
         _print_json(shaped)
         return
-    table = Table("id", "user", "start", "end", "notes", "key insights", title=f"{period} summaries")
+    table = compact_table(f"{period} summaries")
+    for column in ("id", "user", "start", "end", "notes", "key insights"):
+        fixed = column in ("id", "start", "end", "notes")
+        table.add_column(column, no_wrap=fixed, overflow="fold", justify="right" if column == "id" else "left")
     for row in shaped:
         table.add_row(
             str(row["summaryId"]),
@@ -124,9 +127,11 @@ def summaries(
             row["startDate"],
             row["endDate"],
             str(row["notesConsolidated"]),
-            escape("\n".join(row["keyInsights"])),
+            escape("\n".join(f"- {insight}" for insight in row["keyInsights"])),
         )
-    Console().print(table)
+    Console().print(
+        table if shaped else f"No {period} summaries" + (f" of tenant {escape(tenant)}" if tenant else "") + "."
+    )
 
 
 def register(app: typer.Typer) -> None:
