@@ -126,10 +126,30 @@ def db_url() -> None:
         return
     from memory_agent.db.embedded import start_embedded_postgres
 
-    url = start_embedded_postgres(
+    conninfo = start_embedded_postgres(
         settings.database.data_dir, cleanup_mode=None, install_dir=settings.database.embedded_install_dir
     )
-    typer.echo(url)
+    typer.echo(conninfo_url(conninfo))
+
+
+def conninfo_url(conninfo: str) -> str:
+    """A libpq connection string as a postgresql:// URL (psql, pg_dump and drivers take it); a URL as it is."""
+    from urllib.parse import quote, urlencode
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    if conninfo.startswith(("postgresql://", "postgres://")):
+        return conninfo
+    params = {key: str(value) for key, value in conninfo_to_dict(conninfo).items()}
+    user, password = params.pop("user", ""), params.pop("password", "")
+    auth = quote(user, safe="") + (":" + quote(password, safe="") if password else "")
+    dbname = quote(params.pop("dbname", ""), safe="")
+    host = params.get("host", "")
+    netloc = ""
+    if host and not host.startswith("/"):  # a host name goes in the URL; a socket directory in the query
+        netloc = params.pop("host") + (f":{params.pop('port')}" if "port" in params else "")
+    query = urlencode(params, safe="/", quote_via=quote)  # libpq reads %20, not +, as a space
+    return f"postgresql://{auth + '@' if auth else ''}{netloc}/{dbname}" + (f"?{query}" if query else "")
 
 
 @db.command("stop")
