@@ -21,7 +21,8 @@ from memory_agent.consolidation.periods import PERIODS
 from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.conversation.identity import validate_user_id
-from memory_agent.errors import MemoryAgentError
+from memory_agent.db.connector import fetch_one
+from memory_agent.errors import InvalidInputError, MemoryAgentError
 from memory_agent.llm import default_chat_model
 from memory_agent.settings import MemorySettings
 
@@ -80,6 +81,13 @@ def consolidate(
 
     async def run_one(backend: Any) -> SummarizeResult:
         async with backend.connection() as conn:
+            # As the HTTP route answers 404: a user the tenant holds nothing of is a mistake, not an empty period.
+            known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user})
+            if not (known and known["known"]):
+                raise InvalidInputError(
+                    f"tenant {tenant!r} holds nothing of user {user!r}; check --user and --tenant "
+                    "(`memory-agent stats` lists conversations)"
+                )
             return await summarize_latest(
                 conn, tenant, user, period, now, run=ConsolidationRun(model, config, force=force)
             )
