@@ -25,11 +25,8 @@ from memory_agent.jobs.base import Executor
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.memory import LongTermMemory, user_scope
 from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings
-from memory_agent.long_term.scope import ItemScope
 from memory_agent.long_term.writer import RememberOutcome
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas.items import ItemType
-from memory_agent.schemas.keys import DEFAULT_TENANT_ID
 from memory_agent.service.delegate import delegate
 from memory_agent.service.lifecycle import Lifecycle
 from memory_agent.settings import MemorySettings
@@ -210,6 +207,7 @@ class MemoryService:
     # ------------------------------------------------------------------ long-term memory
 
     list_items = delegate("long_term", LongTermMemory.list_items)
+    remember = delegate("long_term", LongTermMemory.remember)
     forget_item = delegate("long_term", LongTermMemory.forget_item)
     forget_user = delegate("long_term", LongTermMemory.forget_user)
     recall_result = delegate("long_term", LongTermMemory.recall)
@@ -223,38 +221,17 @@ class MemoryService:
         conversation, unless `recent_fallback=False`. Never calls a chat model.""",
     )
 
-    async def remember(
-        self,
-        user_id: str,
-        content: str,
-        *,
-        tenant_id: str | None = None,
-        item_type: ItemType = "fact",
-        key: str | None = None,
-    ) -> RememberOutcome:
-        """Remember `content` for `user_id` from outside a conversation (an app's own note, as mem0's `add`): one
-        long-term item, valid from now, recalled like those the summaries write. Without `key`, notes add up;
-        with one (`home_city`), a new value of a fact, preference or entity closes the old one. With an embedder,
-        its vector is written by the next catch-up (full text finds it at once)."""
-        scope = ItemScope(
-            tenant_id=tenant_id or DEFAULT_TENANT_ID,
-            user_id=user_id,
-            project=self.settings.long_term.project,
-            environment=self.settings.long_term.environment,
-        )
-        return await self.long_term.remember(scope, content, item_type=item_type, key=key)
-
     def remember_sync(
         self,
         user_id: str,
         content: str,
         *,
         tenant_id: str | None = None,
-        item_type: ItemType = "fact",
         key: str | None = None,
+        item_type: str = "fact",
     ) -> RememberOutcome:
-        """remember() from synchronous code (the service opened with `with`)."""
-        return self.call_sync(self.remember(user_id, content, tenant_id=tenant_id, item_type=item_type, key=key))
+        """remember() from synchronous code (the service opened with `with`), as mem0's `add`."""
+        return self.call_sync(self.remember(user_id, content, tenant_id=tenant_id, key=key, item_type=item_type))
 
     def recall_sync(
         self, user_id: str, query: str, *, tenant_id: str | None = None, limit: int = 10

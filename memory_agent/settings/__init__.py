@@ -24,7 +24,7 @@ from memory_agent.settings.conversation import MemoryWindowSettings, RoundSettin
 from memory_agent.settings.database import DatabaseSettings, default_data_dir
 from memory_agent.settings.guards import GuardSettings, ModelPrice
 from memory_agent.settings.long_term import LongTermSettings, RecallSettings
-from memory_agent.settings.service import DEFAULT_PROCESSING_TIMEOUT_S, ApiSettings, JobSettings
+from memory_agent.settings.service import DEFAULT_PROCESSING_TIMEOUT_S, ApiSettings, JobSettings, TracingSettings
 
 __all__ = [
     "DEFAULT_PROCESSING_TIMEOUT_S",
@@ -42,6 +42,7 @@ __all__ = [
     "RoundSettings",
     "SettingsGroup",
     "SummarySettings",
+    "TracingSettings",
     "default_data_dir",
 ]
 
@@ -61,6 +62,7 @@ class MemorySettings(BaseModel):
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     guards: GuardSettings = Field(default_factory=GuardSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**build_groups(values))
@@ -112,8 +114,16 @@ def route(values: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]
     return given, unknown
 
 
-# Variables read outside MemorySettings: the demo's chat model; the test suite's servers (MEMORY_AGENT_TEST_*).
-OTHER_VARIABLES = frozenset({"MEMORY_AGENT_DEMO_CHAT_MODEL"})
+# Variables read outside MemorySettings: the demo's chat model, `memory-agent mcp`'s user and tenant, the
+# inspector tests' screenshots; the test suite's servers (MEMORY_AGENT_TEST_*).
+OTHER_VARIABLES = frozenset(
+    {
+        "MEMORY_AGENT_DEMO_CHAT_MODEL",
+        "MEMORY_AGENT_MCP_USER_ID",
+        "MEMORY_AGENT_MCP_TENANT_ID",
+        "MEMORY_AGENT_SCREENSHOTS",
+    }
+)
 logger = logging.getLogger(__name__)
 
 
