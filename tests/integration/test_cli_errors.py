@@ -74,3 +74,12 @@ def test_install_hints_name_where_the_package_came_from():
     # Not on a package index yet: the checkout it was installed from, which pip can install again.
     assert source != "memory-agent" and (Path(source) / "pyproject.toml").is_file()
     assert install_hint("api") == f"pip install '{source}[api]'"
+
+
+def test_every_variable_the_package_reads_is_known():
+    """A MEMORY_AGENT_* variable read outside MemorySettings must be listed, or users setting it would be warned."""
+    import re
+
+    source = "\n".join(p.read_text(encoding="utf-8") for p in Path("memory_agent").rglob("*.py"))
+    names = set(re.findall(r"MEMORY_AGENT_[A-Z0-9_]*[A-Z0-9](?![A-Z0-9_])", source))  # not prefixes (…_MEMORY_*)
+    assert unknown_variables(dict.fromkeys(names, "x")) == []
