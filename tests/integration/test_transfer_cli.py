@@ -36,7 +36,7 @@ def test_import_export_and_import_user(database_url, other_database_url, tmp_pat
     bad = invoke(
         database_url, "import", "-", "--thread", "other", "--user", "ana", stdin=json.dumps(LINES[0]) + "\n{\n"
     )
-    assert bad.exit_code == 1 and "stdin, line 2: not JSON" in bad.output
+    assert bad.exit_code == 2 and "stdin, line 2: not JSON" in bad.output
     assert query(database_url, "SELECT count(*) FROM memory_agent.conversations")[0][0] == 1
 
     exported = invoke(database_url, "export", "--user", "ana")
@@ -50,6 +50,6 @@ def test_import_export_and_import_user(database_url, other_database_url, tmp_pat
     assert moved.exit_code == 0, moved.output
     assert json.loads(moved.stdout)["counts"]["messages"] == 2
     twice = invoke(other_database_url, "import-user", str(tmp_path / "ana.json"), "--tenant", "acme")
-    assert twice.exit_code == 1 and "holds memory already" in twice.output
+    assert twice.exit_code == 2 and "holds memory already" in twice.output
     rows = query(other_database_url, "SELECT tenant_id, user_id, content FROM memory_agent.messages ORDER BY 3")
     assert rows == [("acme", "ana", "Kyoto, noted."), ("acme", "ana", "We plan a trip to Kyoto.")]
