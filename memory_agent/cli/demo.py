@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from memory_agent.integrations.langgraph import with_memory
-from memory_agent.llm import OfflineModel, default_chat_model, openai_chat_model, openai_configured
+from memory_agent.llm import OFFLINE, OfflineModel, chat_model, openai_chat_model, openai_configured
+from memory_agent.llm.models import MEMORY_MODEL_VARIABLE
 from memory_agent.long_term.recall.block import RecallHit
 from memory_agent.schemas import MemoryRecord
 from memory_agent.service import MemoryService
@@ -98,14 +99,21 @@ def memory_table(records: list[MemoryRecord], title: str = "memory") -> Table:
     return table
 
 
+def _summarizer_name(settings: MemorySettings) -> str:
+    """The demo's summarizer: the one MEMORY_AGENT_MEMORY_MODEL names when it is set, else `offline`, by name (the
+    demo runs without a model; a service never falls back to it on its own)."""
+    return settings.memory.model if MEMORY_MODEL_VARIABLE in os.environ else OFFLINE
+
+
 async def _run(rounds: int, thread_id: str, console: Console) -> None:
     settings = MemorySettings()
-    summarizer = default_chat_model(settings)
-    chat_model, chat_label = _chat_model(settings)
+    summarizer_name = _summarizer_name(settings)
+    summarizer = chat_model(summarizer_name, settings)
+    chat, chat_label = _chat_model(settings)
     summarizer_label = (
-        "OFFLINE summarizer (deterministic, extractive, no network)"
+        "OFFLINE summarizer (MEMORY_AGENT_MEMORY_MODEL=offline: deterministic, extractive, no network)"
         if isinstance(summarizer, OfflineModel)
-        else f"{type(summarizer).__name__}({settings.memory.model})"
+        else f"{type(summarizer).__name__}({summarizer_name})"
     )
     console.rule("memory_agent demo")
     console.print(
@@ -125,7 +133,7 @@ async def _run(rounds: int, thread_id: str, console: Console) -> None:
         forgotten = await memory.forget_user(USER_ID)
         if forgotten.items_deleted:
             console.print(f"(forgot {len(forgotten.items_deleted)} long-term items of the previous demo)")
-        app = with_memory(_chat_graph(chat_model), memory)
+        app = with_memory(_chat_graph(chat), memory)
         config = {"configurable": {"thread_id": thread_id, "user_id": USER_ID}}
         script = (SCRIPT * ((rounds // len(SCRIPT)) + 1))[:rounds]
         for number, text in enumerate(script, start=1):
