@@ -3,6 +3,8 @@ output degrades (tool calling, the provider's JSON-schema format, JSON in text) 
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -82,7 +84,7 @@ async def test_openai_compatible_server_without_tools_degrades_and_remembers(fak
     await talk(memory, "no-tools", rounds=8)
     stored = rows(database_url)
     assert stored and all(status == "completed" for status, _, _, _ in stored)
-    assert "I like tea number 8" in stored[-1][2]
+    assert "I like tea number 7" in stored[-1][2]
     asked = [
         ("tools" if r.get("tools") else "response_format" if r.get("response_format") else "text")
         for r in fake_openai.requests
@@ -109,7 +111,8 @@ async def test_garbage_is_a_failed_row_with_its_cause(fake_openai, open_memory, 
     statuses = {status for status, _, _, _ in rows(database_url)}
     assert statuses == {"failed"}
     error = rows(database_url)[0][3]
-    assert "unparseable output" in error and "tools: BadRequestError" in error and "tea is nice" in error
+    assert "unparseable output" in error and "tea is nice" in error
+    assert "tools: OpenAIInvalidRequestError: Error code: 400" in error and "json_schema: " in error
 
 
 async def test_anthropic_messages_api(monkeypatch, open_memory, database_url):
@@ -144,3 +147,21 @@ async def test_consolidation_degrades_too(fake_openai):
     parsed, call = await call_consolidation_model(model, "Consolidate.", "- fact city: Lisbon", ConsolidationOutput)
     assert parsed.summary == "- fact city: Lisbon" and call.model == "consolidator"
     assert [bool(r.get("tools")) for r in fake_openai.requests] == [True, False]
+
+
+async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
+    fake_openai, open_memory, database_url, caplog
+):
+    """Every summary fails (HTTP 500): one WARNING naming the conversation, the model and the status; after two
+    failures the model is no longer asked every round (before: a line per failure, no model named, a call each)."""
+    fake_openai.mode = "error"
+    caplog.set_level(logging.WARNING, "memory_agent")
+    memory = await open_memory(memory_model="flaky-model", summary_max_attempts=1)
+    await talk(memory, "failing", rounds=10)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "'failing'" in r.getMessage()]
+    assert len(warned) == 1
+    assert "'flaky-model'" in warned[0] and "HTTP 500" in warned[0] and "upstream exploded" in warned[0]
+    stored = rows(database_url)
+    assert len(stored) >= 4 and {status for status, _, _, _ in stored} == {"failed"}
+    assert len(fake_openai.structured_requests()) == 2
+    assert all("not attempted" in error for _, _, _, error in stored[2:])
