@@ -34,6 +34,7 @@ class _Streak:
     retry_at: datetime | None = None
     logged_at: datetime | None = None
     unlogged: int = 0
+    cause: str = ""  # the last model call's failure
 
 
 class FailingConversations:
@@ -49,8 +50,8 @@ class FailingConversations:
         if streak is None or streak.retry_at is None or self.clock() >= streak.retry_at:
             return None
         return (
-            f"not attempted: the last {streak.failures} summaries of this conversation failed; the model is asked "
-            f"again after {streak.retry_at.isoformat(timespec='seconds')}"
+            f"not attempted: the last {streak.failures} summaries of this conversation failed, the last with "
+            f"{streak.cause[:500]}; the model is asked again after {streak.retry_at.isoformat(timespec='seconds')}"
         )
 
     def completed(self, key: Key) -> None:
@@ -65,6 +66,7 @@ class FailingConversations:
             self._streaks.popitem(last=False)
         if attempted:
             streak.failures += 1
+            streak.cause = cause
             if streak.failures >= BACKOFF_AFTER:
                 wait = min(BACKOFF_BASE_S * 2 ** (streak.failures - BACKOFF_AFTER), BACKOFF_MAX_S)
                 streak.retry_at = now + timedelta(seconds=wait)

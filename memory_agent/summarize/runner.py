@@ -190,7 +190,7 @@ class SummaryRunner(LongTermFollowUps):
             self.failing.failed(
                 failing,
                 self.agent.model_name,
-                f"messages {start_seq}-{end_seq}: {error}",
+                error or "unknown error",
                 attempted=backing_off is None,
             )
             logger.debug("Memory %s status updated to failed", memory_id)

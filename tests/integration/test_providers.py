@@ -13,6 +13,7 @@ from memory_agent.consolidation.model import ConsolidationOutput, call_consolida
 from memory_agent.errors import ConfigurationError
 from memory_agent.llm import chat_model_from_setting
 from memory_agent.llm.structured import learned_method
+from memory_agent.observability import queries as observability
 from tests.conftest import query
 from tests.provider_servers import FakeAnthropic, FakeOllama
 from tests.support import EchoChat
@@ -164,4 +165,9 @@ async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
     stored = rows(database_url)
     assert len(stored) >= 4 and {status for status, _, _, _ in stored} == {"failed"}
     assert len(fake_openai.structured_requests()) == 2
-    assert all("not attempted" in error for _, _, _, error in stored[2:])
+    assert all("not attempted" in error and "HTTP 500" in error for _, _, _, error in stored[2:])
+    # Where it shows: the last hour's failure rate and summary lag (health(): `stats`, /ready; the view for psql).
+    recent = (await observability.health(memory.backend, now=memory.clock())).last_hour
+    assert (recent["completed"], recent["failed"], recent["failure_rate"]) == (0, len(stored), 1)
+    assert recent["rounds"] == 10 and recent["max_summary_lag"] == 18
+    assert query(database_url, "SELECT failed, max_summary_lag FROM memory_health_last_hour") == [(len(stored), 18)]
