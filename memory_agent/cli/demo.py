@@ -100,9 +100,9 @@ def memory_table(records: list[MemoryRecord], title: str = "memory") -> Table:
 
 
 def _summarizer_name(settings: MemorySettings) -> str:
-    """The demo's summarizer: the one MEMORY_AGENT_MEMORY_MODEL names when it is set, else `offline`, by name (the
-    demo runs without a model; a service never falls back to it on its own)."""
-    return settings.memory.model if MEMORY_MODEL_VARIABLE in os.environ else OFFLINE
+    """The demo's summarizer: MEMORY_AGENT_MEMORY_MODEL's when it is set or OpenAI is configured, else `offline`,
+    by name (the demo runs without a model; a service never falls back to it on its own)."""
+    return settings.memory.model if MEMORY_MODEL_VARIABLE in os.environ or openai_configured() else OFFLINE
 
 
 async def _run(rounds: int, thread_id: str, console: Console) -> None:
