@@ -94,7 +94,7 @@ def chat_model_from_setting(
         return OfflineModel(model_name=OFFLINE_SUMMARIZER if role == "summary" else OFFLINE_CONSOLIDATOR)
     provider, model = split_model_setting(name)
     if not model:
-        raise unusable(variable, name, "no model named after the provider")
+        raise unusable(variable, name, "names no model")
     needs = PROVIDER_VARIABLES.get(provider, {}).get("needs", ())
     if needs and not any(os.environ.get(need) for need in needs):
         raise unusable(variable, name, f"the {provider} provider needs {' or '.join(needs)}, and none is set")

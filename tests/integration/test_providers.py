@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
 from memory_agent.errors import ConfigurationError
-from memory_agent.llm import chat_model_from_setting
+from memory_agent.llm import chat_model_from_setting, default_chat_model
 from memory_agent.llm.structured import learned_method
 from memory_agent.observability import queries as observability
 from tests.conftest import query
@@ -57,6 +57,14 @@ def test_unusable_settings_say_what_to_set_or_install(monkeypatch):
     assert "MEMORY_AGENT_MEMORY_MODEL='anthropic:claude-x'" in str(raised.value)
     with pytest.raises(ConfigurationError, match="pip install langchain-groq"):
         chat_model_from_setting("groq:llama-x", variable="MEMORY_AGENT_MEMORY_MODEL")
+
+
+def test_the_consolidation_setting_is_named_in_its_error(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    settings = MemorySettings(memory_model="offline", consolidation_model="anthropic:claude-x")
+    with pytest.raises(ConfigurationError, match="MEMORY_AGENT_CONSOLIDATION_MODEL='anthropic:claude-x'"):
+        default_chat_model(settings, "consolidation")
+    assert default_chat_model(settings.replace(consolidation_model=None), "consolidation")
 
 
 async def test_no_usable_model_is_an_error_at_open(monkeypatch, database_url):
