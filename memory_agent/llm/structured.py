@@ -5,7 +5,8 @@ Three methods, in order: tool calling (one tool, the schema, which the model mus
 response format (`with_structured_output(method="json_schema")`), and JSON in plain text (the schema in the prompt,
 the answer parsed leniently: code fences and prose around the object are ignored). A method the provider refuses
 (HTTP 400/404/405/415/422/501, or a client that cannot send it) or that answers nothing usable is passed over for
-the next; the first that works is remembered for that model object, so later calls make one request. The answer
+the next; the first that works is remembered for that model object, so later calls make one request, and a
+refused method is not asked again of that model. The answer
 is untrusted input: the caller validates the arguments (a garbage answer is an error recorded on its row).
 """
 
@@ -15,7 +16,7 @@ import json
 import logging
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -35,19 +36,33 @@ TEXT_INSTRUCTION = (
     "Answer with one JSON object and nothing else: no prose, no code fence. It must match this JSON schema:\n{schema}"
 )
 
-# id(model) -> (a weak reference to it, the method that worked): per model object, forgotten with it.
-_learned: dict[int, tuple[weakref.ref[Any], Method]] = {}
+
+@dataclass
+class _Known:
+    """What calls taught about one model object: the method that worked, the methods its provider refused."""
+
+    model: weakref.ref[Any]
+    method: Method | None = None
+    refused: dict[Method, str] = field(default_factory=dict)  # the method -> why
+
+
+# id(model) -> what is known of it, forgotten with the model.
+_known: dict[int, _Known] = {}
+
+
+def _knowledge(model: BaseChatModel) -> _Known:
+    key = id(model)
+    known = _known.get(key)
+    if known is None or known.model() is not model:
+        known = _Known(weakref.ref(model, lambda _: _known.pop(key, None)))
+        _known[key] = known
+    return known
 
 
 def learned_method(model: BaseChatModel) -> Method | None:
     """The method that last worked for `model`, if any."""
-    entry = _learned.get(id(model))
-    return entry[1] if entry is not None and entry[0]() is model else None
-
-
-def _learn(model: BaseChatModel, method: Method) -> None:
-    key = id(model)
-    _learned[key] = (weakref.ref(model, lambda _: _learned.pop(key, None)), method)
+    known = _known.get(id(model))
+    return known.method if known is not None and known.model() is model else None
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -148,14 +163,16 @@ class StructuredCaller:
         """The arguments of the first method that works; `note(answer, prompt)` is told of every answered call.
         Raises the provider's error when it is not a refusal of the method (a timeout, a 500, a 401), and
         SummarizationError when no method got an answer holding a JSON object."""
-        learned = learned_method(self.model)
-        methods = (learned,) if learned is not None else METHODS
-        refusals: list[str] = []
+        known = _knowledge(self.model)
+        learned = known.method
+        methods = (learned,) if learned is not None else tuple(m for m in METHODS if m not in known.refused)
+        refusals = [f"{method} (refused earlier): {why}" for method, why in known.refused.items()]
         for method in methods:
             try:
                 runnable = self._runnable(method)
             except Exception as exc:  # the client has no such method (NotImplementedError, an unknown argument)
-                refusals.append(f"{method}: {type(exc).__name__}: {exc}"[:300])
+                known.refused[method] = f"{type(exc).__name__}: {exc}"[:300]
+                refusals.append(f"{method}: {known.refused[method]}")
                 continue
             prompt = self._messages(method, messages)
             try:
@@ -163,7 +180,8 @@ class StructuredCaller:
             except Exception as exc:
                 if learned is not None or method == "text" or not refuses_method(exc):
                     raise
-                refusals.append(f"{method}: {type(exc).__name__}: {exc}"[:300])
+                known.refused[method] = f"{type(exc).__name__}: {exc}"[:300]
+                refusals.append(f"{method}: {known.refused[method]}")
                 logger.info(
                     "Model %r refused structured output by %s (%s); trying the next way", self.name, method, exc
                 )
@@ -177,8 +195,7 @@ class StructuredCaller:
                 if learned is not None:
                     break
                 continue
-            if learned is None:
-                _learn(self.model, method)
+            known.method = method
             return StructuredAnswer(args, raw, method)
         raise SummarizationError(
             f"model {self.name!r} returned unparseable output (no {self.schema.__name__}): " + " | ".join(refusals)

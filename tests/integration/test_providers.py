@@ -121,7 +121,12 @@ async def test_garbage_is_a_failed_row_with_its_cause(fake_openai, open_memory, 
     assert statuses == {"failed"}
     error = rows(database_url)[0][3]
     assert "unparseable output" in error and "tea is nice" in error
-    assert "tools: OpenAIInvalidRequestError: Error code: 400" in error and "json_schema: " in error
+    assert "tools (refused earlier): OpenAIInvalidRequestError: Error code: 400" in error and "json_schema " in error
+    # The refused ways are asked once per model: the retry (with the problems shown) asks for text only.
+    asked = [
+        "tools" if r.get("tools") else "format" if r.get("response_format") else "text" for r in fake_openai.requests
+    ]
+    assert asked == ["tools", "format", "text", "text"]
 
 
 async def test_anthropic_messages_api(monkeypatch, open_memory, database_url):
