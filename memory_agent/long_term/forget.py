@@ -144,8 +144,7 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
         erased: list[str] = []
         for conversation_id in sorted(conversations):
             erased.extend(await _erase_conversation_rows(conn, scope, conversation_id))
-        await fetch(conn, "pseudonymise_user_calls", scope)
-        await fetch(conn, "pseudonymise_user_spend", scope)
+        await fetch(conn, "pseudonymise_user_ledger", scope)
     return ForgetReport(
         items_deleted=tuple(row["item_id"] for row in items),
         conversations_deleted=tuple(erased),

@@ -84,25 +84,8 @@ SELECT memory_id FROM memory
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
   AND (%(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s);
 
--- pseudonymise_user_calls --
--- The ledger rows of a forgotten user move to user '' (the tenant's rows of no user): the tenant's spend and call
--- counts stay whole, nothing names the user. A new row per call (user_id is the distribution column).
-WITH gone AS (
-    DELETE FROM llm_calls WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
-    RETURNING tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at
-)
-INSERT INTO llm_calls (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
-SELECT '', tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at FROM gone
-RETURNING call_id;
-
--- pseudonymise_user_spend --
--- The forgotten user's monthly spend rows (0023) are added to the tenant's own rows (user ''): the tenant's month
--- stays whole for its cost ceiling, and no row names the user.
-WITH gone AS (
-    DELETE FROM tenant_monthly_spend WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
-    RETURNING tenant_id, month, cost, calls
-)
-INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
-SELECT '', tenant_id, month, sum(cost), sum(calls) FROM gone GROUP BY tenant_id, month
-ON CONFLICT (user_id, tenant_id, month) DO UPDATE SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls
-RETURNING month;
+-- pseudonymise_user_ledger --
+-- The ledger rows of a forgotten user (llm_calls, tenant_monthly_spend) move to user '' (the tenant's rows of no
+-- user): the tenant's spend and call counts stay whole, nothing names the user (pseudonymise_user_ledger,
+-- sql/definitions: as the owner, since a role bound by row-level security may not delete ledger rows).
+SELECT pseudonymise_user_ledger(%(tenant_id)s, %(user_id)s) AS moved;
