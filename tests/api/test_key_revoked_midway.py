@@ -1,5 +1,6 @@
 """A key revoked while its request's body is still arriving: the request is refused (401) and writes nothing. The
-key was checked before the body was read (limits.BodyGuard), and is checked again once the body has arrived."""
+key was checked before the body was read (limits.BodyGuard, the inspector's `seen`), and is checked again once the
+body has arrived: a summary (POST /memory/summarize) and an erasure of the inspector (POST /inspect/.../forget)."""
 
 from __future__ import annotations
 
@@ -20,13 +21,15 @@ async def _revoke(served: Served, key: str) -> None:
     await served.memory.loop.arun(run())
 
 
-async def _post_in_two_halves(served: Served, key: str, body: bytes, between) -> bytes:
-    """POST /memory/summarize with the first half of `body`, then `between()`, then the rest: the status line."""
+async def _post_in_two_halves(
+    served: Served, key: str, body: bytes, between, path: str = "/memory/summarize", kind: str = "application/json"
+) -> bytes:
+    """POST `path` with the first half of `body`, then `between()`, then the rest: the status line."""
     host, port = served.url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     try:
         writer.write(
-            b"POST /memory/summarize HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {kind}\r\n".encode()
             + f"Authorization: Bearer {key}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
             + body[: len(body) // 2]
         )
@@ -62,3 +65,31 @@ async def test_a_key_revoked_while_the_body_streams_in_is_refused_and_writes_not
     )
     assert status.startswith(b"HTTP/1.1 401"), status
     assert len(served.model.calls) == calls  # no model call, no note rewritten
+
+
+async def test_an_inspector_erasure_whose_key_is_revoked_while_the_form_streams_in_erases_nothing(
+    served: Served, database_url
+):
+    await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")
+    form = b"confirm=yes&csrf=unused-by-a-header-client"
+    revoked = await served.key("acme")
+    status = await _post_in_two_halves(
+        served,
+        revoked,
+        form,
+        lambda: _revoke(served, revoked),
+        path="/inspect/users/ana/forget",
+        kind="application/x-www-form-urlencoded",
+    )
+    assert status.startswith(b"HTTP/1.1 401"), status
+    assert query(database_url, "SELECT count(*) FROM items WHERE user_id = 'ana'") == [(1,)]
+
+    async def nothing() -> None:
+        return None
+
+    kept = await served.key("acme")
+    status = await _post_in_two_halves(
+        served, kept, form, nothing, path="/inspect/users/ana/forget", kind="application/x-www-form-urlencoded"
+    )
+    assert status.startswith(b"HTTP/1.1 200"), status  # the same erasure with a live key
+    assert query(database_url, "SELECT count(*) FROM items WHERE user_id = 'ana'") == [(0,)]
