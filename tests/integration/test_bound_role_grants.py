@@ -202,3 +202,21 @@ def test_the_function_refuses_a_role_the_policies_would_not_bind(database_url):
         query(database_url, "SELECT grant_bound_role(%s)", (owner,))
     with pytest.raises(psycopg.errors.UndefinedObject, match="create it first"):
         query(database_url, "SELECT grant_bound_role('no_such_role_here')")
+
+
+def test_the_ledgers_functions_write_for_the_named_tenant_only(documented_role, database_url):
+    role_url = documented_role()
+    call = '[{"purpose": "conversation_summary", "model": "m", "input_tokens": 1, "output_tokens": 1, "cost": 2, "priced": true}]'
+    spend = "SELECT tenant_id, user_id, cost, calls FROM tenant_monthly_spend ORDER BY 1, 2"
+    with psycopg.connect(role_url, autocommit=True) as conn:
+        conn.execute("SET search_path TO memory_agent, public")
+        conn.execute("SELECT set_config('memory_agent.tenant_id', 'acme', false)")
+        conn.execute("SELECT record_llm_calls('acme', 'ana', now(), %s::jsonb)", (call,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="names tenant 'acme', not 'globex'"):
+            conn.execute("SELECT record_llm_calls('globex', 'bob', now(), %s::jsonb)", (call,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="names tenant"):
+            conn.execute("SELECT * FROM reserve_budget('globex', now(), 10, 1, '1 minute')")
+        assert conn.execute("SELECT pseudonymise_user_ledger('globex', 'bob')").fetchone() == (0,)
+        # A forget's move keeps the tenant's month whole.
+        assert conn.execute("SELECT pseudonymise_user_ledger('acme', 'ana')").fetchone() == (1,)
+    assert [(t, u, float(c), n) for t, u, c, n in query(database_url, spend)] == [("acme", "", 2.0, 1)]
