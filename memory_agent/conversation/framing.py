@@ -13,7 +13,6 @@ letter) becomes one, so `x < 5` reads as written.
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 
@@ -36,8 +35,23 @@ _ANGLE_LOOKALIKES = {
     "\u29fc": "<",
     "\u29fd": ">",
 }
-# Square brackets' look-alikes beyond their compatibility forms (white and tortoise-shell-free ones are CJK text's).
+# Square brackets' look-alikes beyond their compatibility forms (CJK text's own brackets, 【】 and 〔〕, stay).
 _BRACKET_LOOKALIKES = {"\u27e6": "[", "\u27e7": "]", "\u301a": "[", "\u301b": "]", "\u2045": "[", "\u2046": "]"}
+# The printable characters _as_read changes (the compatibility forms of brackets and the look-alikes above): with
+# `str.isprintable()` (false for every format character and control) they tell, at C speed, whether a text needs
+# reading character by character at all. tests/unit/test_framing.py checks them against unicodedata.
+_LOOKALIKES = (
+    "\ufe47",
+    "\ufe48",
+    "\ufe64",
+    "\ufe65",
+    "\uff1c",
+    "\uff1e",
+    "\uff3b",
+    "\uff3d",
+    *_ANGLE_LOOKALIKES,
+    *_BRACKET_LOOKALIKES,
+)
 # A tag opening: `<` before optional white space and `/` or a letter (`< /long_term_memory>`, `<memory`).
 _TAG_OPEN = re.compile(r"<(?=\s*(?:/|[A-Za-z_]))")
 _TAG_END = re.compile(r"(\((?:\s*/)?\s*[A-Za-z_][\w:-]*\s*)>")
@@ -46,7 +60,6 @@ _TAG_END = re.compile(r"(\((?:\s*/)?\s*[A-Za-z_][\w:-]*\s*)>")
 CONTINUATION = "    "
 
 
-@functools.lru_cache(maxsize=4096)
 def _as_read(char: str) -> str:
     """What one character reads as: '' for an invisible one, its ASCII bracket for a look-alike, else itself."""
     category = unicodedata.category(char)
@@ -62,20 +75,41 @@ def _as_read(char: str) -> str:
     return char
 
 
+class _AsReadTable(dict[int, "int | str | None"]):
+    """str.translate's table of _as_read, filled as characters are met (translate then runs at C speed); at most
+    _TABLE_SIZE characters are kept, so text made of every code point cannot grow it without bound."""
+
+    def __missing__(self, code: int) -> int | str | None:
+        char = chr(code)
+        read = _as_read(char)
+        value: int | str | None = None if read == "" else code if read == char else read
+        if len(self) < _TABLE_SIZE:
+            self[code] = value
+        return value
+
+
+_TABLE_SIZE = 65_536
+_AS_READ = _AsReadTable()
+
+
 def neutral_text(text: str) -> str:
     """`text` as it may be quoted inside any frame: line breaks as "\\n", invisible format characters dropped,
     look-alike brackets read as what they stand for, square brackets as parentheses, a tag's `<` as `(` (and its
     `>`); nothing else changes."""
-    return without_tags(text).replace("[", "(").replace("]", ")")
+    text = without_tags(text)
+    return text.replace("[", "(").replace("]", ")") if "[" in text or "]" in text else text
 
 
 def without_tags(text: str) -> str:
     """`text` read as the model may read it (line breaks as "\\n", invisible characters dropped, look-alike
     brackets as what they stand for) with no tag left to open or close: the last pass over a whole frame's content,
     which keeps the block's own square brackets (a block stored by an earlier release is made safe by it too)."""
-    text = _ASCII_CONTROLS.sub("", _LINE_BREAKS.sub("\n", text))
-    if not text.isascii():
-        text = "".join(_as_read(c) for c in text)
+    # Most text is printable (no line break, control or format character) and, when not ASCII, holds no look-alike:
+    # str methods say so at C speed, and then nothing is scanned character by character.
+    if not text.isprintable():
+        text = _ASCII_CONTROLS.sub("", _LINE_BREAKS.sub("\n", text))
+    if not text.isascii() and (not text.isprintable() or any(c in text for c in _LOOKALIKES)):
+        text = text.translate(_AS_READ)
     if "<" in text:
         text = _TAG_OPEN.sub("(", text)
         # A tag's end is harmless alone, but `(/memory>` still reads as a tag: close it as it was opened.
@@ -85,7 +119,8 @@ def without_tags(text: str) -> str:
 
 def quoted_line(text: str) -> str:
     """`text` quoted as a line of the recalled block: neutral, each line after its first indented by CONTINUATION."""
-    return neutral_text(text).replace("\n", "\n" + CONTINUATION)
+    text = neutral_text(text)
+    return text.replace("\n", "\n" + CONTINUATION) if "\n" in text else text
 
 
 def quoted_label(text: str) -> str:

@@ -167,3 +167,14 @@ def test_the_issue_example_is_cut_after_flights():
         "neighbours": [[2, "assistant", "I booked the flights early for the trip"]],
     }
     assert hit_from_row(row, 300, 23).context[0][2] == "I booked the flights…"
+
+
+def test_the_fast_path_misses_no_character_the_rule_changes():
+    from memory_agent.conversation import framing
+
+    planes = [*range(0x80, 0x20000), *range(0xE0000, 0xE1000)]
+    changed = [code for code in planes if framing._as_read(chr(code)) != chr(code)]
+    assert len(changed) > 150  # the format characters at least
+    # The check before any translation: not printable, or one of the printable look-alikes.
+    missed = [hex(code) for code in changed if chr(code).isprintable() and chr(code) not in framing._LOOKALIKES]
+    assert missed == []
