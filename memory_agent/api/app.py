@@ -40,7 +40,14 @@ from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.tenancy import tenant_scope
-from memory_agent.long_term import ItemFilter, LongTermItem, forget_user, list_items, tenant_transaction
+from memory_agent.long_term import (
+    ItemFilter,
+    LongTermItem,
+    forget_user,
+    list_items,
+    release_threads,
+    tenant_transaction,
+)
 from memory_agent.schemas import MemoryRecord
 from memory_agent.schemas.keys import default_user_id
 from memory_agent.service import MemoryService
@@ -151,7 +158,11 @@ def create_app(
             )
             return result, len(report.notes_deleted)
 
-        result, notes_deleted = await on_pool(memory_of(request), forget, tenant)
+        memory = memory_of(request)
+        result, notes_deleted = await on_pool(memory, forget, tenant)
+        # After the erasure committed, each in a transaction of its own (forget.release_threads says why).
+        with tenant_scope(tenant):
+            await memory.loop.arun(release_threads(memory.backend.connection, tenant, user_id))
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
             raise no_such_user()
         return result

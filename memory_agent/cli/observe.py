@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from memory_agent.cli.output import _cell, _key_values, _print_json, _read, _rows, escape
+from memory_agent.cli.output import _cell, _key_values, _print_json, _read, _rows, compact_table, escape
 from memory_agent.observability import queries as observability
 from memory_agent.service import MemoryService
 
@@ -34,11 +34,20 @@ def inspect_versions(
     if as_json:
         _print_json({"conversation": summary, "versions": versions})
         return
-    table = Table(title=f"Memory versions of {escape(thread_id)}", title_justify="left")
-    # Short columns never shrink; covers and error wrap on a narrow terminal.
-    for column in ("id", "start", "end", "base_id", "status", "covers", "created", "gen ms", "error"):
+    table = compact_table(f"Memory versions of {escape(thread_id)}")
+    # Short columns never shrink; covers and error wrap on a narrow terminal; error only when a version has one.
+    errors = any(version["error"] for version in versions)
+    for column in ("id", "start", "end", "base_id", "status", "covers", "created", "gen ms", "error")[
+        : 9 if errors else 8
+    ]:
         wraps = column in ("covers", "error")
-        table.add_column(column, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis", min_width=len(column))
+        table.add_column(
+            column,
+            no_wrap=not wraps,
+            overflow="fold" if wraps else "ellipsis",
+            min_width=12 if column == "covers" else len(column),
+            justify="right" if column in ("id", "start", "end", "base_id", "gen ms") else "left",
+        )
     for version in versions:
         table.add_row(
             str(version["memory_id"]),
@@ -49,7 +58,7 @@ def inspect_versions(
             _cell(version["covers"]),
             version["created_at"].strftime("%H:%M:%S") if version["created_at"] else "",
             _cell(version["generation_time_ms"]),
-            _cell(version["error"]),
+            *([_cell(version["error"])] if errors else []),
         )
     console = Console()
     console.print(table)
@@ -199,6 +208,7 @@ def stats(
         )
         return
     console = Console()
+    width = console.width
     console.print(_key_values("Memory health", health.totals))
     console.print(
         _rows(
@@ -218,6 +228,8 @@ def stats(
                 "compression_ratio": "ratio",
                 "stuck": "stuck",
             },
+            width=width,
+            optional=("rounds_behind", "completed", "processing", "failure_rate", "compression_ratio", "stuck"),
         )
     )
     console.print(
@@ -235,6 +247,8 @@ def stats(
                 "output_tokens": "out tokens",
                 "compression_ratio": "ratio",
             },
+            width=width,
+            optional=("failure_rate", "input_tokens", "output_tokens", "compression_ratio"),
         )
     )
     if health.stuck:
@@ -251,6 +265,8 @@ def stats(
                     "attempts": "attempts",
                     "quiet_for": "quiet for",
                 },
+                width=width,
+                optional=("start_sequence", "end_sequence", "attempts"),
             )
         )
     else:

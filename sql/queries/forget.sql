@@ -85,7 +85,26 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
   AND (%(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s);
 
 -- pseudonymise_user_ledger --
--- The ledger rows of a forgotten user (llm_calls, tenant_monthly_spend) move to user '' (the tenant's rows of no
--- user): the tenant's spend and call counts stay whole, nothing names the user (pseudonymise_user_ledger,
--- sql/definitions: as the owner, since a role bound by row-level security may not delete ledger rows).
+-- The ledger rows of a forgotten user move to user '' (the tenant's rows of no user): the tenant's spend and call
+-- counts stay whole, nothing names the user (pseudonymise_user_ledger, sql/definitions). The number of calls moved.
 SELECT pseudonymise_user_ledger(%(tenant_id)s, %(user_id)s) AS moved;
+
+-- erase_user_traces --
+-- Every round metrics row and lease of the user, those of threads nothing was stored of included (a failed first
+-- round writes its metrics row; no conversation row names it).
+WITH leases AS (
+    DELETE FROM round_leases WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+)
+DELETE FROM round_metrics WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s;
+
+-- user_threads --
+-- The threads whose owner row names the user: those of their conversations, of threads whose first round stored
+-- nothing, and of an erasure that failed before it released them. On Citus a read of every shard of the owners.
+SELECT conversation_id FROM conversation_owners
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+ORDER BY conversation_id;
+
+-- release_thread --
+-- After an erasure committed, in a transaction of its own: the thread's owner row, when it names the user and they
+-- have no conversation or lease of that id (release_thread, sql/definitions). `released` true when the row went.
+SELECT release_thread(%(tenant_id)s, %(user_id)s, %(conversation_id)s) AS released;
