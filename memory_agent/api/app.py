@@ -41,6 +41,7 @@ from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.tenancy import tenant_scope
+from memory_agent.llm import default_chat_model
 from memory_agent.long_term import (
     ItemFilter,
     LongTermItem,
@@ -74,7 +75,8 @@ def create_app(
     from `settings` (default: the environment) at startup and closes at shutdown.
 
     `clock` is the time POST /memory/summarize consolidates at (default: UTC now); `consolidation_model` the
-    model it calls (default: the settings' consolidation model, offline without an OpenAI key or base URL)."""
+    model it calls (default: the one MEMORY_AGENT_CONSOLIDATION_MODEL names, else MEMORY_AGENT_MEMORY_MODEL's;
+    made at startup when the app opens its own service, so that an unusable one stops the start)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -82,7 +84,10 @@ def create_app(
             app.state.memory = memory
             yield
             return
-        async with MemoryService.from_settings(settings) as opened:
+        own = settings or MemorySettings()
+        if app.state.consolidation_model is None:
+            app.state.consolidation_model = default_chat_model(own, "consolidation")
+        async with MemoryService.from_settings(own) as opened:
             app.state.memory = opened
             yield
 

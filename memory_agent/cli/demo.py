@@ -19,12 +19,13 @@ from memory_agent.db.connector import fetch_one
 from memory_agent.errors import MemoryAgentError
 from memory_agent.integrations.langgraph import with_memory
 from memory_agent.llm import (
-    OFFLINE_SUMMARIZER,
+    OFFLINE,
     OfflineModel,
-    default_chat_model,
+    chat_model,
     openai_chat_model,
     openai_configured,
 )
+from memory_agent.llm.models import MEMORY_MODEL_VARIABLE
 from memory_agent.observability import queries as observability
 from memory_agent.schemas import MemoryRecord
 from memory_agent.schemas.keys import DEFAULT_TENANT_ID
@@ -144,7 +145,10 @@ async def _clean(memory: MemoryService, thread_id: str) -> int:
 async def _run(rounds: int, thread_id: str, console: Console, clean: bool = False) -> None:
     settings = MemorySettings()
     # Named explicitly: the demo runs offline unless an OpenAI key or base URL is set, whatever the default model.
-    summarizer = default_chat_model(settings) if openai_configured() else OfflineModel(model_name=OFFLINE_SUMMARIZER)
+    # MEMORY_AGENT_MEMORY_MODEL's model when it is set or OpenAI is configured, else the offline one, by name (the
+    # demo runs without a model; a service never falls back to it on its own).
+    named = MEMORY_MODEL_VARIABLE in os.environ or openai_configured()
+    summarizer = chat_model(settings.memory.model if named else OFFLINE, settings)
     async with MemoryService.from_settings(settings, model=summarizer) as memory:
         lock = await _take_demo_lock(str(memory.database_url))
         try:

@@ -188,11 +188,12 @@ def stats(
         observability.DEFAULT_HEALTH_LIMIT, min=1, help="Conversations to list, the most lagging first."
     ),
 ) -> None:
-    """Memory health: summary lag, memory age, compression, failure rate, generation p50/p95, stuck rows."""
+    """Memory health: summary lag, memory age, compression, failure rate, generation p50/p95, stuck rows; the
+    failure rate and summary lag of the last hour."""
 
     async def read(memory: MemoryService) -> observability.MemoryHealth:
         timeout = stuck_after if stuck_after is not None else memory.settings.jobs.processing_timeout_s
-        return await observability.health(memory.backend, timeout, limit)
+        return await observability.health(memory.backend, timeout, limit, now=memory.clock())
 
     health = _read(read)
     conversations = health.conversations
@@ -200,6 +201,7 @@ def stats(
         _print_json(
             {
                 "totals": health.totals,
+                "last_hour": health.last_hour,
                 "conversations": conversations,
                 "models": health.models,
                 "stuck": health.stuck,
@@ -210,6 +212,7 @@ def stats(
     console = Console()
     width = console.width
     console.print(_key_values("Memory health", health.totals))
+    console.print(_key_values("Last hour (summaries finished, rounds started)", health.last_hour))
     console.print(
         _rows(
             "Conversations (most lagging first)",

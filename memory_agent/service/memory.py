@@ -52,7 +52,7 @@ class MemoryService:
         self,
         settings: MemorySettings | None = None,
         *,
-        model: BaseChatModel | None = None,
+        model: BaseChatModel | str | None = None,
         database_url: str | None = None,
         clock: Callable[[], datetime] | None = None,
         embeddings: Embeddings | None = None,
@@ -68,13 +68,14 @@ class MemoryService:
         cls,
         settings: MemorySettings | None = None,
         *,
-        model: BaseChatModel | None = None,
+        model: BaseChatModel | str | None = None,
         embeddings: Embeddings | None = None,
     ) -> MemoryService:
         """A service for `settings` (default: from the environment) and summarizer `model`.
 
-        `model` is any LangChain chat model; by default ChatOpenAI(settings.memory.model) when
-        OPENAI_API_KEY or OPENAI_BASE_URL is set, the offline summarizer otherwise. `embeddings` is any
+        `model` is any LangChain chat model, or a model named as MEMORY_AGENT_MEMORY_MODEL names one
+        (`provider:model`, a bare name for OpenAI, `offline`); by default the one that setting names (opening
+        raises ConfigurationError when it cannot be made: docs/models.md). `embeddings` is any
         LangChain Embeddings for long-term items, cluster summaries and recall's vector fallback; by default
         the one MEMORY_AGENT_EMBEDDINGS names (none: vectors off).
         """

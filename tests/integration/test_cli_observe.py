@@ -103,6 +103,8 @@ async def test_stats_reports_health_and_stuck_rows(open_memory, database_url):
     assert [(c["conversation_id"], c["summary_lag"]) for c in data["conversations"]] == [("bad", 8), ("ok", 4)]
     assert {m["model_name"] for m in data["models"]} == {"gated-test-summarizer", "failing-test-summarizer"}
     assert data["stuck"] == [] and data["stuck_after_s"] == 300
+    recent = data["last_hour"]  # everything above happened within the hour
+    assert (recent["completed"], recent["failed"], recent["failure_rate"], recent["rounds"]) == (1, 2, 0.6667, 9)
 
     (processing_id,) = query(database_url, "SELECT memory_id FROM memory WHERE status = 'processing'")[0]
     result = invoke(database_url, "stats", "--json", "--stuck-after", "0")
@@ -112,7 +114,13 @@ async def test_stats_reports_health_and_stuck_rows(open_memory, database_url):
 
     result = invoke(database_url, "stats", "--stuck-after", "0", "--limit", "1")
     assert result.exit_code == 0, result.output
-    for title in ("Memory health", "Conversations (most lagging first)", "Summarizer models", "Stuck processing rows"):
+    for title in (
+        "Memory health",
+        "Last hour",
+        "Conversations (most lagging first)",
+        "Summarizer models",
+        "Stuck processing rows",
+    ):
         assert title in result.stdout
     assert "failing-test-summarizer" in result.stdout
     conversations = result.stdout.split("Conversations (most lagging first)")[1].split("Summarizer models")[0]
