@@ -92,6 +92,12 @@ def database_url(request: pytest.FixtureRequest, server_url: str, template_url: 
 
 
 @pytest.fixture
+def other_database_url(request: pytest.FixtureRequest, server_url: str, template_url: str) -> Iterator[str]:
+    """A second fresh database with the schema applied (moving rows between databases)."""
+    yield from _private_database(request, server_url, "o", TEMPLATE)
+
+
+@pytest.fixture
 def empty_database_url(request: pytest.FixtureRequest, server_url: str) -> Iterator[str]:
     """A fresh database without the schema (for migration tests)."""
     yield from _private_database(request, server_url, "e", None)
