@@ -59,6 +59,8 @@ DECLARE
     v_row record;
     v_statements text[] := '{}';
     v_statement text;
+    v_citus_ledger text;
+    v_citus_spend text;
 BEGIN
     SELECT r.rolname, r.rolsuper, r.rolbypassrls INTO v_role FROM pg_roles AS r WHERE r.rolname = p_role;
     IF NOT FOUND THEN
@@ -71,6 +73,22 @@ BEGIN
         RAISE EXCEPTION 'role % owns the tables, is a superuser or bypasses row-level security: no policy would '
             'bind it; grant a role of its own', quote_ident(p_role)
             USING ERRCODE = 'invalid_grant_operation';
+    END IF;
+    -- On Citus a function that runs as another role cannot touch shards the transaction already wrote as the
+    -- caller ("placements that were modified in this transaction by a different user"), so the ledger functions
+    -- that run inside a round's or a forget's transaction run as the caller there, and the role gets the ledger
+    -- writes they make (docs/scaling.md: on Citus the ledger is not insert-only for a bound role). The function
+    -- commands first, over one connection per node (Citus refuses them after parallel grants).
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        v_statements := v_statements
+            || 'SET LOCAL citus.multi_shard_modify_mode TO sequential'::text
+            || format('ALTER FUNCTION %I.record_llm_calls(text, text, timestamptz, jsonb) SECURITY INVOKER', v_schema)
+            || format('ALTER FUNCTION %I.pseudonymise_user_ledger(text, text) SECURITY INVOKER', v_schema)
+            || format('ALTER FUNCTION %I.reserve_budget(text, timestamptz, numeric, numeric, interval) '
+                      'SECURITY INVOKER', v_schema);
+        v_citus_ledger := format('GRANT INSERT, DELETE ON %I.llm_calls TO %I; GRANT INSERT ON %I.budget_reservations '
+                                 'TO %I', v_schema, p_role, v_schema, p_role);
+        v_citus_spend := format('GRANT INSERT, UPDATE, DELETE ON %I.tenant_monthly_spend TO %I', v_schema, p_role);
     END IF;
     v_statements := v_statements
         || format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM %I', v_schema, p_role)
@@ -101,6 +119,9 @@ BEGIN
         v_statements := v_statements
             || format('GRANT USAGE ON SEQUENCE %I.%I TO %I', v_schema, v_row.relname, p_role);
     END LOOP;
+    IF v_citus_ledger IS NOT NULL THEN
+        v_statements := v_statements || v_citus_ledger || v_citus_spend;
+    END IF;
     IF to_regclass(format('%I.procrastinate_jobs', v_schema)) IS NOT NULL THEN
         v_statements := v_statements
             || format('ALTER TABLE %I.procrastinate_jobs ENABLE ROW LEVEL SECURITY', v_schema)
