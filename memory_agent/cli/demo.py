@@ -53,7 +53,7 @@ class ScriptedChatModel(BaseChatModel):
 
         last = str(messages[-1].text).split("\n\n")[-1]
         has_memory = any("[Previous context:" in str(m.text) or m.type == "system" for m in messages)
-        recalled = any("[Long-term memory:" in str(m.text) or m.id == "memory_agent:long_term" for m in messages)
+        recalled = any("[Long-term memory:" in str(m.text) or "<long_term_memory>" in str(m.text) for m in messages)
         source = "memory + recent messages" if has_memory else f"{len(messages) - 1} earlier messages"
         if recalled:
             source += " + long-term memory"
