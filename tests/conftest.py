@@ -24,6 +24,10 @@ from tests.integrity import check_integrity
 
 TEMPLATE = "memory_agent_test_template"
 
+# The suite's tables are the design's: a summary after every round. The shipped cadence (every 12 new messages)
+# is tested where it is named (tests/integration/test_cadence.py unsets this); child processes inherit it.
+os.environ.setdefault("MEMORY_AGENT_MEMORY_MIN_NEW_MESSAGES", "1")
+
 
 def with_dbname(url: str, dbname: str) -> str:
     params = conninfo_to_dict(url)
