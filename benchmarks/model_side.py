@@ -13,9 +13,7 @@ memory_agent's rounds name a user, so recall runs. Every chat-model call and eve
 
 from __future__ import annotations
 
-import json
 import statistics
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -23,8 +21,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from benchmarks.fakes import _WORDS, assistant_reply
-from benchmarks.prices import PRICE_SETS, PriceSet, dollars, openai_cached
+from benchmarks.fakes import _WORDS, assistant_reply, user_message
+from benchmarks.model_calls import Call, call_of, prefix_kept_share, price_calls
+from benchmarks.prices import PRICE_SETS
 from benchmarks.systems import App, FullHistorySystem, MemoryAgentSystem, MiddlewareSystem, System
 
 
@@ -35,7 +34,9 @@ def app_system_prompt(tokens: int = 2000) -> str:
     while count_tokens_approximately([SystemMessage("\n".join(lines))]) < tokens:
         n += 1
         words = [_WORDS[(n * 7 + k * 3) % len(_WORDS)] for k in range(14)]
-        lines.append(f"{n}. When the customer asks about the {words[0]} or the {words[1]}, " + " ".join(words[2:]) + ".")
+        lines.append(
+            f"{n}. When the customer asks about the {words[0]} or the {words[1]}, " + " ".join(words[2:]) + "."
+        )
     return "\n".join(lines)
 
 
@@ -67,93 +68,6 @@ APP = App(system_prompt=app_system_prompt(), tools=(lookup_order, refund_order, 
 USER = "model-side-user"
 
 
-@dataclass(frozen=True)
-class Call:
-    """One model call as sent: its text (tools, then messages, in order), tokens, and where breakpoints fall."""
-
-    text: str
-    tokens: int
-    output_tokens: int
-    last_user_at: int  # characters before the last user message (all of the text when there is none)
-    app_end: int  # characters through the app's system prompt (0: none)
-
-    def tokens_at(self, chars: int) -> int:
-        return round(self.tokens * chars / len(self.text)) if self.text else 0
-
-
-def _message_text(message: BaseMessage) -> str:
-    calls = json.dumps(getattr(message, "tool_calls", None) or [], sort_keys=True)
-    return f"<{message.type}>{message.content if isinstance(message.content, str) else json.dumps(message.content)}"\
-        f"{calls}</{message.type}>"
-
-
-def call_of(messages: list[BaseMessage], tools: list[Any], output_tokens: int, extra_tokens: int = 0) -> Call:
-    schemas = [convert_to_openai_tool(t) for t in tools]
-    text = json.dumps(schemas, sort_keys=True)
-    last_user_at = app_end = 0
-    for message in messages:
-        if isinstance(message, HumanMessage):
-            last_user_at = len(text)
-        text += _message_text(message)
-        if isinstance(message, SystemMessage) and message.content == APP.system_prompt:
-            app_end = len(text)
-    if not any(isinstance(m, HumanMessage) for m in messages):
-        last_user_at = len(text)
-    tokens = count_tokens_approximately(messages, tools=schemas or None) + extra_tokens
-    return Call(text, tokens, output_tokens, last_user_at, app_end)
-
-
-def common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix of two strings (binary search over slices: C speed on long inputs)."""
-    if b.startswith(a):
-        return len(a)
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def prefix_kept_share(calls: list[Call]) -> float:
-    kept = sum(cur.text.startswith(prev.text[: prev.last_user_at]) for prev, cur in zip(calls, calls[1:]))
-    return kept / max(1, len(calls) - 1)
-
-
-def price_calls(calls: list[Call], prices: PriceSet, chat: bool) -> dict[str, float]:
-    """Dollars of a sequence of calls to one model; `chat`: the app's model (Anthropic breakpoints marked)."""
-    price = prices.chat if chat else prices.summarizer
-    total_in = total_out = 0.0
-    read_tokens = 0
-    previous: list[Call] = []
-    for call in calls:
-        read = written = 0
-        if prices.caching == "openai" and previous:
-            common = common_prefix(previous[-1].text, call.text)
-            read = openai_cached(call.tokens_at(common), call.tokens, prices.min_cached_tokens)
-        elif prices.caching == "anthropic" and chat:
-            marks = [m for m in (call.app_end, call.last_user_at, len(call.text)) if m]
-            cached = [
-                earlier.tokens_at(mark)
-                for earlier in previous[-2:]
-                for mark in (earlier.app_end, earlier.last_user_at, len(earlier.text))
-                if mark and call.text.startswith(earlier.text[:mark])
-            ]
-            read = max(cached, default=0)
-            if call.tokens_at(marks[-1]) < prices.min_cached_tokens:
-                read = 0
-            else:
-                written = call.tokens - read
-        read_tokens += read
-        cost = dollars(price, call.tokens, read, written, 0)
-        total_in += cost
-        total_out += dollars(price, 0, 0, 0, call.output_tokens)
-        previous = [*previous[-1:], call]
-    return {"input": total_in, "output": total_out, "read_tokens": read_tokens}
-
-
 def _summary_schema_tokens() -> int:
     """Tokens of the MemorySummaryOutput schema memory_agent's summarizer is given with every call."""
     from memory_agent.schemas import MemorySummaryOutput
@@ -161,16 +75,8 @@ def _summary_schema_tokens() -> int:
     return count_tokens_approximately([], tools=[convert_to_openai_tool(MemorySummaryOutput)])
 
 
-def model_side_systems(memory_settings: dict[str, Any] | None = None) -> list[System]:
-    """memory_agent as the other stages run it (no user: conversation memory alone, as (b) has), memory_agent
-    with a user (recall on: its block in every round), (a) and (b)."""
-    recalling = MemoryAgentSystem(app=APP, user_id=USER, **(memory_settings or {}))
-    recalling.name = "memory_agent_recall"
-    return [MemoryAgentSystem(app=APP, **(memory_settings or {})), recalling, FullHistorySystem(APP), MiddlewareSystem(APP)]
-
-
 async def run_system(system: System, server_url: str, rounds: int, block_rounds: int = 50) -> dict[str, Any]:
-    """`rounds` rounds of one conversation; every chat and summarizer call kept and priced."""
+    """`rounds` rounds of one conversation; every chat and summarizer call kept, then priced."""
     await system.open(server_url)
     try:
         system.set_latency(0.0)
@@ -178,10 +84,7 @@ async def run_system(system: System, server_url: str, rounds: int, block_rounds:
         chat_calls: list[Call] = []
         for n in range(1, rounds + 1):
             await system.round("model-side", n)
-            given = system.chat.last_input
-            last_user = next(m for m in reversed(given) if isinstance(m, HumanMessage))
-            answer = count_tokens_approximately([AIMessage(assistant_reply(str(last_user.text)))])
-            chat_calls.append(call_of(given, system.chat.tools, answer))
+            chat_calls.append(chat_call(system.chat.last_input, system.chat.tools))
             if isinstance(system, MemoryAgentSystem) and n % block_rounds == 0:
                 await system.drain()
         if isinstance(system, MemoryAgentSystem):
@@ -191,18 +94,37 @@ async def run_system(system: System, server_url: str, rounds: int, block_rounds:
         summary_calls = [call_of(p, [], out, schema) for p, out in zip(stats.prompts, stats.output_tokens)]
     finally:
         await system.close()
-    app_tokens = count_tokens_approximately([SystemMessage(APP.system_prompt or "")], tools=[
-        convert_to_openai_tool(t) for t in APP.tools
-    ])
+    return priced(rounds, chat_calls, summary_calls, schema)
+
+
+def chat_call(given: list[BaseMessage], tools: list[Any]) -> Call:
+    """A chat-model call and its answer (the fake model's: the same length in every system)."""
+    last_user = next(m for m in reversed(given) if isinstance(m, HumanMessage))
+    answer = count_tokens_approximately([AIMessage(assistant_reply(str(last_user.text)))])
+    return call_of(given, tools, answer, app_prompt=APP.system_prompt)
+
+
+def floor_calls(rounds: int) -> list[Call]:
+    """What no system goes below: the app's prompt, its tools and the round's question, nothing of the past."""
+    head = [SystemMessage(APP.system_prompt or "")]
+    return [chat_call([*head, HumanMessage(user_message(n))], list(APP.tools)) for n in range(1, rounds + 1)]
+
+
+def priced(rounds: int, chat_calls: list[Call], summary_calls: list[Call], schema: int = 0) -> dict[str, Any]:
+    """One system's figures from its calls, per 1,000 rounds where counted."""
+    schemas = [convert_to_openai_tool(t) for t in APP.tools]
+    app_tokens = count_tokens_approximately([SystemMessage(APP.system_prompt or "")], tools=schemas)
     per_1000 = 1000 / rounds
+    prompt = statistics.fmean(c.tokens for c in chat_calls)
     result: dict[str, Any] = {
         "rounds": rounds,
         "summarizer_calls_per_1000_rounds": len(summary_calls) * per_1000,
+        # as billed: the prompt's messages and the tool schema the summarizer is given (memory_agent's)
         "summarizer_input_tokens_per_1000_rounds": sum(c.tokens for c in summary_calls) * per_1000,
+        "summarizer_tool_schema_tokens_per_1000_rounds": schema * len(summary_calls) * per_1000,
         "summarizer_output_tokens_per_1000_rounds": sum(c.output_tokens for c in summary_calls) * per_1000,
-        "prompt_tokens_per_round": statistics.fmean(c.tokens for c in chat_calls),
-        "conversation_prompt_tokens_per_round": statistics.fmean(c.tokens for c in chat_calls) - app_tokens,
-        "app_prompt_tokens": app_tokens,
+        "prompt_tokens_per_round": prompt,
+        "conversation_prompt_tokens_per_round": prompt - app_tokens,
         "prefix_kept_share": prefix_kept_share(chat_calls),
         "cached_input_share": {},
         "dollars_per_1000_rounds": {},
@@ -221,6 +143,15 @@ async def run_system(system: System, server_url: str, rounds: int, block_rounds:
     return result
 
 
+def model_side_systems(memory_settings: dict[str, Any] | None = None) -> list[System]:
+    """memory_agent as the other stages run it (no user: conversation memory alone, as (b) has), memory_agent
+    with a user (recall on: its block in every round), (a) and (b)."""
+    settings = memory_settings or {}
+    recalling = MemoryAgentSystem(app=APP, user_id=USER, **settings)
+    recalling.name = "memory_agent_recall"
+    return [MemoryAgentSystem(app=APP, **settings), recalling, FullHistorySystem(APP), MiddlewareSystem(APP)]
+
+
 MODEL_SIDE_SYSTEMS = ("memory_agent", "memory_agent_recall", "full_history", "summarization_middleware")
 
 
@@ -230,46 +161,141 @@ async def model_side_stage(
     memory_settings: dict[str, Any] | None = None,
     only: tuple[str, ...] = MODEL_SIDE_SYSTEMS,
 ) -> dict[str, Any]:
-    """The stage: each system in turn (fresh database each), then the ratios to (b) and the targets."""
+    """The stage: each system in turn (a fresh database each), the floor, then the targets against (b)."""
     results: dict[str, Any] = {
         "rounds": rounds,
-        "app": {"system_prompt_tokens": count_tokens_approximately([SystemMessage(APP.system_prompt or "")]),
-                "tools": [t.name for t in APP.tools]},
+        "app": {
+            "system_prompt_tokens": count_tokens_approximately([SystemMessage(APP.system_prompt or "")]),
+            "tools": [t.name for t in APP.tools],
+        },
         "price_sets": {p.name: p.describe() for p in PRICE_SETS},
     }
     for system in model_side_systems(memory_settings):
         if system.name in only:
             results[system.name] = await run_system(system, server_url, rounds)
+    results["no_history_floor"] = priced(rounds, floor_calls(rounds), [])
     if "memory_agent" in results and "summarization_middleware" in results:
         results["targets"] = model_side_targets(results)
     return results
 
 
 def model_side_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's goals as ratios to (b) in the same run (the share as it is)."""
     ours, theirs = results["memory_agent"], results["summarization_middleware"]
 
-    def ratio(path: str) -> float:
-        return ours[path] / theirs[path] if theirs[path] else float("nan")
+    def ratio(key: str) -> float:
+        return ours[key] / theirs[key] if theirs[key] else float("nan")
 
-    checks = [
-        ("summarizer calls per 1,000 rounds <= 2x (b)'s", ratio("summarizer_calls_per_1000_rounds"), 2.0),
-        ("summarizer input tokens per 1,000 rounds <= 2x (b)'s", ratio("summarizer_input_tokens_per_1000_rounds"), 2.0),
+    checks: list[tuple[str, float, float, bool]] = [
+        ("summarizer calls per 1,000 rounds <= 2x (b)'s", ratio("summarizer_calls_per_1000_rounds"), 2.0, False),
         (
-            "chat prompt tokens per round, the conversation's part (app prompt and tools aside), <= 0.5x (b)'s",
+            "summarizer input tokens per 1,000 rounds (tool schema included) <= 2x (b)'s",
+            ratio("summarizer_input_tokens_per_1000_rounds"),
+            2.0,
+            False,
+        ),
+        (
+            "chat prompt tokens per round, the conversation's part (app prompt and tools aside) <= 0.5x (b)'s",
             ratio("conversation_prompt_tokens_per_round"),
             0.5,
+            False,
         ),
-        ("rounds whose input extends the previous round's (all but its last user message) >= 0.8",
-         ours["prefix_kept_share"], 0.8),
+        (
+            "share of rounds whose input extends the previous round's but its last user message >= 0.8",
+            ours["prefix_kept_share"],
+            0.8,
+            True,
+        ),
     ]
-    targets = [{"target": n, "value": v, "limit": lim, "holds": v <= lim} for n, v, lim in checks[:3]]
-    name, value, limit = checks[3]
-    targets.append({"target": name, "value": value, "limit": limit, "holds": value >= limit})
     for prices in PRICE_SETS:
-        a = ours["dollars_per_1000_rounds"][prices.name]["total"]
-        b = theirs["dollars_per_1000_rounds"][prices.name]["total"]
-        targets.append(
-            {"target": f"dollars per 1,000 rounds at {prices.name} prices <= 0.5x (b)'s", "value": a / b,
-             "limit": 0.5, "holds": a / b <= 0.5}
+        mine = ours["dollars_per_1000_rounds"][prices.name]["total"]
+        base = theirs["dollars_per_1000_rounds"][prices.name]["total"]
+        checks.append((f"dollars per 1,000 rounds at the {prices.name} prices <= 0.5x (b)'s", mine / base, 0.5, False))
+    return [
+        {"target": name, "value": value, "limit": limit, "holds": value >= limit if at_least else value <= limit}
+        for name, value, limit, at_least in checks
+    ]
+
+
+COLUMNS = {
+    "memory_agent": "memory_agent",
+    "memory_agent_recall": "memory_agent, recall on",
+    "full_history": "(a) full history",
+    "summarization_middleware": "(b) SummarizationMiddleware",
+    "no_history_floor": "floor: no history",
+}
+
+
+def _rows() -> list[tuple[str, str]]:
+    rows = [
+        ("summarizer_calls_per_1000_rounds", "Summarizer calls per 1,000 rounds"),
+        ("summarizer_input_tokens_per_1000_rounds", "Summarizer input tokens per 1,000 rounds (tool schema included)"),
+        ("summarizer_tool_schema_tokens_per_1000_rounds", "… of which the summary's tool schema"),
+        ("summarizer_output_tokens_per_1000_rounds", "Summarizer output tokens per 1,000 rounds"),
+        ("prompt_tokens_per_round", "Chat prompt tokens per round, mean (app prompt and tools included)"),
+        ("conversation_prompt_tokens_per_round", "… the conversation's part (memory, gap, recall, question)"),
+        ("prefix_kept_share", "Rounds whose input extends the previous round's but its last user message"),
+    ]
+    for prices in PRICE_SETS:
+        rows.append((f"cached_input_share.{prices.name}", f"Chat input read from cache, {prices.name}"))
+    for prices in PRICE_SETS:
+        rows.append((f"dollars_per_1000_rounds.{prices.name}.total", f"Dollars per 1,000 rounds, {prices.name}"))
+        for part in ("chat_input", "chat_output", "summarizer"):
+            rows.append((f"dollars_per_1000_rounds.{prices.name}.{part}", f"… {part.replace('_', ' ')}"))
+    return rows
+
+
+def _value(entry: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        entry = entry.get(part) if isinstance(entry, dict) else None  # type: ignore[assignment]
+    return entry
+
+
+def _cell(value: Any, path: str) -> str:
+    if not isinstance(value, (int, float)):
+        return "—"
+    if path.startswith("dollars"):
+        return f"${value:.3f}"
+    if "share" in path:
+        return f"{value:.3f}"
+    return f"{value:,.0f}"
+
+
+def render_model_side(results: dict[str, Any]) -> str:
+    """The stage as markdown: what each system sends, what it costs, the targets."""
+    columns = [name for name in COLUMNS if name in results]
+    lines = [
+        f"Model side, {results['rounds']:,} rounds of one conversation per system, with an app's system prompt of "
+        f"{results['app']['system_prompt_tokens']:,} tokens and {len(results['app']['tools'])} tools "
+        "(memory_agent with recall on: its rounds name a user). Prices: "
+        + "; ".join(
+            f"{p['name']}: chat {p['chat']['model']} ${p['chat']['input']}/{p['chat']['cached_input']}/"
+            f"{p['chat']['output']}, summarizer {p['summarizer']['model']} ${p['summarizer']['input']}/"
+            f"{p['summarizer']['cached_input']}/{p['summarizer']['output']} per million input/cached input/output"
+            + (
+                f" (cache write ${p['chat']['cache_write']}/{p['summarizer']['cache_write']})"
+                if p["chat"]["cache_write"]
+                else ""
+            )
+            for p in results["price_sets"].values()
         )
-    return targets
+        + f", read {next(iter(results['price_sets'].values()))['read_on']} (sources in benchmarks/prices.py).",
+        "",
+        "| Metric | " + " | ".join(COLUMNS[c] for c in columns) + " | memory_agent ÷ (b) |",
+        "|---|" + "---:|" * (len(columns) + 1),
+    ]
+    for path, label in _rows():
+        values = [_value(results[c], path) for c in columns]
+        ours, theirs = (
+            _value(results.get("memory_agent", {}), path),
+            _value(results.get("summarization_middleware", {}), path),
+        )
+        ratio = f"{ours / theirs:.2f}×" if isinstance(ours, (int, float)) and theirs else "—"
+        lines.append(f"| {label} | " + " | ".join(_cell(v, path) for v in values) + f" | {ratio} |")
+    if "targets" in results:
+        lines += ["", "| Target | Value | Limit | Holds |", "|---|---:|---:|---|"]
+        for t in results["targets"]:
+            lines.append(
+                f"| {t['target']} | {t['value']:.2f} | {t['limit']} | {'holds' if t['holds'] else 'does not hold'} |"
+            )
+    return "\n".join(lines) + "\n"

@@ -52,8 +52,7 @@ PRICE_SETS = (
         caching="openai",
         chat=TokenPrice("gpt-4.1", input=2.00, cached_input=0.50, output=8.00),
         summarizer=TokenPrice("gpt-4.1-mini", input=0.40, cached_input=0.10, output=1.60),
-        source="https://platform.openai.com/docs/pricing ; "
-        "https://platform.openai.com/docs/guides/prompt-caching",
+        source="https://platform.openai.com/docs/pricing ; https://platform.openai.com/docs/guides/prompt-caching",
     ),
     PriceSet(
         name="anthropic",
