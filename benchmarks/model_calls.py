@@ -37,14 +37,8 @@ def _message_text(message: BaseMessage) -> str:
     )
 
 
-def call_of(
-    messages: list[BaseMessage],
-    tools: list[Any],
-    output_tokens: int,
-    extra_tokens: int = 0,
-    app_prompt: str | None = None,
-) -> Call:
-    """The call of `messages` with `tools`; `extra_tokens` sent beside them (a tool schema not in `tools`);
+def call_of(messages: list[BaseMessage], tools: list[Any], output_tokens: int, app_prompt: str | None = None) -> Call:
+    """The call of `messages` with `tools` (their schemas first: providers cache them with the prompt);
     `app_prompt`: the app's system prompt, whose end is a cache breakpoint."""
     schemas = [convert_to_openai_tool(t) for t in tools]
     text = json.dumps(schemas, sort_keys=True)
@@ -57,7 +51,7 @@ def call_of(
             app_end = len(text)
     if not any(isinstance(m, HumanMessage) for m in messages):
         last_user_at = len(text)
-    tokens = count_tokens_approximately(messages, tools=schemas or None) + extra_tokens
+    tokens = count_tokens_approximately(messages, tools=schemas or None)
     return Call(text, tokens, output_tokens, last_user_at, app_end)
 
 

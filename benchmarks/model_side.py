@@ -14,6 +14,8 @@ memory_agent's rounds name a user, so recall runs. Every chat-model call and eve
 from __future__ import annotations
 
 import statistics
+import sys
+import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -25,6 +27,10 @@ from benchmarks.fakes import _WORDS, assistant_reply, user_message
 from benchmarks.model_calls import Call, call_of, prefix_kept_share, price_calls
 from benchmarks.prices import PRICE_SETS
 from benchmarks.systems import App, FullHistorySystem, MemoryAgentSystem, MiddlewareSystem, System
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def app_system_prompt(tokens: int = 2000) -> str:
@@ -68,14 +74,14 @@ APP = App(system_prompt=app_system_prompt(), tools=(lookup_order, refund_order, 
 USER = "model-side-user"
 
 
-def _summary_schema_tokens() -> int:
-    """Tokens of the MemorySummaryOutput schema memory_agent's summarizer is given with every call."""
+def _summary_tools(system: System) -> list[Any]:
+    """The tool memory_agent's summarizer is given with every call (its schema is input too); (b)'s has none."""
     from memory_agent.schemas import MemorySummaryOutput
 
-    return count_tokens_approximately([], tools=[convert_to_openai_tool(MemorySummaryOutput)])
+    return [MemorySummaryOutput] if isinstance(system, MemoryAgentSystem) else []
 
 
-async def run_system(system: System, server_url: str, rounds: int, block_rounds: int = 50) -> dict[str, Any]:
+async def run_system(system: System, server_url: str, rounds: int) -> dict[str, Any]:
     """`rounds` rounds of one conversation; every chat and summarizer call kept, then priced."""
     await system.open(server_url)
     try:
@@ -85,15 +91,15 @@ async def run_system(system: System, server_url: str, rounds: int, block_rounds:
         for n in range(1, rounds + 1):
             await system.round("model-side", n)
             chat_calls.append(chat_call(system.chat.last_input, system.chat.tools))
-            if isinstance(system, MemoryAgentSystem) and n % block_rounds == 0:
+            if isinstance(system, MemoryAgentSystem):
+                # A user's next message comes after a summary is done (seconds with a real model): the figures
+                # do not depend on how this machine schedules the background summary against the next round.
                 await system.drain()
-        if isinstance(system, MemoryAgentSystem):
-            await system.drain()
-        stats = system.summarizer_stats
-        schema = _summary_schema_tokens() if isinstance(system, MemoryAgentSystem) else 0
-        summary_calls = [call_of(p, [], out, schema) for p, out in zip(stats.prompts, stats.output_tokens)]
+        stats, tools = system.summarizer_stats, _summary_tools(system)
+        summary_calls = [call_of(p, tools, out) for p, out in zip(stats.prompts, stats.output_tokens)]
     finally:
         await system.close()
+    schema = count_tokens_approximately([], tools=[convert_to_openai_tool(t) for t in tools]) if tools else 0
     return priced(rounds, chat_calls, summary_calls, schema)
 
 
@@ -172,6 +178,7 @@ async def model_side_stage(
     }
     for system in model_side_systems(memory_settings):
         if system.name in only:
+            log(f"  model side: {system.name}, {rounds} rounds")
             results[system.name] = await run_system(system, server_url, rounds)
     results["no_history_floor"] = priced(rounds, floor_calls(rounds), [])
     if "memory_agent" in results and "summarization_middleware" in results:
