@@ -206,6 +206,7 @@ class MemoryService:
     # ------------------------------------------------------------------ long-term memory
 
     list_items = delegate("long_term", LongTermMemory.list_items)
+    remember = delegate("long_term", LongTermMemory.remember)
     forget_item = delegate("long_term", LongTermMemory.forget_item)
     forget_user = delegate("long_term", LongTermMemory.forget_user)
     recall_result = delegate("long_term", LongTermMemory.recall)

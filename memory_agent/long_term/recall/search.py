@@ -43,6 +43,7 @@ from memory_agent.long_term.recall.query_text import (
 )
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
+from memory_agent.tracing import traced_recall
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
@@ -111,6 +112,7 @@ def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
     return next((path for path in paths if any(path in hit.paths for hit in hits)), "window")
 
 
+@traced_recall
 async def recall(
     conn: AsyncConnection[Any],
     *,
