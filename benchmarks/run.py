@@ -33,7 +33,8 @@ from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks.fakes import FakeChatModel, user_message
-from benchmarks.model_side import model_side_stage, render_model_side
+from benchmarks.model_side import model_side_stage
+from benchmarks.model_side_report import render_model_side
 from benchmarks.observability import observability_stage
 from benchmarks.observability import render_markdown as render_observability
 from benchmarks.recall import recall_stage

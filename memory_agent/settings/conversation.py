@@ -10,7 +10,6 @@ from pydantic_settings import SettingsConfigDict
 
 from memory_agent.settings.base import CASE_INSENSITIVE, ENV_PREFIX, MAX_SECONDS, SettingsGroup
 
-
 # New messages per summary by default: chosen in `make bench` (benchmarks/README.md, Model side) as the most
 # frequent cadence at which summaries cost at most twice SummarizationMiddleware's and 5 rounds in 6 reuse the
 # previous round's input as their prefix.

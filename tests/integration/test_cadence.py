@@ -5,6 +5,7 @@ which rides on that message); the summarizer's instructions are the same for eve
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -80,7 +81,7 @@ async def test_the_recalled_block_rides_on_the_question(open_memory):
     blocks = [given[-1].text.split("]\n\n")[0] for given in seen]
     assert all(given[-1].text.startswith("[Long-term memory: ") for given in seen)
     assert len(set(blocks)) > 1  # recall differs from round to round ...
-    assert all(extends(previous, current) for previous, current in zip(seen, seen[1:]))  # ... the prefix does not
+    assert all(extends(previous, current) for previous, current in itertools.pairwise(seen))  # ... the prefix does not
     assert all("Long-term memory" not in m.text for given in seen for m in given[:-1])
 
 
