@@ -115,7 +115,8 @@ async def _run(rounds: int, thread_id: str, console: Console) -> None:
     console.print(f"assistant  : {chat_label}")
     console.print(
         f"window     : {settings.memory.rolling_window_size} messages, summarize from seq "
-        f"{settings.memory.summarize_after_seq}, injection '{settings.rounds.injection_mode}'"
+        f"{settings.memory.summarize_after_seq}, then every {settings.memory.summary_cadence} new messages, "
+        f"injection '{settings.rounds.injection_mode}'"
     )
     async with MemoryService.from_settings(settings, model=summarizer) as memory:
         second_thread = f"{thread_id}-2"
