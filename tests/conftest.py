@@ -23,6 +23,9 @@ from memory_agent.db.backend import MemoryBackend
 from tests.integrity import check_integrity
 
 TEMPLATE = "memory_agent_test_template"
+# The tests' summarizer is the offline one, by name (a service never falls back to it on its own); the processes
+# and CLI runs the tests start inherit it. A test of a real provider sets its own (fake_openai, tests/providers).
+os.environ["MEMORY_AGENT_MEMORY_MODEL"] = "offline"
 
 # The suite's tables are the design's: a summary after every round. The shipped cadence (every 12 new messages)
 # is tested where it is named (tests/integration/test_cadence.py unsets this); child processes inherit it.
@@ -134,6 +137,7 @@ def fake_openai(monkeypatch):
     with FakeOpenAI() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("MEMORY_AGENT_MEMORY_MODEL", "gpt-4.1-mini")  # a bare name: OpenAI's
         yield server
 
 

@@ -92,12 +92,19 @@ class ConversationMemory:
         self.trigger = trigger
 
     async def owned(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
-        """For reads and deletes by thread id: the given user, else the conversation's owner as recorded."""
-        if user_id is not None or tenant_id is not None:
+        """For reads and deletes by thread id: the given user, else the conversation's owner as recorded (within
+        `tenant_id` when one is named: another tenant's thread is not found, and the key is then the thread's own
+        scope in the named tenant, which holds nothing of it)."""
+        if user_id is not None:
             return round_key(conversation_id, user_id, tenant_id)
-        validate_conversation_id(conversation_id)
-        owner = await self.loop.arun(self.backend.conversation_owner(conversation_id))
-        return ConversationKey(conversation_id, owner[1], owner[0]) if owner else ConversationKey.of(conversation_id)
+        key = round_key(conversation_id, None, tenant_id)
+        lookup = self.backend.conversation_owner(conversation_id, tenant_id=tenant_id)
+        if tenant_id is None:
+            owner = await self.loop.arun(lookup)
+        else:
+            with tenant_scope(tenant_id):  # a role bound by the policies finds the named tenant's owner rows
+                owner = await self.loop.arun(lookup)
+        return ConversationKey(conversation_id, owner[1], owner[0]) if owner else key
 
     async def context(
         self,

@@ -35,7 +35,13 @@ class MemoryWindowSettings(SettingsGroup):
         "user/assistant rounds, measured in `make bench`: benchmarks/README.md, Model side), or the window size "
         "when it is smaller. 1: after every round (the design's tables). At most rolling_window_size.",
     )
-    model: str = Field(default="gpt-4.1-mini", description="Chat model used by the summarizer.")
+    model: str = Field(
+        default="gpt-4.1-mini",
+        description="Chat model of the summarizer: `provider:model` as LangChain's init_chat_model reads it "
+        "(openai:..., anthropic:..., ollama:...), a bare name for OpenAI, or `offline` (the deterministic offline "
+        "summarizer, only when named). The provider's own variables configure its client (docs: Models and "
+        "providers).",
+    )
     max_words: int = Field(default=250, ge=20, description="Length limit given to the summarizer.")
     max_tokens: int | None = Field(
         default=None,

@@ -43,6 +43,12 @@ SELECT * FROM begin_round(%(conversation_id)s, %(tenant_id)s, %(user_id)s, %(hol
 -- The (tenant, user) a conversation id belongs to (no row for a thread no round has named yet).
 SELECT tenant_id, user_id FROM conversation_owners WHERE conversation_id = %(conversation_id)s;
 
+-- tenant_conversation_owner --
+-- The user a conversation id belongs to in one tenant (no row when another tenant's, or not named yet): a call by
+-- thread id that names the tenant and no user (delete_conversation(thread, tenant_id=...)) acts on that user's rows.
+SELECT tenant_id, user_id FROM conversation_owners
+WHERE conversation_id = %(conversation_id)s AND tenant_id = %(tenant_id)s;
+
 -- release_round_lease --
 -- Failure, cancellation or interrupt: give the conversation's lease back (release_round_lease, sql/definitions; the
 -- round end's end_round gives it back in its transaction).
@@ -161,18 +167,6 @@ SELECT * FROM record_failed_round(%(tenant_id)s, %(user_id)s, %(conversation_id)
 SELECT * FROM record_round_claim(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
                                  %(end_sequence)s::integer, %(base_memory_id)s::integer, %(pick_up)s::boolean,
                                  %(metrics)s::jsonb);
-
--- delete_conversation --
--- Remove a conversation and everything derived from it (messages, memory versions, round metrics, its owner row), in one statement.
-WITH metrics AS (
-    DELETE FROM round_metrics WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-), leases AS (
-    DELETE FROM round_leases WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-), owner AS (
-    DELETE FROM conversation_owners WHERE conversation_id = %(conversation_id)s AND user_id = %(user_id)s
-)
-DELETE FROM conversations WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-RETURNING conversation_id;
 
 -- schema_clash --
 -- Tables with memory_agent's names in the schema when memory_agent's migrations table is not there.

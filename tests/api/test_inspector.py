@@ -34,6 +34,8 @@ async def _ana_in_acme(open_memory: Any) -> Any:
         assert await memory.drain(timeout=10)  # round 4 is served the summary of rounds 1-3
     await memory.remember("ana", "Ana lives in Porto", key="home_city", tenant_id="acme")
     await memory.remember("bob", "Bob likes jazz", tenant_id="globex")
+    slashed = {"configurable": {"thread_id": "desk/42?#", "user_id": "ana/x", "tenant_id": "acme"}}
+    await app.ainvoke({"messages": [HumanMessage("a thread id with a slash")]}, slashed)
     return memory
 
 
@@ -59,6 +61,14 @@ async def test_pages_show_the_tenant_only_and_erase_after_confirmation(open_memo
         assert "completed" in chain and "Memory versions" in chain
         at = _text(httpx.get(f"{base}/conversations/trip/rounds/4", headers=header).text)
         assert "Ana plans a trip." in at and "I live in Lisbon, round 4" in at
+
+        # Ids holding '/', '?' or '#' are quoted whole in links and found by every page.
+        slashed = httpx.get(f"{base}/users/ana%2Fx", headers=header).text
+        assert "/inspect/conversations/desk%2F42%3F%23" in slashed
+        for path in ("conversations/desk%2F42%3F%23", "conversations/desk%2F42%3F%23/rounds/1"):
+            assert "a thread id with a slash" in httpx.get(f"{base}/{path}", headers=header).text or path.endswith("23")
+        confirm = httpx.get(f"{base}/conversations/desk%2F42%3F%23/forget", headers=header)
+        assert "cannot be undone" in confirm.text
 
         # Another tenant's key: acme's ana and her thread do not exist for it.
         other = {"Authorization": f"Bearer {globex}"}
@@ -107,7 +117,7 @@ async def test_pages_render_in_chromium(open_memory, tmp_path):
                 navigates=True,
             )
             assert browser.run("document.querySelector('h1').textContent") == "Users of acme"
-            assert browser.run("[...document.querySelectorAll('td a')].map(a => a.textContent)") == ["ana"]
+            assert sorted(browser.run("[...document.querySelectorAll('td a')].map(a => a.textContent)")) == ["ana", "ana/x"]
             browser.screenshot(shots / "inspector-users.png")
 
             browser.open(f"{served.url}/inspect/users/ana")

@@ -38,7 +38,6 @@ def _version_row(version: Row, stuck_after_s: float, now: datetime) -> tuple[tup
     return cells, kind
 
 
-@router.get("/conversations/{conversation_id}")
 async def conversation(request: Request, conversation_id: str) -> Response:
     who = await seen(request)
     if who is None:
@@ -100,7 +99,7 @@ def _recall_section(recall: Row | None) -> str:
     )
 
 
-@router.get("/conversations/{conversation_id}/rounds/{round_number}")
+@router.get("/conversations/{conversation_id:path}/rounds/{round_number}")
 async def at_round(request: Request, conversation_id: str, round_number: int) -> Response:
     who = await seen(request)
     if who is None:
@@ -140,3 +139,7 @@ async def at_round(request: Request, conversation_id: str, round_number: int) ->
     body = head + served + _recall_section(context.recall) + "<h2>Messages</h2>" + messages
     trail = crumbs((conversation_id, ("conversations", conversation_id)))
     return html(page(f"{conversation_id}, round {round_number}", body, tenant=who.tenant, crumbs=trail))
+
+
+# After the round's route: a thread id may hold '/', and this route's path would take "trip/rounds/4" whole.
+router.get("/conversations/{conversation_id:path}")(conversation)

@@ -44,7 +44,7 @@ async def _known(request: Request, who: Seen, user_id: str) -> bool:
     return bool(await in_tenant(request, who, lambda conn: user_known(conn, who.tenant, user_id)))
 
 
-@router.get("/users/{user_id}/items/{item_id}/forget")
+@router.get("/users/{user_id:path}/items/{item_id}/forget")
 async def confirm_item(request: Request, user_id: str, item_id: int) -> Response:
     who = await seen(request)
     if who is None:
@@ -58,7 +58,7 @@ async def confirm_item(request: Request, user_id: str, item_id: int) -> Response
     return _confirm(who, f"Forget item {item_id}?", f"item {item_id} ({item['content']!r})", action, back)
 
 
-@router.post("/users/{user_id}/items/{item_id}/forget")
+@router.post("/users/{user_id:path}/items/{item_id}/forget")
 async def forget_item(request: Request, user_id: str, item_id: int) -> Response:
     who = await seen(request)
     if who is None:
@@ -71,7 +71,7 @@ async def forget_item(request: Request, user_id: str, item_id: int) -> Response:
     return _erased(who, f"Item {item_id} forgotten", dataclasses.asdict(report_))
 
 
-@router.get("/conversations/{conversation_id}/forget")
+@router.get("/conversations/{conversation_id:path}/forget")
 async def confirm_conversation(request: Request, conversation_id: str) -> Response:
     who = await seen(request)
     if who is None:
@@ -83,7 +83,7 @@ async def confirm_conversation(request: Request, conversation_id: str) -> Respon
     return _confirm(who, "Forget this conversation?", what, action, back)
 
 
-@router.post("/conversations/{conversation_id}/forget")
+@router.post("/conversations/{conversation_id:path}/forget")
 async def forget_conversation(request: Request, conversation_id: str) -> Response:
     who = await seen(request)
     if who is None:
@@ -97,7 +97,7 @@ async def forget_conversation(request: Request, conversation_id: str) -> Respons
     return _erased(who, "Conversation forgotten", {"conversation_id": conversation_id, "deleted": erased})
 
 
-@router.get("/users/{user_id}/forget")
+@router.get("/users/{user_id:path}/forget")
 async def confirm_user(request: Request, user_id: str) -> Response:
     who = await seen(request)
     if who is None:
@@ -108,7 +108,7 @@ async def confirm_user(request: Request, user_id: str) -> Response:
     return _confirm(who, f"Forget {user_id}?", what, href("users", user_id, "forget"), href("users", user_id))
 
 
-@router.post("/users/{user_id}/forget")
+@router.post("/users/{user_id:path}/forget")
 async def forget_user(request: Request, user_id: str) -> Response:
     who = await seen(request)
     if who is None:

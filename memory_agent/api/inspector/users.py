@@ -106,7 +106,7 @@ def _item_row(user_id: str, item: Row) -> tuple[tuple[str, ...], str]:
     return cells, "past" if item["valid_to"] else ""
 
 
-@router.get("/users/{user_id}")
+@router.get("/users/{user_id:path}")
 async def user(request: Request, user_id: str) -> Response:
     who = await seen(request)
     if who is None:

@@ -174,6 +174,9 @@ async def recall(
         "fused_limit": max(limit, settings.max_turns) * 2,
         "neighbours_before": settings.neighbours_before,
         "neighbours_after": settings.neighbours_after,
+        # What hit_from_row keeps of a text, and one more character (it then knows it cut it): no more is read.
+        "text_chars": settings.max_turn_chars + 1,
+        "neighbour_chars": settings.max_neighbour_chars + 1,
     }
     # With an embedder: vectors on every recall (hybrid, `vectors_always`), or as a fallback. Hybrid embeds the
     # query (tens of milliseconds for a local model, in a thread) while full text and trigrams run; when they found
