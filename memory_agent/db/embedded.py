@@ -48,6 +48,7 @@ from memory_agent.db.embedded_server import (
     start_server,
     stop_server,
 )
+from memory_agent.errors import ConfigurationError
 
 logger = logging.getLogger("memory_agent.embedded")
 
@@ -143,7 +144,17 @@ def _users_file(data_dir: Path) -> Path:
 
 @contextlib.contextmanager
 def _locked(data_dir: Path) -> Iterator[None]:
-    fd = os.open(_lock_file(data_dir), os.O_RDWR | os.O_CREAT, 0o600)
+    path = _lock_file(data_dir)
+    try:
+        # O_NOFOLLOW: a link planted at the lock's name would have us create or open its target (as root, anywhere).
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        if path.is_symlink():
+            raise ConfigurationError(
+                f"{path} is a symbolic link: memory_agent's lock beside the data directory (MEMORY_AGENT_DATA_DIR) "
+                "must be a plain file; remove the link"
+            ) from None
+        raise ConfigurationError(f"cannot open the lock file {path} (MEMORY_AGENT_DATA_DIR): {exc}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -161,8 +172,10 @@ def _started_at(pid: int) -> float | None:
 def _read_users(data_dir: Path) -> dict[str, Any] | None:
     """The recorded users, dead processes (and pids reused by another process) left out; None: no record."""
     try:
-        users = json.loads(_users_file(data_dir).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
+        # O_NOFOLLOW: a link planted at the record's name is no record (the next write replaces the link).
+        with os.fdopen(os.open(_users_file(data_dir), os.O_RDONLY | os.O_NOFOLLOW), encoding="utf-8") as record:
+            users = json.loads(record.read())
+    except (OSError, ValueError):
         return None
     alive = {pid: t for pid, t in users.get("pids", {}).items() if t is not None and _started_at(int(pid)) == t}
     return {"when_unused": users.get("when_unused", "keep"), "pids": alive}
@@ -170,9 +183,17 @@ def _read_users(data_dir: Path) -> dict[str, Any] | None:
 
 def _write_users(data_dir: Path, users: dict[str, Any]) -> None:
     path = _users_file(data_dir)
-    staging = path.with_name(path.name + ".new")
-    staging.write_text(json.dumps(users), encoding="utf-8")
-    os.replace(staging, path)
+    # A new file of a name no one could plant beforehand (mkstemp: O_EXCL, 0600), renamed over the record: a link at
+    # the record's name is replaced, never followed.
+    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(users))
+        os.replace(staging, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staging)
+        raise
 
 
 def _register_exit(data_dir: Path, bin_dir: Path, user: Any) -> None:

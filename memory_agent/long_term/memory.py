@@ -196,6 +196,7 @@ class LongTermMemory:
             settings=settings,
             embedder=embedder,
             recent_fallback=recent_fallback,
+            now=as_of or self.clock(),  # "yesterday" in a recall as of a past time: the day before it
         )
         # Recall names its tenant in its own transaction too (user.py): row-level security would otherwise hide
         # every item and note of the user from a role it binds, and recall would find turns only.

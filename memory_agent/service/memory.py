@@ -29,6 +29,7 @@ from memory_agent.long_term.writer import RememberOutcome
 from memory_agent.runtime import MemoryLoop
 from memory_agent.service.delegate import delegate
 from memory_agent.service.lifecycle import Lifecycle
+from memory_agent.service.transfers import Transfers
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 
@@ -205,6 +206,18 @@ class MemoryService:
         another tenant's thread is not found). False when it did not exist."""
         key = await self.conversations.owned(conversation_id, user_id, tenant_id)
         return await self.long_term.forget_conversation(key)
+
+    # ------------------------------------------------------------------ imports and exports
+
+    @property
+    def transfers(self) -> Transfers:
+        """Imports of threads with their own times, and a user's memory as one document (service/transfers.py)."""
+        return Transfers(self._lifecycle.parts, self.loop, self.clock, self.settings)
+
+    import_messages = delegate("transfers", Transfers.import_messages)
+    import_thread = delegate("transfers", Transfers.import_thread)
+    export_user = delegate("transfers", Transfers.export_user)
+    import_user = delegate("transfers", Transfers.import_user)
 
     # ------------------------------------------------------------------ long-term memory
 

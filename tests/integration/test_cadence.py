@@ -13,6 +13,7 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory_agent import MemorySettings, with_memory
+from memory_agent.conversation.context import escape_memory_text
 from memory_agent.errors import ConfigurationError
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
@@ -69,7 +70,7 @@ async def test_between_two_summaries_each_input_extends_the_last(open_memory, mo
     broken = [n for n in range(2, 31) if not extends(seen[n - 2], seen[n - 1])]
     assert changed == [4, 10, 16, 22, 28]
     assert broken == [4, 10, 16, 22, 28]
-    assert memory_block(seen[9]) == history[1].memory_text.replace("\\", "\\\\").replace("]", "\\]")
+    assert memory_block(seen[9]) == escape_memory_text(history[1].memory_text)  # the second memory, as injected
     assert max(len(given) for given in seen[3:]) <= 13  # bounded: memory + at most 12 gap messages + question
 
 
