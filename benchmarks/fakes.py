@@ -8,6 +8,8 @@ their calls and input tokens as they go.
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import random
 import re
 from collections.abc import Sequence
@@ -85,12 +87,14 @@ class FakeChatModel(BaseChatModel):
         super().__init__(**kwargs)
         object.__setattr__(self, "last_input", None)
         object.__setattr__(self, "calls", 0)
+        object.__setattr__(self, "tools", [])  # what bind_tools was given (the model-side stage prices them)
 
     @property
     def _llm_type(self) -> str:
         return "benchmark-fake-chat"
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FakeChatModel:
+        object.__setattr__(self, "tools", list(tools))
         return self
 
     def _answer(self, messages: list[BaseMessage]) -> ChatResult:
@@ -114,15 +118,30 @@ class FakeChatModel(BaseChatModel):
 
 
 class SummarizerStats:
-    """Calls and input tokens of a summarizer (thread-safe enough: one writer at a time per model)."""
+    """Calls and input tokens of a summarizer (thread-safe enough: one writer at a time per model).
+
+    `keep_prompts`: each call's prompt and its answer's tokens are kept too (the model-side stage prices them)."""
 
     def __init__(self) -> None:
         self.calls = 0
         self.input_tokens = 0
+        self.keep_prompts = False
+        self.prompts: list[list[BaseMessage]] = []
+        self.output_tokens: list[int] = []
 
     def record(self, messages: Sequence[BaseMessage]) -> None:
         self.calls += 1
         self.input_tokens += count_tokens_approximately(messages)
+        if self.keep_prompts:
+            self.prompts.append(list(messages))
+
+    def answered(self, result: ChatResult) -> ChatResult:
+        if self.keep_prompts:
+            message = result.generations[0].message
+            calls = getattr(message, "tool_calls", None) or []
+            text = str(message.text) + "".join(json.dumps(call.get("args", {})) for call in calls)
+            self.output_tokens.append(math.ceil(len(text) / 4))
+        return result
 
 
 class _CountedLatency:
@@ -135,7 +154,7 @@ class _CountedLatency:
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> ChatResult:
         self.stats.record(messages)
-        return self._answer(messages)
+        return self.stats.answered(self._answer(messages))
 
     async def _agenerate(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
@@ -143,7 +162,7 @@ class _CountedLatency:
         self.stats.record(messages)
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
-        return self._answer(messages)
+        return self.stats.answered(self._answer(messages))
 
 
 class BenchOfflineSummaryModel(_CountedLatency, OfflineSummaryModel):

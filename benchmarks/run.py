@@ -5,7 +5,9 @@ each system on its own database, with the same scripted conversation and the sam
 Stages: steady (many rounds, zero-latency model), slow model, round-start load at several conversation
 lengths, many concurrent conversations; then observability (`stats`, `inspect`, `at` on 100,000 generated
 conversations, benchmarks/observability.py). Results go to benchmarks/results/latest.{json,md,png};
-`--only observability` runs that stage alone and writes benchmarks/results/observability.{json,md}.
+`--only observability` runs that stage alone and writes benchmarks/results/observability.{json,md};
+`--only model_side` the model-side stage (what each system sends its models, and its price: benchmarks/model_side.py),
+written to benchmarks/results/model_side.{json,md}.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks.fakes import FakeChatModel, user_message
+from benchmarks.model_side import model_side_stage
+from benchmarks.model_side_report import render_model_side
 from benchmarks.observability import observability_stage
 from benchmarks.observability import render_markdown as render_observability
 from benchmarks.recall import recall_stage
@@ -65,7 +69,8 @@ class BenchConfig:
     obs_conversations: int = 100_000
     obs_rounds: int = 10
     obs_repeats: int = 7
-    only: str | None = None  # "observability" or "recall": that stage alone
+    only: str | None = None  # "observability", "recall" or "model_side": that stage alone
+    model_side_rounds: int = 1000  # model-side stage: rounds of one conversation per system
     # memory_agent's settings beyond its defaults (MemorySettings fields), e.g. {"event_loop": "caller"}
     memory_settings: dict[str, str] = field(default_factory=dict)
     # recall stage: per user, conversations x turns turns and items items; recall_repeats passes over its queries
@@ -445,6 +450,9 @@ async def run_all(config: BenchConfig, server_url: str) -> dict[str, Any]:
                 await system.close()
     results["ratios"], results["targets"] = ratio_table(results)
     checkpoint(server_url)
+    log(f"model-side stage: {config.model_side_rounds} rounds per system, app prompt and tools, priced")
+    results["model_side"] = await model_side_stage(server_url, config.model_side_rounds, config.memory_settings)
+    checkpoint(server_url)
     # Synchronous (it opens a MemoryService as the CLI does): off this event loop.
     results["observability"] = await asyncio.to_thread(run_observability, config, server_url)
     results["meta"]["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -462,12 +470,16 @@ def run_observability(config: BenchConfig, server_url: str) -> dict[str, Any]:
 
 def write_results(results: dict[str, Any], out_dir: Path, plot: bool = True) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    if "systems" not in results:  # --only observability: the full run's files stay as they are
-        (out_dir / "observability.json").write_text(json.dumps(results, indent=1) + "\n")
-        (out_dir / "observability.md").write_text(render_observability(results["observability"]))
+    if "systems" not in results:  # --only observability or model_side: the full run's files stay as they are
+        stage = "observability" if "observability" in results else "model_side"
+        render = render_observability if stage == "observability" else render_model_side
+        (out_dir / f"{stage}.json").write_text(json.dumps(results, indent=1) + "\n")
+        (out_dir / f"{stage}.md").write_text(render(results[stage]))
         return
     (out_dir / "latest.json").write_text(json.dumps(results, indent=1) + "\n")
     markdown = render_markdown(results)
+    if "model_side" in results:
+        markdown += "\n" + render_model_side(results["model_side"])
     if "observability" in results:
         markdown += "\n" + render_observability(results["observability"])
     (out_dir / "latest.md").write_text(markdown)
@@ -494,6 +506,11 @@ def run(config: BenchConfig) -> dict[str, Any]:
         results: dict[str, Any] = {"meta": meta, "observability": run_observability(config, server_url)}
     elif config.only == "recall":
         results = {"meta": meta}
+    elif config.only == "model_side":
+        results = {
+            "meta": {**meta, "memory_settings": config.memory_settings},
+            "model_side": asyncio.run(model_side_stage(server_url, config.model_side_rounds, config.memory_settings)),
+        }
     else:
         results = asyncio.run(run_all(config, server_url))
     if config.only in (None, "recall"):
@@ -537,7 +554,10 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     parser.add_argument("--obs-conversations", type=int, default=defaults.obs_conversations)
     parser.add_argument("--obs-rounds", type=int, default=defaults.obs_rounds)
     parser.add_argument("--obs-repeats", type=int, default=defaults.obs_repeats)
-    parser.add_argument("--only", choices=["observability", "recall"], default=None, help="run one stage alone")
+    parser.add_argument(
+        "--only", choices=["observability", "recall", "model_side"], default=None, help="run one stage alone"
+    )
+    parser.add_argument("--model-side-rounds", type=int, default=defaults.model_side_rounds)
     parser.add_argument(
         "--memory-setting",
         action="append",
@@ -571,6 +591,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
         obs_rounds=args.obs_rounds,
         obs_repeats=args.obs_repeats,
         only=args.only,
+        model_side_rounds=args.model_side_rounds,
         memory_settings=memory_settings,
     )
 
@@ -581,6 +602,8 @@ def main(argv: list[str] | None = None) -> int:
     results = run(config)
     if "systems" in results:
         print(render_markdown(results, headline_only=True))
+    if "model_side" in results:
+        print(render_model_side(results["model_side"]))
     if "observability" in results:
         print(render_observability(results["observability"]))
     if "recall" in results:

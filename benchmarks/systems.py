@@ -11,11 +11,12 @@ Every system gets a connection pool of the same size (memory_agent's default, 10
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph import START, MessagesState, StateGraph
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -77,11 +78,23 @@ def drop_database(server_url: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def chat_graph(model: FakeChatModel, checkpointer: Any = None) -> Any:
-    """The one-node MessagesState graph shared by memory_agent and the full-history baseline."""
+@dataclass(frozen=True)
+class App:
+    """What the app gives its chat model besides the conversation: a system prompt (first) and tools."""
+
+    system_prompt: str | None = None
+    tools: tuple[Any, ...] = ()
+
+
+def chat_graph(model: FakeChatModel, checkpointer: Any = None, app: App | None = None) -> Any:
+    """The one-node MessagesState graph shared by memory_agent and the full-history baseline: the app's system
+    prompt before the state's messages, its tools bound (as an app's chat node does)."""
+    app = app or App()
+    bound = model.bind_tools(list(app.tools)) if app.tools else model
+    head = [SystemMessage(app.system_prompt)] if app.system_prompt else []
 
     async def chat(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [await model.ainvoke(state["messages"])]}
+        return {"messages": [await bound.ainvoke([*head, *state["messages"]])]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("chat", chat)
@@ -131,8 +144,10 @@ class MemoryAgentSystem(System):
     name = "memory_agent"
     label = "memory_agent (with_memory)"
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, app: App | None = None, user_id: str | None = None, **settings: Any) -> None:
         self.settings = settings
+        self.app_shape = app
+        self.user_id = user_id  # a round of this user: recall on (the model-side stage)
 
     async def open(self, server_url: str) -> None:
         from memory_agent import MemoryService, MemorySettings, with_memory
@@ -147,7 +162,11 @@ class MemoryAgentSystem(System):
         )
         self.memory = MemoryService.from_settings(settings, model=self.summarizer)
         await self.memory.aopen()
-        self.app = with_memory(chat_graph(self.chat), self.memory)
+        self.app = with_memory(chat_graph(self.chat, app=self.app_shape), self.memory)
+
+    async def round(self, thread_id: str, round_number: int) -> None:
+        configurable = {"thread_id": thread_id, **({"user_id": self.user_id} if self.user_id else {})}
+        await self.app.ainvoke({"messages": [HumanMessage(user_message(round_number))]}, {"configurable": configurable})
 
     async def close(self) -> None:
         await self.memory.aclose(timeout=60)
@@ -215,6 +234,9 @@ class _SaverSystem(System):
     prefix = ""
     node = ""
 
+    def __init__(self, app: App | None = None) -> None:
+        self.app_shape = app or App()
+
     async def open(self, server_url: str) -> None:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
@@ -259,7 +281,7 @@ class FullHistorySystem(_SaverSystem):
 
     def build(self) -> None:
         self.summarizer_stats = SummarizerStats()  # never called: no summarizer
-        self.app = chat_graph(self.chat, self.saver)
+        self.app = chat_graph(self.chat, self.saver, self.app_shape)
 
     def set_latency(self, latency_s: float) -> None:
         self.chat.latency_s = latency_s
@@ -282,7 +304,13 @@ class MiddlewareSystem(_SaverSystem):
             trigger=("tokens", MIDDLEWARE_TRIGGER_TOKENS),
             keep=("messages", MIDDLEWARE_KEEP_MESSAGES),
         )
-        self.app = create_agent(model=self.chat, tools=[], middleware=[middleware], checkpointer=self.saver)
+        self.app = create_agent(
+            model=self.chat,
+            tools=list(self.app_shape.tools),
+            system_prompt=self.app_shape.system_prompt,
+            middleware=[middleware],
+            checkpointer=self.saver,
+        )
 
     def set_latency(self, latency_s: float) -> None:
         self.chat.latency_s = latency_s

@@ -27,6 +27,10 @@ TEMPLATE = "memory_agent_test_template"
 # and CLI runs the tests start inherit it. A test of a real provider sets its own (fake_openai, tests/providers).
 os.environ["MEMORY_AGENT_MEMORY_MODEL"] = "offline"
 
+# The suite's tables are the design's: a summary after every round. The shipped cadence (every 12 new messages)
+# is tested where it is named (tests/integration/test_cadence.py unsets this); child processes inherit it.
+os.environ.setdefault("MEMORY_AGENT_MEMORY_MIN_NEW_MESSAGES", "1")
+
 
 def with_dbname(url: str, dbname: str) -> str:
     params = conninfo_to_dict(url)

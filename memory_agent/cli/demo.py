@@ -68,7 +68,7 @@ class ScriptedChatModel(BaseChatModel):
         from langchain_core.outputs import ChatGeneration, ChatResult
 
         has_memory = any("[Previous context:" in str(m.text) or m.type == "system" for m in messages)
-        recalled = any("[Long-term memory:" in str(m.text) or m.id == "memory_agent:long_term" for m in messages)
+        recalled = any("[Long-term memory:" in str(m.text) or "<long_term_memory>" in str(m.text) for m in messages)
         given = "a summary and the newest messages" if has_memory else f"{len(messages) - 1} earlier messages"
         if recalled:
             given += ", and a recalled block"
@@ -174,7 +174,8 @@ def _header(console: Console, settings: MemorySettings, summarizer: BaseChatMode
     console.print(f"assistant  : {chat_label}")
     console.print(
         f"window     : each summary covers the last {settings.memory.rolling_window_size} messages; the first one "
-        f"once the conversation reaches message {settings.memory.summarize_after_seq}"
+        f"once the conversation reaches message {settings.memory.summarize_after_seq}, then one every "
+        f"{settings.memory.summary_cadence} new messages"
     )
     console.print("Each round shows what the model received, read back from the round's record (as `memory-agent at`).")
 

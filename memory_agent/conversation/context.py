@@ -56,39 +56,52 @@ def inject_memory(memory_text: str | None, messages: Sequence[BaseMessage], mode
 
 
 def inject_recalled(block: str, messages: Sequence[BaseMessage], mode: str = "prefix") -> list[BaseMessage]:
-    """The recalled block (when not empty) injected as a block of its own: after the memory's frame in prefix
-    mode, a second SystemMessage in system mode. The stored text in it was quoted as the block was made
-    (recall/block.py: framing.quoted_line, so its square brackets are the block's own and balanced); no tag is left
-    in it either way (framing.without_tags)."""
+    """The recalled block (when not empty) injected before the text of the last user message, the round's own
+    question: in its own frame, `[Long-term memory: …]` in prefix mode, the `<long_term_memory>` frame in system
+    mode. It changes every round, so it sits where the next round's input no longer has it: everything before
+    that message stays byte-identical from round to round (a provider's prompt cache keeps it). Not a
+    SystemMessage of its own: some chat APIs refuse a system message after the conversation has begun. The stored
+    text in it was quoted as the block was made (recall/block.py: framing.quoted_line, so its square brackets are
+    the block's own and balanced); no tag is left in it either way (framing.without_tags)."""
     result = list(messages)
     if not block:
         return result
     block = without_tags(block)
     if mode == "system":
-        return [SystemMessage(RECALL_SYSTEM.format(block=block), id="memory_agent:long_term"), *result]
-    if mode != "prefix":
+        frame = RECALL_SYSTEM.format(block=block) + "\n\n"
+    elif mode == "prefix":
+        frame = RECALL_PREFIX.format(block=block)
+    else:
         raise ConfigurationError(f"injection_mode must be 'prefix' or 'system', got {mode!r}")
-    return _before_first_user_text(RECALL_PREFIX.format(block=block), result)
+    last_user = next((i for i in range(len(result) - 1, -1, -1) if isinstance(result[i], HumanMessage)), None)
+    return result if last_user is None else _prefixed(result, last_user, frame)
 
 
 def inject_context(
     memory_text: str | None, block: str, messages: Sequence[BaseMessage], mode: str = "prefix"
 ) -> list[BaseMessage]:
-    """Memory first, then the recalled block, then `messages`: what the wrapped graph is given."""
+    """What the wrapped graph is given: the memory first (before the first user message, or a SystemMessage in
+    front), the gap as stored, then the round's input with the recalled block before its last user message.
+    Between two summaries the memory and the gap only grow at the end, so a round's input extends the last
+    one's up to that message (the prompt-caching layout, benchmarks/README.md)."""
     return inject_memory(memory_text, inject_recalled(block, messages, mode), mode)
 
 
 def _before_first_user_text(prefix: str, messages: list[BaseMessage]) -> list[BaseMessage]:
+    first_user = next((i for i, message in enumerate(messages) if isinstance(message, HumanMessage)), None)
+    return list(messages) if first_user is None else _prefixed(messages, first_user, prefix)
+
+
+def _prefixed(messages: list[BaseMessage], index: int, prefix: str) -> list[BaseMessage]:
+    """`messages` with `prefix` before the text of the message at `index` (a copy of it; the rest as given)."""
     result = list(messages)
-    for index, message in enumerate(result):
-        if isinstance(message, HumanMessage):
-            content = message.content
-            if isinstance(content, str):
-                new_content: Any = prefix + content
-            else:
-                new_content = [{"type": "text", "text": prefix}, *content]
-            result[index] = message.model_copy(update={"content": new_content})
-            break
+    message = result[index]
+    content = message.content
+    if isinstance(content, str):
+        new_content: Any = prefix + content
+    else:
+        new_content = [{"type": "text", "text": prefix}, *content]
+    result[index] = message.model_copy(update={"content": new_content})
     return result
 
 

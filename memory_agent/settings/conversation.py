@@ -10,6 +10,11 @@ from pydantic_settings import SettingsConfigDict
 
 from memory_agent.settings.base import CASE_INSENSITIVE, ENV_PREFIX, MAX_SECONDS, SettingsGroup
 
+# New messages per summary by default: chosen in `make bench` (benchmarks/README.md, Model side) as the most
+# frequent cadence at which summaries cost at most twice SummarizationMiddleware's and 5 rounds in 6 reuse the
+# previous round's input as their prefix.
+DEFAULT_SUMMARY_CADENCE = 12
+
 
 class MemoryWindowSettings(SettingsGroup):
     """`settings.memory`: the sliding window and the memory a summary makes of it (the design's names and
@@ -21,10 +26,14 @@ class MemoryWindowSettings(SettingsGroup):
     summarize_after_seq: int = Field(
         default=5, ge=0, description="Summarize once the last saved sequence number reaches this."
     )
-    min_new_messages: int = Field(
-        default=1,
+    min_new_messages: int | None = Field(
+        default=None,
         ge=1,
-        description="New messages since the latest memory needed before another summary is started.",
+        description="The summary cadence: new messages since the latest memory needed before another summary is "
+        "started. Between two summaries each round's model input extends the previous round's (the memory "
+        "unchanged, the gap grown at its end), which a provider's prompt cache serves. None: 12 (every 6 "
+        "user/assistant rounds, measured in `make bench`: benchmarks/README.md, Model side), or the window size "
+        "when it is smaller. 1: after every round (the design's tables). At most rolling_window_size.",
     )
     model: str = Field(
         default="gpt-4.1-mini",
@@ -43,6 +52,13 @@ class MemoryWindowSettings(SettingsGroup):
     )
 
     @property
+    def summary_cadence(self) -> int:
+        """min_new_messages as applied: the default cadence, or the window when that is smaller."""
+        if self.min_new_messages is not None:
+            return self.min_new_messages
+        return min(DEFAULT_SUMMARY_CADENCE, self.rolling_window_size)
+
+    @property
     def max_tokens_cap(self) -> int:
         return self.max_tokens if self.max_tokens is not None else 4 * self.max_words
 
@@ -55,6 +71,13 @@ class MemoryWindowSettings(SettingsGroup):
                 f"MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE ({window}) must be at least "
                 f"MEMORY_AGENT_MEMORY_SUMMARIZE_AFTER_SEQ + 1 ({after + 1}), or the first summary would skip "
                 "the first messages"
+            )
+        if self.min_new_messages is not None and self.min_new_messages > window:
+            # A summary would start past the end of the one before: the messages between would never be summarized.
+            raise ValueError(
+                f"MEMORY_AGENT_MEMORY_MIN_NEW_MESSAGES ({self.min_new_messages}) must be at most "
+                f"MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE ({window}), or each summary's window would start after "
+                "the previous memory ends and the messages between would never be summarized"
             )
         return self
 

@@ -134,7 +134,9 @@ class MemoryAgent:
         window_start_seq: int,
         window_end_seq: int,
     ) -> list[BaseMessage]:
-        system = resources.prompt("summarize_system").format(window_start=window_start_seq, max_words=self.max_words)
+        # The system prompt is the same for every summary (the window is in the user message): with the tool
+        # schema before it, a provider's prompt cache serves that prefix on every call.
+        system = resources.prompt("summarize_system").format(max_words=self.max_words)
         user = resources.prompt("summarize_user").format(
             window_start=window_start_seq,
             window_end=window_end_seq,

@@ -33,6 +33,7 @@ def test_bench_harness_small(server_url, tmp_path):
         recall_items=50,
         recall_repeats=1,
         locomo=False,  # the development split's figures are make bench's, not a smoke test's
+        model_side_rounds=8,
     )
     run(config)
 
@@ -62,6 +63,15 @@ def test_bench_harness_small(server_url, tmp_path):
     assert set(observability["cli_ms"]) == {"--help (start-up only)", "stats --json", "inspect", "at"}
     assert len(observability["targets"]) == 3 and all(isinstance(t["holds"], bool) for t in observability["targets"])
     assert "Observability at 30 conversations" in (tmp_path / "latest.md").read_text()
+    model_side = results["model_side"]
+    for name in (SUBJECT, "summarization_middleware"):
+        entry = model_side[name]
+        assert entry["summarizer_calls_per_1000_rounds"] >= 0 and entry["prompt_tokens_per_round"] > 2000, name
+        assert 0 <= entry["prefix_kept_share"] <= 1 and entry["summarizer_input_tokens_per_1000_rounds"] >= 0, name
+        assert set(entry["dollars_per_1000_rounds"]) == {"openai", "anthropic"}, name
+        assert all(d["total"] > 0 for d in entry["dollars_per_1000_rounds"].values()), name
+    assert model_side["full_history"]["prefix_kept_share"] == 1.0  # history only grows: every round extends the last
+    assert len(model_side["targets"]) == 6 and "Model side, 8 rounds" in (tmp_path / "latest.md").read_text()
 
     recall = results["recall"]
     assert recall["quality"]["figures"]["synthetic, english OR"]["recall"]["@5"] > 0

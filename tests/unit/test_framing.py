@@ -10,7 +10,7 @@ import unicodedata
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 
 from memory_agent.conversation.context import inject_memory, inject_recalled
 from memory_agent.long_term.recall.block import RecallHit, format_block, hit_from_row
@@ -74,12 +74,12 @@ def hits(text: str) -> list[RecallHit]:
 @given(hostile_text)
 def test_no_recalled_turn_closes_the_system_frame_or_forges_a_hit(text):
     block = format_block(hits(text))
-    (framed, _) = inject_recalled(block, [HumanMessage("hi")], "system")
-    assert isinstance(framed, SystemMessage)
+    (framed,) = inject_recalled(block, [HumanMessage("hi")], "system")
+    assert isinstance(framed, HumanMessage)  # before the round's question, not a system message of its own
     seen = as_read(str(framed.content))
-    # The frame's own tags only: one opening, one closing, the closing one last.
+    # The frame's own tags only: one opening, one closing, the closing one last before the question.
     assert len(OPEN_TAG.findall(seen)) == 1 and len(CLOSE_TAG.findall(seen)) == 1
-    assert seen.rstrip().endswith("</long_term_memory>")
+    assert seen.endswith("</long_term_memory>\n\nhi")
     # A line of the block that starts like a hit or a neighbour is one the block wrote: two hits, two neighbours.
     lines = as_read(block).splitlines()
     assert sum(line.startswith("- ") for line in lines) == 2
