@@ -101,7 +101,13 @@ TURNS = (
 async def test_turns_get_their_vectors_when_a_version_wrote_no_item_and_the_catch_up_finds_the_rest(
     open_memory, database_url, conn
 ):
-    memory = await open_memory(model=OfflineSummaryModel(), embedder=HashingEmbeddings())
+    # A version after round 2 (sequence 3); round 3's two turns are too few for another: they come after it.
+    memory = await open_memory(
+        model=OfflineSummaryModel(),
+        embedder=HashingEmbeddings(),
+        memory_summarize_after_seq=3,
+        memory_min_new_messages=4,
+    )
     app = with_memory(EchoChat().graph, memory)
     # Small talk: the offline extraction finds no item in it, so no version writes one.
     await rounds(app, "chat", ["Hi there.", "Same here!", "Bye!"])
