@@ -127,7 +127,7 @@ FORBIDDEN = {
     "integrations": ("db", "summarize", "jobs", "consolidation", "observability", *TOP),
     "observability": ("summarize", "jobs", "consolidation", "integrations", *TOP),
     # The top: the service, the evaluation harness, the fakes, and the entry points.
-    "evaluation": ("summarize", "jobs", "integrations", "observability", "service", "testing", "api", "cli"),
+    "evaluation": ("summarize", "jobs", "observability", "testing", "api", "cli"),
     "service": ("testing", "langgraph_server", "api", "cli", "__init__", "__main__"),
     "testing": ("langgraph_server", "api", "cli", "__main__"),
     "langgraph_server": ("testing", "api", "cli", "__main__"),
