@@ -60,9 +60,7 @@ async def run_recall_eval(
     try:
         url = psycopg.conninfo.make_conninfo("", **{**params, "dbname": name})
         clock = ReplayClock(datetime.now(UTC))
-        service = MemoryService(
-            settings, model=OfflineSummaryModel(), database_url=url, clock=clock, embeddings=chosen
-        )
+        service = MemoryService(settings, model=OfflineSummaryModel(), database_url=url, clock=clock, embeddings=chosen)
         async with service as memory:
             return await evaluate(memory.backend, samples, memory=memory, per_path=per_path, evidence_key=key)
     finally:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
