@@ -40,6 +40,7 @@ from memory_agent.long_term.recall.query_text import (
     embedded_query,
     has_cjk,
     points_to_past,
+    with_irregular_forms,
 )
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
@@ -150,6 +151,7 @@ async def recall(
         "tenant_id": tenant_id,
         "user_id": user_id,
         "query": query,
+        "fts_query": with_irregular_forms(query),
         "conversation_id": conversation_id,
         "as_of": as_of,
         "config": settings.text_search_config,
