@@ -32,6 +32,7 @@ from memory_agent.api.deps import (
     unprocessable,
     user_known,
 )
+from memory_agent.api.inspector import router as inspector_router
 from memory_agent.api.limits import BodyGuard, validation_error
 from memory_agent.api.probes import router as probes_router
 from memory_agent.api.recall import router as recall_router
@@ -89,6 +90,7 @@ def create_app(
     app.include_router(summaries_router)
     app.include_router(probes_router)
     app.include_router(recall_router)
+    app.include_router(inspector_router)
 
     @app.get(
         "/conversations/{conversation_id}/memory",

@@ -19,6 +19,9 @@ from memory_agent.db.tenancy import tenant_scope
 from memory_agent.service import MemoryService
 
 TENANT_STATE = "memory_agent_tenant"  # the tenant a checked key named, for the route's dependency
+INSPECTOR_LOGIN = "/inspect/login"
+INSPECTOR_COOKIE = "memory_agent_inspect"  # the key the inspector's login keeps (api/inspector/auth.py)
+LOGIN_BODY_BYTES = 1_024
 
 
 def _json(status: int, detail: Any, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -36,6 +39,15 @@ def too_large(limit: int) -> JSONResponse:
 def bearer_key(headers: Headers) -> str | None:
     scheme, _, key = (headers.get("authorization") or "").partition(" ")
     return (key.strip() or None) if scheme.lower() == "bearer" else None
+
+
+def inspector_cookie(scope: Scope) -> str | None:
+    """The key in the inspector's login cookie, for a request to one of its pages (nowhere else)."""
+    if not str(scope.get("path", "")).startswith("/inspect/"):
+        return None
+    from starlette.requests import HTTPConnection
+
+    return HTTPConnection(scope).cookies.get(INSPECTOR_COOKIE)
 
 
 async def lookup_tenant(memory: MemoryService, key: str) -> str | None:
@@ -61,8 +73,11 @@ class BodyGuard:
             return
         memory: MemoryService = scope["app"].state.memory
         limit = memory.settings.api.api_max_body_bytes
-        key = bearer_key(headers)
+        key = bearer_key(headers) or inspector_cookie(scope)
         tenant = await lookup_tenant(memory, key) if key is not None else None
+        if tenant is None and scope.get("path") == INSPECTOR_LOGIN:
+            # The inspector's login form carries the key in its body: a few bytes, read before any key is known.
+            tenant, limit = "", LOGIN_BODY_BYTES
         if tenant is None:
             detail = (
                 "an API key is required: Authorization: Bearer <key>" if key is None else "the API key is not valid"
@@ -73,7 +88,8 @@ class BodyGuard:
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             await too_large(limit)(scope, receive, send)
             return
-        scope.setdefault("state", {})[TENANT_STATE] = tenant
+        if tenant:
+            scope.setdefault("state", {})[TENANT_STATE] = tenant
         received = 0
         over = False
 

@@ -145,7 +145,7 @@ def _register_optional_commands() -> None:
     # Each command group lives in its own module and adds itself to `app`.
     import importlib
 
-    modules = ("observe", "worker", "consolidate", "eval", "serve", "report")
+    modules = ("observe", "worker", "consolidate", "eval", "serve", "report", "mcp")
     for module in (f"memory_agent.cli.{name}" for name in modules):
         try:
             importlib.import_module(module).register(app)

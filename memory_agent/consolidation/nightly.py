@@ -41,9 +41,11 @@ from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.db.connector import fetch_one
 from memory_agent.llm import LLMCall
+from memory_agent.llm.calls import model_name
 from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity
 from memory_agent.settings import MemorySettings
+from memory_agent.tracing import memory_span, record
 
 FORGOTTEN = "forgotten"
 
@@ -173,6 +175,27 @@ class _Job:
 
 
 async def _claimed_period(
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, now: datetime, job: _Job
+) -> PeriodOutcome:
+    with memory_span(
+        "memory_agent.consolidation",
+        "update_memory",
+        tenant_id=scope["tenant_id"],
+        user_id=scope["user_id"],
+        attributes={
+            "memory_agent.period": period.name,
+            "memory_agent.period.start": period.start.isoformat(),
+            "memory_agent.period.end": period.end.isoformat(),
+            "memory_agent.consolidation.forced": job.force,
+            "gen_ai.request.model": model_name(job.model),
+        },
+    ) as span:
+        outcome = await _consolidate_claimed(conn, scope, period, now, job)
+        record(span, **{"memory_agent.consolidation.status": outcome.status, "memory_agent.note.id": outcome.note_id})
+        return outcome
+
+
+async def _consolidate_claimed(
     conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, now: datetime, job: _Job
 ) -> PeriodOutcome:
     key = {**scope, "period": period.name, "period_start": period.start}

@@ -10,6 +10,7 @@ Made by the service when it opens, from the parts it opened.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -24,6 +25,7 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
+from memory_agent.tracing import memory_span, record, round_end_scope
 
 
 def round_key(conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
@@ -34,6 +36,42 @@ def round_key(conversation_id: str, user_id: str | None, tenant_id: str | None) 
     if tenant_id is not None:
         validate_identity(tenant_id, "tenant_id")
     return ConversationKey.of(conversation_id, user_id, tenant_id)
+
+
+def _key_span(name: str, operation: str, key: ConversationKey) -> Any:
+    return memory_span(
+        name, operation, tenant_id=key.tenant_id, user_id=key.user_id, conversation_id=key.conversation_id
+    )
+
+
+def _round_start_attributes(info: RoundInfo) -> dict[str, Any]:
+    """What a round start span records: the memory version and gap the context was built from, its size, recall."""
+    return {
+        "memory_agent.memory.id": info.memory_id,
+        "memory_agent.memory.end_sequence": info.memory_end_sequence,
+        "memory_agent.gap.start_sequence": info.gap_start_sequence,
+        "memory_agent.gap.end_sequence": info.gap_end_sequence,
+        "memory_agent.gap.size": info.gap_size,
+        "memory_agent.context.messages": info.context_messages,
+        "memory_agent.context.tokens": info.context_tokens,
+        "memory_agent.context.truncated": info.truncated,
+        "gen_ai.memory.record.count": info.recall.get("context_items"),
+        "memory_agent.recall.error": info.recall_error,
+    }
+
+
+def _round_end_attributes(saved: RoundSaved | None, trigger: TriggerResult) -> dict[str, Any]:
+    """What a round end span records: where the round landed and what the trigger rule decided."""
+    return {
+        "memory_agent.round.number": saved.round_number if saved else None,
+        "memory_agent.round.first_sequence": saved.first_sequence if saved else None,
+        "memory_agent.round.last_sequence": saved.last_sequence if saved else None,
+        "gen_ai.memory.record.count": len(saved.stored_positions) if saved else 0,
+        "memory_agent.summary.trigger": trigger.outcome,
+        "memory_agent.summary.memory_id": trigger.memory_id,
+        "memory_agent.summary.start_sequence": trigger.start_sequence,
+        "memory_agent.summary.end_sequence": trigger.end_sequence,
+    }
 
 
 class ConversationMemory:
@@ -54,12 +92,19 @@ class ConversationMemory:
         self.trigger = trigger
 
     async def owned(self, conversation_id: str, user_id: str | None, tenant_id: str | None) -> ConversationKey:
-        """For reads and deletes by thread id: the given user, else the conversation's owner as recorded."""
-        if user_id is not None or tenant_id is not None:
+        """For reads and deletes by thread id: the given user, else the conversation's owner as recorded (within
+        `tenant_id` when one is named: another tenant's thread is not found, and the key is then the thread's own
+        scope in the named tenant, which holds nothing of it)."""
+        if user_id is not None:
             return round_key(conversation_id, user_id, tenant_id)
-        validate_conversation_id(conversation_id)
-        owner = await self.loop.arun(self.backend.conversation_owner(conversation_id))
-        return ConversationKey(conversation_id, owner[1], owner[0]) if owner else ConversationKey.of(conversation_id)
+        key = round_key(conversation_id, None, tenant_id)
+        lookup = self.backend.conversation_owner(conversation_id, tenant_id=tenant_id)
+        if tenant_id is None:
+            owner = await self.loop.arun(lookup)
+        else:
+            with tenant_scope(tenant_id):  # a role bound by the policies finds the named tenant's owner rows
+                owner = await self.loop.arun(lookup)
+        return ConversationKey(conversation_id, owner[1], owner[0]) if owner else key
 
     async def context(
         self,
@@ -100,8 +145,13 @@ class ConversationMemory:
         tenant: naming another raises ConversationOwnerError before anything is read or written.
         """
         key = round_key(conversation_id, user_id, tenant_id)
-        with tenant_scope(key.tenant_id):  # a role bound by row-level security names the tenant (db/tenancy.py)
-            return await self.start.prepare(key, messages, lease)
+        with (
+            tenant_scope(key.tenant_id),  # a role bound by row-level security names the tenant (db/tenancy.py)
+            _key_span("memory_agent.round_start", "search_memory", key) as span,
+        ):
+            context, info = await self.start.prepare(key, messages, lease)
+            record(span, **_round_start_attributes(info))
+            return context, info
 
     async def release(self, info: RoundInfo) -> None:
         """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
@@ -132,8 +182,14 @@ class ConversationMemory:
                 f"finish_round for {conversation_id!r} was given the round of {info.conversation_id!r}"
             )
         key = info.key if info is not None else round_key(conversation_id, user_id, tenant_id)
-        with tenant_scope(key.tenant_id):  # the summary it dispatches inherits the scope
-            return await self.end.finish(key, messages, info)
+        with (
+            tenant_scope(key.tenant_id),  # the summary it dispatches inherits the scope
+            _key_span("memory_agent.round_end", "create_memory", key) as span,
+            round_end_scope(span),
+        ):
+            saved, trigger = await self.end.finish(key, messages, info)
+            record(span, **_round_end_attributes(saved, trigger))
+            return saved, trigger
 
     async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""

@@ -110,11 +110,13 @@ async def execute_query(
 
 async def execute_many(
     conn: Connection, statement: Statement, rows: Iterable[Mapping[str, Any] | Sequence[Any]]
-) -> None:
-    """Run `statement` once per parameter set of `rows` on `conn` (psycopg pipelines them)."""
+) -> int:
+    """Run `statement` once per parameter set of `rows` on `conn` (psycopg pipelines them); the number of rows
+    they touched, together."""
     async with conn.cursor() as cur:
         with driver_errors():
             await cur.executemany(cast(Any, statement_text(statement)), rows)
+        return cur.rowcount
 
 
 def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: Params = None) -> Row | None:

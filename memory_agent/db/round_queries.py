@@ -99,9 +99,15 @@ class RoundQueries(Connector):
             )
         return row["holder"] is not None
 
-    async def conversation_owner(self, conversation_id: str) -> tuple[str, str] | None:
-        """(tenant_id, user_id) of the conversation, None when no round of it has started."""
-        row = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
+    async def conversation_owner(self, conversation_id: str, *, tenant_id: str | None = None) -> tuple[str, str] | None:
+        """(tenant_id, user_id) of the conversation, None when no round of it has started (in `tenant_id`, when
+        given)."""
+        if tenant_id is None:
+            row = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
+        else:
+            row = await self.fetch_one(
+                "tenant_conversation_owner", {"conversation_id": conversation_id, "tenant_id": tenant_id}
+            )
         return (row["tenant_id"], row["user_id"]) if row else None
 
     async def release_round_lease(self, conversation_id: str, holder: str, *, user_id: str) -> None:

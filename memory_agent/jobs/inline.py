@@ -4,12 +4,12 @@ round that started it, plus a periodic task: the stale-row sweep, then the clust
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from memory_agent import tracing
 from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.runtime import PeriodicTask
@@ -38,9 +38,10 @@ class InlineExecutor:
         """Nothing to record: the task starts after commit (a crash in between is reclaimed by the sweep)."""
 
     async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:
-        # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing).
+        # A fresh context: the summarizer must not inherit the round's callbacks (streams, tracing); only the
+        # round's span goes with it, for the summary's span to link to.
         task = asyncio.get_running_loop().create_task(
-            self.jobs.run_summary(memory_id, user_id, started), context=contextvars.Context()
+            self.jobs.run_summary(memory_id, user_id, started), context=tracing.context_linked_to_round()
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

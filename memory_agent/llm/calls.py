@@ -34,7 +34,8 @@ class LLMCall:
 class CallLog:
     """The calls one job made, noted as they are answered, and whose they are once the job knows."""
 
-    calls: list[LLMCall] = field(default_factory=list)
+    calls: list[LLMCall] = field(default_factory=list)  # not recorded in the ledger yet
+    made: list[LLMCall] = field(default_factory=list)  # every call, recorded or not (the job's span reports them)
     tenant_id: str | None = None
     user_id: str | None = None
 
@@ -58,6 +59,7 @@ def note_call(call: LLMCall) -> None:
     log = _current.get()
     if log is not None:
         log.calls.append(call)
+        log.made.append(call)
 
 
 def usage_of(answer: Any, prompt: Sequence[BaseMessage]) -> tuple[int, int]:

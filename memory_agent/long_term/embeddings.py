@@ -87,6 +87,11 @@ async def index_items(
     (written again, it replaces). Each batch is read and written in transactions of the tenant (row-level
     security), the model called between them (no transaction waits on it), so a crash loses at most one batch
     and a rerun carries on. Without pgvector on the server nothing is embedded (0).
+
+    A forget may commit while the model answers: the write takes the user's forget lock shared, as every
+    background writer does, and each vector is written only onto the row that still holds the text embedded
+    (its hash, checked in the insert): a forgotten item or turn costs its own vector only, and a later round of
+    the same thread id, whose turns take the erased ones' keys, never gets the erased text's vector.
     """
     if batch < 1:
         raise ConfigurationError(f"index_items batch must be >= 1, got {batch}")
@@ -106,8 +111,10 @@ async def index_items(
             rows = await _embed_batch(conn, embedder, read, keys, key_columns, to_vector_literal(center))
             if rows:
                 async with tenant_transaction(conn, tenant_id):
-                    await execute_many(conn, save, rows)
-            written += len(rows)
+                    # Forgetting wins (lineage.py): a forget of the user in progress is waited for, and each
+                    # statement then writes only onto the row that still holds the text it embedded.
+                    await fetch_one(conn, "share_forget_lock", {"tenant_id": tenant_id, "user_id": user_id})
+                    written += await execute_many(conn, save, rows)
             if len(rows) < batch:
                 break
     return written
@@ -136,6 +143,7 @@ async def _embed_batch(
             "model": keys["model"],
             "embedding": to_vector_literal(vector),
             "center": center if len(vector) == center.count(",") + 1 else None,
+            "content_hash": row["content_hash"],
             **{column: row[column] for column in key_columns},
         }
         for row, vector in zip(rows, vectors, strict=True)

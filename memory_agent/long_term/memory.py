@@ -23,7 +23,10 @@ from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
 from memory_agent.long_term.reads import ItemFilter, LongTermItem, list_items
 from memory_agent.long_term.recall import RecallResult, RecallSettings, user_recall
+from memory_agent.long_term.scope import ItemScope
+from memory_agent.long_term.stated import remember_stated, stated_items
 from memory_agent.long_term.tenancy import tenant_transaction
+from memory_agent.long_term.writer import RememberOutcome
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey
 
@@ -37,7 +40,7 @@ def user_scope(user_id: Any, tenant_id: Any) -> tuple[str, str]:
 
 
 class LongTermMemory:
-    """list_items, forget_item, forget_user, forget_conversation (behind delete_conversation), recall.
+    """list_items, remember, forget_item, forget_user, forget_conversation (behind delete_conversation), recall.
 
     list_items, forget_item and forget_user are also MemoryService methods, with these signatures and docstrings;
     recall is MemoryService.recall_result (and, its hits alone, MemoryService.recall)."""
@@ -74,6 +77,31 @@ class LongTermMemory:
 
         with tenant_scope(tenant):
             return await self.loop.arun(read())
+
+    async def remember(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        tenant_id: str | None = None,
+        key: str | None = None,
+        item_type: str = "fact",
+        importance: float = 0.5,
+    ) -> RememberOutcome:
+        """Keep `content` as a long-term item of the user, through the same writer and validity rules as the items
+        a summary extracts: `.item_id` is its current row, `.outcome` inserted | unchanged | superseded. With a
+        `key` ("home_city") a new value of that key replaces the current one (valid_to set, history kept); without
+        one each distinct content is an item of its own (key 'note'). Its vector and cluster summary follow with
+        the periodic catch-up (the worker's refresh task), as for extracted items."""
+        tenant, user = user_scope(user_id, tenant_id)
+        items = stated_items(content, item_type=item_type, key=key, importance=importance)
+
+        async def write() -> RememberOutcome:
+            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+                return await remember_stated(conn, ItemScope(tenant, user), items, now=self.clock())
+
+        with tenant_scope(tenant):
+            return await self.loop.arun(write(), shield=True)
 
     async def forget_item(self, user_id: str, item_id: int, *, tenant_id: str | None = None) -> ForgetReport:
         """Erase one item version of the user (a cluster summary: with the members it stands for) and regenerate

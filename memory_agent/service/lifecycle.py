@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from memory_agent import tracing
 from memory_agent.conversation.leases import RoundLeases
 from memory_agent.conversation.memory import ConversationMemory
 from memory_agent.conversation.round_end import RoundEnd
@@ -105,6 +106,7 @@ class Lifecycle:
                 settings.memory.rolling_window_size,
                 settings.memory.rolling_window_size - 1,
             )
+        tracing.configure(settings.tracing.trace_identity)  # process-wide, as the tracer provider is
         # Before the database: a missing extra is a configuration error with nothing opened.
         embedder = (
             self._embeddings if self._embeddings is not None else embedder_from_setting(settings.long_term.embeddings)

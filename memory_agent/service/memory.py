@@ -199,13 +199,15 @@ class MemoryService:
         and metrics, the long-term items only it sourced (lineage of the others), the cluster summaries built
         from an erased item (regenerated without it, or removed below summary_min_cluster_items), the
         consolidation notes and batch summaries made from it (made again by their next run without it), and its
-        summary jobs' rows. False when it did not exist."""
+        summary jobs' rows. Without `user_id`, the thread's owner's (looked up within `tenant_id` when given:
+        another tenant's thread is not found). False when it did not exist."""
         key = await self.conversations.owned(conversation_id, user_id, tenant_id)
         return await self.long_term.forget_conversation(key)
 
     # ------------------------------------------------------------------ long-term memory
 
     list_items = delegate("long_term", LongTermMemory.list_items)
+    remember = delegate("long_term", LongTermMemory.remember)
     forget_item = delegate("long_term", LongTermMemory.forget_item)
     forget_user = delegate("long_term", LongTermMemory.forget_user)
     recall_result = delegate("long_term", LongTermMemory.recall)

@@ -21,7 +21,7 @@ from memory_agent.settings.conversation import MemoryWindowSettings, RoundSettin
 from memory_agent.settings.database import DatabaseSettings, default_data_dir
 from memory_agent.settings.guards import GuardSettings, ModelPrice
 from memory_agent.settings.long_term import LongTermSettings, RecallSettings
-from memory_agent.settings.service import DEFAULT_PROCESSING_TIMEOUT_S, ApiSettings, JobSettings
+from memory_agent.settings.service import DEFAULT_PROCESSING_TIMEOUT_S, ApiSettings, JobSettings, TracingSettings
 
 __all__ = [
     "DEFAULT_PROCESSING_TIMEOUT_S",
@@ -39,6 +39,7 @@ __all__ = [
     "RoundSettings",
     "SettingsGroup",
     "SummarySettings",
+    "TracingSettings",
     "default_data_dir",
 ]
 
@@ -58,6 +59,7 @@ class MemorySettings(BaseModel):
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     guards: GuardSettings = Field(default_factory=GuardSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**build_groups(values))

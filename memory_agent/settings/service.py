@@ -66,3 +66,13 @@ class ApiSettings(SettingsGroup):
         description="HTTP API: largest request body, in bytes; a larger one is answered 413 without being read "
         "(and a body from a request without a live key is never read: 401 first).",
     )
+
+
+class TracingSettings(SettingsGroup):
+    """`settings.tracing`: what OpenTelemetry spans say of whom (memory_agent/tracing.py)."""
+
+    trace_identity: Literal["hashed", "plain", "omitted"] = Field(
+        default="hashed",
+        description="Spans: how the user, tenant and conversation ids appear on them: hashed (SHA-256, 16 hex "
+        "digits; spans of one user still correlate), plain, or omitted. Process-wide, like the tracer provider.",
+    )

@@ -39,6 +39,7 @@ from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult
 from memory_agent.summarize.follow_ups import LongTermFollowUps
+from memory_agent.tracing import record, summary_attributes, summary_span
 
 logger = logging.getLogger("memory_agent")
 # Dropped items listed on a memory row; the rest are counted.
@@ -98,8 +99,10 @@ class SummaryRunner(LongTermFollowUps):
         JobFailedError, retryable when the error that stopped it may pass (the row stays `processing` for the
         retry), not when the row is recorded `failed` (a run again finds nothing to do)."""
         tenant = started[0]["tenant_id"] if started is not None else current_tenant()
-        with tenant_scope(tenant), collecting() as log:
+        row = started[0] if started is not None else {}
+        with tenant_scope(tenant), collecting() as log, summary_span(memory_id, tenant, user_id, row) as span:
             outcome = await self._run_summary(memory_id, user_id, log, started)
+            record(span, **summary_attributes(outcome.status, outcome.error, log.made))
         if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
                 with tenant_scope(log.tenant_id):

@@ -43,6 +43,12 @@ SELECT * FROM begin_round(%(conversation_id)s, %(tenant_id)s, %(user_id)s, %(hol
 -- The (tenant, user) a conversation id belongs to (no row for a thread no round has named yet).
 SELECT tenant_id, user_id FROM conversation_owners WHERE conversation_id = %(conversation_id)s;
 
+-- tenant_conversation_owner --
+-- The user a conversation id belongs to in one tenant (no row when another tenant's, or not named yet): a call by
+-- thread id that names the tenant and no user (delete_conversation(thread, tenant_id=...)) acts on that user's rows.
+SELECT tenant_id, user_id FROM conversation_owners
+WHERE conversation_id = %(conversation_id)s AND tenant_id = %(tenant_id)s;
+
 -- release_round_lease --
 -- Failure, cancellation or interrupt: give the conversation's lease back (release_round_lease, sql/definitions; the
 -- round end's end_round gives it back in its transaction).

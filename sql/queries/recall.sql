@@ -139,40 +139,47 @@ WITH user_turns AS NOT MATERIALIZED (
 ), trgm_matches AS (
     -- Word similarity through the trigram indexes, above the threshold the caller set for this transaction
     -- (pg_trgm.word_similarity_threshold); or a CJK bigram of the query in the text: two characters have no
-    -- trigram, so those are read from the user's rows (strpos: no index would serve them).
-    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id, t.content
+    -- trigram, so those are read from the user's rows (strpos: no index would serve them). Each text is matched
+    -- by its first 10,000 characters (0027; substr reads no more of a stored text than that): trigram matching
+    -- costs each candidate's length, and a user's 50 MB turn took a minute of every recall that fell back here.
+    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
+           substr(t.content, 1, 10000) AS content
     FROM user_turns AS t
-    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% t.content
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% substr(t.content, 1, 10000)
     UNION
-    SELECT 'turn', t.conversation_id, t.sequence_number, (NULL::items).item_id, t.content
+    SELECT 'turn', t.conversation_id, t.sequence_number, (NULL::items).item_id, substr(t.content, 1, 10000)
     FROM user_turns AS t
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND t.has_cjk
-      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(t.content, b) > 0)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b
+                  WHERE strpos(substr(t.content, 1, 10000), b) > 0)
     UNION
-    SELECT 'item', NULL, NULL, i.item_id, i.content
+    SELECT 'item', NULL, NULL, i.item_id, substr(i.content, 1, 10000)
     FROM user_items AS i
-    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% i.content
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% substr(i.content, 1, 10000)
     UNION
-    SELECT 'item', NULL, NULL, i.item_id, i.content
+    SELECT 'item', NULL, NULL, i.item_id, substr(i.content, 1, 10000)
     FROM user_items AS i
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND i.has_cjk
-      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(i.content, b) > 0)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b
+                  WHERE strpos(substr(i.content, 1, 10000), b) > 0)
     UNION
-    SELECT 'batch', NULL, NULL, b.summary_id, b.content
+    SELECT 'batch', NULL, NULL, b.summary_id, substr(b.content, 1, 10000)
     FROM user_batches AS b
-    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% b.content
+    WHERE (SELECT open FROM trgm_gate) AND (SELECT %(query)s::text) <%% substr(b.content, 1, 10000)
     UNION
-    SELECT 'batch', NULL, NULL, b.summary_id, b.content
+    SELECT 'batch', NULL, NULL, b.summary_id, substr(b.content, 1, 10000)
     FROM user_batches AS b
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate) AND b.has_cjk
-      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS x WHERE strpos(b.content, x) > 0)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS x
+                  WHERE strpos(substr(b.content, 1, 10000), x) > 0)
     UNION
     -- CJK key insights by their bigrams (a user has a few weekly and monthly notes: read through their key).
-    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, k.insight
+    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, substr(k.insight, 1, 10000)
     FROM user_notes AS n
     CROSS JOIN LATERAL unnest(n.key_insights) WITH ORDINALITY AS k (insight, ordinal)
     WHERE cardinality(%(bigrams)s::text[]) > 0 AND (SELECT open FROM trgm_gate)
-      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b WHERE strpos(k.insight, b) > 0)
+      AND EXISTS (SELECT 1 FROM unnest((SELECT %(bigrams)s::text[])) AS b
+                  WHERE strpos(substr(k.insight, 1, 10000), b) > 0)
 ), trgm AS (
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
@@ -228,7 +235,10 @@ WITH user_turns AS NOT MATERIALIZED (
 SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f.sequence_number, f.item_id,
        coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period,
                 CASE WHEN bs.summary_id IS NOT NULL THEN 'batch summary' END) AS role,
-       coalesce(t.content, i.content, n.key_insights[f.sequence_number], bs.content) AS text,
+       -- The text as far as the block shows it (`text_chars`, one more than it keeps: it then knows it cut it); a
+       -- stored text is read no further (substr), whatever its length.
+       substr(coalesce(t.content, i.content, n.key_insights[f.sequence_number], bs.content), 1, %(text_chars)s)
+           AS text,
        coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) AS is_summary,
        coalesce(i.source_item_ids, bs.summarized_ids) AS source_item_ids, i.item_type, i.key,
        lower(i.valid_during) AS valid_from,
@@ -256,8 +266,9 @@ LEFT JOIN LATERAL (
 ) AS src ON true
 LEFT JOIN LATERAL (
     -- A turn's neighbours in its conversation (the turn before and after it), shown with it: a question's answer
-    -- is often the reply to the turn that matched it, or the turn it replied to.
-    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, b.content) ORDER BY b.sequence_number) AS neighbours
+    -- is often the reply to the turn that matched it, or the turn it replied to. As far as the block shows them.
+    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, substr(b.content, 1, %(neighbour_chars)s))
+                     ORDER BY b.sequence_number) AS neighbours
     FROM messages AS b
     WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
       AND b.conversation_id = f.conversation_id
@@ -386,8 +397,9 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
     WHERE false
 
 -- items_to_embed --
--- Items and summaries of a user (current ones) that have no vector of `model` yet, oldest first.
-SELECT i.item_id, i.content
+-- Items and summaries of a user (current ones) that have no vector of `model` yet, oldest first, with the hash of
+-- the text read (save_item_embedding writes the vector only while the item still holds that text).
+SELECT i.item_id, i.content, md5(i.content) AS content_hash
 FROM items AS i
 WHERE i.tenant_id = %(tenant_id)s AND i.user_id = %(user_id)s AND upper_inf(i.valid_during)
   AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
@@ -397,9 +409,11 @@ LIMIT %(batch)s
 
 -- turns_to_embed --
 -- Turns (user and assistant messages) of a user that have no vector of `model` yet, oldest first, with their
--- speaker's name when the message has one.
+-- speaker's name when the message has one, and the hash of that text (save_turn_embedding writes the vector only
+-- onto a turn that still holds it).
 SELECT m.conversation_id, m.sequence_number,
-       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content
+       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content,
+       md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) AS content_hash
 FROM messages AS m
 WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
   AND m.content <> ''
@@ -411,20 +425,35 @@ LIMIT %(batch)s
 
 -- save_turn_embedding --
 -- One turn's vector and its compact copy (the signs of the vector minus the model's `center`; none without a
--- center of the vector's dimension); a vector of another model is replaced (a row per turn: the configured
--- embedder's).
+-- center of the vector's dimension), written only onto the turn whose text was embedded: the row at the key must
+-- still hold the text of `content_hash`. The job embeds between transactions; an erasure (the caller holds
+-- share_forget_lock: one that committed meanwhile is seen here) may have removed the turn, and a later round of
+-- the same thread id may have stored another text at the same key: either writes nothing. The row is locked
+-- (FOR SHARE) so that it cannot change or go before this transaction ends. A vector of another model is replaced
+-- (a row per turn: the configured embedder's).
 INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding, embedding_bits)
-VALUES (%(user_id)s, %(tenant_id)s, %(conversation_id)s, %(sequence_number)s, %(model)s, %(embedding)s::vector,
-        binary_quantize(%(embedding)s::vector - %(center)s::vector))
+SELECT m.user_id, m.tenant_id, m.conversation_id, m.sequence_number, %(model)s, %(embedding)s::vector,
+       binary_quantize(%(embedding)s::vector - %(center)s::vector)
+FROM messages AS m
+WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.conversation_id = %(conversation_id)s
+  AND m.sequence_number = %(sequence_number)s
+  AND md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) = %(content_hash)s
+FOR SHARE OF m
 ON CONFLICT (user_id, conversation_id, sequence_number) DO UPDATE
     SET model = excluded.model, embedding = excluded.embedding, embedding_bits = excluded.embedding_bits
 
 -- save_item_embedding --
--- One item's vector and its compact copy, as a turn's; a vector of another model is replaced (a row per item: the
--- configured embedder's).
+-- One item's vector and its compact copy, as a turn's, written only while the item holds the text of
+-- `content_hash`: an item forgotten meanwhile (or deleted by its cluster's refresh) is skipped, not a foreign-key
+-- error that would cost the batch; a cluster summary rewritten in place gets its new text's vector at the next
+-- indexing. A vector of another model is replaced (a row per item: the configured embedder's).
 INSERT INTO item_embeddings (user_id, tenant_id, item_id, model, embedding, embedding_bits)
-VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(model)s, %(embedding)s::vector,
-        binary_quantize(%(embedding)s::vector - %(center)s::vector))
+SELECT i.user_id, i.tenant_id, i.item_id, %(model)s, %(embedding)s::vector,
+       binary_quantize(%(embedding)s::vector - %(center)s::vector)
+FROM items AS i
+WHERE i.user_id = %(user_id)s AND i.tenant_id = %(tenant_id)s AND i.item_id = %(item_id)s
+  AND md5(i.content) = %(content_hash)s
+FOR SHARE OF i
 ON CONFLICT (user_id, item_id) DO UPDATE
     SET model = excluded.model, embedding = excluded.embedding, embedding_bits = excluded.embedding_bits
 

@@ -90,13 +90,13 @@ def test_round_memories_take_what_the_protocol_passes(implementation):
 # Every module of memory_agent is a unit here: a top-level module, or a sub-package with all its modules. A unit
 # not named below fails test_every_module_is_placed_in_a_layer, so a new module starts by choosing its layer.
 UNITS = {
-    "__init__", "__main__", "errors", "resources", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
+    "__init__", "__main__", "errors", "resources", "tracing", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
     "conversation", "long_term", "summarize", "jobs",
     "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
-    "api", "cli",
+    "api", "mcp_server", "cli",
 }  # fmt: skip
 SETTINGS = ("settings",)
-TOP = ("api", "cli", "langgraph_server", "testing", "service", "evaluation", "__init__", "__main__")
+TOP = ("api", "mcp_server", "cli", "langgraph_server", "testing", "service", "evaluation", "__init__", "__main__")
 
 
 def only(*allowed: str) -> tuple[str, ...]:
@@ -110,6 +110,7 @@ FORBIDDEN = {
     # shapes, the memory loop, the token estimate, the cost ledger.
     "errors": only(),
     "resources": only(),
+    "tracing": only("errors"),  # spans through opentelemetry-api, for every tier
     **{name: only("errors", *SETTINGS) for name in SETTINGS},
     "schemas": only("errors"),
     "runtime": only("errors"),
@@ -127,12 +128,13 @@ FORBIDDEN = {
     "integrations": ("db", "summarize", "jobs", "consolidation", "observability", *TOP),
     "observability": ("summarize", "jobs", "consolidation", "integrations", *TOP),
     # The top: the service, the evaluation harness, the fakes, and the entry points.
-    "evaluation": ("summarize", "jobs", "observability", "testing", "api", "cli"),
-    "service": ("testing", "langgraph_server", "api", "cli", "__init__", "__main__"),
-    "testing": ("langgraph_server", "api", "cli", "__main__"),
-    "langgraph_server": ("testing", "api", "cli", "__main__"),
-    "__init__": ("testing", "evaluation", "langgraph_server", "api", "cli", "__main__"),
-    "api": ("testing", "cli", "__main__"),
+    "evaluation": ("summarize", "jobs", "observability", "testing", *TOP[:3]),
+    "service": ("testing", "langgraph_server", "api", "mcp_server", "cli", "__init__", "__main__"),
+    "testing": ("langgraph_server", "api", "mcp_server", "cli", "__main__"),
+    "langgraph_server": ("testing", "api", "mcp_server", "cli", "__main__"),
+    "__init__": ("testing", "evaluation", "langgraph_server", "api", "mcp_server", "cli", "__main__"),
+    "api": ("testing", "mcp_server", "cli", "__main__"),
+    "mcp_server": ("testing", "cli", "__main__"),
     "cli": ("testing", "__main__"),
     "__main__": (),
 }

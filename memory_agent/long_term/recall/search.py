@@ -44,6 +44,7 @@ from memory_agent.long_term.recall.query_text import (
 )
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
+from memory_agent.tracing import traced_recall
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
@@ -112,6 +113,7 @@ def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
     return next((path for path in paths if any(path in hit.paths for hit in hits)), "window")
 
 
+@traced_recall
 async def recall(
     conn: AsyncConnection[Any],
     *,
@@ -174,6 +176,9 @@ async def recall(
         "fused_limit": max(limit, settings.max_turns) * 2,
         "neighbours_before": settings.neighbours_before,
         "neighbours_after": settings.neighbours_after,
+        # What hit_from_row keeps of a text, and one more character (it then knows it cut it): no more is read.
+        "text_chars": settings.max_turn_chars + 1,
+        "neighbour_chars": settings.max_neighbour_chars + 1,
     }
     # With an embedder: vectors on every recall (hybrid, `vectors_always`), or as a fallback. Hybrid embeds the
     # query (tens of milliseconds for a local model, in a thread) while full text and trigrams run; when they found
