@@ -110,7 +110,9 @@ async def test_turns_get_their_vectors_when_a_version_wrote_no_item_and_the_catc
     )
     app = with_memory(EchoChat().graph, memory)
     # Small talk: the offline extraction finds no item in it, so no version writes one.
-    await rounds(app, "chat", ["Hi there.", "Same here!", "Bye!"])
+    await rounds(app, "chat", ["Hi there.", "Same here!"])
+    assert await memory.drain(timeout=10)  # the version's job ran (and embedded) before the third round
+    await rounds(app, "chat", ["Bye!"])
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
     versions = query(database_url, "SELECT max(end_sequence) FROM memory WHERE status = 'completed'")
