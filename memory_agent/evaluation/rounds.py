@@ -96,9 +96,11 @@ async def load_through_rounds(memory: MemoryService, sample: Sample, clock: Repl
 async def catch_up(memory: MemoryService) -> None:
     """The service's periodic background step (the stale-row sweep's companion: cluster summaries and vectors a
     summary job missed), run once now instead of at its next tick."""
-    refresh = memory.executor.jobs.refresh_clusters
-    if refresh is not None:
-        await refresh()
+    # The inline executor's periodic step (the evaluation's service runs it; a queue's runs in a worker).
+    refresh = getattr(getattr(memory.executor, "jobs", None), "refresh_clusters", None)
+    if refresh is None:
+        raise TypeError("the evaluation's service needs the inline executor (MEMORY_AGENT_EXECUTOR=inline)")
+    await refresh()
 
 
 async def turns_without_vector(conn: AsyncConnection[Any], memory: MemoryService, user_id: str) -> int:

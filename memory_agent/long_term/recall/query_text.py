@@ -71,9 +71,7 @@ _WORD = re.compile(r"[A-Za-z]+")
 def with_irregular_forms(text: str) -> str:
     """`text` and, after it, the other forms of its irregular English words ("When did they meet?" … "met"): the
     text full text's terms are read from (light stemming where the stemmer leaves forms apart)."""
-    forms = dict.fromkeys(
-        other for word in _WORD.findall(text) for other in IRREGULAR_FORMS.get(word.lower(), ())
-    )
+    forms = dict.fromkeys(other for word in _WORD.findall(text) for other in IRREGULAR_FORMS.get(word.lower(), ()))
     return f"{text} {' '.join(forms)}" if forms else text
 
 
