@@ -66,8 +66,8 @@ class RecallSettings(SettingsGroup):
     vectors_always: bool = Field(
         default=True,
         description="With an embedder, use vectors on every recall (hybrid: the user's nearest vectors are fused with "
-        "full text's hits, so a turn that shares no word with the query is found); off: only when full text finds "
-        "too little.",
+        "full text's hits re-ranked by their own, so a turn that shares no word with the query is found); off: only "
+        "when full text finds too little.",
     )
     vector_min_similarity: float = Field(
         default=0.15,
@@ -83,7 +83,7 @@ class RecallSettings(SettingsGroup):
     rerank_hits: int = Field(
         default=40,
         ge=1,
-        description="Hybrid: how many of full text's and trigrams' fused hits are fused with the vector path's.",
+        description="Hybrid: how many of full text's and trigrams' fused hits the query's vector re-ranks.",
     )
     candidates: int = Field(default=50, ge=1, description="Hits per search path, before fusion.")
     rrf_k: int = Field(default=60, ge=1, description="The k of reciprocal rank fusion.")

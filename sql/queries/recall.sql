@@ -315,7 +315,8 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
 -- recall_vector_hits --
 -- The vector path over all of a user's vectors: the user's nearest turns, items and summaries by cosine distance to
 -- the query's vector, above a similarity floor. Run with the other paths when full text and trigrams found too
--- little, else alone (search.py fuses its hits with theirs: hybrid.fused), on every recall with an embedder. Per user
+-- little, else alone (search.py adds the hits only it found to theirs: hybrid.fused), on every recall with an
+-- embedder. Per user
 -- (HNSW cannot filter by user before it ranks, and a user is a small part of the table), in two passes: the user's
 -- compact vectors (0025: the signs of the vector minus its model's center) ranked by Hamming distance to the
 -- query's, read from an index alone, keep each table's nearest 4 × candidates, ranked by their exact cosine
@@ -395,6 +396,32 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
     SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, (NULL::items).item_id,
            0::bigint AS rank
     WHERE false
+
+-- recall_vector_distances --
+-- Hybrid recall when full text and trigrams found enough (search.py re-ranks their first hits with these, then
+-- adds the hits only the vector path found, hybrid.fused): the
+-- cosine distance to the query's vector of each hit's own vector, turns by their keys and items by their ids, above
+-- the similarity floor. A lookup a hit: none of the user's other vectors is read. A stored vector of another
+-- dimension than the query's (a model whose output size changed under the same name) has no distance: the CASE
+-- computes one only for equal dimensions (a WHERE condition would not be sure to be checked first).
+SELECT d.kind, d.conversation_id, d.sequence_number, d.item_id, d.distance
+FROM (
+    SELECT 'turn' AS kind, e.conversation_id, e.sequence_number, NULL::bigint AS item_id,
+           CASE WHEN vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+                THEN e.embedding <=> %(query_vector)s::vector END AS distance
+    FROM unnest(%(conversation_ids)s::text[], %(sequences)s::integer[]) AS k (conversation_id, sequence_number)
+    JOIN message_embeddings AS e
+      ON e.user_id = %(user_id)s AND e.conversation_id = k.conversation_id AND e.sequence_number = k.sequence_number
+    WHERE e.tenant_id = %(tenant_id)s AND e.model = %(model)s
+    UNION ALL
+    SELECT 'item', NULL, NULL, e.item_id,
+           CASE WHEN vector_dims(e.embedding) = vector_dims(%(query_vector)s::vector)
+                THEN e.embedding <=> %(query_vector)s::vector END
+    FROM item_embeddings AS e
+    WHERE e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.item_id = ANY(%(item_ids)s::bigint[])
+      AND e.model = %(model)s
+) AS d
+WHERE d.distance <= 1 - %(vector_min_similarity)s
 
 -- items_to_embed --
 -- Items and summaries of a user (current ones) that have no vector of `model` yet, oldest first, with the hash of

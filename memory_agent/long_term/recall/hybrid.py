@@ -1,6 +1,7 @@
 """Recall's vectors beside full text (search.py runs them): the query's embedding, started at once and bounded in
-text and time, whose failure costs the vectors and not the recall, and the fusion of the vector path's hits (the
-user's nearest turns, items and summaries) with full text's and trigrams'."""
+text and time, whose failure costs the vectors and not the recall; the re-ranking of full text's first hits with
+their own vectors (`recall_vector_distances`: a lookup a hit), and the hits only the vector path found (the
+user's nearest turns, items and summaries) added to that ranking."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from collections.abc import Awaitable
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from psycopg import AsyncConnection
 
 from memory_agent.long_term.embeddings import model_name, to_vector_literal
 from memory_agent.long_term.recall.query_text import embedded_query
 from memory_agent.long_term.recall.settings import RecallSettings
+from memory_agent.long_term.recall.transaction import in_recall_transaction
 
 logger = logging.getLogger("memory_agent")
 
@@ -61,6 +64,52 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
     return row["kind"], row["conversation_id"], row["sequence_number"], row["item_id"]
 
 
+async def reranked(
+    conn: AsyncConnection[Any],
+    rows: list[dict[str, Any]],
+    scope: dict[str, Any],
+    vector: dict[str, Any],
+    settings: RecallSettings,
+) -> list[dict[str, Any]]:
+    """`rows` (full text's and trigrams' fused hits) re-ranked with the query's vector: the turn or item vector of
+    each of the first `rerank_hits` is read (`recall_vector_distances`: a lookup a hit, none of the user's other
+    vectors), and a hit's rank by cosine distance among them adds `vector_weight / (rrf_k + rank)` to its score,
+    as a vector rank does in `recall_search`'s fusion. Key insights, batch summaries and the hits after the first
+    `rerank_hits` keep their scores. `scope`: the user's `tenant_id` and `user_id`; `vector`: the query's
+    `query_vector` and the embedder's `model`."""
+    first = rows[: settings.rerank_hits]  # the same hits whatever the caller's limit (the statement returns more)
+    turns = [(row["conversation_id"], row["sequence_number"]) for row in first if row["kind"] == "turn"]
+    items = [row["item_id"] for row in first if row["kind"] == "item"]
+    if not turns and not items:
+        return rows
+    found = await in_recall_transaction(
+        conn,
+        settings,
+        "recall_vector_distances",
+        {
+            "tenant_id": scope["tenant_id"],
+            "user_id": scope["user_id"],
+            "conversation_ids": [conversation for conversation, _ in turns],
+            "sequences": [sequence for _, sequence in turns],
+            "item_ids": items,
+            "model": vector["model"],
+            "query_vector": vector["query_vector"],
+            "vector_min_similarity": settings.vector_min_similarity,
+        },
+    )
+    # Nearest first; among equal distances turns before items, as the vector path ranks them.
+    found.sort(key=lambda near: (near["distance"], near["kind"] != "turn"))
+    rank_of = {_key(near): rank for rank, near in enumerate(found, 1)}
+    rescored = []
+    for row in rows:
+        rank = rank_of.get(_key(row))
+        if rank is not None:
+            score = row["score"] + settings.vector_weight / (settings.rrf_k + rank)
+            row = {**row, "score": score, "paths": sorted([*row["paths"], "vector"])}
+        rescored.append({**row, "vector_hits": len(found)})
+    return sorted(rescored, key=_row_order)
+
+
 def vector_only(params: dict[str, Any], settings: RecallSettings) -> dict[str, Any]:
     """`recall_search`'s parameters for its vector path alone (full text, trigrams and the latest turns off): the
     user's nearest turns, items and summaries, `candidates` of them, each with its row (text, neighbours, date)."""
@@ -77,15 +126,13 @@ def vector_only(params: dict[str, Any], settings: RecallSettings) -> dict[str, A
 def fused(
     lexical: list[dict[str, Any]], nearest: list[dict[str, Any]], conversation_id: str | None
 ) -> list[dict[str, Any]]:
-    """Full text's and trigrams' fused rows (`lexical`) and the vector path's (`nearest`, scored
-    `vector_weight / (rrf_k + rank)` by the same statement) fused as `recall_search` fuses its paths: a hit on both
-    adds the two scores, a hit of one keeps its own. Turns of other conversations that vectors found are kept only
-    when full text's scope was the whole user (its `user_wide`)."""
+    """Full text's and trigrams' fused rows (`lexical`, re-ranked by their own vectors) and the hits only the
+    vector path found (`nearest`, scored `vector_weight / (rrf_k + rank)` among all of the user's vectors by the
+    same statement) in one ranking. Turns of other conversations that vectors found are kept only when full text's
+    scope was the whole user (its `user_wide`)."""
     first = lexical[0]
     user_wide = bool(first["user_wide"])
-    counts = {
-        "vector_hits": nearest[0]["vector_hits"] if nearest else 0,
-    }
+    counts = {"vector_hits": max(first["vector_hits"], nearest[0]["vector_hits"] if nearest else 0)}
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in lexical:
         if row["kind"]:
@@ -95,12 +142,8 @@ def fused(
             continue
         if row["kind"] == "turn" and not user_wide and row["conversation_id"] != conversation_id:
             continue
-        known = merged.get(_key(row))
-        if known is None:
+        if _key(row) not in merged:  # full text's hits have their vector score from their own vector (reranked)
             merged[_key(row)] = {**row, **{k: first[k] for k in COUNTS}, **counts}
-        else:
-            paths = sorted({*known["paths"], *row["paths"]})
-            merged[_key(row)] = {**known, "score": known["score"] + row["score"], "paths": paths}
     rows = sorted(merged.values(), key=_row_order)
     return rows or [{**first, **counts}]
 
