@@ -110,17 +110,12 @@ async def reranked(
     return sorted(rescored, key=_row_order)
 
 
-def vector_only(params: dict[str, Any], settings: RecallSettings) -> dict[str, Any]:
+def vector_only(params: dict[str, Any], rows: int) -> dict[str, Any]:
     """`recall_search`'s parameters for its vector path alone (full text, trigrams and the latest turns off): the
-    user's nearest turns, items and summaries, `candidates` of them, each with its row (text, neighbours, date)."""
-    return {
-        **params,
-        "use_fts": False,
-        "trgm_always": False,
-        "trgm_fallback": False,
-        "recent": 0,
-        "fused_limit": settings.candidates,
-    }
+    user's nearest turns, items and summaries ranked among `candidates`, the first `rows` of them with their rows
+    (text, neighbours, date). A hit only vectors found scores at most `vector_weight / 61`, under the 10th of full
+    text's: only the nearest few can reach the block, and each row costs its neighbours' lookups."""
+    return {**params, "use_fts": False, "trgm_always": False, "trgm_fallback": False, "recent": 0, "fused_limit": rows}
 
 
 def fused(

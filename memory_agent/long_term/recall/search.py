@@ -187,6 +187,7 @@ async def recall(
     # ranking at their vector rank's score (hybrid.fused): a turn that shares no word with the query is found.
     # When they found too little (either mode), the statement runs again with every path, vectors included.
     # A vector weight of 0 fuses nothing: then vectors are only the fallback.
+    block_rows = params["fused_limit"]
     always = (settings.vectors_always and settings.vector_weight > 0) or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
     embedding = None
@@ -210,7 +211,7 @@ async def recall(
             }
             if vector is not None and rows is not None and enough:
                 rows = await reranked(conn, rows, params, vectors, settings)
-                nearest = await _search(conn, vector_only(params, settings), settings, vectors=vectors)
+                nearest = await _search(conn, vector_only(params, block_rows), settings, vectors=vectors)
                 rows = fused(rows, nearest, conversation_id)
             elif vector is not None:
                 rows = await _search(conn, params, settings, vectors=vectors)
