@@ -33,7 +33,14 @@ from memory_agent.db.connector import fetch_all
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.embeddings import model_name, vectors_available
 from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
-from memory_agent.long_term.recall.hybrid import fused, query_vector, reranked, start_embedding, vector_only
+from memory_agent.long_term.recall.hybrid import (
+    can_place_vector_hits,
+    fused,
+    query_vector,
+    reranked,
+    start_embedding,
+    vector_only,
+)
 from memory_agent.long_term.recall.query_text import (
     bounded_query,
     cjk_bigrams,
@@ -211,8 +218,9 @@ async def recall(
             }
             if vector is not None and rows is not None and enough:
                 rows = await reranked(conn, rows, params, vectors, settings)
-                nearest = await _search(conn, vector_only(params, block_rows), settings, vectors=vectors)
-                rows = fused(rows, nearest, conversation_id)
+                if can_place_vector_hits(rows, block_rows, settings):
+                    nearest = await _search(conn, vector_only(params, block_rows), settings, vectors=vectors)
+                    rows = fused(rows, nearest, conversation_id)
             elif vector is not None:
                 rows = await _search(conn, params, settings, vectors=vectors)
     finally:  # not awaited when the check failed or the server has no pgvector
