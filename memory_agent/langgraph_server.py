@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import json
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Mapping
@@ -32,6 +33,7 @@ from memory_agent.service import MemoryService
 
 # Where the LangGraph server hands langgraph.json's "store" block to the process it runs (JSON).
 SERVER_STORE_CONFIG = "LANGGRAPH_STORE"
+logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _memory: MemoryService | None = None
@@ -88,7 +90,30 @@ def _server_store_config() -> dict[str, Any] | None:
 
 @asynccontextmanager
 async def store() -> AsyncIterator[MemoryStore]:
-    """langgraph.json's store slot: a MemoryStore (default tenant) over the process's MemoryService."""
+    """langgraph.json's store slot: a MemoryStore (default tenant) over the process's MemoryService. The server
+    leaves it when it shuts down: the service closes then, and the embedded PostgreSQL it started stops (the
+    worker of `langgraph dev`'s reloader ends without running exit hooks, which left it running)."""
     check_store_config(_server_store_config())
     memory = await asyncio.to_thread(shared_memory)  # the first open may start the embedded server: not on the loop
-    yield MemoryStore.from_service(memory, text_search_config=memory.settings.recall.text_search_config)
+    try:
+        yield MemoryStore.from_service(memory, text_search_config=memory.settings.recall.text_search_config)
+    finally:
+        await asyncio.to_thread(shut_down)
+
+
+def shut_down() -> None:
+    """Close the process's service and leave the embedded PostgreSQL, saying whether it stopped and, if it keeps
+    running, how to stop it."""
+    from memory_agent.db.embedded import release_embedded_postgres
+
+    close_shared_memory()
+    for data_dir, outcome in release_embedded_postgres().items():
+        if outcome == "stopped":
+            logger.info("memory_agent: stopped the embedded PostgreSQL of %s", data_dir)
+        else:
+            logger.warning(
+                "memory_agent: the embedded PostgreSQL of %s keeps running (another process uses it, or it was "
+                "started to be kept); `MEMORY_AGENT_DATA_DIR=%s memory-agent db stop` stops it",
+                data_dir,
+                data_dir,
+            )

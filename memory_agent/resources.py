@@ -1,10 +1,12 @@
-"""Finds the SQL migrations, definitions, named queries and prompt files, in an installed wheel or in the source tree."""
+"""Finds the SQL migrations, definitions, named queries and prompt files, in an installed wheel or in the source tree;
+and where the package was installed from (for install hints that work)."""
 
 from __future__ import annotations
 
 import functools
+import json
 import re
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import LiteralString
 
@@ -81,3 +83,24 @@ def distribution() -> str:
 @functools.cache
 def prompt(name: str) -> str:
     return (prompts_dir() / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def install_source() -> str:
+    """What `pip install` takes to install this package again: the checkout's directory when it was installed
+    from one (or runs from one), else its name on a package index."""
+    try:
+        direct = metadata.distribution("memory-agent").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        direct = None
+    url = str(json.loads(direct).get("url", "")) if direct else ""
+    if url.startswith("file://"):
+        return url.removeprefix("file://")
+    checkout = Path(__file__).resolve().parent.parent
+    if direct is None and (checkout / "pyproject.toml").is_file():
+        return str(checkout)
+    return "memory-agent"
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs the optional dependencies of `extra`, from where this package came from."""
+    return f"pip install '{install_source()}[{extra}]'"

@@ -1,6 +1,6 @@
 -- memory_agent on Citus: the distribution of every table, in one place. `memory-agent migrate` applies this file
--- after the migrations and the definitions whenever the citus extension is installed in the database (and
--- `memory-agent citus distribute` applies it on its own); it runs with search_path set to memory_agent's schema.
+-- after the migrations and the definitions whenever the citus extension is installed in the database; it runs with
+-- search_path set to memory_agent's schema.
 -- Idempotent: a table that is distributed already is left as it is, so a run after new migrations distributes only
 -- the tables they added. A table of the schema that is listed nowhere here stops the run (a new table must say
 -- where it lives). docs/scaling.md explains each choice.
@@ -13,9 +13,12 @@ BEGIN
         SELECT d.name, d.method, d.column_name, d.colocate_with
         FROM (VALUES
             -- Keyed by user_id, all in the colocation group of conversations: a user's rows share a shard, so
-            -- every statement that names a user (a round, a summary, recall, an erasure) runs on one shard, and
-            -- joins and foreign keys between these tables stay inside it. Parents before children (a foreign key
-            -- between distributed tables needs both distributed and colocated).
+            -- every statement that names a user (a round, a summary, recall, an erasure's) runs on one shard, and
+            -- joins and foreign keys between these tables stay inside it. An erasure's transaction writes that
+            -- shard alone, but for forget_user's ledger rows, which move to user '' (another shard: a two-phase
+            -- commit when it is on another node); the owner rows of its threads go after it commits, each in a
+            -- transaction of its own. Parents before children (a foreign key between distributed tables needs
+            -- both distributed and colocated).
             (1, 'conversations', 'hash', 'user_id', 'none'),
             (2, 'messages', 'hash', 'user_id', 'conversations'),
             (3, 'memory', 'hash', 'user_id', 'conversations'),
@@ -37,6 +40,8 @@ BEGIN
             (15, 'tenant_scheduler_runs', 'hash', 'user_id', 'conversations'),
             (16, 'budget_reservations', 'hash', 'user_id', 'conversations'),
             -- Looked up by thread id before a round knows its user: keyed by the thread id, a group of its own.
+            -- Written in transactions of their own (a thread's first round claims it; an erasure releases it after
+            -- it committed), never with the user's rows.
             (17, 'conversation_owners', 'hash', 'conversation_id', 'none'),
             -- Small and global, read on every HTTP request: a copy on every node.
             (18, 'api_keys', 'reference', NULL, NULL),
@@ -70,6 +75,16 @@ $$;
 
 -- The round functions keep one generic plan per connection on a single PostgreSQL (sql/definitions/rules.sql says
 -- why); Citus plans a statement with unresolved parameters only for the simplest queries, so here they are planned
--- with their values, as any statement.
-ALTER FUNCTION begin_round(text, text, text, text, float8, text[], integer) RESET plan_cache_mode;
-ALTER FUNCTION end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz) RESET plan_cache_mode;
+-- with their values, as any statement. When the definitions wait for this file (a table was not distributed yet:
+-- memory_agent/db/citus.py) the functions do not exist yet, and the file runs again after they are created.
+DO $$
+BEGIN
+    IF to_regprocedure('begin_round(text, text, text, text, float8, text[], integer)') IS NOT NULL THEN
+        ALTER FUNCTION begin_round(text, text, text, text, float8, text[], integer) RESET plan_cache_mode;
+    END IF;
+    IF to_regprocedure('end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz)') IS NOT NULL THEN
+        ALTER FUNCTION end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz)
+            RESET plan_cache_mode;
+    END IF;
+END
+$$;

@@ -23,6 +23,9 @@ from memory_agent.db.backend import MemoryBackend
 from tests.integrity import check_integrity
 
 TEMPLATE = "memory_agent_test_template"
+# The tests' summarizer is the offline one, by name (a service never falls back to it on its own); the processes
+# and CLI runs the tests start inherit it. A test of a real provider sets its own (fake_openai, tests/providers).
+os.environ["MEMORY_AGENT_MEMORY_MODEL"] = "offline"
 
 
 def with_dbname(url: str, dbname: str) -> str:
@@ -89,6 +92,12 @@ def database_url(request: pytest.FixtureRequest, server_url: str, template_url: 
 
 
 @pytest.fixture
+def other_database_url(request: pytest.FixtureRequest, server_url: str, template_url: str) -> Iterator[str]:
+    """A second fresh database with the schema applied (moving rows between databases)."""
+    yield from _private_database(request, server_url, "o", TEMPLATE)
+
+
+@pytest.fixture
 def empty_database_url(request: pytest.FixtureRequest, server_url: str) -> Iterator[str]:
     """A fresh database without the schema (for migration tests)."""
     yield from _private_database(request, server_url, "e", None)
@@ -130,6 +139,7 @@ def fake_openai(monkeypatch):
     with FakeOpenAI() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("MEMORY_AGENT_MEMORY_MODEL", "gpt-4.1-mini")  # a bare name: OpenAI's
         yield server
 
 
@@ -148,17 +158,12 @@ def execute(url: str, sql: str, params: Any = None) -> None:
 
 @pytest.fixture
 def app_role(server_url: str, database_url: str):
-    """A login role that does not own the tables, granted what an application needs on them."""
+    """A login role that does not own the tables, granted what an application needs on them as docs/privacy.md
+    says (grant_bound_role: the least privileges, procrastinate's jobs under a tenant policy)."""
     role, password = f"memory_agent_app_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA memory_agent TO {}").format(sql.Identifier(role)))
-        conn.execute(
-            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memory_agent TO {}").format(
-                sql.Identifier(role)
-            )
-        )
-        conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA memory_agent TO {}").format(sql.Identifier(role)))
+        conn.execute("SELECT memory_agent.grant_bound_role(%s)", (role,))
     params = conninfo_to_dict(database_url)
     params.update(user=role, password=password)
     yield make_conninfo(**params)

@@ -7,6 +7,11 @@ chat reply `echo: <last user text>`. `mode` switches in failures: "error" (HTTP 
 context-limited model (HTTP 400 past it). Streaming (`stream: true`) is answered as server-sent events, one chunk
 per word.
 
+A server without tool calling: `refuse_tools` answers HTTP 400 to any request offering `tools` (as many local
+servers do), `refuse_response_format` the same to a `response_format`. A request that asks for JSON in its text
+(the last message holds "Answer with one JSON object") gets the summary as JSON inside a code fence with a sentence
+around it, or `text_answer` when set (garbage, say).
+
 Tool calls: set `tool_plan` to {tool name: arguments}. A request that offers tools of those names and ends
 with a user message is answered with one call per planned tool (in parallel, one assistant message); once
 the last message is a tool result, the reply is `echo: <last user text> (tool results: <r1>; <r2>)`.
@@ -35,6 +40,9 @@ class FakeOpenAI:
         # A context-limited model: a request whose messages hold more characters is refused (HTTP 400,
         # context_length_exceeded), as OpenAI refuses a prompt over the model's context window.
         self.max_prompt_chars: int | None = None
+        self.refuse_tools = False
+        self.refuse_response_format = False
+        self.text_answer: str | None = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -75,6 +83,22 @@ class FakeOpenAI:
                     return
                 if fake.delay_s:
                     time.sleep(fake.delay_s)
+                refused = (fake.refuse_tools and body.get("tools")) or (
+                    fake.refuse_response_format and body.get("response_format")
+                )
+                if refused:
+                    what = "tools" if body.get("tools") else "response_format"
+                    self._send(400, {"error": {"message": f"{what} is not supported", "type": "invalid_request_error"}})
+                    return
+                messages = body.get("messages") or []
+                if messages and "Answer with one JSON object" in _text(messages[-1].get("content")):
+                    prompt = "\n".join(_text(m.get("content")) for m in messages)
+                    fenced = json.dumps({"summary": offline_summary(prompt)})
+                    text = f"Here is the summary:\n```json\n{fenced}\n```\nAnything else?"
+                    self._send(
+                        200, _completion(body, text if fake.text_answer is None else fake.text_answer, tool=False)
+                    )
+                    return
                 wants_summary = _wants_summary(body)
                 if wants_summary and mode == "error":
                     self._send(500, {"error": {"message": fake.error_text, "type": "server_error"}})

@@ -1,10 +1,11 @@
 """The docs site's reference, generated from the code at every build, and the site's mkdocs hooks.
 
-A page under docs/ holds a marker such as `<!-- reference: settings -->`; at build time it is replaced by the
-tables generated here (every setting from MemorySettings and its nested settings models, every command of the
-typer app, every route of the FastAPI app's OpenAPI document, every subclass of MemoryAgentError), so the
-reference cannot drift from the code. tests/unit/test_docs.py checks the tables against the code;
-`make docs` (in `make test`) builds the site with warnings as errors.
+A page under docs/ holds a marker such as `<!-- reference: settings -->`, and below it, up to
+`<!-- end of reference: settings -->`, the tables generated here (every setting from MemorySettings and its nested settings models, every command of the
+typer app, every route of the FastAPI app's OpenAPI document, every subclass of MemoryAgentError), written into the
+page by `python tools/docs_reference.py --write` so the page reads whole on a code host too, and filled again at
+every site build. The reference cannot drift from the code: tests/unit/test_docs.py fails when a page's tables
+are not the ones the code generates now; `make docs` (in `make test`) builds the site with warnings as errors.
 
 The hooks also keep the site whole while pages come and go: nav entries whose page is missing are dropped,
 pages no nav entry names are listed under "More"; README.md is the home page and CHANGELOG.md and
@@ -43,7 +44,7 @@ PUBLISHED = {
 PUBLISHED_ASSETS = {
     "benchmarks/results/latest.png": "benchmarks/latest.png",
 }
-MARKER = re.compile(r"<!--\s*reference:\s*([a-z_-]+)\s*-->")
+MARKER = re.compile(r"<!--\s*reference:\s*([a-z_-]+)\s*-->(?:.*?<!--\s*end of reference:\s*\1\s*-->)?", re.DOTALL)
 
 
 def cell(text: Any) -> str:
@@ -193,13 +194,13 @@ def settings_reference() -> str:
             f"### `settings.{path}` ({members[0].group})" if path else f"### {members[0].group}",
             "",
             *([doc[:1].upper() + doc[1:], ""] if doc else []),
-            "| Variable | Attribute | Type | Default | Allowed | Meaning |",
-            "|---|---|---|---|---|---|",
+            "| Variable | Default | Meaning |",
+            "|---|---|---|",
         ]
         for row in members:
+            kind = f"{row.type}{', ' + row.allowed if row.allowed else ''}"
             out.append(
-                f"| `{row.env}` | `{row.path}` | {row.type} | {cell(row.default)} | {cell(row.allowed)} | "
-                f"{cell(row.description)} |"
+                f"| `{row.env}`<br>`{row.path}` | {cell(row.default)} | {cell(row.description)} ({cell(kind)}) |"
             )
         out.append("")
     return "\n".join(out)
@@ -279,6 +280,17 @@ def _schema_name(schema: dict[str, Any]) -> str:
 def routes() -> list[tuple[str, str, dict[str, Any]]]:
     """(METHOD, path, operation) for every route of the API's OpenAPI document."""
     return [(method.upper(), path, op) for path, ops in openapi()["paths"].items() for method, op in ops.items()]
+
+
+def routes_table() -> str:
+    """Every route in one table (method and path, its summary), for the how-to."""
+    out = ["| Route | What it does |", "|---|---|"]
+    for method, path, op in routes():
+        anchor = f"{method} {path}".lower()
+        anchor = re.sub(r"[^a-z0-9 _-]", "", anchor).replace(" ", "-")
+        summary = (op.get("description") or op.get("summary") or "").strip().split("\n\n")[0]
+        out.append(f"| [`{method} {path}`](../reference/http.md#{anchor}) | {cell(summary)} |")
+    return "\n".join(out)
 
 
 def http_reference() -> str:
@@ -453,6 +465,7 @@ GENERATORS = {
     "http": http_reference,
     "errors": errors_reference,
     "python": python_reference,
+    "routes": routes_table,
     "modules": modules_reference,
 }
 
@@ -464,9 +477,27 @@ def fill(markdown: str) -> str:
         name = match.group(1)
         if name not in GENERATORS:
             raise ValueError(f"unknown reference marker {name!r}; known: {', '.join(GENERATORS)}")
-        return GENERATORS[name]()
+        tables = GENERATORS[name]().strip()
+        return f"<!-- reference: {name} -->\n\n{tables}\n\n<!-- end of reference: {name} -->"
 
     return MARKER.sub(generate, markdown)
+
+
+def pages_with_markers() -> list[Path]:
+    """The docs pages that hold a reference marker."""
+    return sorted(path for path in (REPO / "docs").rglob("*.md") if MARKER.search(path.read_text(encoding="utf-8")))
+
+
+def write_pages() -> list[Path]:
+    """Write each marked page's tables into it, as the code generates them now; the pages that changed."""
+    changed = []
+    for path in pages_with_markers():
+        text = path.read_text(encoding="utf-8")
+        filled = fill(text)
+        if filled != text:
+            path.write_text(filled, encoding="utf-8")
+            changed.append(path)
+    return changed
 
 
 # --- links written for the repository -------------------------------------------------------------------------
@@ -570,6 +601,12 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return fill(markdown)
 
 
-if __name__ == "__main__":  # print the generated reference, e.g. to read it without building the site
-    for name, generate in GENERATORS.items():
-        print(f"<!-- reference: {name} -->\n{generate()}\n")
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--write"]:  # the reference tables into the docs pages (commit them)
+        for path in write_pages():
+            print(f"wrote {path.relative_to(REPO)}")
+    else:  # print the generated reference, e.g. to read it without building the site
+        for name, generate in GENERATORS.items():
+            print(f"<!-- reference: {name} -->\n{generate()}\n")

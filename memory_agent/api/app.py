@@ -32,6 +32,7 @@ from memory_agent.api.deps import (
     unprocessable,
     user_known,
 )
+from memory_agent.api.export import router as export_router
 from memory_agent.api.inspector import router as inspector_router
 from memory_agent.api.limits import BodyGuard, validation_error
 from memory_agent.api.probes import router as probes_router
@@ -40,7 +41,15 @@ from memory_agent.api.summaries import router as summaries_router
 from memory_agent.consolidation.clock import Clock, system_clock
 from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.tenancy import tenant_scope
-from memory_agent.long_term import ItemFilter, LongTermItem, forget_user, list_items, tenant_transaction
+from memory_agent.llm import default_chat_model
+from memory_agent.long_term import (
+    ItemFilter,
+    LongTermItem,
+    forget_user,
+    list_items,
+    release_threads,
+    tenant_transaction,
+)
 from memory_agent.schemas import MemoryRecord
 from memory_agent.schemas.keys import default_user_id
 from memory_agent.service import MemoryService
@@ -66,7 +75,8 @@ def create_app(
     from `settings` (default: the environment) at startup and closes at shutdown.
 
     `clock` is the time POST /memory/summarize consolidates at (default: UTC now); `consolidation_model` the
-    model it calls (default: the settings' consolidation model, offline without an OpenAI key or base URL)."""
+    model it calls (default: the one MEMORY_AGENT_CONSOLIDATION_MODEL names, else MEMORY_AGENT_MEMORY_MODEL's;
+    made at startup when the app opens its own service, so that an unusable one stops the start)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -74,7 +84,10 @@ def create_app(
             app.state.memory = memory
             yield
             return
-        async with MemoryService.from_settings(settings) as opened:
+        own = settings or MemorySettings()
+        if app.state.consolidation_model is None:
+            app.state.consolidation_model = default_chat_model(own, "consolidation")
+        async with MemoryService.from_settings(own) as opened:
             app.state.memory = opened
             yield
 
@@ -90,6 +103,7 @@ def create_app(
     app.include_router(summaries_router)
     app.include_router(probes_router)
     app.include_router(recall_router)
+    app.include_router(export_router)
     app.include_router(inspector_router)
 
     @app.get(
@@ -151,7 +165,11 @@ def create_app(
             )
             return result, len(report.notes_deleted)
 
-        result, notes_deleted = await on_pool(memory_of(request), forget, tenant)
+        memory = memory_of(request)
+        result, notes_deleted = await on_pool(memory, forget, tenant)
+        # After the erasure committed, each in a transaction of its own (forget.release_threads says why).
+        with tenant_scope(tenant):
+            await memory.loop.arun(release_threads(memory.backend.connection, tenant, user_id))
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
             raise no_such_user()
         return result

@@ -75,14 +75,13 @@ async def _tenant(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> str:
     """The tenant of the request's key; 401 without a key or with one that is not a live key. A request with a body
-    had its key checked before the body was read (limits.BodyGuard): that answer is reused."""
-    checked_already = request.scope.get("state", {}).get(TENANT_STATE)
-    if checked_already is not None:
-        return str(checked_already)
+    had its key checked before the body was read (limits.BodyGuard), and is checked again here, once the body has
+    arrived (FastAPI reads it before the dependencies): a key revoked while its body was streaming in is refused."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(401, "an API key is required: Authorization: Bearer <key>", {"WWW-Authenticate": "Bearer"})
     tenant = await lookup_tenant(memory_of(request), credentials.credentials)
-    if tenant is None:
+    checked_before_body = request.scope.get("state", {}).get(TENANT_STATE)
+    if tenant is None or (checked_before_body is not None and tenant != checked_before_body):
         raise HTTPException(401, "the API key is not valid", {"WWW-Authenticate": "Bearer"})
     return tenant
 

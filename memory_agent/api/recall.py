@@ -41,7 +41,10 @@ class RecalledMemory(BaseModel):
     is_summary: bool
     text: str = Field(description="As the block shows it (a long turn cut at MEMORY_AGENT_RECALL_MAX_TURN_CHARS).")
     score: float = Field(description="Reciprocal-rank fusion of the paths that found it.")
-    paths: list[str] = Field(description="The retrieval paths that found it: fts, trgm, vector, recent.")
+    paths: list[str] = Field(
+        description="The retrieval paths that found it: fts, trgm, vector, recent; date: a turn of the time the "
+        "query names."
+    )
     role: str = Field(description="user | assistant for a turn; the item type, summary, weekly/monthly insight, ...")
     conversation_id: str | None = Field(default=None, description="A turn's conversation.")
     sequences: list[int] = Field(default_factory=list, description="A turn's sequence; an insight's place.")

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from memory_agent.cli.output import _cell, _fail, _opened, _print_json, escape
+from memory_agent.cli.output import _cell, _fail, _opened, _print_json, compact_table, escape
 from memory_agent.consolidation import (
     ConsolidationRunner,
     list_notes,
@@ -21,7 +21,8 @@ from memory_agent.consolidation.periods import PERIODS
 from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.conversation.identity import validate_user_id
-from memory_agent.errors import MemoryAgentError
+from memory_agent.db.connector import fetch_one
+from memory_agent.errors import InvalidInputError, MemoryAgentError
 from memory_agent.llm import default_chat_model
 from memory_agent.settings import MemorySettings
 
@@ -80,6 +81,13 @@ def consolidate(
 
     async def run_one(backend: Any) -> SummarizeResult:
         async with backend.connection() as conn:
+            # As the HTTP route answers 404: a user the tenant holds nothing of is a mistake, not an empty period.
+            known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user})
+            if not (known and known["known"]):
+                raise InvalidInputError(
+                    f"tenant {tenant!r} holds nothing of user {user!r}; check --user and --tenant "
+                    "(`memory-agent stats` lists conversations)"
+                )
             return await summarize_latest(
                 conn, tenant, user, period, now, run=ConsolidationRun(model, config, force=force)
             )
@@ -116,7 +124,10 @@ def summaries(
     if as_json:
         _print_json(shaped)
         return
-    table = Table("id", "user", "start", "end", "notes", "key insights", title=f"{period} summaries")
+    table = compact_table(f"{period} summaries")
+    for column in ("id", "user", "start", "end", "notes", "key insights"):
+        fixed = column in ("id", "start", "end", "notes")
+        table.add_column(column, no_wrap=fixed, overflow="fold", justify="right" if column == "id" else "left")
     for row in shaped:
         table.add_row(
             str(row["summaryId"]),
@@ -124,9 +135,11 @@ def summaries(
             row["startDate"],
             row["endDate"],
             str(row["notesConsolidated"]),
-            escape("\n".join(row["keyInsights"])),
+            escape("\n".join(f"- {insight}" for insight in row["keyInsights"])),
         )
-    Console().print(table)
+    Console().print(
+        table if shaped else f"No {period} summaries" + (f" of tenant {escape(tenant)}" if tenant else "") + "."
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -6,21 +6,36 @@ import asyncio
 import os
 from typing import Any
 
+import psycopg
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
+from psycopg.rows import dict_row
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from memory_agent.db.connector import fetch_one
+from memory_agent.errors import MemoryAgentError
 from memory_agent.integrations.langgraph import with_memory
-from memory_agent.llm import OfflineModel, default_chat_model, openai_chat_model, openai_configured
-from memory_agent.long_term.recall.block import RecallHit
+from memory_agent.llm import (
+    OFFLINE,
+    OfflineModel,
+    chat_model,
+    openai_chat_model,
+    openai_configured,
+)
+from memory_agent.llm.models import MEMORY_MODEL_VARIABLE
+from memory_agent.observability import queries as observability
 from memory_agent.schemas import MemoryRecord
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 
-USER_ID = "ana"  # the demo's user: both of its conversations belong to her
+# The demo's user, in a tenant of its own: an app on the same database (the embedded one is shared by every app
+# of one OS user) never recalls the demo's memories; `memory-agent demo --clean` removes them.
+USER_ID = "ana"
+DEMO_TENANT = "memory-agent-demo"
 SECOND_CONVERSATION = "Back again! Any seafood restaurant ideas that are safe for Joao's shellfish allergy?"
 
 SCRIPT = [
@@ -42,7 +57,8 @@ SCRIPT = [
 
 
 class ScriptedChatModel(BaseChatModel):
-    """The demo's offline assistant: a short deterministic answer that names what it was given."""
+    """The demo's offline assistant: a short deterministic answer saying what it was given. It never repeats the
+    user's words, so recall finds what the user said, not the assistant's echo of it."""
 
     @property
     def _llm_type(self) -> str:
@@ -51,13 +67,12 @@ class ScriptedChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
         from langchain_core.outputs import ChatGeneration, ChatResult
 
-        last = str(messages[-1].text).split("\n\n")[-1]
         has_memory = any("[Previous context:" in str(m.text) or m.type == "system" for m in messages)
         recalled = any("[Long-term memory:" in str(m.text) or m.id == "memory_agent:long_term" for m in messages)
-        source = "memory + recent messages" if has_memory else f"{len(messages) - 1} earlier messages"
+        given = "a summary and the newest messages" if has_memory else f"{len(messages) - 1} earlier messages"
         if recalled:
-            source += " + long-term memory"
-        reply = f"(offline assistant, seeing {source}) Noted: {last[:60]}"
+            given += ", and a recalled block"
+        reply = f"(offline assistant) I was given {given}; with a real model this would be an answer."
         return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
 
 
@@ -98,116 +113,156 @@ def memory_table(records: list[MemoryRecord], title: str = "memory") -> Table:
     return table
 
 
-async def _run(rounds: int, thread_id: str, console: Console) -> None:
+class DemoRunningError(MemoryAgentError):
+    """Another `memory-agent demo` holds the demo's lock on this database."""
+
+
+async def _take_demo_lock(database_url: str) -> psycopg.AsyncConnection[Any]:
+    """A connection holding the demo's advisory lock (freed when it closes, even if this process dies): two demos
+    at once would clear and interleave each other's rounds."""
+    conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True, row_factory=dict_row)
+    row = await fetch_one(conn, "try_demo_lock")
+    if row and row["taken"]:
+        return conn
+    await conn.close()
+    raise DemoRunningError(
+        "another `memory-agent demo` is running on this database; wait for it to end, or give this one a "
+        "database of its own (MEMORY_AGENT_DATA_DIR=<another directory>)"
+    )
+
+
+async def _clean(memory: MemoryService, thread_id: str) -> int:
+    """Remove everything the demo wrote (its tenant's user and her conversations); the conversations removed."""
+    forgotten = await memory.forget_user(USER_ID, tenant_id=DEMO_TENANT)
+    removed = len(forgotten.conversations_deleted)
+    # Earlier versions ran the demo in the default tenant, where its thread ids would now belong to another owner.
+    for thread in (thread_id, f"{thread_id}-2"):
+        if await memory.loop.arun(memory.backend.conversation_owner(thread)) == (DEFAULT_TENANT_ID, USER_ID):
+            removed += await memory.delete_conversation(thread, user_id=USER_ID, tenant_id=DEFAULT_TENANT_ID)
+    return removed
+
+
+async def _run(rounds: int, thread_id: str, console: Console, clean: bool = False) -> None:
     settings = MemorySettings()
-    summarizer = default_chat_model(settings)
-    chat_model, chat_label = _chat_model(settings)
+    # Named explicitly: the demo runs offline unless an OpenAI key or base URL is set, whatever the default model.
+    # MEMORY_AGENT_MEMORY_MODEL's model when it is set or OpenAI is configured, else the offline one, by name (the
+    # demo runs without a model; a service never falls back to it on its own).
+    named = MEMORY_MODEL_VARIABLE in os.environ or openai_configured()
+    summarizer = chat_model(settings.memory.model if named else OFFLINE, settings)
+    async with MemoryService.from_settings(settings, model=summarizer) as memory:
+        lock = await _take_demo_lock(str(memory.database_url))
+        try:
+            removed = await _clean(memory, thread_id)
+            if clean:
+                console.print(f"removed the demo's memory (tenant {DEMO_TENANT!r}: {removed} conversations)")
+                return
+            await _converse(memory, summarizer, rounds, thread_id, console, removed)
+        finally:
+            await lock.close()
+
+
+def _header(console: Console, settings: MemorySettings, summarizer: BaseChatModel, chat_label: str) -> None:
     summarizer_label = (
-        "OFFLINE summarizer (deterministic, extractive, no network)"
+        "offline summarizer (deterministic, extractive, no network)"
         if isinstance(summarizer, OfflineModel)
         else f"{type(summarizer).__name__}({settings.memory.model})"
     )
+    where = "MEMORY_AGENT_DATABASE_URL" if settings.database.database_url else "the embedded PostgreSQL"
     console.rule("memory_agent demo")
-    console.print(
-        f"database   : {'MEMORY_AGENT_DATABASE_URL' if settings.database.database_url else 'embedded PostgreSQL'}"
-    )
+    console.print(f"database   : {where}, tenant {DEMO_TENANT!r} (its own: `memory-agent demo --clean` removes it)")
     console.print(f"summarizer : {summarizer_label}")
     console.print(f"assistant  : {chat_label}")
     console.print(
-        f"window     : {settings.memory.rolling_window_size} messages, summarize from seq "
-        f"{settings.memory.summarize_after_seq}, injection '{settings.rounds.injection_mode}'"
+        f"window     : each summary covers the last {settings.memory.rolling_window_size} messages; the first one "
+        f"once the conversation reaches message {settings.memory.summarize_after_seq}"
     )
-    async with MemoryService.from_settings(settings, model=summarizer) as memory:
-        second_thread = f"{thread_id}-2"
-        for thread in (thread_id, second_thread):  # a thread id belongs to one user: start both afresh
-            if await memory.delete_conversation(thread):
-                console.print(f"(removed the previous demo conversation {thread!r})")
-        forgotten = await memory.forget_user(USER_ID)
-        if forgotten.items_deleted:
-            console.print(f"(forgot {len(forgotten.items_deleted)} long-term items of the previous demo)")
-        app = with_memory(_chat_graph(chat_model), memory)
-        config = {"configurable": {"thread_id": thread_id, "user_id": USER_ID}}
-        script = (SCRIPT * ((rounds // len(SCRIPT)) + 1))[:rounds]
-        for number, text in enumerate(script, start=1):
-            context = await memory.get_context_for_workflow(thread_id)
-            if context.memory_id is None:
-                given = f"raw fallback: {len(context.gap_messages)} stored messages + the current one"
-            else:
-                gap = (
-                    f"gap seq {context.gap_start_sequence}-{context.gap_end_sequence}"
-                    if context.gap_messages
-                    else "no gap"
-                )
-                given = f"memory #{context.memory_id} (seq {context.memory_start_sequence}-{context.memory_end_sequence}) + {gap} + the current one"
-            recalled = await _recalled(memory, text, context)
-            result = await app.ainvoke({"messages": [HumanMessage(text)]}, config)
-            console.print(f"\n[bold]Round {number}[/bold]")
-            console.print(f"  user    : {text}", markup=False)
-            console.print(f"  context : {given}", markup=False)
-            _print_recalled(console, recalled)
-            console.print(f"  reply   : {result['messages'][-1].text[:100]}", markup=False)
-            await memory.drain(timeout=120)  # only so the printed table is settled; rounds never wait
-            records = await memory.get_memory_history(thread_id)
-            if records:
-                latest = records[-1]
-                console.print(
-                    f"  memory  : #{latest.memory_id} {latest.status} window {latest.start_sequence}-{latest.end_sequence}"
-                    f" (base {latest.base_memory_id})"
-                )
-        records = await memory.get_memory_history(thread_id)
-        console.print()
-        console.print(memory_table(records, title=f"Memory Table Evolution ({thread_id})"))
+    console.print("Each round shows what the model received, read back from the round's record (as `memory-agent at`).")
+
+
+async def _converse(
+    memory: MemoryService, summarizer: BaseChatModel, rounds: int, thread_id: str, console: Console, removed: int
+) -> None:
+    chat_model, chat_label = _chat_model(memory.settings)
+    _header(console, memory.settings, summarizer, chat_label)
+    if removed:
+        console.print(f"(removed the previous demo's {removed} conversations)")
+    app = with_memory(_chat_graph(chat_model), memory)
+    tenant_key = memory.settings.rounds.tenant_id_key
+    config = {"configurable": {"thread_id": thread_id, "user_id": USER_ID, tenant_key: DEMO_TENANT}}
+    script = (SCRIPT * ((rounds // len(SCRIPT)) + 1))[:rounds]
+    for number, text in enumerate(script, start=1):
+        result = await app.ainvoke({"messages": [HumanMessage(text)]}, config)
+        console.print(f"\n[bold]Round {number}[/bold]")
+        await _print_round(console, memory, thread_id, number, text, result["messages"][-1].text)
+        await memory.drain(timeout=120)  # only so the printed table is settled; rounds never wait
+        records = await memory.get_memory_history(thread_id, user_id=USER_ID, tenant_id=DEMO_TENANT)
         if records:
-            console.print("\n[bold]Latest memory text[/bold]")
-            console.print(records[-1].memory_text, markup=False)
-        items = await memory.list_items(USER_ID)
-        console.print(
-            f"\n[bold]Long-term items of user {USER_ID!r}[/bold] (written by the summaries, never in a round)"
-        )
-        for item in items:
-            said = sorted({(s.conversation_id, s.sequence_number) for s in item.sources}, key=str)
-            sources = ", ".join(f"{c} seq {n}" for c, n in said) or "-"
-            console.print(f"  {item.item_type:<10} {item.key:<14} {item.content}  ({sources})", markup=False)
-        console.rule(f"A second conversation of {USER_ID!r}: {second_thread}")
-        second = {"configurable": {"thread_id": second_thread, "user_id": USER_ID}}
-        context = await memory.get_context_for_workflow(second_thread)
-        recalled = await _recalled(memory, SECOND_CONVERSATION, context)
-        result = await app.ainvoke({"messages": [HumanMessage(SECOND_CONVERSATION)]}, second)
-        console.print(f"  user    : {SECOND_CONVERSATION}", markup=False)
-        console.print("  context : a new conversation: no memory, no gap", markup=False)
-        _print_recalled(console, recalled)
-        console.print(f"  reply   : {result['messages'][-1].text[:100]}", markup=False)
-        console.print(
-            f"\nThe conversation's thread id is [bold]{escape(thread_id)}[/bold]. Look at it again with "
-            f"`memory-agent inspect {thread_id}` or `memory-agent at {thread_id} 5`; `memory-agent db url` prints "
-            "the database URL for psql."
-        )
-
-
-async def _recalled(memory: MemoryService, text: str, context: Any) -> list[RecallHit]:
-    """What the round's long-term recall finds (the round itself leaves out turns its gap already holds)."""
-    gap = {
-        (context.conversation_id, s)
-        for s in range(context.gap_start_sequence or 0, (context.gap_end_sequence or -1) + 1)
-    }
-    hits = await memory.recall(USER_ID, text)
-    return [hit for hit in hits if not (hit.kind == "turn" and set(hit.sources) <= gap)]
-
-
-def _print_recalled(console: Console, hits: list[RecallHit], most: int = 4) -> None:
-    """Items and summaries first (what recall is for), then the best turns; `most` lines in all."""
-    ordered = sorted(hits, key=lambda hit: hit.kind == "turn")
-    for hit in ordered[:most]:
-        if hit.kind == "turn":
-            origin = f"turn {hit.conversation_id} seq {hit.sequences[0]}"
-        elif hit.note_id is not None:
-            origin = f"{hit.period} note #{hit.note_id} of {hit.period_start}"
-        else:
-            origin = f"{hit.kind} #{hit.item_ids[0]} from " + (
-                ", ".join(f"{c} seq {s}" for c, s in sorted(set(hit.sources))) or "its source items"
+            latest = records[-1]
+            base = "null" if latest.base_memory_id is None else f"#{latest.base_memory_id}"
+            console.print(
+                f"  summary : #{latest.memory_id} {latest.status}, messages {latest.start_sequence}-"
+                f"{latest.end_sequence}, built on {base}"
             )
-        console.print(f"  recalled: {hit.text[:80]}  <- {origin}", markup=False)
+    records = await memory.get_memory_history(thread_id, user_id=USER_ID, tenant_id=DEMO_TENANT)
+    console.print()
+    console.print(memory_table(records, title=f"Memory Table Evolution ({thread_id})"))
+    if records:
+        console.print("\n[bold]Latest memory text[/bold]")
+        console.print(records[-1].memory_text, markup=False)
+    items = await memory.list_items(USER_ID, tenant_id=DEMO_TENANT)
+    console.print(f"\n[bold]Long-term items of user {USER_ID!r}[/bold] (written by the summaries, never in a round)")
+    for item in items:
+        said = sorted({(s.conversation_id, s.sequence_number) for s in item.sources}, key=str)
+        sources = ", ".join(f"{c} message {n}" for c, n in said) or "-"
+        console.print(f"  {item.item_type:<10} {item.key:<14} {item.content}  ({sources})", markup=False)
+    second_thread = f"{thread_id}-2"
+    console.rule(f"A second conversation of {USER_ID!r}: {second_thread}")
+    second = {"configurable": {"thread_id": second_thread, "user_id": USER_ID, tenant_key: DEMO_TENANT}}
+    result = await app.ainvoke({"messages": [HumanMessage(SECOND_CONVERSATION)]}, second)
+    await _print_round(console, memory, second_thread, 1, SECOND_CONVERSATION, result["messages"][-1].text)
+    console.print(
+        f"\nThe conversation's thread id is [bold]{escape(thread_id)}[/bold]. Look at it again with "
+        f"`memory-agent inspect {thread_id}` or `memory-agent at {thread_id} 5`; `memory-agent db url` prints "
+        "the database URL for psql; `memory-agent demo --clean` removes the demo's memory."
+    )
 
 
-def run_demo(rounds: int = 12, thread_id: str = "demo") -> None:
-    asyncio.run(_run(rounds, thread_id, Console()))
+async def _print_round(
+    console: Console, memory: MemoryService, thread_id: str, number: int, text: str, reply: str
+) -> None:
+    """The round as its record holds it: what `memory-agent at` reads, so the two always agree."""
+    context = await memory.loop.arun(observability.context_at(memory.backend, thread_id, number))
+    row = context.round
+    if row["memory_id"] is None:
+        stored = f"the {row['gap_size']} stored messages" if row["gap_size"] else "no stored messages"
+        given = f"no summary yet: {stored} + the new one"
+    else:
+        gap = (
+            f"{row['gap_size']} newer messages ({row['gap_start_sequence']}-{row['gap_end_sequence']})"
+            if row["gap_size"]
+            else "no newer messages"
+        )
+        given = f"summary #{row['memory_id']} (messages {row['memory_start_sequence']}-{row['memory_end_sequence']}) + {gap} + the new one"
+    console.print(f"  user    : {text}", markup=False)
+    console.print(f"  context : {given}", markup=False)
+    _print_recalled(console, context.recall)
+    console.print(f"  reply   : {reply}", markup=False)
+
+
+def _print_recalled(console: Console, recall: dict[str, Any] | None, most: int = 4) -> None:
+    """The recalled block's hit lines as the model got them (each cut to the width), `most` of them."""
+    if recall is None:
+        console.print("  recalled: nothing (no block was given)", markup=False)
+        return
+    hits = [line for line in recall["block"].splitlines() if line.startswith("- ")]
+    memories = f"{len(hits)} memor{'y' if len(hits) == 1 else 'ies'}"
+    console.print(f"  recalled: a block of {memories}, ~{recall['tokens']} tokens:", markup=False)
+    width = max(40, console.width - 6)
+    for line in hits[:most]:
+        console.print("    " + (line if len(line) <= width else line[: width - 1] + "…"), markup=False)
+    if len(hits) > most:
+        console.print(f"    (+{len(hits) - most} more: `memory-agent at` shows them all)", markup=False)
+
+
+def run_demo(rounds: int = 12, thread_id: str = "demo", clean: bool = False) -> None:
+    asyncio.run(_run(rounds, thread_id, Console(), clean))

@@ -81,7 +81,10 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
             console.print(f"(forgot the previous run's user {USER!r}: its items, notes and conversations)")
         app = with_memory(_chat_graph(ScriptedChatModel()), memory)
         table = Table("day", "chat", "nightly run", "daily note", "weekly", "monthly", "compacted")
-        table.title = f"{days} simulated days of {TENANT}/{USER} (runs at 05:00 UTC, retain_days {config.consolidation.retain_days})"
+        table.title = (
+            f"{days} simulated days of {TENANT}/{USER} (runs at 05:00 UTC; daily notes older than "
+            f"{config.consolidation.retain_days} days, MEMORY_AGENT_RETAIN_DAYS, are compacted)"
+        )
         for day in range(days):
             text = CHATS.get(day % 35)
             if text is not None:
@@ -162,6 +165,10 @@ def run_month_demo(days: int = 35) -> dict[str, int]:
     console.print(
         f"daily notes: {totals['daily']}, compacted: {totals['compacted']}, weekly rollups: {totals['weekly']}, "
         f"monthly rollups: {totals['monthly']}"
+    )
+    console.print(
+        "compacted: a daily note older than MEMORY_AGENT_RETAIN_DAYS keeps only its consolidated text (its raw "
+        "material is dropped); the rollups are kept whole."
     )
     console.print(f"`memory-agent summaries --period weekly --tenant {TENANT}` lists them again.")
     return totals

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer._click.core import Context  # typer 0.29 carries its own click: its Context is what commands get
+from typer.core import TyperGroup
+
+from memory_agent.cli import INTERRUPTED
 
 
 def _flags_show_no_type() -> None:
@@ -21,17 +27,58 @@ def _flags_show_no_type() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
 
 
+def error_line(exc: BaseException) -> str:
+    """An error as the command prints it: one line (a settings error's problems joined), naming what to fix."""
+    from memory_agent.settings.base import ERRORS_HEADER
+
+    text = str(exc).strip()
+    if text.startswith(ERRORS_HEADER):
+        problems = [line.strip() for line in text.removeprefix(ERRORS_HEADER).splitlines() if line.strip()]
+        text = f"{ERRORS_HEADER} {'; '.join(problems)}"
+    return " ".join(text.split())
+
+
+class CommandGroup(TyperGroup):
+    """The root command: a memory_agent error ends any command with one line on stderr and exit code 2 (the
+    traceback only with --debug); Ctrl+C ends it quietly with 130."""
+
+    def invoke(self, ctx: Context) -> Any:
+        from memory_agent.errors import MemoryAgentError
+
+        try:
+            return super().invoke(ctx)
+        except MemoryAgentError as exc:
+            if ctx.meta.get("memory_agent.debug"):
+                raise
+            from rich.console import Console
+            from rich.markup import escape
+
+            Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(error_line(exc))}")
+            Console(stderr=True).print("(run with --debug for the traceback)", style="dim")
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(INTERRUPTED) from None
+
+
 _flags_show_no_type()
-app = typer.Typer(help="memory_agent: bounded, auditable conversation memory on PostgreSQL.", no_args_is_help=True)
+app = typer.Typer(
+    cls=CommandGroup,
+    help="memory_agent: bounded, auditable conversation memory on PostgreSQL.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show memory_agent's INFO logs."),
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error."),
 ) -> None:
     """memory_agent: bounded, auditable conversation memory on PostgreSQL."""
     import logging
 
+    ctx.meta["memory_agent.debug"] = debug
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
@@ -49,6 +96,7 @@ def demo(
         help="Instead: simulate this many days of one user under a manual clock (35: a month ending in 5 weekly "
         "and 1 monthly rollups) and show what the nightly consolidation writes.",
     ),
+    clean: bool = typer.Option(False, "--clean", help="Remove the demo's memory (its own tenant) and stop."),
 ) -> None:
     """Drive a scripted conversation through a memory-wrapped graph and show the memory evolve (or, with
     --days, a simulated month of nightly consolidation)."""
@@ -59,7 +107,7 @@ def demo(
         return
     from memory_agent.cli.demo import run_demo
 
-    run_demo(rounds=rounds, thread_id=thread_id)
+    run_demo(rounds=rounds, thread_id=thread_id, clean=clean)
 
 
 db = typer.Typer(help="The database: its URL (for psql) and the embedded server's lifetime.", no_args_is_help=True)
@@ -78,10 +126,30 @@ def db_url() -> None:
         return
     from memory_agent.db.embedded import start_embedded_postgres
 
-    url = start_embedded_postgres(
+    conninfo = start_embedded_postgres(
         settings.database.data_dir, cleanup_mode=None, install_dir=settings.database.embedded_install_dir
     )
-    typer.echo(url)
+    typer.echo(conninfo_url(conninfo))
+
+
+def conninfo_url(conninfo: str) -> str:
+    """A libpq connection string as a postgresql:// URL (psql, pg_dump and drivers take it); a URL as it is."""
+    from urllib.parse import quote, urlencode
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    if conninfo.startswith(("postgresql://", "postgres://")):
+        return conninfo
+    params = {key: str(value) for key, value in conninfo_to_dict(conninfo).items()}
+    user, password = params.pop("user", ""), params.pop("password", "")
+    auth = quote(user, safe="") + (":" + quote(password, safe="") if password else "")
+    dbname = quote(params.pop("dbname", ""), safe="")
+    host = params.get("host", "")
+    netloc = ""
+    if host and not host.startswith("/"):  # a host name goes in the URL; a socket directory in the query
+        netloc = params.pop("host") + (f":{params.pop('port')}" if "port" in params else "")
+    query = urlencode(params, safe="/", quote_via=quote)  # libpq reads %20, not +, as a space
+    return f"postgresql://{auth + '@' if auth else ''}{netloc}/{dbname}" + (f"?{query}" if query else "")
 
 
 @db.command("stop")
@@ -127,8 +195,8 @@ def migrate(
             )
         )
     except MemoryAgentError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        typer.echo(f"error: {error_line(exc)}", err=True)
+        raise typer.Exit(2) from exc
     for name in report.applied:
         typer.echo(f"applied {name}")
     if report.definitions:
@@ -145,7 +213,7 @@ def _register_optional_commands() -> None:
     # Each command group lives in its own module and adds itself to `app`.
     import importlib
 
-    modules = ("observe", "worker", "consolidate", "eval", "serve", "report", "mcp")
+    modules = ("observe", "worker", "consolidate", "eval", "serve", "report", "mcp", "transfer")
     for module in (f"memory_agent.cli.{name}" for name in modules):
         try:
             importlib.import_module(module).register(app)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from memory_agent.cli.output import _cell, _key_values, _print_json, _read, _rows, escape
+from memory_agent.cli.output import _cell, _key_values, _print_json, _read, _rows, compact_table, escape
 from memory_agent.observability import queries as observability
 from memory_agent.service import MemoryService
 
@@ -34,11 +34,20 @@ def inspect_versions(
     if as_json:
         _print_json({"conversation": summary, "versions": versions})
         return
-    table = Table(title=f"Memory versions of {escape(thread_id)}", title_justify="left")
-    # Short columns never shrink; covers and error wrap on a narrow terminal.
-    for column in ("id", "start", "end", "base_id", "status", "covers", "created", "gen ms", "error"):
+    table = compact_table(f"Memory versions of {escape(thread_id)}")
+    # Short columns never shrink; covers and error wrap on a narrow terminal; error only when a version has one.
+    errors = any(version["error"] for version in versions)
+    for column in ("id", "start", "end", "base_id", "status", "covers", "created", "gen ms", "error")[
+        : 9 if errors else 8
+    ]:
         wraps = column in ("covers", "error")
-        table.add_column(column, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis", min_width=len(column))
+        table.add_column(
+            column,
+            no_wrap=not wraps,
+            overflow="fold" if wraps else "ellipsis",
+            min_width=12 if column == "covers" else len(column),
+            justify="right" if column in ("id", "start", "end", "base_id", "gen ms") else "left",
+        )
     for version in versions:
         table.add_row(
             str(version["memory_id"]),
@@ -49,7 +58,7 @@ def inspect_versions(
             _cell(version["covers"]),
             version["created_at"].strftime("%H:%M:%S") if version["created_at"] else "",
             _cell(version["generation_time_ms"]),
-            _cell(version["error"]),
+            *([_cell(version["error"])] if errors else []),
         )
     console = Console()
     console.print(table)
@@ -179,11 +188,12 @@ def stats(
         observability.DEFAULT_HEALTH_LIMIT, min=1, help="Conversations to list, the most lagging first."
     ),
 ) -> None:
-    """Memory health: summary lag, memory age, compression, failure rate, generation p50/p95, stuck rows."""
+    """Memory health: summary lag, memory age, compression, failure rate, generation p50/p95, stuck rows; the
+    failure rate and summary lag of the last hour."""
 
     async def read(memory: MemoryService) -> observability.MemoryHealth:
         timeout = stuck_after if stuck_after is not None else memory.settings.jobs.processing_timeout_s
-        return await observability.health(memory.backend, timeout, limit)
+        return await observability.health(memory.backend, timeout, limit, now=memory.clock())
 
     health = _read(read)
     conversations = health.conversations
@@ -191,6 +201,7 @@ def stats(
         _print_json(
             {
                 "totals": health.totals,
+                "last_hour": health.last_hour,
                 "conversations": conversations,
                 "models": health.models,
                 "stuck": health.stuck,
@@ -199,7 +210,9 @@ def stats(
         )
         return
     console = Console()
+    width = console.width
     console.print(_key_values("Memory health", health.totals))
+    console.print(_key_values("Last hour (summaries finished, rounds started)", health.last_hour))
     console.print(
         _rows(
             "Conversations (most lagging first)",
@@ -218,6 +231,8 @@ def stats(
                 "compression_ratio": "ratio",
                 "stuck": "stuck",
             },
+            width=width,
+            optional=("rounds_behind", "completed", "processing", "failure_rate", "compression_ratio", "stuck"),
         )
     )
     console.print(
@@ -235,6 +250,8 @@ def stats(
                 "output_tokens": "out tokens",
                 "compression_ratio": "ratio",
             },
+            width=width,
+            optional=("failure_rate", "input_tokens", "output_tokens", "compression_ratio"),
         )
     )
     if health.stuck:
@@ -251,6 +268,8 @@ def stats(
                     "attempts": "attempts",
                     "quiet_for": "quiet for",
                 },
+                width=width,
+                optional=("start_sequence", "end_sequence", "attempts"),
             )
         )
     else:

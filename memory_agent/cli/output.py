@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape as escape_markup
 from rich.table import Table
@@ -33,8 +34,9 @@ def escape(text: str) -> str:
 
 
 def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
-    return typer.Exit(1)
+    """Exit 2 with `message` on one line of stderr (every command's errors end this way)."""
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(' '.join(message.split()))}")
+    return typer.Exit(2)
 
 
 @contextmanager
@@ -60,20 +62,34 @@ def _print_json(value: Any) -> None:
     typer.echo(re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
+def human_duration(seconds: float) -> str:
+    """A duration as a person reads it: 12 s, 5 min 53 s, 3 h 5 min, 451 days."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{hours // 24} days"
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
     if hasattr(value, "strftime"):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if hasattr(value, "total_seconds"):
-        return f"{value.total_seconds():.1f}s"
+        return human_duration(value.total_seconds())
     if isinstance(value, float):
         return f"{value:.1f}"
     return escape(str(value))
 
 
 def _key_values(title: str, row: dict[str, Any]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
+    table = Table(title=title, show_header=False, title_justify="left", box=box.SIMPLE)
     table.add_column(style="bold")
     table.add_column()
     for key, value in row.items():
@@ -81,16 +97,42 @@ def _key_values(title: str, row: dict[str, Any]) -> Table:
     return table
 
 
-def _rows(title: str, rows: list[dict[str, Any]], columns: dict[str, str]) -> Table:
-    """A table of `rows` showing `columns` ({key: header}); the first column folds instead of truncating."""
-    table = Table(title=title, title_justify="left")
-    first_key = next(iter(columns))
-    first_width = min(40, max([len(columns[first_key]), *(len(_cell(row.get(first_key))) for row in rows)]))
-    for position, header in enumerate(columns.values()):
-        if position == 0:
-            table.add_column(header, overflow="fold", min_width=first_width)
+def compact_table(title: str, **options: Any) -> Table:
+    """A table with a rule under its header and no cell borders: two spaces between columns, so tables of ten
+    columns fit 80 terminal columns."""
+    return Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **options
+    )
+
+
+def _rows(
+    title: str,
+    rows: list[dict[str, Any]],
+    columns: dict[str, str],
+    *,
+    width: int | None = None,
+    optional: tuple[str, ...] = (),
+) -> Table:
+    """A table of `rows` showing `columns` ({key: header}); the first column folds instead of truncating. The
+    `optional` columns are left out, last first, while the table would be wider than `width` (the terminal)."""
+    cells = [{key: _cell(row.get(key)) for key in columns} for row in rows]
+
+    def natural(key: str) -> int:
+        return max([len(columns[key]), *(len(row[key]) for row in cells)])
+
+    shown = list(columns)
+    first_key = shown[0]
+    if width is not None:
+        for key in reversed(optional):
+            if sum(min(natural(k), 40) + 2 for k in shown) <= width:
+                break
+            shown.remove(key)
+    table = compact_table(title + (" (--json for every column)" if len(shown) < len(columns) else ""))
+    for key in shown:
+        if key == first_key:
+            table.add_column(columns[key], overflow="fold", min_width=min(40, natural(key)))
         else:
-            table.add_column(header)
-    for row in rows:
-        table.add_row(*(_cell(row.get(key)) for key in columns))
+            table.add_column(columns[key], no_wrap=True)
+    for row in cells:
+        table.add_row(*(row[key] for key in shown))
     return table

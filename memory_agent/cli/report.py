@@ -59,8 +59,8 @@ def report(
     try:
         rows = [shaped(row) for row in _read(read)]
     except MemoryAgentError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        raise typer.Exit(2) from exc
     if as_json:
         _print_json(rows)
         return

@@ -12,17 +12,22 @@ from typing import Any, TypeVar
 import typer
 
 T = TypeVar("T")
-API_EXTRA = "the HTTP API needs the api extra: pip install 'memory-agent[api]'"
+
+
+def api_extra() -> str:
+    from memory_agent.resources import install_hint
+
+    return f"the HTTP API needs the api extra: {install_hint('api')}"
 
 
 def _require_api_extra() -> None:
-    """Exit 1 with the install line when fastapi or uvicorn is missing."""
+    """Exit 2 with the install line when fastapi or uvicorn is missing."""
     import importlib.util
 
     missing = [name for name in ("fastapi", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
-        typer.echo(f"error: {API_EXTRA} ({', '.join(missing)} not installed)", err=True)
-        raise typer.Exit(1)
+        typer.echo(f"error: {api_extra()} ({', '.join(missing)} not installed)", err=True)
+        raise typer.Exit(2)
 
 
 def _on_keys(work: Callable[[Any], Coroutine[Any, Any, T]], settings: Any = None) -> T:

@@ -49,7 +49,7 @@ def run_worker(concurrency: int = 4, settings: Any = None, model: Any = None) ->
         # Said whatever the log level: a worker that prints nothing looks like one that does nothing.
         typer.echo(
             f"memory_agent worker running: concurrency {concurrency}, schema {settings.database.db_schema}, "
-            "queue memory_agent; Ctrl+C or SIGTERM stops it",
+            f"queue memory_agent, summarizer {service.agent.model_name}; Ctrl+C or SIGTERM stops it",
             err=True,
         )
         future.result()

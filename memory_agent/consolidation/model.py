@@ -1,4 +1,5 @@
-"""The consolidation model: one call per period or batch, through call_consolidation_model only.
+"""The consolidation model: one call per period or batch, through call_consolidation_model only (tool calling,
+else the provider's JSON-schema format, else JSON in text: llm.StructuredCaller).
 
 That function is the hook a cost ledger wraps: it returns what the model answered and the call as an
 llm.LLMCall (the model's name and its input and output tokens: the provider's usage when it reports one, else
@@ -14,11 +15,11 @@ from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from memory_agent import resources
 from memory_agent.errors import SummarizationError
-from memory_agent.llm import LLMCall, Purpose, model_name, usage_of
+from memory_agent.llm import LLMCall, Purpose, StructuredCaller, model_name, usage_of
 
 logger = logging.getLogger("memory_agent.consolidation")
 
@@ -73,13 +74,12 @@ async def call_consolidation_model(
     messages = consolidation_prompt(instructions, material)
     name = model_name(model)
     try:
-        answer = await model.with_structured_output(schema, include_raw=True).ainvoke(messages)
+        answer = await StructuredCaller(model, schema).ainvoke(messages)
     except Exception as exc:
         raise SummarizationError(f"consolidation model {name!r} failed: {exc}") from exc
-    result: dict[str, Any] = answer if isinstance(answer, dict) else {}
-    parsed = result.get("parsed")
-    if not isinstance(parsed, schema):
-        raise SummarizationError(
-            f"consolidation model {name!r} gave no {schema.__name__}: {result.get('parsing_error')}"
-        )
-    return parsed, LLMCall(purpose, name, *usage_of(result.get("raw"), messages))
+    try:
+        parsed = schema.model_validate(answer.args)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:5])
+        raise SummarizationError(f"consolidation model {name!r} gave no valid {schema.__name__}: {problems}") from None
+    return parsed, LLMCall(purpose, name, *usage_of(answer.raw, messages))

@@ -77,6 +77,14 @@ def _refuse_blank_tenant(where: str, user_id: str) -> None:
     )
 
 
+def _origin(where: str, value: Any, configurable: Mapping[str, Any], key: str) -> str:
+    """Where an id came from, as an error names it: a LangGraph server copies `configurable` into the run's
+    context, so a value found in both was sent in `configurable`."""
+    if where != key and configurable.get(key) == value:
+        return key
+    return where
+
+
 def round_identity(
     configurable: Mapping[str, Any], user_key: str = "user_id", tenant_key: str = "tenant_id"
 ) -> tuple[str, str | None, str | None]:
@@ -100,13 +108,13 @@ def round_identity(
     for where, source in ((f"context.{user_key}", context), (user_key, configurable)):
         value = _field(source, user_key)
         if _named(value):
-            user_id = validate_user_id(value, where)
+            user_id = validate_user_id(value, _origin(where, value, configurable, user_key))
             break
     blank_at = None
     for where, source in ((f"context.{tenant_key}", context), (tenant_key, configurable)):
         value = _field(source, tenant_key)
         if _named(value):
-            tenant_id = validate_identity(value, where)
+            tenant_id = validate_identity(value, _origin(where, value, configurable, tenant_key))
             break
         if value is not None and blank_at is None:
             blank_at = where

@@ -24,7 +24,8 @@ logger = logging.getLogger("memory_agent")
 
 # (memory_id, user_id, the row as its claim picked it up or None), after commit
 Dispatch = Callable[[int, str, StartedSummary | None], Awaitable[None]]
-Enqueue = Callable[[Any, int, str], Awaitable[None]]  # (conn, memory_id, user_id), in the claiming transaction
+# (conn, memory_id, user_id, tenant_id), in the claiming transaction
+Enqueue = Callable[[Any, int, str, str], Awaitable[None]]
 
 
 class SummaryTrigger:
@@ -163,7 +164,7 @@ class SummaryTrigger:
         """Inside the transaction that claimed a new `processing` row: its job commits with it or not at all."""
         if trigger.started and self._enqueue is not None:
             assert trigger.memory_id is not None
-            await self._enqueue(conn, trigger.memory_id, key.user_id)
+            await self._enqueue(conn, trigger.memory_id, key.user_id, key.tenant_id)
 
     async def dispatch(self, key: ConversationKey, trigger: TriggerResult) -> None:
         """Hand a new `processing` row to the executor. The round is already committed: never raise."""

@@ -48,6 +48,7 @@ from memory_agent.db.embedded_server import (
     start_server,
     stop_server,
 )
+from memory_agent.errors import ConfigurationError
 
 logger = logging.getLogger("memory_agent.embedded")
 
@@ -55,7 +56,8 @@ __all__ = ["scratch_data_dir", "secret_path", "start_embedded_postgres", "stop_e
 
 # What happens when the last recorded process exits: stop the server, stop it and delete its data, or nothing.
 _WHEN_UNUSED = {"stop": "stop", "delete": "delete", None: "keep"}
-_registered: set[Path] = set()  # data directories this process is recorded as a user of
+# The data directories this process is recorded as a user of, with what releasing each needs.
+_registered: dict[Path, tuple[Path, Any, int]] = {}
 
 
 def start_embedded_postgres(
@@ -142,7 +144,17 @@ def _users_file(data_dir: Path) -> Path:
 
 @contextlib.contextmanager
 def _locked(data_dir: Path) -> Iterator[None]:
-    fd = os.open(_lock_file(data_dir), os.O_RDWR | os.O_CREAT, 0o600)
+    path = _lock_file(data_dir)
+    try:
+        # O_NOFOLLOW: a link planted at the lock's name would have us create or open its target (as root, anywhere).
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        if path.is_symlink():
+            raise ConfigurationError(
+                f"{path} is a symbolic link: memory_agent's lock beside the data directory (MEMORY_AGENT_DATA_DIR) "
+                "must be a plain file; remove the link"
+            ) from None
+        raise ConfigurationError(f"cannot open the lock file {path} (MEMORY_AGENT_DATA_DIR): {exc}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -160,8 +172,10 @@ def _started_at(pid: int) -> float | None:
 def _read_users(data_dir: Path) -> dict[str, Any] | None:
     """The recorded users, dead processes (and pids reused by another process) left out; None: no record."""
     try:
-        users = json.loads(_users_file(data_dir).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
+        # O_NOFOLLOW: a link planted at the record's name is no record (the next write replaces the link).
+        with os.fdopen(os.open(_users_file(data_dir), os.O_RDONLY | os.O_NOFOLLOW), encoding="utf-8") as record:
+            users = json.loads(record.read())
+    except (OSError, ValueError):
         return None
     alive = {pid: t for pid, t in users.get("pids", {}).items() if t is not None and _started_at(int(pid)) == t}
     return {"when_unused": users.get("when_unused", "keep"), "pids": alive}
@@ -169,39 +183,62 @@ def _read_users(data_dir: Path) -> dict[str, Any] | None:
 
 def _write_users(data_dir: Path, users: dict[str, Any]) -> None:
     path = _users_file(data_dir)
-    staging = path.with_name(path.name + ".new")
-    staging.write_text(json.dumps(users), encoding="utf-8")
-    os.replace(staging, path)
+    # A new file of a name no one could plant beforehand (mkstemp: O_EXCL, 0600), renamed over the record: a link at
+    # the record's name is replaced, never followed.
+    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(users))
+        os.replace(staging, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staging)
+        raise
 
 
 def _register_exit(data_dir: Path, bin_dir: Path, user: Any) -> None:
     if data_dir not in _registered:
-        _registered.add(data_dir)
-        atexit.register(_release, data_dir, bin_dir, user, os.getpid())
+        _registered[data_dir] = (bin_dir, user, os.getpid())
+        atexit.register(_release_registered, data_dir)
 
 
-def _release(data_dir: Path, bin_dir: Path, user: Any, pid: int) -> None:
+def _release_registered(data_dir: Path) -> str | None:
+    registered = _registered.pop(data_dir, None)
+    return _release(data_dir, *registered) if registered is not None else None
+
+
+def release_embedded_postgres() -> dict[Path, str]:
+    """Leave now every embedded server this process joined, as its exit would: the last user out stops the
+    server. For a process that ends without running exit hooks, such as a multiprocessing child (the worker
+    `langgraph dev` runs under its reloader). {data directory: "stopped" or "kept running" (other processes use
+    it, or it was not started to stop)}."""
+    outcomes = {data_dir: _release_registered(data_dir) for data_dir in list(_registered)}
+    return {data_dir: outcome for data_dir, outcome in outcomes.items() if outcome is not None}
+
+
+def _release(data_dir: Path, bin_dir: Path, user: Any, pid: int) -> str | None:
     """At exit: this process is no longer a user; the last user out stops the server (if memory_agent started
-    it and nothing asked to keep it)."""
+    it and nothing asked to keep it). "stopped", "kept running", or None (nothing of this process's)."""
     if os.getpid() != pid or not data_dir.exists():  # a forked child inherits atexit hooks: not its server
-        return
+        return None
     with _locked(data_dir):
         users = _read_users(data_dir)
         if users is None:  # stopped by `db stop` meanwhile
-            return
+            return None
         users["pids"].pop(str(pid), None)
         if users["pids"] or users["when_unused"] == "keep":
             _write_users(data_dir, users)
-            return
+            return "kept running"
         if running_server(data_dir) is not None:
             try:
                 stop_server(bin_dir, data_dir, user)
             except Exception as exc:  # at exit: say it, never raise
                 logger.warning("Embedded PostgreSQL of %s could not be stopped: %s", data_dir, exc)
-                return
+                return "kept running"
         _users_file(data_dir).unlink(missing_ok=True)
         if users["when_unused"] == "delete":
             remove_data_dir(data_dir)
+        return "stopped"
 
 
 def _make_private(socket_dir: Path, user: Any) -> None:

@@ -206,7 +206,7 @@ class Migrator(ProcrastinateMigrations, CitusDistribution):
         await fetch_all(self.conn, "drop_definitions")
         citus = await self.citus_installed()
         for migration in segment:
-            await self._execute_file(migration.text, citus)
+            await self._execute_file(migration.text, citus, local_views=True)
             await fetch_all(
                 self.conn,
                 "record_migration",
@@ -216,12 +216,19 @@ class Migrator(ProcrastinateMigrations, CitusDistribution):
         # Again: a released migration (0003) created views of its own, which the definitions replace.
         await fetch_all(self.conn, "drop_definitions")
         await fetch_all(self.conn, "forget_definitions")
+        if report.applied:
+            logger.info("Applied memory_agent migrations %s to schema %s", report.applied, self.schema)
+        if citus and await self.undistributed():
+            # The tables first, in this transaction: the definitions come after them (citus.py says why).
+            await self.distribute_tables()
+        await self._create_definitions(citus, report)
+
+    async def _create_definitions(self, citus: bool, report: MigrationReport) -> None:
+        """The views and functions of sql/definitions, recorded (in the current transaction, dropped before)."""
         for name, text, digest in definition_files():
             await self._execute_file(text, citus)
             await fetch_all(self.conn, "record_definition", {"name": name, "checksum": digest})
             report.definitions.append(name)
-        if report.applied:
-            logger.info("Applied memory_agent migrations %s to schema %s", report.applied, self.schema)
 
     async def _apply_without_transaction(self, migration: Migration, report: MigrationReport) -> None:
         """One no-transaction file, statement by statement (the session lock is held)."""

@@ -92,7 +92,3 @@ class SummaryQueries(Connector):
     async def last_sequence(self, conversation_id: str, *, user_id: str) -> int | None:
         row = await self.fetch_one("last_sequence", {"user_id": user_id, "conversation_id": conversation_id})
         return row["last_sequence"] if row else None
-
-    async def delete_conversation(self, conversation_id: str, *, user_id: str) -> bool:
-        params = {"user_id": user_id, "conversation_id": conversation_id}
-        return await self.fetch_one("delete_conversation", params) is not None

@@ -42,9 +42,10 @@ class Executor(Protocol):
 
     async def start(self) -> None: ...
 
-    async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
+    async def enqueue(self, conn: Any, memory_id: int, user_id: str, tenant_id: str) -> None:
         """Inside the transaction that claimed `memory_id` (on its connection `conn`): a queue kept in
-        PostgreSQL records the job here, so the row and its job commit together."""
+        PostgreSQL records the job here, so the row and its job commit together. The job names its tenant: a role
+        bound by row-level security sees and erases its tenant's jobs only (grant_bound_role, docs/privacy.md)."""
         ...
 
     async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:

@@ -34,7 +34,7 @@ class InlineExecutor:
     async def start(self) -> None:
         self._sweeper.start()
 
-    async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
+    async def enqueue(self, conn: Any, memory_id: int, user_id: str, tenant_id: str) -> None:
         """Nothing to record: the task starts after commit (a crash in between is reclaimed by the sweep)."""
 
     async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:

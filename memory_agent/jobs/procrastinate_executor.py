@@ -37,9 +37,11 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector())
 
     @app.task(name=SUMMARIZE_TASK, queue=QUEUE, retry=RETRY_TRANSIENT)
-    async def summarize(user_id: str, memory_id: int) -> str:
+    async def summarize(user_id: str, memory_id: int, tenant_id: str | None = None) -> str:
         # The whole key: on a sharded database the job's reads go to the user's shard only. Strict: a summary
         # that did not complete fails the job (retried when the error may pass), never a `succeeded` job.
+        # `tenant_id` is for the job row's policy (grant_bound_role): a bound role sees its tenant's jobs only;
+        # the summary reads its tenant from its memory row (jobs deferred by an older release have none).
         return await jobs.run_summary(memory_id, user_id, strict=True)
 
     @app.periodic(cron=settings.jobs.sweep_cron, periodic_id="memory_agent.sweep")
@@ -90,13 +92,13 @@ class ProcrastinateExecutor:
         self.app = build_app(self.jobs, self.settings, pool=self.backend.pool)
         await self.app.open_async(pool=self.backend.pool)
 
-    async def enqueue(self, conn: Any, memory_id: int, user_id: str) -> None:
+    async def enqueue(self, conn: Any, memory_id: int, user_id: str, tenant_id: str) -> None:
         """The job is deferred on the round's own connection, inside its transaction: the `processing` row and
         its job commit together, and a crash can never leave one without the other."""
         assert self.app is not None
         deferrer = self.app.tasks[SUMMARIZE_TASK].configure(connection=conn)
         try:
-            await deferrer.defer_async(user_id=user_id, memory_id=memory_id)
+            await deferrer.defer_async(user_id=user_id, memory_id=memory_id, tenant_id=tenant_id)
         except procrastinate.exceptions.ConnectorException as exc:
             # The round's pipelined statements report their errors here: give the round the driver's error
             # (mapped like any other), not procrastinate's "Database error".

@@ -1,25 +1,44 @@
-"""The chat models memory_agent calls when the application passes none: ChatOpenAI for an OpenAI key or an
-OpenAI-compatible server, the offline model (offline.py) otherwise. One factory for every purpose."""
+"""The chat models memory_agent calls when the application passes none, named by a setting.
+
+MEMORY_AGENT_MEMORY_MODEL (and MEMORY_AGENT_CONSOLIDATION_MODEL) take LangChain's `init_chat_model` form
+`provider:model` (`openai:gpt-4.1-mini`, `anthropic:claude-sonnet-4-5`, `ollama:llama3.1`, any installed
+integration); a bare name means OpenAI, and `offline` the deterministic offline model (offline.py), which runs
+only when named. Each provider's client reads its own environment variables (keys, base URLs); a model that
+cannot be made (no credentials, a missing integration package) is a ConfigurationError naming what to set or
+install, raised before the service opens anything.
+"""
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
+from memory_agent.errors import ConfigurationError
 from memory_agent.llm.offline import OFFLINE_CONSOLIDATOR, OFFLINE_SUMMARIZER, OfflineModel
 from memory_agent.settings import MemorySettings
 
-logger = logging.getLogger("memory_agent")
-
 ModelRole = Literal["summary", "consolidation"]
+OFFLINE = "offline"
+MEMORY_MODEL_VARIABLE = "MEMORY_AGENT_MEMORY_MODEL"
+CONSOLIDATION_MODEL_VARIABLE = "MEMORY_AGENT_CONSOLIDATION_MODEL"
+
+# What each provider's client reads from the environment. `needs`: one of these must be set for a model of the
+# provider to answer (its client would otherwise fail on the first call, in the background, round after round).
+PROVIDER_VARIABLES: dict[str, dict[str, tuple[str, ...]]] = {
+    "openai": {"needs": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "reads": ("OPENAI_API_KEY", "OPENAI_BASE_URL")},
+    "anthropic": {"needs": ("ANTHROPIC_API_KEY",), "reads": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")},
+    "ollama": {"needs": (), "reads": ("OLLAMA_HOST",)},
+    "google_genai": {"needs": ("GOOGLE_API_KEY",), "reads": ("GOOGLE_API_KEY",)},
+    "groq": {"needs": ("GROQ_API_KEY",), "reads": ("GROQ_API_KEY",)},
+    "mistralai": {"needs": ("MISTRAL_API_KEY",), "reads": ("MISTRAL_API_KEY",)},
+}
 
 
 def openai_configured() -> bool:
-    """Whether OPENAI_API_KEY or OPENAI_BASE_URL is set: then the default models are ChatOpenAI."""
+    """Whether OPENAI_API_KEY or OPENAI_BASE_URL is set: then a bare model name can be answered."""
     return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
 
 
@@ -35,14 +54,88 @@ def openai_chat_model(model: str | None = None, **options: Any) -> BaseChatModel
     )
 
 
+def split_model_setting(name: str) -> tuple[str, str]:
+    """(provider, model) of a setting's value: `provider:model` for a provider LangChain knows, else OpenAI's model
+    `name` whole (a bare name keeps meaning OpenAI, and `llama3.1:8b` is not a provider `llama3.1`)."""
+    from langchain.chat_models.base import _BUILTIN_PROVIDERS
+
+    provider, colon, model = name.partition(":")
+    normalized = provider.strip().replace("-", "_").lower()
+    if colon and normalized in _BUILTIN_PROVIDERS:
+        return normalized, model.strip()
+    return "openai", name.strip()
+
+
+def _client_options(provider: str, timeout_s: float, max_retries: int) -> dict[str, Any]:
+    """The timeout and client retries in the words of the provider's chat model (others get none: the summary
+    runner bounds each attempt with its own timeout)."""
+    if provider in ("openai", "anthropic", "azure_openai", "groq", "mistralai", "deepseek", "xai"):
+        return {"timeout": timeout_s, "max_retries": max_retries}
+    if provider == "ollama":
+        return {"client_kwargs": {"timeout": timeout_s}}
+    return {}
+
+
+def unusable(variable: str, name: str, why: str) -> ConfigurationError:
+    """The error of a model setting whose model cannot be made, saying what to set."""
+    return ConfigurationError(
+        f"{variable}={name!r}: {why}. Set {variable} to `provider:model` (openai:gpt-4.1-mini, "
+        "anthropic:claude-sonnet-4-5, ollama:llama3.1, ...) with that provider's variables set, or to `offline` "
+        "for the deterministic offline summarizer (no model: copies of the messages, not summaries)"
+    )
+
+
+def chat_model_from_setting(
+    name: str, *, variable: str, role: ModelRole = "summary", timeout_s: float = 120.0, max_retries: int = 0
+) -> BaseChatModel:
+    """The chat model a setting names (see the module docstring). `variable` is the setting's environment name,
+    for the error."""
+    if name.strip().lower() == OFFLINE:
+        return OfflineModel(model_name=OFFLINE_SUMMARIZER if role == "summary" else OFFLINE_CONSOLIDATOR)
+    provider, model = split_model_setting(name)
+    if not model:
+        raise unusable(variable, name, "names no model")
+    needs = PROVIDER_VARIABLES.get(provider, {}).get("needs", ())
+    if needs and not any(os.environ.get(need) for need in needs):
+        raise unusable(variable, name, f"the {provider} provider needs {' or '.join(needs)}, and none is set")
+    if provider == "openai":
+        return openai_chat_model(model, timeout=timeout_s, max_retries=max_retries)
+    from langchain.chat_models import init_chat_model
+
+    try:
+        return init_chat_model(model, model_provider=provider, **_client_options(provider, timeout_s, max_retries))
+    except ImportError as exc:  # LangChain's message names the package: `pip install langchain-<provider>`
+        raise unusable(variable, name, str(exc)) from None
+    except Exception as exc:  # the integration refused its settings (a missing key it requires, a bad value)
+        raise unusable(variable, name, f"{provider} could not make the model: {type(exc).__name__}: {exc}") from None
+
+
 def default_chat_model(settings: MemorySettings, role: ModelRole = "summary") -> BaseChatModel:
-    """The model of `role` when none is passed: ChatOpenAI when an OpenAI key or base URL is set (the summarizer:
-    memory_model, no client retries, the runner's are recorded on the memory row; consolidation:
-    consolidation_model, default memory_model, one client retry), else the offline model under its role's name."""
-    if openai_configured():
-        if role == "summary":
-            return openai_chat_model(settings.memory.model, timeout=settings.summary.timeout_s, max_retries=0)
-        name = settings.consolidation.consolidation_model or settings.memory.model
-        return openai_chat_model(name, timeout=settings.summary.timeout_s, max_retries=1)
-    logger.warning("No OPENAI_API_KEY or OPENAI_BASE_URL: using the offline %s model (no network)", role)
-    return OfflineModel(model_name=OFFLINE_SUMMARIZER if role == "summary" else OFFLINE_CONSOLIDATOR)
+    """The model of `role` when none is passed: the summarizer is memory_model (no client retries: the runner's
+    are recorded on the memory row); consolidation is consolidation_model, default memory_model (one client
+    retry)."""
+    timeout = settings.summary.timeout_s
+    if role == "summary":
+        return chat_model_from_setting(
+            settings.memory.model, variable=MEMORY_MODEL_VARIABLE, role=role, timeout_s=timeout, max_retries=0
+        )
+    own = settings.consolidation.consolidation_model
+    return chat_model_from_setting(
+        own or settings.memory.model,
+        variable=CONSOLIDATION_MODEL_VARIABLE if own else MEMORY_MODEL_VARIABLE,
+        role=role,
+        timeout_s=timeout,
+        max_retries=1,
+    )
+
+
+def chat_model(
+    model: BaseChatModel | str | None, settings: MemorySettings, role: ModelRole = "summary"
+) -> BaseChatModel:
+    """The model an application passed (a chat model, or a setting's value as a string), else the settings'."""
+    if isinstance(model, str):
+        timeout = settings.summary.timeout_s
+        return chat_model_from_setting(
+            model, variable="model", role=role, timeout_s=timeout, max_retries=0 if role == "summary" else 1
+        )
+    return model if model is not None else default_chat_model(settings, role)

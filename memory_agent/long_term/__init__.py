@@ -22,7 +22,14 @@ from memory_agent.long_term.clusters import (
 )
 from memory_agent.long_term.embedders import BundledE5Embeddings, HashingEmbeddings, embedder_from_setting
 from memory_agent.long_term.embeddings import index_items, index_pending
-from memory_agent.long_term.forget import ForgetReport, expire_item, forget_conversation, forget_item, forget_user
+from memory_agent.long_term.forget import (
+    ForgetReport,
+    expire_item,
+    forget_conversation,
+    forget_item,
+    forget_user,
+    release_threads,
+)
 from memory_agent.long_term.reads import ItemFilter, ItemSource, LongTermItem, item_history, list_items
 from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope
 from memory_agent.long_term.store import MemoryStore
@@ -60,6 +67,7 @@ __all__ = [
     "refresh_cluster",
     "refresh_clusters",
     "refresh_pending_clusters",
+    "release_threads",
     "remember",
     "set_tenant",
     "summary_rejection",

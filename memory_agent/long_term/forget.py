@@ -9,7 +9,12 @@
   the same text back.
 - Both clear the recalled blocks (what `memory-agent at` shows a round was given) that quoted what they erased.
 - forget_user: every long-term row of the user (consolidation notes and batch summaries too), every
-  conversation of theirs, their jobs' rows; their cost-ledger rows move to user '' (no user).
+  conversation of theirs, every round metrics row and lease, their jobs' rows; their cost-ledger rows move to
+  user '' (no user).
+- release_threads: after one of these committed, the owner rows of the erased threads (keyed by thread id, on
+  Citus on other shards than the user's), each in a transaction of its own. In this order a failure between the
+  two leaves an owner row and nothing it could lead to; the thread stays the user's until the erasure is run
+  again (the owner rows are found by user: a retry releases them).
 A dropped note is made again by the next nightly run from what is left (its schedule is moved back before it);
 the items of a dropped batch summary are batched again.
 A summary job holds its conversation while it writes (complete_memory); forget_conversation and forget_user
@@ -23,6 +28,8 @@ rather than kept: it would still carry the erased text. The periodic safety net 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +41,7 @@ from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.clusters import ClusterSummaries, refresh_cluster
 from memory_agent.long_term.scope import Cluster, check_identity, check_now
+from memory_agent.long_term.tenancy import tenant_transaction
 
 
 @dataclass(frozen=True)
@@ -131,7 +139,7 @@ async def _forget_item(
 
 async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str) -> ForgetReport:
     """Erase every long-term row of the user (consolidation notes and batch summaries included) and every
-    conversation of theirs."""
+    conversation of theirs; then (after the caller's transaction) release_threads."""
     check_identity(tenant_id, user_id)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     async with conn.transaction():
@@ -144,13 +152,40 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
         erased: list[str] = []
         for conversation_id in sorted(conversations):
             erased.extend(await _erase_conversation_rows(conn, scope, conversation_id))
-        await fetch(conn, "pseudonymise_user_calls", scope)
-        await fetch(conn, "pseudonymise_user_spend", scope)
+        await fetch(conn, "erase_user_traces", scope)
+        await fetch(conn, "pseudonymise_user_ledger", scope)
     return ForgetReport(
         items_deleted=tuple(row["item_id"] for row in items),
         conversations_deleted=tuple(erased),
         notes_deleted=tuple(row["note_id"] for row in notes),
     )
+
+
+async def release_threads(
+    connection: Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]],
+    tenant_id: str,
+    user_id: str,
+    conversation_id: str | None = None,
+) -> tuple[str, ...]:
+    """After forget_user (or forget_conversation of `conversation_id`) committed: release the owner rows naming the
+    user (of that thread), so that another user may take the thread id. Each in a transaction of its own, on a
+    connection of its own from `connection` (a pool's or a backend's `connection`): a transaction that wrote
+    several threads' rows would, on Citus, commit in two phases. A thread the user stored a conversation in since,
+    or holds a round's lease of (a round that began after the erasure), stays theirs. The threads released."""
+    check_identity(tenant_id, user_id)
+    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    if conversation_id is not None:
+        threads = [conversation_id]
+    else:
+        async with connection() as conn, tenant_transaction(conn, tenant_id):
+            threads = [row["conversation_id"] for row in await fetch(conn, "user_threads", scope)]
+    released: list[str] = []
+    for thread in threads:
+        async with connection() as conn, tenant_transaction(conn, tenant_id):
+            row = await fetch_one(conn, "release_thread", {**scope, "conversation_id": thread})
+        if row and row["released"]:
+            released.append(thread)
+    return tuple(released)
 
 
 async def _erase_conversation_rows(

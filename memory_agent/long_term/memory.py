@@ -20,7 +20,13 @@ from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term import ClusterSummaries
 from memory_agent.long_term.cluster_text import ClusterSummarizer
-from memory_agent.long_term.forget import ForgetReport, forget_conversation, forget_item, forget_user
+from memory_agent.long_term.forget import (
+    ForgetReport,
+    forget_conversation,
+    forget_item,
+    forget_user,
+    release_threads,
+)
 from memory_agent.long_term.reads import ItemFilter, LongTermItem, list_items
 from memory_agent.long_term.recall import RecallResult, RecallSettings, user_recall
 from memory_agent.long_term.scope import ItemScope
@@ -130,7 +136,9 @@ class LongTermMemory:
 
         async def forget() -> ForgetReport:
             async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
-                return await forget_user(conn, tenant, user)
+                report = await forget_user(conn, tenant, user)
+            await release_threads(self.backend.connection, tenant, user)
+            return report
 
         with tenant_scope(tenant):
             return await self.loop.arun(forget(), shield=True)
@@ -148,6 +156,7 @@ class LongTermMemory:
                     summaries=ClusterSummaries(self.cluster_summarizer, min_items=self.min_cluster_items),
                     now=self.clock(),
                 )
+            await release_threads(self.backend.connection, key.tenant_id, key.user_id, key.conversation_id)
             return bool(report.conversations_deleted)
 
         with tenant_scope(key.tenant_id):
@@ -187,6 +196,7 @@ class LongTermMemory:
             settings=settings,
             embedder=embedder,
             recent_fallback=recent_fallback,
+            now=as_of or self.clock(),  # "yesterday" in a recall as of a past time: the day before it
         )
         # Recall names its tenant in its own transaction too (user.py): row-level security would otherwise hide
         # every item and note of the user from a role it binds, and recall would find turns only.

@@ -101,6 +101,8 @@ class MemoryHealth:
     models: list[Row]
     stuck: list[Row]
     stuck_after_s: float
+    # The hour before `now`: summaries finished (completed, failed, failure_rate), rounds and their summary lag.
+    last_hour: Row = field(default_factory=dict)
 
 
 async def _keyed(backend: MemoryBackend, conversation_id: str) -> dict[str, Any]:
@@ -182,8 +184,20 @@ async def stuck_processing(backend: MemoryBackend, older_than_s: float = DEFAULT
     return await backend.fetch_all("observe_stuck_processing", {"older_than_s": older_than_s})
 
 
+async def last_hour(backend: MemoryBackend, now: dt.datetime) -> Row:
+    """The hour before `now` (the service's clock): summaries finished in it (completed, failed, failure_rate) and
+    the rounds started in it with their summary lag (rounds, max_summary_lag, avg_summary_lag)."""
+    row = await backend.fetch_one("health_last_hour", {"now": now})
+    assert row is not None  # aggregates: always one row
+    return row
+
+
 async def health(
-    backend: MemoryBackend, stuck_after_s: float = DEFAULT_STUCK_AFTER_S, limit: int = DEFAULT_HEALTH_LIMIT
+    backend: MemoryBackend,
+    stuck_after_s: float = DEFAULT_STUCK_AFTER_S,
+    limit: int = DEFAULT_HEALTH_LIMIT,
+    *,
+    now: dt.datetime | None = None,
 ) -> MemoryHealth:
     """Summary lag, served memory age, compression, failure rate, per-model latency and stuck rows.
 
@@ -194,12 +208,13 @@ async def health(
     """
     if limit < 1:
         raise InvalidInputError(f"limit must be at least 1 (got {limit})")
-    rounds, summary_rows, lag, models, stuck = await asyncio.gather(
+    rounds, summary_rows, lag, models, stuck, recent = await asyncio.gather(
         backend.fetch_one("health_round_totals", {}),
         _fetch_sorted(backend, "health_summary_totals"),
         backend.fetch_one("health_lag_totals", {"limit": limit}),
         _fetch_sorted(backend, "health_model_stats"),
         stuck_processing(backend, stuck_after_s),
+        last_hour(backend, now or dt.datetime.now(dt.UTC)),
     )
     assert rounds is not None and lag is not None  # aggregates: always one row
     summaries = summary_rows[0]
@@ -218,6 +233,7 @@ async def health(
         models=models,
         stuck=stuck,
         stuck_after_s=stuck_after_s,
+        last_hour=recent,
     )
 
 

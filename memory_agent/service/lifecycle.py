@@ -26,7 +26,7 @@ from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connect import open_backend
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
-from memory_agent.llm import default_chat_model
+from memory_agent.llm import chat_model
 from memory_agent.long_term.embedders import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
 from memory_agent.long_term.recall import check_recall_settings
@@ -61,7 +61,7 @@ class Lifecycle:
         self,
         settings: MemorySettings,
         *,
-        model: BaseChatModel | None,
+        model: BaseChatModel | str | None,
         database_url: str | None,
         clock: Callable[[], datetime] | None,
         embeddings: Embeddings | None,
@@ -96,7 +96,7 @@ class Lifecycle:
             self.settings.database.data_dir, install_dir=self.settings.database.embedded_install_dir
         )
 
-    async def _open_on_loop(self, url: str, loop: MemoryLoop) -> None:
+    async def _open_on_loop(self, url: str, loop: MemoryLoop, summarizer: BaseChatModel) -> None:
         settings = self.settings
         self.database_url = url
         if settings.memory.rolling_window_size % 2:
@@ -114,7 +114,7 @@ class Lifecycle:
         backend = await open_backend(url, settings)
         try:
             agent = MemoryAgent(
-                self._model or default_chat_model(settings),
+                summarizer,
                 max_words=settings.memory.max_words,
                 max_tokens=settings.memory.max_tokens_cap,
             )
@@ -165,10 +165,11 @@ class Lifecycle:
         """The memory loop on a thread of its own, the database, the pool, migrations, the parts."""
         if self._opened is not None:
             return
+        summarizer = chat_model(self._model, self.settings)  # an unusable setting: an error with nothing opened
         url = self._resolve_database_url()
         self._loop = MemoryLoop()
         try:
-            self._loop.run(self._open_on_loop(url, self._loop))
+            self._loop.run(self._open_on_loop(url, self._loop, summarizer))
         except BaseException:
             self._forget_loop()
             raise
@@ -180,10 +181,11 @@ class Lifecycle:
             return
         if self._opened is not None:
             return
+        summarizer = chat_model(self._model, self.settings)
         url = await asyncio.to_thread(self._resolve_database_url)  # the embedded server starts in a thread
         self._loop = MemoryLoop(attach=asyncio.get_running_loop())
         try:
-            await self._open_on_loop(url, self._loop)
+            await self._open_on_loop(url, self._loop, summarizer)
         except BaseException:
             self._forget_loop()
             raise

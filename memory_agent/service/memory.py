@@ -25,9 +25,11 @@ from memory_agent.jobs.base import Executor
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.memory import LongTermMemory, user_scope
 from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings
+from memory_agent.long_term.writer import RememberOutcome
 from memory_agent.runtime import MemoryLoop
 from memory_agent.service.delegate import delegate
 from memory_agent.service.lifecycle import Lifecycle
+from memory_agent.service.transfers import Transfers
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 
@@ -50,7 +52,7 @@ class MemoryService:
         self,
         settings: MemorySettings | None = None,
         *,
-        model: BaseChatModel | None = None,
+        model: BaseChatModel | str | None = None,
         database_url: str | None = None,
         clock: Callable[[], datetime] | None = None,
         embeddings: Embeddings | None = None,
@@ -66,13 +68,14 @@ class MemoryService:
         cls,
         settings: MemorySettings | None = None,
         *,
-        model: BaseChatModel | None = None,
+        model: BaseChatModel | str | None = None,
         embeddings: Embeddings | None = None,
     ) -> MemoryService:
         """A service for `settings` (default: from the environment) and summarizer `model`.
 
-        `model` is any LangChain chat model; by default ChatOpenAI(settings.memory.model) when
-        OPENAI_API_KEY or OPENAI_BASE_URL is set, the offline summarizer otherwise. `embeddings` is any
+        `model` is any LangChain chat model, or a model named as MEMORY_AGENT_MEMORY_MODEL names one
+        (`provider:model`, a bare name for OpenAI, `offline`); by default the one that setting names (opening
+        raises ConfigurationError when it cannot be made: docs/models.md). `embeddings` is any
         LangChain Embeddings for long-term items, cluster summaries and recall's vector fallback; by default
         the one MEMORY_AGENT_EMBEDDINGS names (none: vectors off).
         """
@@ -204,6 +207,18 @@ class MemoryService:
         key = await self.conversations.owned(conversation_id, user_id, tenant_id)
         return await self.long_term.forget_conversation(key)
 
+    # ------------------------------------------------------------------ imports and exports
+
+    @property
+    def transfers(self) -> Transfers:
+        """Imports of threads with their own times, and a user's memory as one document (service/transfers.py)."""
+        return Transfers(self._lifecycle.parts, self.loop, self.clock, self.settings)
+
+    import_messages = delegate("transfers", Transfers.import_messages)
+    import_thread = delegate("transfers", Transfers.import_thread)
+    export_user = delegate("transfers", Transfers.export_user)
+    import_user = delegate("transfers", Transfers.import_user)
+
     # ------------------------------------------------------------------ long-term memory
 
     list_items = delegate("long_term", LongTermMemory.list_items)
@@ -220,6 +235,24 @@ class MemoryService:
         turn, item or summary with its provenance. Nothing found: the latest turns of the user's most recent
         conversation, unless `recent_fallback=False`. Never calls a chat model.""",
     )
+
+    def remember_sync(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        tenant_id: str | None = None,
+        key: str | None = None,
+        item_type: str = "fact",
+    ) -> RememberOutcome:
+        """remember() from synchronous code (the service opened with `with`), as mem0's `add`."""
+        return self.call_sync(self.remember(user_id, content, tenant_id=tenant_id, key=key, item_type=item_type))
+
+    def recall_sync(
+        self, user_id: str, query: str, *, tenant_id: str | None = None, limit: int = 10
+    ) -> list[RecallHit]:
+        """recall() from synchronous code (the service opened with `with`): the hits, best first."""
+        return self.call_sync(self.recall(user_id, query, tenant_id=tenant_id, limit=limit))
 
     @property
     def recall_settings(self) -> RecallSettings:

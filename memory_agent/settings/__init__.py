@@ -9,7 +9,10 @@ is MEMORY_AGENT_DB_SCHEMA), and `MemorySettings(...)` takes it under that variab
 
 from __future__ import annotations
 
+import difflib
 import functools
+import logging
+import os
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -111,9 +114,47 @@ def route(values: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]
     return given, unknown
 
 
+# Variables read outside MemorySettings: the demo's chat model, `memory-agent mcp`'s user and tenant, the
+# inspector tests' screenshots; the test suite's servers (MEMORY_AGENT_TEST_*).
+OTHER_VARIABLES = frozenset(
+    {
+        "MEMORY_AGENT_DEMO_CHAT_MODEL",
+        "MEMORY_AGENT_MCP_USER_ID",
+        "MEMORY_AGENT_MCP_TENANT_ID",
+        "MEMORY_AGENT_SCREENSHOTS",
+    }
+)
+logger = logging.getLogger(__name__)
+
+
+def unknown_variables(environ: dict[str, str] | os._Environ[str]) -> list[tuple[str, str | None]]:
+    """Each MEMORY_AGENT_* variable of `environ` that names no setting, with the closest one's name (None: none
+    is close): a misspelled variable would otherwise be ignored without a word."""
+    known = sorted({ENV_PREFIX + name.upper() for name in argument_names()} | OTHER_VARIABLES)
+    found = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in known or upper.startswith(ENV_PREFIX + "TEST_"):
+            continue
+        # Compared without the prefix every name shares, which would make any two names look alike.
+        suffixes = [k.removeprefix(ENV_PREFIX) for k in known]
+        close = difflib.get_close_matches(upper.removeprefix(ENV_PREFIX), suffixes, n=1, cutoff=0.6)
+        found.append((name, ENV_PREFIX + close[0] if close else None))
+    return found
+
+
+@functools.cache
+def warn_unknown_variables() -> None:
+    """Log a WARNING, once per process, for each MEMORY_AGENT_* variable that is no setting."""
+    for name, close in unknown_variables(os.environ):
+        hint = f"did you mean {close}?" if close else "see the settings reference for the names"
+        logger.warning("%s is not a memory_agent setting and is ignored; %s", name, hint)
+
+
 def build_groups(values: dict[str, Any]) -> dict[str, SettingsGroup]:
     """Every group, from the arguments given and the environment; the problems of every group are reported
     together."""
+    warn_unknown_variables()
     given, unknown = route(values)
     lines = [f"{name}: not a memory_agent setting" for name in unknown]
     built = {}

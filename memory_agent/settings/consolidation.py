@@ -27,7 +27,9 @@ class ConsolidationSettings(SettingsGroup):
         default=30, ge=1, le=3650, description="Daily notes older than this are replaced by their compacted form."
     )
     consolidation_model: str | None = Field(
-        default=None, description="Chat model that consolidates notes and batches. None: memory_model."
+        default=None,
+        description="Chat model that consolidates notes and batches, named as memory_model is (`provider:model`, a "
+        "bare OpenAI name, `offline`). None: memory_model.",
     )
     key_insights_count: int = Field(default=5, ge=1, le=50, description="Top insights kept as a note's key_insights.")
     rollup_min_importance: float = Field(

@@ -26,7 +26,13 @@ class MemoryWindowSettings(SettingsGroup):
         ge=1,
         description="New messages since the latest memory needed before another summary is started.",
     )
-    model: str = Field(default="gpt-4.1-mini", description="Chat model used by the summarizer.")
+    model: str = Field(
+        default="gpt-4.1-mini",
+        description="Chat model of the summarizer: `provider:model` as LangChain's init_chat_model reads it "
+        "(openai:..., anthropic:..., ollama:...), a bare name for OpenAI, or `offline` (the deterministic offline "
+        "summarizer, only when named). The provider's own variables configure its client (docs: Models and "
+        "providers).",
+    )
     max_words: int = Field(default=250, ge=20, description="Length limit given to the summarizer.")
     max_tokens: int | None = Field(
         default=None,

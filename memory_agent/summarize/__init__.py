@@ -1,7 +1,8 @@
 """Summarization: turning a `processing` memory row into a `completed` (or `failed`) one.
 
 Owns MemoryAgent (prompt + model call, one retry on output that does not validate, no SQL: agent.py), the
-runner with retries and timeouts that reads the window and records the outcome — the version's structured
+runner with retries and timeouts that reads the window and records the outcome (a failing conversation is
+logged at a bounded rate and backs off: failures.py) — the version's structured
 items written to the long-term tier in the same transaction (runner.py), its clusters refreshed and its items
 embedded after it, with the periodic safety net for what that missed (follow_ups.py) — and
 the summarizer models: the default ChatOpenAI and the offline one (models.py, offline.py).

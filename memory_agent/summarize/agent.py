@@ -14,8 +14,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import ValidationError
 
 from memory_agent import resources
-from memory_agent.errors import ConfigurationError, SummarizationError
-from memory_agent.llm import LLMCall, model_name, note_answer, note_call, usage_of
+from memory_agent.errors import SummarizationError
+from memory_agent.llm import model_name, note_answer, usage_of
+from memory_agent.llm.structured import StructuredAnswer, StructuredCaller
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.tokens import count_tokens
@@ -82,32 +83,10 @@ class ParsedSummary:
     invalid: tuple[str, ...]
 
 
-def _arguments(answer: Any) -> dict[str, Any]:
-    calls = getattr(answer, "tool_calls", None) or []
-    if calls:
-        args = calls[0].get("args")
-        if isinstance(args, dict):
-            return args
-    content = str(getattr(answer, "text", "") or "").strip()
-    if content.startswith("{"):
-        try:
-            args = json.loads(content)
-        except ValueError:
-            args = None
-        if isinstance(args, dict):
-            return args
-    invalid = getattr(answer, "invalid_tool_calls", None) or []
-    shown = (invalid[0].get("args") if invalid else getattr(answer, "content", answer)) or ""
-    raise SummarizationError(
-        f"summarizer returned unparseable output (no MemorySummaryOutput call); raw: {str(shown)[:200]!r}"
-    )
-
-
-def parse_summary(answer: Any) -> ParsedSummary:
-    """The MemorySummaryOutput in a model's answer (its tool call, or JSON content from models that answer in
-    text). The text must be there (SummarizationError otherwise); the item lists are validated one item at a
-    time, so one malformed item costs that item, never the summary."""
-    args = _arguments(answer)
+def parse_summary(args: dict[str, Any]) -> ParsedSummary:
+    """The MemorySummaryOutput in a model's arguments (llm.StructuredCaller's). The text must be there
+    (SummarizationError otherwise); the item lists are validated one item at a time, so one malformed item costs
+    that item, never the summary."""
     summary = args.get("summary")
     if not isinstance(summary, str):
         raise SummarizationError(f"summarizer returned unparseable output: `summary` is {type(summary).__name__}")
@@ -140,16 +119,11 @@ class MemoryAgent:
         # The hard cap on a stored memory: the prompt asks for max_words, this refuses what ignores it (a
         # memory is injected into every later round).
         self.max_tokens = max_tokens if max_tokens is not None else 4 * max_words
-        # One tool the model must call; its arguments are parsed here. LangChain's with_structured_output
-        # chain does the same through a parallel map, fallbacks and a parser: about 2.4 ms more client CPU
-        # per summary, paid by the process serving the rounds.
-        try:
-            self._bound = model.bind_tools([MemorySummaryOutput], tool_choice="any")
-        except NotImplementedError as exc:
-            raise ConfigurationError(
-                f"the summarizer model {self.model_name!r} does not support tool calling, which "
-                "MemorySummaryOutput needs; pass a chat model that does"
-            ) from exc
+        # One tool the model must call, else the provider's JSON-schema format, else JSON in text (StructuredCaller);
+        # the arguments are parsed here. LangChain's with_structured_output chain does the tool call through a
+        # parallel map, fallbacks and a parser: about 2.4 ms more client CPU per summary, paid by the process
+        # serving the rounds.
+        self._caller = StructuredCaller(model, MemorySummaryOutput)
 
     def build_prompt(
         self,
@@ -181,30 +155,32 @@ class MemoryAgent:
         note_answer("cluster_summary", self.model_name, answer, prompt)
         return str(answer.text).strip()
 
-    async def _ask(self, prompt: list[BaseMessage]) -> tuple[Any, int]:
-        """The model's answer to `prompt` and its input tokens (the provider's count, else an estimate)."""
+    def _note(self, answer: Any, prompt: Sequence[BaseMessage]) -> None:
+        note_answer("conversation_summary", self.model_name, answer, prompt)
+
+    async def _ask(self, prompt: list[BaseMessage]) -> tuple[StructuredAnswer, int]:
+        """The model's arguments for `prompt` and its input tokens (the provider's count, else an estimate); every
+        answered call is noted (the retry's, a method passed over)."""
         # No callbacks of any caller's run (an empty list replaces inherited ones; None would not), and the
         # background task starts from a fresh context: summarizer tokens never reach a user's stream.
-        answer = await self._bound.ainvoke(prompt, config={"callbacks": []})
-        input_tokens, output_tokens = usage_of(answer, prompt)
-        note_call(LLMCall("conversation_summary", self.model_name, input_tokens, output_tokens))
-        return answer, input_tokens  # the retry's is noted too
+        answer = await self._caller.ainvoke(prompt, config={"callbacks": []}, note=self._note)
+        return answer, usage_of(answer.raw, prompt)[0]
 
     async def summarize(self, **window: Any) -> SummaryResult:
         """Call the model with `build_prompt(**window)`, once more when the answer does not validate (the
         errors are shown to it). After that retry an unusable text raises SummarizationError, while invalid
         items are dropped and reported in `dropped_items`: the text summary is never lost to a bad item."""
         prompt = self.build_prompt(**window)
-        answer, input_tokens = await self._ask(prompt)
         try:
-            parsed = parse_summary(answer)
+            answer, input_tokens = await self._ask(prompt)
+            parsed = parse_summary(answer.args)
             problems = list(parsed.invalid) + ([] if parsed.summary else ["summary: empty"])
-        except SummarizationError as exc:
+        except SummarizationError as exc:  # no usable answer: asked again with the reason (a provider error raises)
             parsed, problems = None, [str(exc)]
         if problems:
             retry = resources.prompt("summarize_retry").format(problems="\n".join(f"- {p}" for p in problems[:20]))
             answer, input_tokens = await self._ask([*prompt, HumanMessage(retry)])
-            parsed = parse_summary(answer)
+            parsed = parse_summary(answer.args)
         assert parsed is not None
         text = parsed.summary
         if not text:
@@ -215,7 +191,7 @@ class MemoryAgent:
                 f"summarizer returned a summary of about {tokens} tokens ({len(text)} characters), over the hard "
                 f"cap of {self.max_tokens} tokens (MEMORY_AGENT_MEMORY_MAX_TOKENS); not stored"
             )
-        usage = getattr(answer, "usage_metadata", None) or {}
+        usage = getattr(answer.raw, "usage_metadata", None) or {}
         return SummaryResult(
             text=text,
             input_tokens=input_tokens,

@@ -34,10 +34,12 @@ from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.db.tenancy import current_tenant, tenant_scope
 from memory_agent.errors import InvalidInputError, JobFailedError, SummarizationError, is_transient
 from memory_agent.llm import CallLog, OfflineModel, collecting
+from memory_agent.llm.structured import status_of
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult
+from memory_agent.summarize.failures import FailingConversations
 from memory_agent.summarize.follow_ups import LongTermFollowUps
 from memory_agent.tracing import record, summary_attributes, summary_span
 
@@ -56,7 +58,9 @@ class _Outcome:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    status = status_of(exc)  # the provider's HTTP status, named alike for every client
+    name = f"{type(exc).__name__} (HTTP {status})" if status is not None else type(exc).__name__
+    return f"{name}: {exc}" if str(exc) else name
 
 
 class SummaryRunner(LongTermFollowUps):
@@ -79,6 +83,7 @@ class SummaryRunner(LongTermFollowUps):
         self.backend = backend
         self.agent = agent
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.failing = FailingConversations(self.clock)
         # The summary model writes cluster summaries too; the offline model has a deterministic counterpart.
         offline = isinstance(agent.model, OfflineModel)
         self.cluster_summarizer: ClusterSummarizer = cluster_summarizer or (
@@ -144,7 +149,11 @@ class SummaryRunner(LongTermFollowUps):
         new_start = start_seq if base_end is None else max(base_end + 1, start_seq)
         started = time.perf_counter()
         error: str | None = None
+        failing = (user_id, conversation_id)
+        backing_off = self.failing.backing_off(failing)
         try:
+            if backing_off is not None:
+                raise SummarizationError(backing_off)
             if not rows:
                 logger.debug("No new messages to summarize for %s", conversation_id)
                 raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
@@ -175,14 +184,18 @@ class SummaryRunner(LongTermFollowUps):
                     logger.warning("Memory %s was reclaimed while summarizing; its result is discarded", memory_id)
                     return _Outcome("discarded")
             if result is not None:
+                self.failing.completed(failing)
                 logger.info("Summarized messages %s-%s for %s in %sms", start_seq, end_seq, conversation_id, elapsed_ms)
                 if start_seq > 0:
                     logger.info("Sliding window: dropping seq 0-%s for %s", start_seq - 1, conversation_id)
                 logger.debug("Memory %s status updated to completed", memory_id)
                 return _Outcome("completed")
             await self._fail(memory_id, user_id, error or "unknown error", elapsed_ms, new_start, end_seq)
-            logger.warning(
-                "Summarization of messages %s-%s for %s failed: %s", start_seq, end_seq, conversation_id, error
+            self.failing.failed(
+                failing,
+                self.agent.model_name,
+                error or "unknown error",
+                attempted=backing_off is None,
             )
             logger.debug("Memory %s status updated to failed", memory_id)
             return _Outcome("failed", error)

@@ -47,9 +47,12 @@ $$;
 -- and its calls commit together) apply it. `now` is the caller's clock; months are UTC. `p_calls`: a JSON array of
 -- {purpose, model, input_tokens, output_tokens, cost, priced} (one parameter: six arrays cost the client 30 µs to
 -- encode, this 5). Both writes name the user: on Citus they run on the user's shard, where the summary writes.
+-- It runs as the owner of the schema (SECURITY DEFINER): a role bound by row-level security may only read the
+-- ledger (grant_bound_role), so the spend it records only ever grows; the tenant is the one its transaction names
+-- (check_named_tenant).
 CREATE FUNCTION record_llm_calls(p_tenant_id text, p_user_id text, p_now timestamptz, p_calls jsonb)
 RETURNS integer
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
@@ -58,6 +61,7 @@ DECLARE
     v_cost numeric := 0;
     v_calls bigint := 0;
 BEGIN
+    PERFORM check_named_tenant(p_tenant_id);
     -- One routed INSERT per call (on Citus an INSERT ... SELECT goes through the coordinator and commits in two
     -- phases); a summary makes one or two calls.
     FOR v_call IN

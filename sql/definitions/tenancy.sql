@@ -21,6 +21,32 @@ BEGIN
 END
 $$;
 
+-- "The tenant a function running as the owner acts for": the functions that write what a role bound by row-level
+-- security may only read (the cost ledger) take their tenant as a parameter and bypass the policies; they act only
+-- for the tenant the transaction (or session) names, as the policies would. The owner's processes, and work of no
+-- tenant, name none ('' or unset): any tenant then. Bound code names its tenant on every connection
+-- (docs/privacy.md).
+CREATE FUNCTION is_named_tenant(p_tenant_id text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT COALESCE(current_setting('memory_agent.tenant_id', true), '') IN ('', p_tenant_id)
+$$;
+
+-- A write of another tenant's ledger than the one named is refused, as the policies refuse other writes.
+CREATE FUNCTION check_named_tenant(p_tenant_id text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF NOT is_named_tenant(p_tenant_id) THEN
+        RAISE EXCEPTION 'the transaction names tenant %, not %: write the cost ledger of the tenant it names',
+            quote_literal(current_setting('memory_agent.tenant_id', true)), quote_literal(p_tenant_id)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+END
+$$;
+
 -- "The tenant of a key": the one read made before any tenant is named (an HTTP request's credentials). It runs as
 -- the owner of the schema (SECURITY DEFINER) so that a role bound by row-level security can resolve a key, and
 -- answers that one question: a key hash in, its tenant out (no row: unknown or revoked). Every other read or
@@ -39,12 +65,13 @@ $$;
 -- admitted one at a time, each seeing the reservations of those before it: the ceiling is overrun by at most the
 -- last admitted call's error of estimate. Returns the reservation (null: refused) and what the decision read.
 -- Runs in the caller's transaction: call it in a transaction of its own (autocommit), the lock is held until its
--- end.
+-- end. As the owner (SECURITY DEFINER): a role bound by row-level security may not lock or write the spend rows
+-- itself (grant_bound_role); the tenant is the one its transaction names (check_named_tenant).
 CREATE FUNCTION reserve_budget(
     p_tenant_id text, p_now timestamptz, p_ceiling numeric, p_amount numeric, p_ttl interval
 )
 RETURNS TABLE (reservation_id bigint, spent numeric, reserved numeric)
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
@@ -54,6 +81,7 @@ DECLARE
     v_reserved numeric;
     v_id bigint;
 BEGIN
+    PERFORM check_named_tenant(p_tenant_id);
     INSERT INTO tenant_monthly_spend (user_id, tenant_id, month)
     VALUES ('', p_tenant_id, v_month)
     ON CONFLICT (user_id, tenant_id, month) DO NOTHING;
@@ -97,5 +125,91 @@ BEGIN
     DELETE FROM budget_reservations
     WHERE user_id = '' AND tenant_id = p_tenant_id AND reservation_id = p_reservation_id;
     RETURN record_llm_calls(p_tenant_id, p_user_id, p_now, p_calls);
+END
+$$;
+
+-- "Pseudonymise a forgotten user's ledger": their llm_calls rows move to user '' (the tenant's rows of no user) and
+-- their monthly spend rows are added to the tenant's own (user ''): the tenant's spend and call counts stay whole,
+-- nothing names the user. Returns the calls moved. Rows of user '' live on the shard of '', so on Citus this writes a
+-- second shard (a two-phase commit when it is on another node than the user's; nothing to move: none). The rows are
+-- read off the user's shard, then written by multi-row INSERT ... VALUES statements of literals (up to 100 rows
+-- each, all on the shard of '': one routed statement each; a routed INSERT per row took 0.75 ms a row), never by an
+-- INSERT ... SELECT, which Citus runs through the coordinator and writes with COPY (refused to a role bound by
+-- row-level security). As the owner (SECURITY DEFINER): a role bound by row-level security may not delete ledger rows
+-- (grant_bound_role: deleting the spend rows would reset a cost ceiling), and this moves them without changing a
+-- total; for another tenant than the one the transaction names it moves nothing, as the policies would find nothing.
+CREATE FUNCTION pseudonymise_user_ledger(p_tenant_id text, p_user_id text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_calls jsonb;
+    v_months jsonb;
+    v_values text;
+    v_row record;
+BEGIN
+    IF p_user_id = '' OR NOT is_named_tenant(p_tenant_id) THEN
+        RETURN 0;  -- the tenant's own rows; or another tenant's, which a bound role's forget finds nothing of
+    END IF;
+    WITH gone AS (
+        DELETE FROM llm_calls WHERE user_id = p_user_id AND tenant_id = p_tenant_id
+        RETURNING purpose, model, input_tokens, output_tokens, cost, priced, created_at
+    )
+    SELECT jsonb_agg(to_jsonb(gone)) INTO v_calls FROM gone;
+    FOR v_values IN
+        SELECT string_agg(format('(%L, %L, %L, %L, %L, %L, %L, %L, %L)', '', p_tenant_id, c.purpose, c.model,
+                                 c.input_tokens, c.output_tokens, c.cost, c.priced, c.created_at), ', ')
+        FROM (SELECT r.*, (row_number() OVER () - 1) / 100 AS chunk
+              FROM jsonb_to_recordset(COALESCE(v_calls, '[]'))
+                  AS r (purpose text, model text, input_tokens integer, output_tokens integer, cost numeric,
+                        priced boolean, created_at timestamptz)) AS c
+        GROUP BY c.chunk
+    LOOP
+        EXECUTE 'INSERT INTO llm_calls (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, '
+                'priced, created_at) VALUES ' || v_values;
+    END LOOP;
+
+    WITH gone AS (
+        DELETE FROM tenant_monthly_spend WHERE user_id = p_user_id AND tenant_id = p_tenant_id
+        RETURNING month, cost, calls
+    )
+    SELECT jsonb_agg(to_jsonb(gone)) INTO v_months FROM gone;
+    FOR v_row IN
+        SELECT * FROM jsonb_to_recordset(COALESCE(v_months, '[]')) AS m (month date, cost numeric, calls bigint)
+    LOOP
+        INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
+        VALUES ('', p_tenant_id, v_row.month, v_row.cost, v_row.calls)
+        ON CONFLICT (user_id, tenant_id, month) DO UPDATE
+        SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls;
+    END LOOP;
+    RETURN COALESCE(jsonb_array_length(v_calls), 0);
+END
+$$;
+
+-- "Release an erased thread": the owner row of `p_conversation_id` goes when it names this (tenant, user) and the user
+-- has neither a conversation nor a lease of that id. The erasure deleted both: one there now belongs to a round that
+-- began after it committed (stored, or still running), and the thread stays theirs. Run after the erasure committed,
+-- in a transaction of its own: the owner rows are keyed by thread id, on Citus on another shard than the user's
+-- rows, and one transaction writing both would commit in two phases (the two reads here do not). Safe to run again
+-- (a retry after a failure between the two: nothing of the user is left to read by then). True when the row went.
+CREATE FUNCTION release_thread(p_tenant_id text, p_user_id text, p_conversation_id text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    PERFORM 1 FROM conversations AS c
+    WHERE c.user_id = p_user_id AND c.tenant_id = p_tenant_id AND c.conversation_id = p_conversation_id;
+    IF FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM 1 FROM round_leases AS l WHERE l.user_id = p_user_id AND l.conversation_id = p_conversation_id;
+    IF FOUND THEN
+        RETURN false;
+    END IF;
+    DELETE FROM conversation_owners AS o
+    WHERE o.conversation_id = p_conversation_id AND o.tenant_id = p_tenant_id AND o.user_id = p_user_id;
+    RETURN FOUND;
 END
 $$;

@@ -403,6 +403,42 @@ SELECT lag.conversations,
        summaries.structured_rate
 FROM memory_summary_totals AS summaries, memory_round_totals AS rounds, lag;
 
+-- Summary health over a span of time (`memory-agent stats`, GET /ready and observability.health() ask for the
+-- hour before the service's clock; memory_health_last_hour for the hour before now()): the summaries that finished
+-- in it, how many failed and their share, and the summary lag the rounds started in it saw (messages after the
+-- served memory: round_metrics, as round_report_weekly counts it). A model that fails every summary shows here
+-- within the hour, where the all-time totals dilute it.
+CREATE FUNCTION summary_health_between(p_since timestamptz, p_until timestamptz)
+RETURNS TABLE (
+    completed bigint,
+    failed bigint,
+    failure_rate numeric,
+    rounds bigint,
+    max_summary_lag integer,
+    avg_summary_lag numeric
+)
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT s.completed, s.failed, round(s.failed::numeric / NULLIF(s.completed + s.failed, 0), 4),
+           r.rounds, r.max_summary_lag, r.avg_summary_lag
+    FROM (SELECT count(*) FILTER (WHERE m.status = 'completed') AS completed,
+                 count(*) FILTER (WHERE m.status = 'failed') AS failed
+          FROM memory AS m
+          WHERE m.finished_at > p_since AND m.finished_at <= p_until) AS s,
+         (SELECT count(*) AS rounds,
+                 max(rm.first_sequence - 1 - COALESCE(rm.memory_end_sequence, -1)) AS max_summary_lag,
+                 round(avg(rm.first_sequence - 1 - COALESCE(rm.memory_end_sequence, -1)), 2) AS avg_summary_lag
+          FROM round_metrics AS rm
+          WHERE rm.created_at > p_since AND rm.created_at <= p_until) AS r;
+END
+$$;
+
+CREATE VIEW memory_health_last_hour WITH (security_invoker = true) AS
+SELECT * FROM summary_health_between(now() - interval '1 hour', now());
+
 -- The evolution plan's weekly report, adapted to rounds: fallback share (raw path), truncation share,
 -- p95 latency, summary lag at round start (see round_context), and what summaries cost that week.
 -- Weeks follow the session's TimeZone.

@@ -168,18 +168,6 @@ SELECT * FROM record_round_claim(%(tenant_id)s, %(user_id)s, %(conversation_id)s
                                  %(end_sequence)s::integer, %(base_memory_id)s::integer, %(pick_up)s::boolean,
                                  %(metrics)s::jsonb);
 
--- delete_conversation --
--- Remove a conversation and everything derived from it (messages, memory versions, round metrics, its owner row), in one statement.
-WITH metrics AS (
-    DELETE FROM round_metrics WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-), leases AS (
-    DELETE FROM round_leases WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-), owner AS (
-    DELETE FROM conversation_owners WHERE conversation_id = %(conversation_id)s AND user_id = %(user_id)s
-)
-DELETE FROM conversations WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s
-RETURNING conversation_id;
-
 -- schema_clash --
 -- Tables with memory_agent's names in the schema when memory_agent's migrations table is not there.
 SELECT ARRAY(

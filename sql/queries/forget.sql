@@ -84,25 +84,27 @@ SELECT memory_id FROM memory
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
   AND (%(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s);
 
--- pseudonymise_user_calls --
+-- pseudonymise_user_ledger --
 -- The ledger rows of a forgotten user move to user '' (the tenant's rows of no user): the tenant's spend and call
--- counts stay whole, nothing names the user. A new row per call (user_id is the distribution column).
-WITH gone AS (
-    DELETE FROM llm_calls WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
-    RETURNING tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at
-)
-INSERT INTO llm_calls (user_id, tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at)
-SELECT '', tenant_id, purpose, model, input_tokens, output_tokens, cost, priced, created_at FROM gone
-RETURNING call_id;
+-- counts stay whole, nothing names the user (pseudonymise_user_ledger, sql/definitions). The number of calls moved.
+SELECT pseudonymise_user_ledger(%(tenant_id)s, %(user_id)s) AS moved;
 
--- pseudonymise_user_spend --
--- The forgotten user's monthly spend rows (0023) are added to the tenant's own rows (user ''): the tenant's month
--- stays whole for its cost ceiling, and no row names the user.
-WITH gone AS (
-    DELETE FROM tenant_monthly_spend WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
-    RETURNING tenant_id, month, cost, calls
+-- erase_user_traces --
+-- Every round metrics row and lease of the user, those of threads nothing was stored of included (a failed first
+-- round writes its metrics row; no conversation row names it).
+WITH leases AS (
+    DELETE FROM round_leases WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
 )
-INSERT INTO tenant_monthly_spend AS s (user_id, tenant_id, month, cost, calls)
-SELECT '', tenant_id, month, sum(cost), sum(calls) FROM gone GROUP BY tenant_id, month
-ON CONFLICT (user_id, tenant_id, month) DO UPDATE SET cost = s.cost + EXCLUDED.cost, calls = s.calls + EXCLUDED.calls
-RETURNING month;
+DELETE FROM round_metrics WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s;
+
+-- user_threads --
+-- The threads whose owner row names the user: those of their conversations, of threads whose first round stored
+-- nothing, and of an erasure that failed before it released them. On Citus a read of every shard of the owners.
+SELECT conversation_id FROM conversation_owners
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
+ORDER BY conversation_id;
+
+-- release_thread --
+-- After an erasure committed, in a transaction of its own: the thread's owner row, when it names the user and they
+-- have no conversation or lease of that id (release_thread, sql/definitions). `released` true when the row went.
+SELECT release_thread(%(tenant_id)s, %(user_id)s, %(conversation_id)s) AS released;

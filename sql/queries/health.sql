@@ -66,3 +66,7 @@ ORDER BY named.position;
 -- health_model_stats --
 -- Summaries per summarizer model (summary_model_stats), the most used first.
 SELECT * FROM summary_model_stats ORDER BY summaries DESC, model_name;
+
+-- health_last_hour --
+-- Summaries finished and round summary lag in the hour before `now` (summary_health_between, sql/definitions).
+SELECT * FROM summary_health_between(%(now)s::timestamptz - interval '1 hour', %(now)s::timestamptz);

@@ -217,16 +217,14 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = 
 RETURNING conversation_id;
 
 -- erase_conversation_traces --
--- The conversation tier of one conversation, second step: its metrics, lease and owner.
-WITH metrics AS (
-    DELETE FROM round_metrics
-    WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
-), leases AS (
+-- The conversation tier of one conversation, second step: its metrics and lease (its owner row, keyed by thread
+-- id, is released after the erasure commits: release_thread).
+WITH leases AS (
     DELETE FROM round_leases
     WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
 )
-DELETE FROM conversation_owners
-WHERE conversation_id = %(conversation_id)s AND user_id = %(user_id)s AND tenant_id = %(tenant_id)s;
+DELETE FROM round_metrics
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s;
 
 -- clear_recalled_blocks --
 -- After a forget: the recalled blocks (round_metrics.recall_block, 0019) of the user's rounds that quoted what is

@@ -150,6 +150,11 @@ SELECT EXISTS (
 -- On Citus, one connection per node for the rest of the transaction (a placeholder setting without citus).
 SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
 
+-- citus_ddl_propagation --
+-- On Citus, whether the transaction's next DDL statements reach the workers; `previous`: the setting before.
+WITH before AS (SELECT current_setting('citus.enable_ddl_propagation') AS previous)
+SELECT before.previous, set_config('citus.enable_ddl_propagation', %(propagate)s, true) AS propagate FROM before;
+
 -- citus_propagates_set_local --
 -- Whether this Citus carries a transaction's SET LOCAL statements to its workers (citus.propagate_set_commands):
 -- how a role bound by row-level security names its tenant there (name_transaction_tenant, sql/definitions).

@@ -49,6 +49,7 @@ async def test_the_served_app_conforms_to_its_openapi(served: Served):
         "GET /health",
         "GET /memory/summaries",
         "GET /ready",
+        "GET /users/{user_id}/export",
         "GET /users/{user_id}/items",
         "GET /users/{user_id}/recall",
         "POST /memory/summarize",

@@ -3,11 +3,14 @@ with summaries made by both executors."""
 
 from __future__ import annotations
 
+import psycopg
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
+from psycopg.rows import dict_row
 
 from memory_agent import MemoryMiddleware, with_memory
 from memory_agent.db.connect import migrate_database
+from memory_agent.db.migrate import Migrator
 from memory_agent.llm.offline import OfflineSummaryModel
 from tests.citus.conftest import query
 from tests.integration.agent_support import ToolScriptModel, lookup, shout
@@ -71,6 +74,36 @@ async def test_every_table_is_distributed_and_a_rerun_keeps_it(open_memory, citu
     query(citus_url, schema, "UPDATE schema_definitions SET checksum = 'changed' WHERE name = 'rules.sql'")
     report = await migrate_database(citus_url, schema, procrastinate=False)
     assert report.definitions and report.distributed
+    settings = query(
+        citus_url,
+        schema,
+        "SELECT proname, proconfig FROM pg_proc WHERE pronamespace = %s::regnamespace"
+        " AND proname IN ('begin_round', 'end_round')",
+        [schema],
+    )
+    assert len(settings) == 2
+    assert not [name for name, config in settings if any("plan_cache_mode" in c for c in config or [])]
+
+
+async def test_a_fresh_migrate_warns_nothing_and_every_view_and_function_reaches_the_workers(citus_url, schema):
+    """The definitions wait for the distribution: made before it, each view and one function came with a WARNING
+    ("... has dependency to table ... that is not in Citus' metadata", 22 per fresh schema) and that function stayed
+    on the coordinator."""
+    warnings: list[str] = []
+    async with await psycopg.AsyncConnection.connect(citus_url, autocommit=True, row_factory=dict_row) as conn:
+        conn.add_notice_handler(
+            lambda d: warnings.append(d.message_primary or "") if d.severity_nonlocalized == "WARNING" else None
+        )
+        report = await Migrator(conn, schema).migrate()
+    assert report.distributed and report.definitions
+    assert warnings == []
+    counts = (
+        f"SELECT (SELECT count(*) FROM pg_proc WHERE pronamespace = '{schema}'::regnamespace)"
+        f" || '/' || (SELECT count(*) FROM pg_class WHERE relnamespace = '{schema}'::regnamespace AND relkind = 'v')"
+    )
+    ((here,),) = query(citus_url, schema, counts)
+    on_workers = query(citus_url, schema, "SELECT result FROM run_command_on_workers(%s)", [counts])
+    assert len(on_workers) >= 1 and {result for (result,) in on_workers} == {here}, (here, on_workers)
     settings = query(
         citus_url,
         schema,

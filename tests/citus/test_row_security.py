@@ -42,14 +42,12 @@ def app_role(citus_url: str, schema: str) -> Iterator[str]:
 
 
 def grant(url: str, schema: str, role_url: str) -> None:
-    role = sql.Identifier(conninfo_to_dict(role_url)["user"])
+    """As docs/privacy.md says: grant_bound_role, run by the owner."""
     with psycopg.connect(url, autocommit=True) as conn:
-        for statement in (
-            "GRANT USAGE ON SCHEMA {schema} TO {role}",
-            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}",
-            "GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
-        ):
-            conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema), role=role))
+        conn.execute(
+            sql.SQL("SELECT {}.grant_bound_role(%s)").format(sql.Identifier(schema)),
+            (conninfo_to_dict(role_url)["user"],),
+        )
 
 
 def distributed_tables(url: str, schema: str) -> list[str]:

@@ -60,9 +60,14 @@ async def test_consolidate_and_summaries(conn, database_url):
     assert table.exit_code == 0 and "default/alice" in table.stdout and forced["startDate"] in table.stdout
 
     bad = invoke(database_url, "summaries", "--period", "yearly")
-    assert bad.exit_code == 1 and "period must be one of daily, weekly, monthly" in bad.output
+    assert bad.exit_code == 2 and "period must be one of daily, weekly, monthly" in bad.output
     nobody = invoke(database_url, "consolidate", "--period", "weekly")
-    assert nobody.exit_code == 1 and "--user" in nobody.output
+    assert nobody.exit_code == 2 and "--user" in nobody.output
+    # A user the tenant holds nothing of is an error, as the HTTP route's 404 (it said nothing_to_consolidate).
+    unknown = invoke(database_url, "consolidate", "--user", "nobody-here", "--period", "weekly")
+    assert unknown.exit_code == 2 and "tenant 'default' holds nothing of user 'nobody-here'" in unknown.output
+    other_tenant = invoke(database_url, "consolidate", "--user", "alice", "--tenant", "acme", "--period", "weekly")
+    assert other_tenant.exit_code == 2 and "holds nothing of user 'alice'" in other_tenant.output
 
 
 def test_a_conversations_own_scope_cannot_be_named(database_url):

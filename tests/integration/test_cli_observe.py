@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from typer.testing import CliRunner
@@ -30,8 +31,8 @@ async def test_inspect_prints_the_version_chain(open_memory, database_url):
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     for memory_id, start, end, base, status, covers in SEED_TABLE:
-        row = next(line for line in lines if line.startswith(f"│ {memory_id} "))
-        cells = [cell.strip() for cell in row.strip("│").split("│")]
+        row = next(line for line in lines if re.match(rf" *{memory_id} ", line))
+        cells = re.split(r"\s{2,}", row.strip())  # columns are two spaces apart (no borders)
         assert cells[:6] == [
             str(memory_id),
             str(start),
@@ -80,15 +81,15 @@ async def test_at_shows_what_the_model_was_given(open_memory, database_url):
     assert "No memory served" in result.stdout and "reply 1" in result.stdout
 
 
-async def test_unknown_thread_and_round_exit_1(open_memory, database_url):
+async def test_unknown_thread_and_round_exit_2(open_memory, database_url):
     await run_seed_conversation(open_memory)
     for args in (("inspect", "nope"), ("at", "nope", "1"), ("inspect", "nope", "--json")):
         result = invoke(database_url, *args)
-        assert result.exit_code == 1
+        assert result.exit_code == 2
         assert "no conversation 'nope' is stored" in result.stderr
         assert result.stdout == ""
     result = invoke(database_url, "at", "conv_123", "11")
-    assert result.exit_code == 1 and "10 stored round(s); round 11" in result.stderr
+    assert result.exit_code == 2 and "10 stored round(s); round 11" in result.stderr
 
 
 async def test_stats_reports_health_and_stuck_rows(open_memory, database_url):
@@ -102,6 +103,8 @@ async def test_stats_reports_health_and_stuck_rows(open_memory, database_url):
     assert [(c["conversation_id"], c["summary_lag"]) for c in data["conversations"]] == [("bad", 8), ("ok", 4)]
     assert {m["model_name"] for m in data["models"]} == {"gated-test-summarizer", "failing-test-summarizer"}
     assert data["stuck"] == [] and data["stuck_after_s"] == 300
+    recent = data["last_hour"]  # everything above happened within the hour
+    assert (recent["completed"], recent["failed"], recent["failure_rate"], recent["rounds"]) == (1, 2, 0.6667, 9)
 
     (processing_id,) = query(database_url, "SELECT memory_id FROM memory WHERE status = 'processing'")[0]
     result = invoke(database_url, "stats", "--json", "--stuck-after", "0")
@@ -111,7 +114,13 @@ async def test_stats_reports_health_and_stuck_rows(open_memory, database_url):
 
     result = invoke(database_url, "stats", "--stuck-after", "0", "--limit", "1")
     assert result.exit_code == 0, result.output
-    for title in ("Memory health", "Conversations (most lagging first)", "Summarizer models", "Stuck processing rows"):
+    for title in (
+        "Memory health",
+        "Last hour",
+        "Conversations (most lagging first)",
+        "Summarizer models",
+        "Stuck processing rows",
+    ):
         assert title in result.stdout
     assert "failing-test-summarizer" in result.stdout
     conversations = result.stdout.split("Conversations (most lagging first)")[1].split("Summarizer models")[0]

@@ -25,6 +25,7 @@ def test_db_url_starts_the_embedded_server_and_db_stop_stops_it(request):
     url = run("db", "url", env=env)
     assert url.returncode == 0, url.stderr
     uri = url.stdout.strip()
+    assert uri.startswith("postgresql://postgres:") and "?host=" in uri, uri  # a URL, not a keyword string
     # The server outlives the command, for psql, and the next command (which joins it) leaves it running.
     with psycopg.connect(uri) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
@@ -36,6 +37,19 @@ def test_db_url_starts_the_embedded_server_and_db_stop_stops_it(request):
     assert not (data_dir / "postmaster.pid").exists()
     again = run("db", "stop", env=env)
     assert "no embedded PostgreSQL is running" in again.stdout
+
+
+def test_conninfo_url():
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from memory_agent.cli.main import conninfo_url
+
+    keywords = make_conninfo(user="postgres", dbname="postgres", host="/tmp/pg dir", port=5432, password="a/b c@d")
+    url = conninfo_url(keywords)
+    assert url == "postgresql://postgres:a%2Fb%20c%40d@/postgres?host=/tmp/pg%20dir&port=5432"
+    assert conninfo_to_dict(url) == conninfo_to_dict(keywords)
+    assert conninfo_url("host=db.example port=6543 dbname=m user=u") == "postgresql://u@db.example:6543/m"
+    assert conninfo_url("postgresql://u@h/db") == "postgresql://u@h/db"
 
 
 def test_db_url_prints_a_configured_url(database_url):

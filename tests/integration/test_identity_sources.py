@@ -135,6 +135,9 @@ async def test_the_servers_authenticated_user_wins_over_what_a_client_sends(open
         ({}, Account(user_id=7), "context.user_id must be a non-empty string, got int"),  # type: ignore[arg-type]
         ({"langgraph_auth_user_id": "conversation:x"}, None, "langgraph_auth_user_id 'conversation:x' starts with"),
         ({}, Account("conversation:t"), "context.user_id 'conversation:t' starts with"),
+        # A LangGraph server copies configurable into the context: the id was sent in configurable, named so.
+        ({"user_id": "conversation:t"}, Account("conversation:t"), "^user_id 'conversation:t' starts with"),
+        ({"user_id": "a", "tenant_id": "a\x00b"}, Account("a", "a\x00b"), "^tenant_id "),
         # A blank tenant beside a named user: taken as absent, the user's memory would join the default tenant's.
         ({"user_id": "alice", "tenant_id": ""}, None, "tenant_id is blank while the run names user 'alice'"),
         ({}, Account("alice", "  "), "context.tenant_id is blank while the run names user 'alice'"),

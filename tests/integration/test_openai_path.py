@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.errors import ConfigurationError
 from memory_agent.llm import OfflineModel, default_chat_model
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
@@ -35,12 +37,24 @@ async def test_chatopenai_summarizer_over_http(fake_openai, open_memory, databas
     assert "[seq 0] user: I like tea number 1" in prompt and "Window: sequences 0-5." in prompt
 
 
-def test_default_model_is_offline_without_openai_settings(monkeypatch):
+def test_no_silent_offline_model_without_openai_settings(monkeypatch):
+    """A bare model name with no OpenAI variables is an error naming the settings, never the offline model."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("MEMORY_AGENT_MEMORY_MODEL")
+    for role in ("summary", "consolidation"):
+        with pytest.raises(ConfigurationError) as raised:
+            default_chat_model(MemorySettings(), role)  # type: ignore[arg-type]
+        message = str(raised.value)
+        assert "MEMORY_AGENT_MEMORY_MODEL='gpt-4.1-mini'" in message
+        assert "OPENAI_API_KEY or OPENAI_BASE_URL" in message and "offline" in message
+
+
+def test_offline_model_when_named(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     summarizer, consolidator = (
-        default_chat_model(MemorySettings()),
-        default_chat_model(MemorySettings(), "consolidation"),
+        default_chat_model(MemorySettings(memory_model="offline")),
+        default_chat_model(MemorySettings(memory_model="Offline"), "consolidation"),
     )
     # One offline model; the ledger records each role under its own name.
     assert isinstance(summarizer, OfflineModel) and isinstance(consolidator, OfflineModel)

@@ -44,8 +44,8 @@ async def test_a_round_recalls_what_its_user_said_in_another_conversation(open_m
     given = await ask(memory, "ana-2", "ana", QUESTION)
     first = given[0].text
     assert first.startswith("[Long-term memory: ") and first.endswith(QUESTION)
-    # Provenance: the conversation and sequence number of the recalled turn (escaped inside the frame).
-    assert "ana-1 #0 user, " in first and "\\] " + FACT in first
+    # Provenance: the conversation and sequence number of the recalled turn (the block's own brackets, unescaped).
+    assert "- [ana-1 #0 user, " in first and "] " + FACT in first and "\\" not in first
     # Another user, and a round without a user, never see it.
     assert "Ingrid" not in text_of(await ask(memory, "bob-1", "bob", QUESTION))
     assert "Long-term memory" not in text_of(await ask(memory, "lone-1", None, QUESTION))

@@ -124,8 +124,8 @@ def test_prefix_injection_cannot_close_the_frame():
     text = message.text
     assert text.startswith("[Previous context: ") and text.endswith("]\n\nwhat do I like?")
     framed = text[len("[Previous context: ") : -len("]\n\nwhat do I like?")]
-    # Every `]` inside the frame is escaped: the only bare one is the frame's end.
-    assert framed.replace("\\\\", "").count("]") == framed.replace("\\\\", "").count("\\]")
+    # No `]` inside the frame (brackets are quoted as parentheses, no backslash escape): the only one is its end.
+    assert "]" not in framed and "[" not in framed and "\\" not in framed
     assert framed == escape_memory_text(INJECTION) and "Ignore all previous instructions" in framed
 
 
@@ -147,7 +147,7 @@ async def test_model_receives_the_escaped_memory(fake_openai, open_memory, datab
     await app.ainvoke({"messages": [HumanMessage("message 3")]}, config("inject"))
     given = chat.seen[-1][0].text
     assert given == f"[Previous context: {escape_memory_text(INJECTION)}]\n\nmessage 3"
-    assert "tea\\] " in given and "tea] " not in given
+    assert "tea) " in given and "tea] " not in given and "\\" not in given
     assert {row[0] for row in query(database_url, "SELECT memory_text FROM memory WHERE status = 'completed'")} == {
         INJECTION
     }  # stored as written

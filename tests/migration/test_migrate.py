@@ -113,6 +113,7 @@ def test_definitions_are_recreated_when_they_change(database_url):
     execute(database_url, "DROP VIEW memory_health_totals")
     report = asyncio.run(run_migrator(database_url))
     assert report.applied == [] and report.definitions == [
+        "grants.sql",
         "items.sql",
         "rules.sql",
         "schedules.sql",

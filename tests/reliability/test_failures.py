@@ -80,4 +80,6 @@ async def test_retries_are_bounded_and_failure_never_reaches_the_round(open_memo
     rows = query(database_url, "SELECT memory_id, status, base_memory_id, error FROM memory ORDER BY 1")
     assert [(i, s, b) for i, s, b, _ in rows] == [(1, "failed", None), (2, "failed", None), (3, "failed", None)]
     assert all("RuntimeError: model exploded" in e for *_, e in rows)
-    assert model.count == 9  # 3 summaries x 3 attempts, no more
+    # Two failed summaries in a row: the conversation backs off, its third is recorded without a model call.
+    assert "not attempted" in rows[2][3] and "not attempted" not in rows[1][3]
+    assert model.count == 6  # 2 summaries x 3 attempts, no more

@@ -23,7 +23,8 @@ APPS, CONVERSATIONS, ROUNDS, WORKERS = 4, 25, 10, 2
 
 def clean_env(database_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEMORY_AGENT_"))}
-    env["MEMORY_AGENT_DATABASE_URL"] = database_url  # workers use the offline summarizer
+    env["MEMORY_AGENT_DATABASE_URL"] = database_url
+    env["MEMORY_AGENT_MEMORY_MODEL"] = "offline"  # workers use the offline summarizer, by name
     return env
 
 

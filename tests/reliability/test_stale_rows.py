@@ -55,6 +55,7 @@ def start_worker(database_url: str, openai_url: str) -> subprocess.Popen:
         MEMORY_AGENT_DATABASE_URL=database_url,
         OPENAI_BASE_URL=openai_url,
         OPENAI_API_KEY="test-key",
+        MEMORY_AGENT_MEMORY_MODEL="gpt-4.1-mini",  # the fake server's, not the tests' offline one
         MEMORY_AGENT_SUMMARY_TIMEOUT_S="120",
     )
     return subprocess.Popen(

@@ -47,6 +47,12 @@ def python_blocks() -> list[str]:
     return blocks
 
 
+def test_diagrams_need_no_script():
+    """Diagrams are text: a Mermaid block shows as raw code on a site without its CDN script, offline."""
+    pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    assert [str(p.relative_to(ROOT)) for p in pages if "```mermaid" in p.read_text(encoding="utf-8")] == []
+
+
 def test_readme_python_snippets_compile():
     blocks = python_blocks()
     assert blocks
@@ -100,7 +106,7 @@ def test_every_setting_is_in_the_reference():
     rows = docs_reference.settings()
     assert sorted(row.path for row in rows) == sorted(leaf_fields(MemorySettings))
     for row in rows:
-        assert f"| `{row.env}` | `{row.path}` |" in page
+        assert f"| `{row.env}`<br>`{row.path}` |" in page
         assert row.description, f"{row.env} has no description: give the field a pydantic description"
 
 
@@ -212,6 +218,31 @@ def test_every_module_is_in_the_layout():
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         if not name.endswith("__main__"):
             assert f"`{name}`" in page, f"{name} is missing from the package layout"
+
+
+def test_the_reference_pages_hold_the_tables_the_code_generates():
+    """The tables are written into the pages (readable on a code host); a page behind the code fails here."""
+    pages = docs_reference.pages_with_markers()
+    assert {path.name for path in pages} >= {
+        "settings.md",
+        "cli.md",
+        "http.md",
+        "errors.md",
+        "python.md",
+        "http-api.md",
+    }
+    stale = [
+        str(path.relative_to(ROOT))
+        for path in pages
+        if docs_reference.fill(text := path.read_text(encoding="utf-8")) != text
+    ]
+    assert stale == [], "run `python tools/docs_reference.py --write` and commit the pages"
+
+
+def test_filling_a_page_twice_changes_nothing():
+    once = docs_reference.fill("a\n<!-- reference: errors -->\nb")
+    assert "<!-- end of reference: errors -->" in once and once.endswith("\nb")
+    assert docs_reference.fill(once) == once
 
 
 def test_an_unknown_marker_fails_the_build():

@@ -93,10 +93,14 @@ UNITS = {
     "__init__", "__main__", "errors", "resources", "tracing", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
     "conversation", "long_term", "summarize", "jobs",
     "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
+    "transfer",
     "api", "mcp_server", "cli",
 }  # fmt: skip
 SETTINGS = ("settings",)
-TOP = ("api", "mcp_server", "cli", "langgraph_server", "testing", "service", "evaluation", "__init__", "__main__")
+TOP = (
+    "api", "mcp_server", "cli", "langgraph_server", "testing", "service", "evaluation", "__init__", "__main__",
+    "transfer",
+)  # fmt: skip
 
 
 def only(*allowed: str) -> tuple[str, ...]:
@@ -127,6 +131,8 @@ FORBIDDEN = {
     "jobs": ("conversation", "summarize", "integrations", "observability", *TOP),
     "integrations": ("db", "summarize", "jobs", "consolidation", "observability", *TOP),
     "observability": ("summarize", "jobs", "consolidation", "integrations", *TOP),
+    # A user's memory as one document (export, import): the rows of both tiers, under the service.
+    "transfer": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
     # The top: the service, the evaluation harness, the fakes, and the entry points.
     "evaluation": ("summarize", "jobs", "observability", "testing", *TOP[:3]),
     "service": ("testing", "langgraph_server", "api", "mcp_server", "cli", "__init__", "__main__"),

@@ -67,6 +67,15 @@ async def form_fields(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items()}
 
 
+async def posted_form(request: Request, who: Seen) -> dict[str, str] | None:
+    """The form's fields once its body has arrived, with the key checked again then: None when it was revoked
+    while the body streamed in (it was checked before the body was read)."""
+    fields = await form_fields(request)
+    if await lookup_tenant(memory_of(request), who.key) != who.tenant:
+        return None
+    return fields
+
+
 async def in_tenant(
     request: Request, who: Seen, work: Callable[[psycopg.AsyncConnection[Any]], Coroutine[Any, Any, Any]]
 ) -> Any:

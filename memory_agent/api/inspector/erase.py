@@ -13,12 +13,12 @@ from memory_agent.api.deps import memory_of, user_known
 from memory_agent.api.inspector.auth import (
     Seen,
     crumbs,
-    form_fields,
     html,
     in_tenant,
     login,
     not_found,
     owner_of,
+    posted_form,
     router,
     seen,
 )
@@ -63,7 +63,10 @@ async def forget_item(request: Request, user_id: str, item_id: int) -> Response:
     who = await seen(request)
     if who is None:
         return login()
-    if not who.posted_by_page(await form_fields(request)):
+    fields = await posted_form(request, who)
+    if fields is None:
+        return login()
+    if not who.posted_by_page(fields):
         return _refused(who)
     report_ = await memory_of(request).forget_item(user_id, item_id, tenant_id=who.tenant)
     if not report_.items_deleted:
@@ -88,7 +91,10 @@ async def forget_conversation(request: Request, conversation_id: str) -> Respons
     who = await seen(request)
     if who is None:
         return login()
-    if not who.posted_by_page(await form_fields(request)):
+    fields = await posted_form(request, who)
+    if fields is None:
+        return login()
+    if not who.posted_by_page(fields):
         return _refused(who)
     user_id = await owner_of(request, who, conversation_id)
     if user_id is None:
@@ -113,7 +119,10 @@ async def forget_user(request: Request, user_id: str) -> Response:
     who = await seen(request)
     if who is None:
         return login()
-    if not who.posted_by_page(await form_fields(request)):
+    fields = await posted_form(request, who)
+    if fields is None:
+        return login()
+    if not who.posted_by_page(fields):
         return _refused(who)
     if not await _known(request, who, user_id):
         return not_found(who, f"No user {user_id!r} in this tenant: nothing erased.")

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from langchain_core.messages import SystemMessage
 
+from memory_agent.conversation.framing import quoted_label, quoted_line
+from memory_agent.long_term.recall.query_text import cut_at_word
 from memory_agent.tokens import count_tokens
 
 Kind = Literal["turn", "item", "summary"]
@@ -88,7 +90,8 @@ class RecallHit:
 
 
 def cut(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+    """`text` in at most `chars` characters, cut after a word (query_text.cut_at_word) and marked `…`."""
+    return text if len(text) <= chars else cut_at_word(text, chars - 1) + "…"
 
 
 def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: int = 300) -> RecallHit:
@@ -176,23 +179,27 @@ def without_repeats(hits: Sequence[RecallHit]) -> list[RecallHit]:
 
 
 def format_hit(hit: RecallHit) -> str:
+    """One hit as lines of the block. Stored text (the hit's, its neighbours', a thread id, an item key) is quoted
+    (conversation/framing.py): it holds no square bracket and no tag, and its line breaks are indented, so it can
+    neither end the block's frame nor start a line that reads as another hit."""
+    text = quoted_line(hit.text)
     if hit.kind == "turn":
         when = f", {hit.created_at:%d %B %Y}" if hit.created_at is not None else ""
-        line = f"- [{hit.conversation_id} #{hit.sequences[0]} {hit.role}{when}] {hit.text}"
+        line = f"- [{quoted_label(str(hit.conversation_id))} #{hit.sequences[0]} {quoted_label(hit.role)}{when}] {text}"
         # Its neighbours below it, in order, each marked before or after the recalled turn.
         return "\n".join(
             [line]
             + [
-                f"  ({'before' if s < hit.sequences[0] else 'after'}: #{s} {role}) {text}"
-                for s, role, text in hit.context
+                f"  ({'before' if s < hit.sequences[0] else 'after'}: #{s} {quoted_label(role)}) {quoted_line(said)}"
+                for s, role, said in hit.context
             ]
         )
     if hit.note_id is not None:
-        return f"- [{hit.period} summary of {hit.period_start}] {hit.text}"
+        return f"- [{hit.period} summary of {hit.period_start}] {text}"
     if hit.batch_summary_id is not None and hit.summarized_from and hit.summarized_until:
         span = f"{hit.summarized_from.date()} to {hit.summarized_until.date()}"
-        return f"- [summary of memories from {span}] {hit.text}"
-    return f"- [{hit.kind} {hit.key or hit.role}] {hit.text}"
+        return f"- [summary of memories from {span}] {text}"
+    return f"- [{hit.kind} {quoted_label(hit.key or hit.role)}] {text}"
 
 
 # The block quotes what was stored: a user's earlier words (instructions among them) and text models wrote. It says

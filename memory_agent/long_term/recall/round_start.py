@@ -145,6 +145,7 @@ async def round_recall(
                 settings=settings,
                 include_summaries=not budget.over,
                 embedder=embedder,
+                now=now,
             )
     except Exception as exc:
         logger.warning("Recall failed for a round of %s; the round runs without it: %s", key.conversation_id, exc)

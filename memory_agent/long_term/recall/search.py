@@ -33,6 +33,7 @@ from memory_agent.db.connector import fetch_all
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.embeddings import model_name, vectors_available
 from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
+from memory_agent.long_term.recall.dated import with_date_boost
 from memory_agent.long_term.recall.hybrid import (
     can_place_vector_hits,
     fused,
@@ -134,11 +135,14 @@ async def recall(
     settings: RecallSettings | None = None,
     paths: Collection[SearchPath] = ALL_PATHS,
     include_summaries: bool = True,
+    now: datetime | None = None,
 ) -> RecallResult:
     """Recall for one user: turns of every conversation of theirs, `conversation_id` (the round's) first; `as_of`
     reads items valid then and turns stored by then; `paths` restricts the retrieval paths (the evaluation measures each alone: a path named alone always
     runs, trigrams included). Vectors run only with an `embedder` and pgvector on the server. `include_summaries`
-    False leaves cluster summaries out of the results (their source items still compete)."""
+    False leaves cluster summaries out of the results (their source items still compete). `now` (the service's
+    clock; its time zone is the user's): a date expression in the query ranks the turns of that time first
+    (dated.py); None: no date boost."""
     started = time.perf_counter()
     settings = settings or RecallSettings()
     if not tenant_id or not user_id:
@@ -229,9 +233,10 @@ async def recall(
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
-    hits = without_repeats(
-        [hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars) for row in rows if row["kind"]]
-    )
+    found = [hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars) for row in rows if row["kind"]]
+    if now is not None:
+        found = await with_date_boost(conn, found, params, settings, now)
+    hits = without_repeats(found)
     if not include_summaries:  # raw items and turns only (a tenant over its cost ceiling); the counts stay the search's
         hits = [hit for hit in hits if hit.kind != "summary"]
     kept, block, tokens, truncated = apply_guardrails(

@@ -27,9 +27,11 @@ async def user_recall(
     limit: int = 10,
     as_of: datetime | None = None,
     recent_fallback: bool = True,
+    now: datetime | None = None,
 ) -> RecallResult:
     """Recall across every conversation and long-term item of the user; `recent_fallback` False gives nothing
-    (rather than the latest turns) when nothing matches: a search."""
+    (rather than the latest turns) when nothing matches: a search. `now`: the clock's time, for a date expression
+    in the query (search.recall)."""
     # In the tenant's transaction: a role bound by row-level security reads the tenant's rows only (it would
     # otherwise hide every item and note of the user, and recall would find turns only).
     async with backend.connection() as conn, tenant_transaction(conn, tenant_id):
@@ -43,4 +45,5 @@ async def user_recall(
             settings=settings,
             embedder=embedder,
             paths=ALL_PATHS if recent_fallback else SEARCH_PATHS,
+            now=now,
         )

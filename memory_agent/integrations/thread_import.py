@@ -1,0 +1,72 @@
+"""A LangGraph checkpointer thread's messages with the times they were written, for MemoryService.import_thread.
+
+The thread's messages are those of its latest checkpoint (its state's `messages` channel, the root graph's); each
+is dated by the first checkpoint that holds it (by id), whose `ts` is when the step that wrote it ended. Any
+checkpointer works: an async one (AsyncPostgresSaver) through `alist`, a sync one (PostgresSaver) through `list`
+in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+from memory_agent.conversation.imports import TimedMessage, parse_time
+from memory_agent.errors import InvalidInputError
+
+
+async def _checkpoints(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> list[CheckpointTuple]:
+    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    try:
+        return [found async for found in checkpointer.alist(config)]
+    except NotImplementedError:  # a sync checkpointer
+        return await asyncio.to_thread(lambda: list(checkpointer.list(config)))
+
+
+def _messages(found: CheckpointTuple, channel: str) -> Sequence[Any]:
+    messages = found.checkpoint.get("channel_values", {}).get(channel) or []
+    return messages if isinstance(messages, (list, tuple)) else []
+
+
+async def checkpointer_messages(checkpointer: Any, thread_id: str, *, channel: str = "messages") -> list[TimedMessage]:
+    """The messages of `thread_id`'s latest checkpoint, oldest first, each with the time of the first checkpoint
+    that holds it. InvalidInputError when it is not a checkpointer or the thread has no messages."""
+    if not isinstance(checkpointer, BaseCheckpointSaver):
+        raise InvalidInputError(
+            f"import_thread needs a LangGraph checkpointer (BaseCheckpointSaver), got {type(checkpointer).__name__}"
+        )
+    if not isinstance(thread_id, str) or not thread_id:
+        raise InvalidInputError(f"thread_id must be a non-empty string, got {thread_id!r}")
+    found = await _checkpoints(checkpointer, thread_id)
+    if not found:
+        raise InvalidInputError(f"the checkpointer has no checkpoint of thread {thread_id!r}")
+    found.sort(key=lambda item: item.checkpoint["ts"])
+    first_seen: dict[str, datetime] = {}
+    for item in found:
+        when = parse_time(item.checkpoint["ts"], f"checkpoint {item.checkpoint['id']}")
+        for message in _messages(item, channel):
+            if isinstance(message, BaseMessage) and message.id is not None:
+                first_seen.setdefault(message.id, when)
+    latest = found[-1]
+    latest_at = parse_time(latest.checkpoint["ts"], f"checkpoint {latest.checkpoint['id']}")
+    messages = _messages(latest, channel)
+    if not messages:
+        raise InvalidInputError(f"thread {thread_id!r} has no messages in its state's {channel!r} channel")
+    out, previous = [], None
+    for position, message in enumerate(messages):
+        if not isinstance(message, BaseMessage):
+            raise InvalidInputError(
+                f"thread {thread_id!r}: message {position} of channel {channel!r} is a {type(message).__name__}, "
+                "not a LangChain message"
+            )
+        when = first_seen.get(message.id or "", latest_at)
+        # A message edited into an earlier place of the state keeps the order of the state.
+        when = max(when, previous) if previous is not None else when
+        out.append(TimedMessage(message, when))
+        previous = when
+    return out

@@ -1,0 +1,91 @@
+"""What the summary runner remembers of conversations whose summaries fail, in this process.
+
+A WARNING per failed summary naming the conversation, the model and the cause, at most one per conversation per
+LOG_INTERVAL_S (the failures in between are counted into the next one): a model that fails every round must not
+flood the log, and one that fails must not go unseen. A conversation whose summaries keep failing backs off: after
+BACKOFF_AFTER failures in a row, its next summaries are recorded `failed` without a model call until BACKOFF_BASE_S
+(doubled for each further failure, at most BACKOFF_MAX_S) has passed; its rounds meanwhile get the raw gap, bounded
+by max_gap_messages. A completed summary clears the conversation. At most MAX_TRACKED conversations are held (the
+longest untouched go first); a process that restarts starts afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+logger = logging.getLogger("memory_agent")
+
+LOG_INTERVAL_S = 300.0
+BACKOFF_AFTER = 2
+BACKOFF_BASE_S = 60.0
+BACKOFF_MAX_S = 1800.0
+MAX_TRACKED = 10_000
+
+Key = tuple[str, str]  # (user_id, conversation_id)
+
+
+@dataclass
+class _Streak:
+    failures: int = 0
+    retry_at: datetime | None = None
+    logged_at: datetime | None = None
+    unlogged: int = 0
+    cause: str = ""  # the last model call's failure
+
+
+class FailingConversations:
+    """The failure streak of each conversation: when to log, when to call the model again."""
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self.clock = clock
+        self._streaks: OrderedDict[Key, _Streak] = OrderedDict()
+
+    def backing_off(self, key: Key) -> str | None:
+        """Why the conversation's summary is not asked of the model now (None: ask it)."""
+        streak = self._streaks.get(key)
+        if streak is None or streak.retry_at is None or self.clock() >= streak.retry_at:
+            return None
+        return (
+            f"not attempted: the last {streak.failures} summaries of this conversation failed, the last with "
+            f"{streak.cause[:500]}; the model is asked again after {streak.retry_at.isoformat(timespec='seconds')}"
+        )
+
+    def completed(self, key: Key) -> None:
+        self._streaks.pop(key, None)
+
+    def failed(self, key: Key, model: str, cause: str, *, attempted: bool = True) -> None:
+        """Count a failed summary (`attempted`: the model was asked) and log it unless one was logged lately."""
+        now = self.clock()
+        streak = self._streaks.pop(key, None) or _Streak()
+        self._streaks[key] = streak  # most recently touched last
+        while len(self._streaks) > MAX_TRACKED:
+            self._streaks.popitem(last=False)
+        if attempted:
+            streak.failures += 1
+            streak.cause = cause
+            if streak.failures >= BACKOFF_AFTER:
+                wait = min(BACKOFF_BASE_S * 2 ** (streak.failures - BACKOFF_AFTER), BACKOFF_MAX_S)
+                streak.retry_at = now + timedelta(seconds=wait)
+        if streak.logged_at is not None and now - streak.logged_at < timedelta(seconds=LOG_INTERVAL_S):
+            streak.unlogged += 1
+            return
+        since = f" ({streak.unlogged} more failed since the last warning)" if streak.unlogged else ""
+        later = (
+            f"; backing off: the model is asked again after {streak.retry_at.isoformat(timespec='seconds')}"
+            if streak.retry_at is not None and streak.retry_at > now
+            else ""
+        )
+        logger.warning(
+            "Summary of conversation %r (user %r) failed with model %r: %s%s%s",
+            key[1],
+            key[0],
+            model,
+            cause,
+            since,
+            later,
+        )
+        streak.logged_at, streak.unlogged = now, 0

@@ -1,0 +1,206 @@
+"""Importing a thread with its own times: stored as rounds store theirs, summarized, recalled under its dates; bad
+input names the message and field and writes nothing; an import racing forget_user never outlives it."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from memory_agent import with_memory
+from memory_agent.conversation.imports import parse_jsonl, summary_points
+from memory_agent.errors import ConversationOwnerError, InvalidInputError
+from memory_agent.llm.offline import OfflineSummaryModel
+from tests.conftest import query
+from tests.support import EchoChat
+
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+SEPT = datetime(2023, 9, 14, 18, 30, tzinfo=UTC)
+
+
+def clock() -> datetime:
+    return NOW
+
+
+def records(count: int = 6, start: datetime = SEPT) -> list[dict[str, str]]:
+    """user/assistant records a minute apart, the first about a trip to Kyoto."""
+    texts = ["We plan a trip to Kyoto for the maple season.", "Kyoto in November, noted."]
+    texts += [f"filler message {n}" for n in range(count - 2)]
+    return [
+        {
+            "role": "user" if n % 2 == 0 else "assistant",
+            "content": text,
+            "created_at": (start + timedelta(minutes=n)).isoformat(),
+        }
+        for n, text in enumerate(texts)
+    ]
+
+
+def stored(url: str, user: str = "ana") -> list[tuple]:
+    return query(
+        url,
+        "SELECT conversation_id, sequence_number, round_number, role, content, created_at FROM memory_agent.messages"
+        " WHERE user_id = %s ORDER BY conversation_id, sequence_number",
+        [user],
+    )
+
+
+def counts(url: str) -> list[int]:
+    return [
+        query(url, f"SELECT count(*) FROM memory_agent.{table}")[0][0]
+        for table in ("conversations", "conversation_owners", "messages", "memory")
+    ]
+
+
+async def test_an_imported_turn_keeps_its_date_in_the_recalled_block(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    report = await memory.import_messages("old-trip", records(), user_id="ana")
+    assert (report.messages, report.rounds, report.first_at) == (6, 3, SEPT)
+    rows = stored(database_url)
+    assert [row[5] for row in rows] == [SEPT + timedelta(minutes=n) for n in range(6)]
+    assert [row[2] for row in rows] == [1, 1, 2, 2, 3, 3]
+    found = await memory.recall_result("ana", "Kyoto trip")
+    assert "14 September 2023" in found.block
+    assert f"{NOW:%d %B %Y}" not in found.block
+    # At a round's start too: the block the model was given dates the imported turn.
+    app = with_memory(EchoChat().graph, memory)
+    config = {"configurable": {"thread_id": "today", "user_id": "ana"}}
+    await app.ainvoke({"messages": [HumanMessage("What about the Kyoto trip?")]}, config)
+    block = query(database_url, "SELECT recall_block FROM memory_agent.round_metrics WHERE conversation_id = 'today'")[
+        0
+    ][0]
+    assert "old-trip #0 user, 14 September 2023" in block
+
+
+async def test_an_import_is_summarized_window_by_window(open_memory, database_url):
+    memory = await open_memory(
+        model=OfflineSummaryModel(), clock=clock, memory_rolling_window_size=4, memory_summarize_after_seq=3
+    )
+    report = await memory.import_messages("long", records(12), user_id="ana")
+    versions = await memory.get_memory_history("long", user_id="ana")
+    assert [v.memory_id for v in versions] == list(report.memory_ids)
+    assert [(v.status, v.end_sequence) for v in versions] == [("completed", 3), ("completed", 7), ("completed", 11)]
+    assert [v.base_memory_id for v in versions] == [None, versions[0].memory_id, versions[1].memory_id]
+
+
+def test_summary_points_end_rounds_every_window():
+    rows = [{"sequence_number": n, "round_number": n // 3 + 1} for n in range(10)]  # rounds of 3 messages
+    assert summary_points(rows, 4) == [5, 9]
+    assert summary_points(rows, 100) == [9]
+
+
+async def test_messages_and_pairs_import_as_records_do(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    pairs = [(HumanMessage("hello", id="h1"), SEPT), (AIMessage("hi", id="a1"), SEPT + timedelta(seconds=5))]
+    await memory.import_messages("pairs", pairs, user_id="ana", summarize=False)
+    assert [(r[3], r[4], r[5]) for r in stored(database_url)] == [
+        ("user", "hello", SEPT),
+        ("assistant", "hi", SEPT + timedelta(seconds=5)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ('{"role": "user", "content": "x"}', "line 3: field 'created_at' is missing"),
+        ('{"role": "robot", "content": "x", "created_at": "2023-09-14T18:40:00Z"}', "line 3: field 'role'"),
+        ('{"role": "user", "content": "x", "created_at": "yesterday"}', "line 3: field 'created_at' is 'yesterday'"),
+        ('{"role": "user", "content": "x", "created_at": "2023-09-14T18:40:00"}', "line 3: field 'created_at' (2023"),
+        ('{"role": "user", "content": 5, "created_at": "2023-09-14T18:40:00Z"}', "line 3: field 'content'"),
+        ('{"role": "user", "content": "x", "created_at": "2023-09-14T18:40:00Z", "when": 1}', "unknown field 'when'"),
+        ("not json", "line 3: not JSON"),
+        ("[1]", "line 3: a message must be a JSON object"),
+    ],
+)
+def test_a_bad_line_is_named_with_its_field(line, error):
+    good = ['{"role": "user", "content": "a", "created_at": "2023-09-14T18:30:00Z"}'] * 2
+    with pytest.raises(InvalidInputError) as raised:
+        parse_jsonl([*good, line], "thread.jsonl")
+    assert error in str(raised.value)
+    assert str(raised.value).startswith("thread.jsonl, line 3")
+
+
+async def test_bad_input_writes_nothing(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    before = counts(database_url)
+    out_of_order = records()
+    out_of_order[4]["created_at"] = (SEPT - timedelta(days=1)).isoformat()
+    future = records()
+    future[5]["created_at"] = (NOW + timedelta(minutes=1)).isoformat()
+    no_user = [record for record in records() if record["role"] == "assistant"]
+    nul = records()
+    nul[3]["content"] = "bad \x00 text"
+    cases = [
+        (out_of_order, "message 4: field 'created_at'"),
+        (future, "message 5: field 'created_at'"),
+        (no_user, "needs a user message"),
+        (nul, "message 3: "),
+        ([], "no message"),
+    ]
+    for messages, error in cases:
+        with pytest.raises(InvalidInputError, match=error.replace("(", r"\(")):
+            await memory.import_messages("bad", messages, user_id="ana")
+    assert counts(database_url) == before
+    # A thread that has messages is not merged into, and another user's is refused: nothing written either.
+    await memory.import_messages("taken", records(), user_id="bo", summarize=False)
+    before = counts(database_url)
+    with pytest.raises(ConversationOwnerError):
+        await memory.import_messages("taken", records(), user_id="ana")
+    with pytest.raises(InvalidInputError, match="has messages already"):
+        await memory.import_messages("taken", records(4), user_id="bo")
+    assert counts(database_url) == before
+
+
+async def test_a_checkpointer_thread_imports_with_its_checkpoint_times(open_memory, database_url):
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    async with AsyncPostgresSaver.from_conn_string(database_url) as saver:
+        await saver.setup()
+        app = EchoChat().graph.builder.compile(checkpointer=saver)  # a plain app: no memory yet
+        config = {"configurable": {"thread_id": "lg-1"}}
+        await app.ainvoke({"messages": [HumanMessage("We plan a trip to Kyoto.")]}, config)
+        await asyncio.sleep(0.05)
+        await app.ainvoke({"messages": [HumanMessage("And to Osaka after.")]}, config)
+        checkpoints = [c async for c in saver.alist(config)]
+        memory = await open_memory(model=OfflineSummaryModel())
+        report = await memory.import_thread(saver, "lg-1", user_id="ana")
+        with pytest.raises(InvalidInputError, match="no checkpoint of thread 'missing'"):
+            await memory.import_thread(saver, "missing", user_id="ana")
+    rows = stored(database_url)
+    assert [(r[0], r[3], r[4]) for r in rows] == [
+        ("lg-1", "user", "We plan a trip to Kyoto."),
+        ("lg-1", "assistant", "reply 1"),
+        ("lg-1", "user", "And to Osaka after."),
+        ("lg-1", "assistant", "reply 2"),
+    ]
+    times = sorted(datetime.fromisoformat(c.checkpoint["ts"]) for c in checkpoints)
+    assert {r[5] for r in rows} <= set(times)
+    assert rows[0][5] < rows[2][5]  # the second round's messages are dated by its own checkpoints
+    assert report.rounds == 2
+    # A sync checkpointer reads the same thread the same way.
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(database_url) as sync_saver:
+        await memory.import_thread(sync_saver, "lg-1", conversation_id="lg-1-again", user_id="bo", summarize=False)
+    again = stored(database_url, user="bo")
+    assert [(r[3], r[4], r[5]) for r in again] == [(r[3], r[4], r[5]) for r in rows]
+
+
+async def test_an_import_racing_forget_user_never_outlives_it(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    for attempt in range(6):
+        await memory.import_messages(f"kept-{attempt}", records(), user_id="ana", summarize=False)
+        imported, _ = await asyncio.gather(
+            # Summarized every other time: a summary claimed after the forget finds the conversation gone.
+            memory.import_messages(f"new-{attempt}", records(40), user_id="ana", summarize=attempt % 2 == 0),
+            memory.forget_user("ana"),
+        )
+        threads = {row[0] for row in stored(database_url)}
+        # Either the import committed first and the forget erased it with the rest, or it waited for the forget
+        # and is all that is left: whole, never a part, and nothing of what the forget erased.
+        assert threads in (set(), {f"new-{attempt}"})
+        if threads:
+            assert len(stored(database_url)) == imported.messages == 40
+            await memory.forget_user("ana")

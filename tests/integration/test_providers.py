@@ -1,0 +1,186 @@
+"""Models by name, any provider, end to end over HTTP: the setting picks the LangChain integration, and structured
+output degrades (tool calling, the provider's JSON-schema format, JSON in text) instead of failing."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from memory_agent import MemoryService, MemorySettings, with_memory
+from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
+from memory_agent.errors import ConfigurationError
+from memory_agent.llm import chat_model_from_setting, default_chat_model
+from memory_agent.llm.structured import learned_method
+from memory_agent.observability import queries as observability
+from tests.conftest import query
+from tests.provider_servers import FakeAnthropic, FakeOllama
+from tests.support import EchoChat
+
+
+async def talk(memory: MemoryService, thread: str, rounds: int = 4) -> None:
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(1, rounds + 1):
+        await app.ainvoke(
+            {"messages": [HumanMessage(f"I like tea number {n}")]}, {"configurable": {"thread_id": thread}}
+        )
+    assert await memory.drain(timeout=20)
+
+
+def rows(url: str) -> list[tuple]:
+    return query(url, "SELECT status, model_name, memory_text, error FROM memory ORDER BY memory_id")
+
+
+def test_the_setting_picks_the_integration(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    made = {name: chat_model_from_setting(name, variable="X") for name in ("gpt-x", "llama3.1:8b")}
+    made["anthropic:claude-x"] = chat_model_from_setting("anthropic:claude-x", variable="X")
+    made["ollama:llama3.1:8b"] = chat_model_from_setting("ollama:llama3.1:8b", variable="X")
+    found = {
+        name: (type(model).__name__, getattr(model, "model_name", None) or model.model) for name, model in made.items()
+    }
+    assert found == {
+        "gpt-x": ("ChatOpenAI", "gpt-x"),
+        "llama3.1:8b": ("ChatOpenAI", "llama3.1:8b"),  # a bare name is OpenAI's, whatever its colon
+        "anthropic:claude-x": ("ChatAnthropic", "claude-x"),
+        "ollama:llama3.1:8b": ("ChatOllama", "llama3.1:8b"),
+    }
+
+
+def test_unusable_settings_say_what_to_set_or_install(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("GROQ_API_KEY", "k")
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY") as raised:
+        chat_model_from_setting("anthropic:claude-x", variable="MEMORY_AGENT_MEMORY_MODEL")
+    assert "MEMORY_AGENT_MEMORY_MODEL='anthropic:claude-x'" in str(raised.value)
+    with pytest.raises(ConfigurationError, match="pip install langchain-groq"):
+        chat_model_from_setting("groq:llama-x", variable="MEMORY_AGENT_MEMORY_MODEL")
+
+
+def test_the_consolidation_setting_is_named_in_its_error(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    settings = MemorySettings(memory_model="offline", consolidation_model="anthropic:claude-x")
+    with pytest.raises(ConfigurationError, match="MEMORY_AGENT_CONSOLIDATION_MODEL='anthropic:claude-x'"):
+        default_chat_model(settings, "consolidation")
+    assert default_chat_model(settings.replace(consolidation_model=None), "consolidation")
+
+
+async def test_no_usable_model_is_an_error_at_open(monkeypatch, database_url):
+    """No model set up and none named: opening fails, naming the setting (it used the offline model quietly)."""
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMORY_AGENT_MEMORY_MODEL"):
+        monkeypatch.delenv(variable, raising=False)
+    service = MemoryService(MemorySettings(database_url=database_url))
+    with pytest.raises(ConfigurationError, match="MEMORY_AGENT_MEMORY_MODEL") as raised:
+        await service.aopen()
+    assert "OPENAI_API_KEY" in str(raised.value)
+    with pytest.raises(RuntimeError, match="not open"):
+        service.backend  # noqa: B018
+
+
+async def test_a_string_model_is_a_setting(fake_openai, open_memory, database_url):
+    memory = await open_memory(model="openai:gpt-by-name")
+    await talk(memory, "by-name")
+    assert [(s, m) for s, m, _, _ in rows(database_url)] == [("completed", "gpt-by-name")]
+
+
+async def test_openai_compatible_server_without_tools_degrades_and_remembers(fake_openai, open_memory, database_url):
+    """HTTP 400 to `tools` (a local server): the JSON-schema response format is used, and remembered; 6 of 6
+    summaries of such a server failed before."""
+    fake_openai.refuse_tools = True
+    memory = await open_memory(memory_model="local-model")
+    await talk(memory, "no-tools", rounds=8)
+    stored = rows(database_url)
+    assert stored and all(status == "completed" for status, _, _, _ in stored)
+    assert "I like tea number 7" in stored[-1][2]
+    asked = [
+        ("tools" if r.get("tools") else "response_format" if r.get("response_format") else "text")
+        for r in fake_openai.requests
+        if r.get("tools") or r.get("response_format")
+    ]
+    assert asked[:2] == ["tools", "response_format"] and set(asked[2:]) == {"response_format"}
+    assert learned_method(memory.agent.model) == "json_schema"
+
+
+async def test_json_in_text_when_the_server_refuses_both(fake_openai, open_memory, database_url):
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = True
+    memory = await open_memory(memory_model="plain-model")
+    await talk(memory, "plain")
+    (status, _, text, error), *_ = rows(database_url)
+    assert (status, error) == ("completed", None) and "I like tea number" in text
+    assert learned_method(memory.agent.model) == "text"
+
+
+async def test_garbage_is_a_failed_row_with_its_cause(fake_openai, open_memory, database_url):
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = True
+    fake_openai.text_answer = "Sure! Here are my thoughts: tea is nice."
+    memory = await open_memory(memory_model="chatty-model", summary_max_attempts=1)
+    await talk(memory, "garbage")
+    statuses = {status for status, _, _, _ in rows(database_url)}
+    assert statuses == {"failed"}
+    error = rows(database_url)[0][3]
+    assert "unparseable output" in error and "tea is nice" in error
+    assert "tools (refused earlier): OpenAIInvalidRequestError: Error code: 400" in error and "json_schema " in error
+    # The refused ways are asked once per model: the retry (with the problems shown) asks for text only.
+    asked = [
+        "tools" if r.get("tools") else "format" if r.get("response_format") else "text" for r in fake_openai.requests
+    ]
+    assert asked == ["tools", "format", "text", "text"]
+
+
+async def test_anthropic_messages_api(monkeypatch, open_memory, database_url):
+    with FakeAnthropic() as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        memory = await open_memory(memory_model="anthropic:claude-test")
+        assert type(memory.agent.model).__name__ == "ChatAnthropic"
+        await talk(memory, "anthropic")
+        (status, model, text, error), *_ = rows(database_url)
+        assert (status, model, error) == ("completed", "claude-test", None) and "I like tea number" in text
+        assert server.requests[0]["tools"][0]["name"] == "MemorySummaryOutput"
+
+
+@pytest.mark.parametrize("tools", [True, False])
+async def test_ollama_chat_api(monkeypatch, open_memory, database_url, tools):
+    with FakeOllama() as server:
+        server.refuse_tools = not tools
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        memory = await open_memory(memory_model="ollama:llama-test:8b")
+        await talk(memory, "ollama")
+        (status, model, text, error), *_ = rows(database_url)
+        assert (status, model, error) == ("completed", "llama-test:8b", None) and "I like tea number" in text
+        summary_requests = [r for r in server.requests if r.get("tools") or r.get("format")]
+        assert ("format" in summary_requests[-1]) == (not tools)
+
+
+async def test_consolidation_degrades_too(fake_openai):
+    fake_openai.refuse_tools = True
+    fake_openai.summary_text = "- fact city: Lisbon"
+    model = chat_model_from_setting("consolidator", variable="X")
+    parsed, call = await call_consolidation_model(model, "Consolidate.", "- fact city: Lisbon", ConsolidationOutput)
+    assert parsed.summary == "- fact city: Lisbon" and call.model == "consolidator"
+    assert [bool(r.get("tools")) for r in fake_openai.requests] == [True, False]
+
+
+async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
+    fake_openai, open_memory, database_url, caplog
+):
+    """Every summary fails (HTTP 500): one WARNING naming the conversation, the model and the status; after two
+    failures the model is no longer asked every round (before: a line per failure, no model named, a call each)."""
+    fake_openai.mode = "error"
+    caplog.set_level(logging.WARNING, "memory_agent")
+    memory = await open_memory(memory_model="flaky-model", summary_max_attempts=1)
+    await talk(memory, "failing", rounds=10)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "'failing'" in r.getMessage()]
+    assert len(warned) == 1
+    assert "'flaky-model'" in warned[0] and "HTTP 500" in warned[0] and "upstream exploded" in warned[0]
+    stored = rows(database_url)
+    assert len(stored) >= 4 and {status for status, _, _, _ in stored} == {"failed"}
+    assert len(fake_openai.structured_requests()) == 2
+    assert all("not attempted" in error and "HTTP 500" in error for _, _, _, error in stored[2:])
+    # Where it shows: the last hour's failure rate and summary lag (health(): `stats`, /ready; the view for psql).
+    recent = (await observability.health(memory.backend, now=memory.clock())).last_hour
+    assert (recent["completed"], recent["failed"], recent["failure_rate"]) == (0, len(stored), 1)
+    assert recent["rounds"] == 10 and recent["max_summary_lag"] == 18
+    assert query(database_url, "SELECT failed, max_summary_lag FROM memory_health_last_hour") == [(len(stored), 18)]

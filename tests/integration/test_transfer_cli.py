@@ -1,0 +1,55 @@
+"""`memory-agent import` (a thread's JSON lines), `export --user` and `import-user` on the real database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from memory_agent.cli.main import app
+from tests.conftest import query
+
+LINES = [
+    {"role": "user", "content": "We plan a trip to Kyoto.", "created_at": "2023-09-14T20:30:00+02:00"},
+    {"role": "assistant", "content": "Kyoto, noted.", "created_at": "2023-09-14T20:31:00+02:00", "id": "a-1"},
+]
+
+
+def invoke(database_url: str, *args: str, stdin: str | None = None) -> Any:
+    env = {"MEMORY_AGENT_DATABASE_URL": database_url, "COLUMNS": "250", "NO_COLOR": "1", "OPENAI_API_KEY": ""}
+    return CliRunner().invoke(app, list(args), env=env, input=stdin)
+
+
+def test_import_export_and_import_user(database_url, other_database_url, tmp_path: Path):
+    thread = tmp_path / "thread.jsonl"
+    thread.write_text("\n".join(json.dumps(line) for line in LINES) + "\n\n", encoding="utf-8")
+    done = invoke(database_url, "import", str(thread), "--thread", "kyoto", "--user", "ana", "--json")
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert (report["messages"], report["rounds"], report["first_at"]) == (2, 1, "2023-09-14T20:30:00+02:00")
+    stored = query(database_url, "SELECT created_at FROM memory_agent.messages ORDER BY sequence_number")
+    assert [str(row[0]) for row in stored] == ["2023-09-14 18:30:00+00:00", "2023-09-14 18:31:00+00:00"]
+
+    # A bad line: named, exit 1, nothing written.
+    bad = invoke(
+        database_url, "import", "-", "--thread", "other", "--user", "ana", stdin=json.dumps(LINES[0]) + "\n{\n"
+    )
+    assert bad.exit_code == 2 and "stdin, line 2: not JSON" in bad.output
+    assert query(database_url, "SELECT count(*) FROM memory_agent.conversations")[0][0] == 1
+
+    exported = invoke(database_url, "export", "--user", "ana")
+    assert exported.exit_code == 0, exported.output
+    again = invoke(database_url, "export", "--user", "ana", "--output", str(tmp_path / "ana.json"))
+    assert again.exit_code == 0 and (tmp_path / "ana.json").read_bytes() == exported.stdout_bytes
+    document = json.loads(exported.stdout)
+    assert [m["created_at"] for m in document["messages"]] == ["2023-09-14T18:30:00Z", "2023-09-14T18:31:00Z"]
+
+    moved = invoke(other_database_url, "import-user", str(tmp_path / "ana.json"), "--tenant", "acme", "--json")
+    assert moved.exit_code == 0, moved.output
+    assert json.loads(moved.stdout)["counts"]["messages"] == 2
+    twice = invoke(other_database_url, "import-user", str(tmp_path / "ana.json"), "--tenant", "acme")
+    assert twice.exit_code == 2 and "holds memory already" in twice.output
+    rows = query(other_database_url, "SELECT tenant_id, user_id, content FROM memory_agent.messages ORDER BY 3")
+    assert rows == [("acme", "ana", "Kyoto, noted."), ("acme", "ana", "We plan a trip to Kyoto.")]

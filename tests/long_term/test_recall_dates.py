@@ -1,0 +1,98 @@
+"""Recall's date boost: a date expression in the query, read at the service's clock in its time zone, ranks the
+turns of that time first."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.long_term.recall.dates import date_span
+
+PARIS = ZoneInfo("Europe/Paris")
+NOW = datetime(2024, 3, 13, 9, 0, tzinfo=PARIS)  # a Wednesday
+
+
+def day(year: int, month: int, number: int, zone=PARIS) -> datetime:
+    return datetime(year, month, number, tzinfo=zone)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("what did they plan for September 2023?", day(2023, 9, 1), day(2023, 10, 1)),
+        ("in sept. 2023", day(2023, 9, 1), day(2023, 10, 1)),
+        ("plans in December 2023", day(2023, 12, 1), day(2024, 1, 1)),
+        ("on 5 March 2024", day(2024, 3, 5), day(2024, 3, 6)),
+        ("on March 5th, 2024", day(2024, 3, 5), day(2024, 3, 6)),
+        ("the 2023-09-14 call", day(2023, 9, 14), day(2023, 9, 15)),
+        ("notes of 2023-09", day(2023, 9, 1), day(2023, 10, 1)),
+        ("what did I say yesterday", day(2024, 3, 12), day(2024, 3, 13)),
+        ("what did we decide today", day(2024, 3, 13), day(2024, 3, 14)),
+        ("last week", day(2024, 3, 4), day(2024, 3, 11)),
+        ("this week", day(2024, 3, 11), day(2024, 3, 18)),
+        ("last month", day(2024, 2, 1), day(2024, 3, 1)),
+        ("last year", day(2023, 1, 1), day(2024, 1, 1)),
+        ("two weeks ago", day(2024, 2, 26), day(2024, 3, 4)),
+        ("3 days ago", day(2024, 3, 10), day(2024, 3, 11)),
+        ("last Monday", day(2024, 3, 11), day(2024, 3, 12)),
+        ("last Wednesday", day(2024, 3, 6), day(2024, 3, 7)),
+        ("during 2022", day(2022, 1, 1), day(2023, 1, 1)),
+    ],
+)
+def test_date_expressions_name_a_span_in_the_users_time(query, start, end):
+    span = date_span(query, NOW)
+    assert span is not None
+    assert (span.start, span.end) == (start, end)
+
+
+@pytest.mark.parametrize("query", ["peanut allergy", "February 30, 2024", "the 2023-13 report", "May I ask?"])
+def test_no_date_or_an_impossible_one_gives_none(query):
+    assert date_span(query, NOW) is None
+
+
+def test_the_clock_must_know_its_time_zone():
+    with pytest.raises(ValueError, match="timezone-aware"):
+        date_span("yesterday", datetime(2024, 3, 13))
+
+
+def records(start: datetime, texts: list[str]) -> list[dict[str, str]]:
+    return [
+        {
+            "role": "user" if n % 2 == 0 else "assistant",
+            "content": text,
+            "created_at": (start + timedelta(minutes=n)).isoformat(),
+        }
+        for n, text in enumerate(texts)
+    ]
+
+
+@pytest.mark.parametrize("config", ["english", "simple"])  # the stored vectors, or vectors computed
+async def test_a_date_in_the_query_ranks_the_turns_of_that_time_first(open_memory, config):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: NOW, recall_text_search_config=config)
+    september = records(datetime(2023, 9, 20, 17, tzinfo=UTC), ["The garden fence needs a plan.", "Fine."])
+    january = records(
+        datetime(2024, 1, 10, 17, tzinfo=UTC),
+        ["What did we plan? We plan the kitchen.", "A kitchen plan, then."],
+    )
+    yesterday = records(datetime(2024, 3, 12, 8, tzinfo=UTC), ["Nothing to plan, just a walk by the river.", "Nice."])
+    for thread, messages in (("sep", september), ("jan", january), ("yday", yesterday)):
+        await memory.import_messages(thread, messages, user_id="ana", summarize=False)
+
+    undated = await memory.recall_result("ana", "what did we plan")
+    assert undated.results[0].conversation_id == "jan"  # the most words in common
+
+    dated = await memory.recall_result("ana", "what did we plan in September 2023")
+    first = dated.results[0]
+    assert (first.conversation_id, first.sequences[0]) == ("sep", 0)
+    assert "date" in first.paths
+    assert "20 September 2023" in dated.block.splitlines()[1]
+
+    # Yesterday in Paris (the clock's zone): 12 March, whose turns share no word with the query but the time.
+    walk = await memory.recall_result("ana", "what happened yesterday?")
+    assert walk.results[0].conversation_id == "yday"
+    # A span with no turn changes nothing.
+    empty = await memory.recall_result("ana", "what did we plan in May 2021")
+    assert [h.conversation_id for h in empty.results] == [h.conversation_id for h in undated.results]
