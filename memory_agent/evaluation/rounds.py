@@ -90,6 +90,19 @@ async def load_through_rounds(memory: MemoryService, sample: Sample, clock: Repl
                 provenance[(conversation_id, stored + offset)] = session.turns[first + offset].dia_id
             stored += len(given) + len(answered)
     await memory.drain()
+    async with memory.backend.connection() as conn:
+        stored = await stored_turns(conn, sample.sample_id)
+    texts = {turn.dia_id: turn.text for session in sample.sessions for turn in session.turns}
+    misplaced = [
+        row
+        for row in stored
+        if texts.get(provenance.get((row["conversation_id"], row["sequence_number"]), "")) != row["content"]
+    ]
+    if misplaced or len(stored) != len(provenance):
+        raise RuntimeError(
+            f"sample {sample.sample_id}: {len(stored)} turns stored for {len(provenance)} sent, "
+            f"{len(misplaced)} not where the evaluation expects them (first: {misplaced[:1]})"
+        )
     return provenance
 
 
