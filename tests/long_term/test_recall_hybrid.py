@@ -20,6 +20,7 @@ from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term.embedders import HashingEmbeddings
 from memory_agent.long_term.embeddings import index_items
 from memory_agent.long_term.recall import RecallSettings, recall
+from memory_agent.long_term.recall.hybrid import can_place_vector_hits
 from memory_agent.long_term.recall.query_text import embedded_query
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 from tests.support import EchoChat
@@ -265,3 +266,12 @@ async def test_a_vector_weight_of_zero_embeds_only_for_the_fallback(conn: Any) -
     settings = RecallSettings(vector_weight=0)
     result = await recall(conn, tenant_id=TENANT, user_id=USER, query="trip", embedder=embedder, settings=settings)
     assert result.fts_hits >= 2 and embedder.queries == [] and all("vector" not in h.paths for h in result.ranked)
+
+
+def test_the_pass_over_all_vectors_runs_only_where_its_hits_could_rank() -> None:
+    full = [{"kind": "turn"}] * 20
+    # With the defaults a hit of vectors alone scores under every full-text hit: 20 of them leave it no place.
+    assert not can_place_vector_hits(full, 20, RecallSettings())
+    assert can_place_vector_hits(full[:5], 20, RecallSettings())
+    # A weight at which it could outrank full text's last hits: the pass always runs.
+    assert can_place_vector_hits(full, 20, RecallSettings(vector_weight=2.0))
