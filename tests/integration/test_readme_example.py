@@ -28,4 +28,7 @@ def test_the_readme_example_runs(fake_openai, database_url, monkeypatch, capsys)
         database_url,
         "SELECT user_id, role, content FROM messages WHERE conversation_id = 'conv-1' ORDER BY sequence_number",
     )
-    assert rows == [("ana", "user", "I'm allergic to peanuts."), ("ana", "assistant", "echo: I'm allergic to peanuts.")]
+    assert rows == [
+        ("maya", "user", "I'm allergic to peanuts."),
+        ("maya", "assistant", "echo: I'm allergic to peanuts."),
+    ]
