@@ -81,14 +81,14 @@ async def load_through_rounds(memory: MemoryService, sample: Sample, clock: Repl
     for session in sample.sessions:
         conversation_id = f"{sample.sample_id}:session_{session.number}"
         config = {"configurable": {"thread_id": conversation_id, "user_id": sample.sample_id, "tenant_id": EVAL_TENANT}}
-        stored = 0
+        sent = 0
         for first, given, answered in _rounds(sample, session):
             clock.now = session.started_at + timedelta(seconds=first)
             replies.queued = answered
             await app.ainvoke({"messages": given}, config)
             for offset in range(len(given) + len(answered)):
-                provenance[(conversation_id, stored + offset)] = session.turns[first + offset].dia_id
-            stored += len(given) + len(answered)
+                provenance[(conversation_id, sent + offset)] = session.turns[first + offset].dia_id
+            sent += len(given) + len(answered)
     await memory.drain()
     async with memory.backend.connection() as conn:
         stored = await stored_turns(conn, sample.sample_id)
