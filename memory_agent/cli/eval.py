@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,45 +24,69 @@ async def run_recall_eval(
     text_search_config: str | None = None,
     or_terms: bool = True,
     per_path: bool = False,
+    evidence_key: Path | None = None,
 ) -> Any:
     """Evaluate on a new database of `server_url` (migrated, dropped at the end): the dataset's users never mix
-    with real ones. The recall settings and the embedder are the service's (MEMORY_AGENT_RECALL_*,
-    MEMORY_AGENT_EMBEDDINGS) unless given here."""
+    with real ones. The dataset is loaded as an app stores conversations: a MemoryService (the offline summarizer,
+    the inline executor) stores every turn through `with_memory` rounds and does the background work. The recall
+    settings and the embedder are the service's (MEMORY_AGENT_RECALL_*, MEMORY_AGENT_EMBEDDINGS) unless given
+    here. `evidence_key`: a JSON object of question → evidence dia ids that replaces the dataset's."""
     import psycopg
 
-    from memory_agent.db.backend import MemoryBackend
     from memory_agent.db.connector import execute_query
     from memory_agent.evaluation import evaluate, load_dataset
+    from memory_agent.evaluation.rounds import ReplayClock
+    from memory_agent.llm import OfflineSummaryModel
     from memory_agent.long_term.embedders import embedder_from_setting
+    from memory_agent.service.memory import MemoryService
     from memory_agent.settings import MemorySettings
 
     samples = load_dataset(dataset)
-    service_settings = MemorySettings()
-    settings = service_settings.recall.replace(
-        text_search_config=text_search_config or service_settings.recall.text_search_config, or_terms=or_terms
-    )
+    key = load_evidence_key(evidence_key) if evidence_key is not None else None
     if embedder is not None and embedder not in ("none", "hashing", "e5"):
         raise typer.BadParameter(f"unknown embedder {embedder!r}: use one of e5, hashing, none")
+    service_settings = MemorySettings()
+    recall = service_settings.recall.replace(
+        text_search_config=text_search_config or service_settings.recall.text_search_config, or_terms=or_terms
+    )
     chosen = embedder_from_setting(embedder or service_settings.long_term.embeddings)
+    settings = service_settings.replace(executor="inline", event_loop="caller", long_term=True).model_copy(
+        update={"recall": recall}
+    )
     name = f"memory_agent_eval_{uuid.uuid4().hex[:10]}"
     params = psycopg.conninfo.conninfo_to_dict(server_url)
     async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
         await execute_query(admin, psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
     try:
         url = psycopg.conninfo.make_conninfo("", **{**params, "dbname": name})
-        pool = MemoryBackend.create_pool(url)
-        await pool.open(wait=True)
-        try:
-            backend = MemoryBackend(pool)
-            await backend.setup()
-            return await evaluate(backend, samples, embedder=chosen, settings=settings, per_path=per_path)
-        finally:
-            await pool.close()
+        clock = ReplayClock(datetime.now(UTC))
+        service = MemoryService(settings, model=OfflineSummaryModel(), database_url=url, clock=clock, embeddings=chosen)
+        async with service as memory:
+            return await evaluate(memory.backend, samples, memory=memory, per_path=per_path, evidence_key=key)
     finally:
         async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
             await execute_query(
                 admin, psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name))
             )
+
+
+def load_evidence_key(path: Path) -> dict[str, list[str]]:
+    """A corrected evidence key: a JSON object of question text → the dia ids ("D3:14") of its evidence turns."""
+    from memory_agent.errors import InvalidInputError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"cannot read the evidence key {path}: {exc}") from exc
+    valid = isinstance(data, dict) and all(
+        isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in data.values()
+    )
+    if not valid:
+        raise InvalidInputError(
+            f"the evidence key {path} must be a JSON object of question → list of dia ids, such as "
+            '{"When did Ana move?": ["D3:14"]}'
+        )
+    return data
 
 
 @eval_app.command("recall")
@@ -80,6 +105,13 @@ def recall_command(
         False, "--and-terms", help="AND the query's terms (the design's first choice) instead of OR."
     ),
     per_path: bool = typer.Option(False, "--per-path", help="Also measure each retrieval path alone."),
+    evidence_key: Path | None = typer.Option(
+        None,
+        "--evidence-key",
+        exists=True,
+        dir_okay=False,
+        help="A corrected evidence key: a JSON object of question → evidence dia ids, replacing the dataset's.",
+    ),
     database_url: str | None = typer.Option(
         None,
         help="A PostgreSQL server URL (a scratch database is made and dropped); default: a temporary embedded server.",
@@ -105,6 +137,7 @@ def recall_command(
                 text_search_config=text_search_config,
                 or_terms=not and_terms,
                 per_path=per_path,
+                evidence_key=evidence_key,
             )
         )
     except MemoryAgentError as exc:

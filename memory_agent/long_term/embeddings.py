@@ -3,8 +3,8 @@ embedders themselves are in embedders.py).
 
 Any LangChain `Embeddings` can be used; without one, recall runs without its vector path. `index_items` embeds
 the items, summaries and turns of a user that have no vector of the configured model yet; the summary job calls
-it after the version's commit (never the user's round), and `index_pending` is the periodic catch-up for items
-that call missed (a user's turns it missed are embedded at their next summary). Each vector is stored with its
+it after every version's commit (never the user's round), and `index_pending` is the periodic catch-up for the
+items and turns that call missed (it failed, or the turns came after the user's last version). Each vector is stored with its
 compact copy (the signs of the vector minus its model's center: recall's first pass, 0025); `vector_center` is
 that center, the mean of the model's vectors of fixed reference texts.
 """
@@ -151,8 +151,9 @@ async def _embed_batch(
 
 
 async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, users: int = 20) -> int:
-    """The periodic catch-up: index_items for up to `users` users that have a current item or summary without a
-    vector of this embedder (their summary job's indexing failed or ran before an embedder was configured).
+    """The periodic catch-up: index_items for up to `users` users that have a current item or summary, or a turn,
+    without a vector of this embedder (their summary job's indexing failed or ran before an embedder was
+    configured, or the turns are newer than their conversation's last version).
     Returns how many vectors it wrote."""
     if not await vectors_available(conn):
         return 0

@@ -181,7 +181,7 @@ class LongTermMemory:
         gives all of it as JSON data). `as_of` reads the items valid then. When nothing matches, recall gives the
         latest turns of the user's most recently active conversation (paths ['recent']), as at round start;
         `recent_fallback=False` gives nothing instead (a search). Never calls a chat model; with an embedder, the
-        query is embedded beside full text and re-ranks its hits (hybrid; with MEMORY_AGENT_RECALL_VECTORS_ALWAYS
+        query is embedded beside full text and its nearest vectors fused with its hits (hybrid; with MEMORY_AGENT_RECALL_VECTORS_ALWAYS
         false, only when full text and trigrams find too little: the vector fallback)."""
         tenant, user = user_scope(user_id, tenant_id)
         settings, embedder = self.recall_settings, self.embedder

@@ -65,8 +65,9 @@ class RecallSettings(SettingsGroup):
     )
     vectors_always: bool = Field(
         default=True,
-        description="With an embedder, use vectors on every recall (hybrid: they re-rank full text's hits, and "
-        "search all of the user's vectors when full text finds too little); off: only as that fallback.",
+        description="With an embedder, use vectors on every recall (hybrid: the user's nearest vectors are fused with "
+        "full text's hits re-ranked by their own, so a turn that shares no word with the query is found); off: only "
+        "when full text finds too little.",
     )
     vector_min_similarity: float = Field(
         default=0.15,

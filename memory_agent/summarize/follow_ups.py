@@ -40,8 +40,8 @@ class LongTermFollowUps:
     cluster_summarizer: ClusterSummarizer
 
     async def _index(self, tenant_id: str, user_id: str, memory_id: int) -> None:
-        """After the version's commit and its clusters' refresh: embed the user's items and summaries that have
-        no vector yet (the ones just written, and any an earlier run missed). A failure is a WARNING; the items
+        """After the version's commit and its clusters' refresh: embed the user's items, summaries and turns that
+        have no vector yet (the ones just written, and any an earlier run missed). A failure is a WARNING; the items
         stay findable by text and refresh_pending embeds them later."""
         if self.embedder is None:
             return

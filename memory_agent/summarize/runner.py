@@ -7,8 +7,9 @@ leaves both or neither, and a failing write rolls the completion back and record
 next version covers the same window, so its items are written then, before the messages slide out). The
 clusters the write touched are refreshed after that commit, one model call each; what fails there is left to
 the periodic safety net (refresh_pending), so a cluster summary never holds back the version. With an embedder,
-the user's items and summaries without a vector are embedded last (index_items: idempotent, best effort); what
-fails there stays findable by text, and refresh_pending's catch-up (index_pending) embeds it later.
+the user's items, summaries and turns without a vector are embedded last, after every completed version whether
+it wrote items or not (index_items: idempotent, best effort); what fails there stays findable by text, and
+refresh_pending's catch-up (index_pending) embeds it later.
 """
 
 from __future__ import annotations
@@ -308,6 +309,7 @@ class SummaryRunner(LongTermFollowUps):
             return f"{what} failed: {type(exc).__name__}: {exc}"
         del log.calls[: len(calls)]
         await self._refresh_clusters(long_term.touched_clusters(outcomes), now)
-        if outcomes:
-            await self._index(tenant_id, user_id, memory_id)
+        # Whether or not the version wrote items: its turns need their vectors (recall ranks a turn without one
+        # by full text alone, below the turns vectors found).
+        await self._index(tenant_id, user_id, memory_id)
         return True

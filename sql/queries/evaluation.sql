@@ -42,3 +42,20 @@ RETURNING item_id
 INSERT INTO item_sources (user_id, tenant_id, item_id, conversation_id, memory_id, sequence_number)
 VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(conversation_id)s, NULL, %(sequence_number)s)
 ON CONFLICT DO NOTHING
+
+-- eval_turns_without_vector --
+-- Evaluation: how many of a user's turns (as turns_to_embed reads them) have no vector of `model`.
+SELECT count(*) AS missing
+FROM messages AS m
+WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
+  AND m.content <> ''
+  AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
+                  WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
+                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s)
+
+-- eval_stored_turns --
+-- Evaluation: a user's stored turns, in order (the load checks them against the dataset's).
+SELECT m.conversation_id, m.sequence_number, m.content
+FROM messages AS m
+WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
+ORDER BY m.conversation_id, m.sequence_number

@@ -55,13 +55,14 @@ WITH user_turns AS NOT MATERIALIZED (
     WHERE b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
       AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
 ), lexemes AS MATERIALIZED (
-    -- The query's lexemes (stop words of the configuration dropped, stemmed), each a term of its own: a long one
-    -- as a prefix of all but its last two characters (at least 5), so that stems that differ in their ending meet
-    -- ("allergies" → allergi, "allergic" → allerg: aller:*). With AND-ed terms (or_terms false), one term.
+    -- The query's lexemes (stop words of the configuration dropped, stemmed), each a term of its own, with the
+    -- other forms of its irregular words (`fts_query`: "met" brings "meet", query_text.py): a long one as a prefix
+    -- of all but its last two characters, at least 6 ("allergies" → allergi, "allergic" → allerg: allerg:*);
+    -- 5 collided ("undergo" → under:* matched "understand"). With AND-ed terms (or_terms false), one term.
     SELECT CASE WHEN length(l.lexeme) >= 6
-                THEN (quote_literal(left(l.lexeme, greatest(5, length(l.lexeme) - 2))) || ':*')::tsquery
+                THEN (quote_literal(left(l.lexeme, greatest(6, length(l.lexeme) - 2))) || ':*')::tsquery
                 ELSE quote_literal(l.lexeme)::tsquery END AS q
-    FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(query)s))) AS l (lexeme)
+    FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(fts_query)s))) AS l (lexeme)
     WHERE %(or_terms)s AND strpos(l.lexeme, E'\\') = 0
     UNION ALL
     SELECT plainto_tsquery(%(config)s::regconfig, %(query)s)
@@ -104,20 +105,28 @@ WITH user_turns AS NOT MATERIALIZED (
            greatest((SELECT avg(length(m.fts)) FROM matches AS m), 1)::float8 AS avg_length
 ), weights AS MATERIALIZED (
     -- A term's inverse document frequency (BM25's): a word in half the user's turns (their own name, "today")
-    -- weighs little beside a rare one. ts_rank has no such weight: its ranking let common words decide.
-    SELECT l.q, ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+    -- weighs little beside a rare one. ts_rank has no such weight: its ranking let common words decide. A term in
+    -- more than a quarter of a user's turns (a speaker's name: every turn of theirs holds it) is `common`: it adds
+    -- to a row's score but does not match a row alone.
+    SELECT l.q, d.df, ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) AS idf, c.n >= 20 AND d.df > 0.25 * c.n AS common
     FROM lexemes AS l, corpus AS c,
          LATERAL (SELECT count(*)::float8 AS df FROM matches AS m WHERE m.fts @@ l.q) AS d
+), rare AS MATERIALIZED (
+    -- The query's terms that match rows and are not common: when there are some, a row must hold one of them.
+    SELECT w.q FROM weights AS w WHERE NOT w.common AND w.df > 0
 ), fts AS (
     SELECT kind, conversation_id, sequence_number, item_id,
            row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
     FROM (
         -- BM25 with a term counted once per row (a chat turn rarely repeats a word): the weights of the terms a
-        -- row holds, normalized by its length against the matching rows' mean.
+        -- row holds, normalized by its length against the matching rows' mean, a length under half of the mean
+        -- counted as half of it: a very short turn ("Same here!", "Bye!") does not outrank one with content for
+        -- being short.
         SELECT m.kind, m.conversation_id, m.sequence_number, m.item_id,
                (SELECT sum(w.idf) FROM weights AS w WHERE m.fts @@ w.q) * 2.2
-                   / (1 + 1.2 * (0.25 + 0.75 * length(m.fts) / c.avg_length)) AS score
+                   / (1 + 1.2 * (0.25 + 0.75 * greatest(length(m.fts), 0.5 * c.avg_length) / c.avg_length)) AS score
         FROM matches AS m, corpus AS c
+        WHERE NOT EXISTS (SELECT 1 FROM rare) OR EXISTS (SELECT 1 FROM rare AS r WHERE m.fts @@ r.q)
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
@@ -305,8 +314,9 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
 
 -- recall_vector_hits --
 -- The vector path over all of a user's vectors: the user's nearest turns, items and summaries by cosine distance to
--- the query's vector, above a similarity floor. Run when full text and trigrams found too little (with an embedder
--- they found enough for, search.py re-ranks their hits with `recall_vector_distances` instead), or alone. Per user
+-- the query's vector, above a similarity floor. Run with the other paths when full text and trigrams found too
+-- little, else alone (search.py adds the hits only it found to theirs: hybrid.fused), on every recall with an
+-- embedder. Per user
 -- (HNSW cannot filter by user before it ranks, and a user is a small part of the table), in two passes: the user's
 -- compact vectors (0025: the signs of the vector minus its model's center) ranked by Hamming distance to the
 -- query's, read from an index alone, keep each table's nearest 4 × candidates, ranked by their exact cosine
@@ -388,7 +398,8 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
     WHERE false
 
 -- recall_vector_distances --
--- Hybrid recall when full text and trigrams found enough (search.py re-ranks their first hits with these): the
+-- Hybrid recall when full text and trigrams found enough (search.py re-ranks their first hits with these, then
+-- adds the hits only the vector path found, hybrid.fused): the
 -- cosine distance to the query's vector of each hit's own vector, turns by their keys and items by their ids, above
 -- the similarity floor. A lookup a hit: none of the user's other vectors is read. A stored vector of another
 -- dimension than the query's (a model whose output size changed under the same name) has no distance: the CASE
@@ -499,13 +510,21 @@ WHERE e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(mo
   AND v.model = e.model AND vector_dims(v.center) = vector_dims(e.embedding)
 
 -- users_to_embed --
--- Users with a current item or summary that has no vector of `model`, or a vector of `model` without its compact
--- copy (stored before 0025; once the model has a center), for the periodic catch-up of indexing.
+-- Users with a current item or summary, or a turn (as turns_to_embed reads them), that has no vector of `model`,
+-- or a vector of `model` without its compact copy (stored before 0025; once the model has a center), for the
+-- periodic catch-up of indexing.
 SELECT i.tenant_id, i.user_id
 FROM items AS i
 WHERE upper_inf(i.valid_during)
   AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
                   WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
+UNION
+SELECT m.tenant_id, m.user_id
+FROM messages AS m
+WHERE m.role IN ('user', 'assistant') AND m.content <> ''
+  AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
+                  WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
+                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s)
 UNION
 SELECT e.tenant_id, e.user_id
 FROM item_embeddings AS e JOIN vector_centers AS v ON v.model = e.model

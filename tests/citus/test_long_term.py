@@ -76,8 +76,8 @@ async def test_recall_and_the_store(open_memory):
 
 
 async def test_hybrid_recall_with_an_embedder(open_memory):
-    """With an embedder: full text's hits re-ranked by their own vectors (`recall_vector_distances`), and the vector
-    path over all of the user's vectors when full text is not asked; each on the user's shards alone."""
+    """With an embedder: the vector path over all of the user's vectors, fused with full text's hits, and alone when
+    full text is not asked; each on the user's shards alone."""
     memory = await open_memory(model=OfflineSummaryModel(), embedder=HashingEmbeddings())
     app = with_memory(EchoChat().graph, memory)
     await talk(app, "trip", "ana", ["I live in Lisbon.", "I'm allergic to peanuts.", "I like green tea.", "Bye."])

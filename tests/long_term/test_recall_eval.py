@@ -82,6 +82,35 @@ def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None
         app, ["eval", "recall", "--dataset", str(dataset), "--database-url", server_url, "--embedder", "none"]
     )
     assert table.exit_code == 0 and "single-hop" in table.output and "p95" in table.output
+    # Loaded through the service's rounds with an embedder: after its background work and catch-up, no turn of the
+    # dataset is without a vector; the published form is over all five categories (the adversarial one too).
+    hashing = CliRunner().invoke(
+        app,
+        ["eval", "recall", "--dataset", str(dataset), "--json", "--database-url", server_url, "--embedder", "hashing"],
+    )
+    assert hashing.exit_code == 0, hashing.output
+    figures = json.loads(hashing.output)
+    assert figures["turns_without_vector"]["after_catch_up"] == 0
+    assert figures["settings"]["loaded"] == "rounds through the service"
+    assert figures["evidence_fraction_all_categories"]["questions"] == 3
+    assert figures["recall"]["own_turn"]["@1"] == 1.0
+    # A corrected evidence key replaces the dataset's: the cello question's evidence moved to a turn it misses.
+    key = tmp_path / "key.json"
+    key.write_text(json.dumps({"Ingryd?": ["D2:2"]}), encoding="utf-8")
+    corrected = CliRunner().invoke(
+        app,
+        [
+            *("eval", "recall", "--dataset", str(dataset), "--json", "--database-url", server_url),
+            *("--embedder", "none", "--evidence-key", str(key)),
+        ],
+    )
+    assert corrected.exit_code == 0, corrected.output
+    assert json.loads(corrected.output)["recall"]["@1"] == 0.5
+    key.write_text(json.dumps({"Ingryd?": "D2:2"}), encoding="utf-8")
+    refused = CliRunner().invoke(
+        app, ["eval", "recall", "--dataset", str(dataset), "--database-url", server_url, "--evidence-key", str(key)]
+    )
+    assert refused.exit_code == 2 and "question → list of dia ids" in refused.output
     bad = write(tmp_path, [{"sample_id": "x", "conversation": {}}])
     failed = CliRunner().invoke(app, ["eval", "recall", "--dataset", str(bad), "--database-url", server_url])
     assert failed.exit_code == 2 and "speaker_a" in failed.output

@@ -1,6 +1,6 @@
-"""Hybrid recall (an embedder configured): the query's vector re-ranks the hits full text found, reading only their
-own vectors; when full text finds too little, the vector path searches all of the user's vectors. The query is
-embedded without its closing punctuation."""
+"""Hybrid recall (an embedder configured): the vector path over all of the user's vectors runs on every recall and
+its hits are fused with full text's (a turn that shares no word with the query is found); when full text finds
+too little, one statement runs every path. The query is embedded without its closing punctuation."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term.embedders import HashingEmbeddings
 from memory_agent.long_term.embeddings import index_items
 from memory_agent.long_term.recall import RecallSettings, recall
+from memory_agent.long_term.recall.hybrid import can_place_vector_hits
 from memory_agent.long_term.recall.query_text import embedded_query
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 from tests.support import EchoChat
@@ -80,20 +81,21 @@ def first_turn(result: Any) -> tuple[str | None, int]:
     return hit.conversation_id, hit.sequences[0]
 
 
-async def test_hybrid_re_ranks_full_text_hits_with_their_own_vectors(conn: Any) -> None:
+async def test_hybrid_fuses_the_users_nearest_vectors_with_full_text(conn: Any) -> None:
     embedder = await seed(conn)
     ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
     # Full text alone: the shorter Osaka turn ranks first (BM25 normalizes by length).
     lexical = await recall(conn, **ask)
     assert first_turn(lexical) == ("trips", 6)
+    assert all(hit.conversation_id != "lisbon" for hit in lexical.ranked)
     hybrid = await recall(conn, **ask, embedder=embedder)
     assert first_turn(hybrid) == ("trips", 0)
-    lisbon = next(hit for hit in hybrid.ranked if hit.sequences == [0])
+    lisbon = next(hit for hit in hybrid.ranked if hit.sequences == [0] and hit.conversation_id == "trips")
     assert lisbon.paths == ["fts", "vector"]
-    # Only the hits' own vectors were read: the Lisbon notes, near the query but not matched by full text, are not
-    # recalled, and the one vector above the floor is the Lisbon trip's.
-    assert hybrid.vector_hits == 1
-    assert all(hit.conversation_id != "lisbon" for hit in hybrid.ranked)
+    # Though full text found enough, the vector path ran over all of the user's vectors: the Lisbon notes, near the
+    # query but sharing no word with it, are recalled by their vectors alone.
+    assert hybrid.vector_hits == 21
+    assert any(hit.conversation_id == "lisbon" and hit.paths == ["vector"] for hit in hybrid.ranked)
     assert embedder.queries == ["How was the trip"]
 
 
@@ -231,7 +233,7 @@ async def test_the_re_ranked_hits_and_their_order_do_not_depend_on_the_limit(con
         for n in (5, 12, 21, 50)
     ]
     assert all(ranking == keys[-1][: len(ranking)] for ranking in keys)
-    few = await recall(conn, **ask, settings=RecallSettings(rerank_hits=3))
+    few = await recall(conn, **ask, settings=RecallSettings(candidates=3))
     assert few.vector_hits <= 3
 
 
@@ -264,3 +266,12 @@ async def test_a_vector_weight_of_zero_embeds_only_for_the_fallback(conn: Any) -
     settings = RecallSettings(vector_weight=0)
     result = await recall(conn, tenant_id=TENANT, user_id=USER, query="trip", embedder=embedder, settings=settings)
     assert result.fts_hits >= 2 and embedder.queries == [] and all("vector" not in h.paths for h in result.ranked)
+
+
+def test_the_pass_over_all_vectors_runs_only_where_its_hits_could_rank() -> None:
+    full = [{"kind": "turn"}] * 20
+    # With the defaults a hit of vectors alone scores under every full-text hit: 20 of them leave it no place.
+    assert not can_place_vector_hits(full, 20, RecallSettings())
+    assert can_place_vector_hits(full[:5], 20, RecallSettings())
+    # A weight at which it could outrank full text's last hits: the pass always runs.
+    assert can_place_vector_hits(full, 20, RecallSettings(vector_weight=2.0))

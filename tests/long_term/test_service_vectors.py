@@ -89,3 +89,39 @@ async def test_e5_without_the_extra_is_a_configuration_error_naming_the_variable
 def test_an_unknown_embedder_names_the_variable():
     with pytest.raises(ConfigurationError, match="MEMORY_AGENT_EMBEDDINGS"):
         MemorySettings(embeddings="word2vec")
+
+
+TURN_VECTORS = "SELECT conversation_id, sequence_number FROM message_embeddings ORDER BY 1, 2"
+TURNS = (
+    "SELECT conversation_id, sequence_number FROM messages WHERE role IN ('user', 'assistant') AND content <> ''"
+    " ORDER BY 1, 2"
+)
+
+
+async def test_turns_get_their_vectors_when_a_version_wrote_no_item_and_the_catch_up_finds_the_rest(
+    open_memory, database_url, conn
+):
+    # A version after round 2 (sequence 3); round 3's two turns are too few for another: they come after it.
+    memory = await open_memory(
+        model=OfflineSummaryModel(),
+        embedder=HashingEmbeddings(),
+        memory_summarize_after_seq=3,
+        memory_min_new_messages=4,
+    )
+    app = with_memory(EchoChat().graph, memory)
+    # Small talk: the offline extraction finds no item in it, so no version writes one.
+    await rounds(app, "chat", ["Hi there.", "Same here!"])
+    assert await memory.drain(timeout=10)  # the version's job ran (and embedded) before the third round
+    await rounds(app, "chat", ["Bye!"])
+    assert await memory.drain(timeout=10)
+    assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
+    versions = query(database_url, "SELECT max(end_sequence) FROM memory WHERE status = 'completed'")
+    assert versions[0][0] is not None  # a version completed: its job embedded the turns
+    embedded = query(database_url, TURN_VECTORS)
+    assert embedded and all(sequence <= versions[0][0] for _, sequence in embedded)
+    # The turns after the last version are the periodic catch-up's: it finds them though no item lacks a vector.
+    missing = len(query(database_url, TURNS)) - len(embedded)
+    assert missing > 0
+    assert await index_pending(conn, HashingEmbeddings()) == missing
+    assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)
+    assert await index_pending(conn, HashingEmbeddings()) == 0

@@ -134,7 +134,7 @@ FORBIDDEN = {
     # A user's memory as one document (export, import): the rows of both tiers, under the service.
     "transfer": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
     # The top: the service, the evaluation harness, the fakes, and the entry points.
-    "evaluation": ("summarize", "jobs", "integrations", "observability", "service", "testing", *TOP[:3]),
+    "evaluation": ("summarize", "jobs", "observability", "testing", *TOP[:3]),
     "service": ("testing", "langgraph_server", "api", "mcp_server", "cli", "__init__", "__main__"),
     "testing": ("langgraph_server", "api", "mcp_server", "cli", "__main__"),
     "langgraph_server": ("testing", "api", "mcp_server", "cli", "__main__"),

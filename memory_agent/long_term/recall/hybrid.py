@@ -1,6 +1,7 @@
 """Recall's vectors beside full text (search.py runs them): the query's embedding, started at once and bounded in
-text and time, whose failure costs the vectors and not the recall, and the re-ranking of full text's first hits
-with their own vectors (`recall_vector_distances`: a lookup a hit, none of the user's other vectors read)."""
+text and time, whose failure costs the vectors and not the recall; the re-ranking of full text's first hits with
+their own vectors (`recall_vector_distances`: a lookup a hit), and the hits only the vector path found (the
+user's nearest turns, items and summaries) added to that ranking."""
 
 from __future__ import annotations
 
@@ -107,3 +108,50 @@ async def reranked(
             row = {**row, "score": score, "paths": sorted([*row["paths"], "vector"])}
         rescored.append({**row, "vector_hits": len(found)})
     return sorted(rescored, key=_row_order)
+
+
+def can_place_vector_hits(rows: list[dict[str, Any]], block_rows: int, settings: RecallSettings) -> bool:
+    """Whether a hit only the vector path finds could rank among the first `block_rows`: a full-text or trigram
+    hit scores at least `1 / (rrf_k + candidates)`, a hit of vectors alone at most `vector_weight / (rrf_k + 1)`,
+    so with the defaults (0.5 / 61 < 1 / 110) such a hit only fills places full text left empty, and the pass over
+    all of the user's vectors (~10 ms of the server's CPU for 15,000 vectors) runs only when there are some."""
+    lexical = sum(1 for row in rows if row["kind"])
+    below = settings.vector_weight / (settings.rrf_k + 1) < 1 / (settings.rrf_k + settings.candidates)
+    return lexical < block_rows or not below
+
+
+def vector_only(params: dict[str, Any], rows: int) -> dict[str, Any]:
+    """`recall_search`'s parameters for its vector path alone (full text, trigrams and the latest turns off): the
+    user's nearest turns, items and summaries ranked among `candidates`, the first `rows` of them with their rows
+    (text, neighbours, date). A hit only vectors found scores at most `vector_weight / 61`, under the 10th of full
+    text's: only the nearest few can reach the block, and each row costs its neighbours' lookups."""
+    return {**params, "use_fts": False, "trgm_always": False, "trgm_fallback": False, "recent": 0, "fused_limit": rows}
+
+
+def fused(
+    lexical: list[dict[str, Any]], nearest: list[dict[str, Any]], conversation_id: str | None
+) -> list[dict[str, Any]]:
+    """Full text's and trigrams' fused rows (`lexical`, re-ranked by their own vectors) and the hits only the
+    vector path found (`nearest`, scored `vector_weight / (rrf_k + rank)` among all of the user's vectors by the
+    same statement) in one ranking. Turns of other conversations that vectors found are kept only when full text's
+    scope was the whole user (its `user_wide`)."""
+    first = lexical[0]
+    user_wide = bool(first["user_wide"])
+    counts = {"vector_hits": max(first["vector_hits"], nearest[0]["vector_hits"] if nearest else 0)}
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in lexical:
+        if row["kind"]:
+            merged[_key(row)] = {**row, **counts}
+    for row in nearest:
+        if not row["kind"]:
+            continue
+        if row["kind"] == "turn" and not user_wide and row["conversation_id"] != conversation_id:
+            continue
+        if _key(row) not in merged:  # full text's hits have their vector score from their own vector (reranked)
+            merged[_key(row)] = {**row, **{k: first[k] for k in COUNTS}, **counts}
+    rows = sorted(merged.values(), key=_row_order)
+    return rows or [{**first, **counts}]
+
+
+# The figures every row of `recall_search` repeats (its `counts`): full text's, for the fused rows too.
+COUNTS = ("fts_hits", "trgm_hits", "recent_hits", "trgm_ran", "user_wide")

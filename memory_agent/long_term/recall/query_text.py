@@ -48,6 +48,33 @@ def embedded_query(text: str, max_chars: int | None = None) -> str:
     return text.rstrip(CLOSING_PUNCTUATION + " \t\r\n") or text
 
 
+# English words whose forms the 'english' stemmer does not bring together ("met" and "meet" stay apart): each
+# group's forms, the first its base. A query word of a group brings the group's other forms into full text's
+# terms. The commonest verbs (do, go, get, make, take, see, say, know, think, find, tell, ...) are left out: their
+# other forms matched so many turns that evidence recall fell (LoCoMo dev split, no embedder: @5 0.812 → 0.787).
+_IRREGULAR = (
+    "meet met|buy bought|bring brought|teach taught|catch caught|fight fought|seek sought|sell sold|"
+    "spend spent|send sent|build built|lend lent|begin began begun|swim swam swum|sing sang sung|"
+    "drink drank drunk|win won|write wrote written|ride rode ridden|drive drove driven|eat ate eaten|"
+    "fly flew flown|draw drew drawn|grow grew grown|throw threw thrown|choose chose chosen|speak spoke spoken|"
+    "break broke broken|wear wore worn|forget forgot forgotten|lose lost|pay paid|sleep slept|feed fed|"
+    "hide hid hidden|wake woke woken|child children|mouse mice|foot feet|tooth teeth"
+)
+IRREGULAR_FORMS = {
+    form: tuple(other for other in group.split() if other != form)
+    for group in _IRREGULAR.split("|")
+    for form in group.split()
+}
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def with_irregular_forms(text: str) -> str:
+    """`text` and, after it, the other forms of its irregular English words ("When did they meet?" … "met"): the
+    text full text's terms are read from (light stemming where the stemmer leaves forms apart)."""
+    forms = dict.fromkeys(other for word in _WORD.findall(text) for other in IRREGULAR_FORMS.get(word.lower(), ()))
+    return f"{text} {' '.join(forms)}" if forms else text
+
+
 def points_to_past(text: str) -> bool:
     return PAST_POINTING.search(text) is not None
 

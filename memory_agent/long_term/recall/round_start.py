@@ -125,8 +125,7 @@ async def round_recall(
 ) -> RoundRecall:
     """Recall for a round of `key`'s user on a connection of its own; never raises (but for cancellation).
     With an `embedder`, the query is embedded through its async method (a CPU-bound model runs in a thread) beside
-    full text, whose hits its vector re-ranks; the vector path searches all of the user's vectors when full text
-    and trigrams found too little (search.recall).
+    full text, and the user's nearest vectors are fused with full text's hits (search.recall).
     With a `cost_ceiling` the tenant's month has reached (at `now`, default the current time), recall returns
     raw items and turns only, no cluster summaries: status 'over_budget', and a WARNING."""
     if not recalls(key, query, settings):

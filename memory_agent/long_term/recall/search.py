@@ -10,8 +10,8 @@ connection and runs on a generic plan. Scope: this conversation's turns first, t
 too when this one has few hits or the message points to the past ("last time", "之前", …). Guardrails: a token
 budget for the block, a number of turns, a per-turn character cap (block.py). Every result says where
 it came from (conversation + sequences, item ids, source items, a key insight's note), so a caller can re-expand
-it. With an embedder, hybrid.py embeds the query beside the statement and re-ranks its first hits with their own
-vectors. Recall never calls an LLM. docs/recall.md has the measurements.
+it. With an embedder, hybrid.py embeds the query beside the statement, re-ranks full text's hits with their own
+vectors, and adds the hits only the statement's vector path (run alone) found. Recall never calls an LLM. docs/recall.md has the measurements.
 """
 
 from __future__ import annotations
@@ -34,13 +34,21 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.embeddings import model_name, vectors_available
 from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
 from memory_agent.long_term.recall.dated import with_date_boost
-from memory_agent.long_term.recall.hybrid import query_vector, reranked, start_embedding
+from memory_agent.long_term.recall.hybrid import (
+    can_place_vector_hits,
+    fused,
+    query_vector,
+    reranked,
+    start_embedding,
+    vector_only,
+)
 from memory_agent.long_term.recall.query_text import (
     bounded_query,
     cjk_bigrams,
     embedded_query,
     has_cjk,
     points_to_past,
+    with_irregular_forms,
 )
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
@@ -156,6 +164,7 @@ async def recall(
         "tenant_id": tenant_id,
         "user_id": user_id,
         "query": query,
+        "fts_query": with_irregular_forms(query),
         "conversation_id": conversation_id,
         "as_of": as_of,
         "config": settings.text_search_config,
@@ -184,9 +193,12 @@ async def recall(
     }
     # With an embedder: vectors on every recall (hybrid, `vectors_always`), or as a fallback. Hybrid embeds the
     # query (tens of milliseconds for a local model, in a thread) while full text and trigrams run; when they found
-    # enough, their first `rerank_hits` fused hits are re-ranked with their own vectors. When they found too little
-    # (either mode), the statement runs again with the vector path over all of the user's vectors.
-    # A vector weight of 0 re-ranks nothing: then vectors are only the fallback.
+    # enough, their first `rerank_hits` fused hits are re-ranked with their own vectors (hybrid.reranked), then
+    # the statement runs its vector path alone (all of the user's vectors) and the hits only it found join the
+    # ranking at their vector rank's score (hybrid.fused): a turn that shares no word with the query is found.
+    # When they found too little (either mode), the statement runs again with every path, vectors included.
+    # A vector weight of 0 fuses nothing: then vectors are only the fallback.
+    block_rows = params["fused_limit"]
     always = (settings.vectors_always and settings.vector_weight > 0) or "fts" not in paths
     wanted = embedder is not None and "vector" in paths
     embedding = None
@@ -210,6 +222,9 @@ async def recall(
             }
             if vector is not None and rows is not None and enough:
                 rows = await reranked(conn, rows, params, vectors, settings)
+                if can_place_vector_hits(rows, block_rows, settings):
+                    nearest = await _search(conn, vector_only(params, block_rows), settings, vectors=vectors)
+                    rows = fused(rows, nearest, conversation_id)
             elif vector is not None:
                 rows = await _search(conn, params, settings, vectors=vectors)
     finally:  # not awaited when the check failed or the server has no pgvector
