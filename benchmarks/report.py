@@ -194,6 +194,12 @@ def render_markdown(results: dict[str, Any], headline_only: bool = False) -> str
             + ".",
             "Floors measured in the same run: "
             + "; ".join(f"{FLOOR_LABELS[k]} {_fmt(v)} ms" for k, v in meta["floors"].items() if k in FLOOR_LABELS)
+            + (
+                f"; a round's three spans with opentelemetry-api alone (no SDK) "
+                f"{_fmt(meta['floors']['tracing_spans_no_sdk_us'])} µs"
+                if meta["floors"].get("tracing_spans_no_sdk_us") is not None
+                else ""
+            )
             + ".",
             "",
         ]

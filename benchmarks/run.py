@@ -357,7 +357,25 @@ async def measure_floors(server_url: str, rounds: int = 300) -> dict[str, Any]:
         floors["with_memory_noop_round_ms"] = None
     floors.update(await _database_floors(server_url, max(10, rounds * 2 // 3)))
     floors["summary_call_ms"] = await _summary_call_floor(max(10, rounds // 3))
+    floors["tracing_spans_no_sdk_us"] = _tracing_floor()
     return floors
+
+
+def _tracing_floor(repeats: int = 2000) -> float:
+    """What a round's spans cost with opentelemetry-api alone (no SDK: non-recording spans), in µs: a round
+    start, its recall and a round end, with their attributes set, as memory_agent/tracing.py makes them."""
+    import time
+
+    from memory_agent.tracing import memory_span, record
+
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for name in ("memory_agent.round_start", "memory_agent.recall", "memory_agent.round_end"):
+            with memory_span(name, "search_memory", tenant_id="t", user_id="u", conversation_id="c") as span:
+                record(span, **{"memory_agent.gap.size": 4, "gen_ai.memory.record.count": 3})
+        samples.append((time.perf_counter() - started) * 1e6)
+    return median(samples)
 
 
 async def _summary_call_floor(repeats: int = 100) -> float:

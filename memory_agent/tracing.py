@@ -100,7 +100,11 @@ def memory_span(
     attributes: Mapping[str, Any] | None = None,
 ) -> Iterator[trace.Span]:
     """A span of memory work, current for the block: failures are recorded on it (and raised on). With
-    `linked_to_round`, the span starts a trace of its own linked to the round that triggered the work, if any."""
+    `linked_to_round`, the span starts a trace of its own linked to the round that triggered the work, if any.
+    Without an SDK (the API's proxy provider) nothing is built: the block gets the API's invalid span."""
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        yield trace.INVALID_SPAN
+        return
     base = {"gen_ai.operation.name": operation, "gen_ai.provider.name": PROVIDER}
     base.update(_who(tenant_id, user_id, conversation_id))
     base.update({k: v for k, v in (attributes or {}).items() if v is not None and settable(v)})
