@@ -15,12 +15,13 @@ from fastapi.responses import HTMLResponse
 
 from memory_agent.api.deps import memory_of, on_pool
 from memory_agent.api.inspector.html import esc, link, login_page, page
+from memory_agent.api.inspector.routing import RawPathRoute
 from memory_agent.api.limits import INSPECTOR_COOKIE as COOKIE
 from memory_agent.api.limits import bearer_key, lookup_tenant
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.long_term import tenant_transaction
 
-router = APIRouter(prefix="/inspect", include_in_schema=False)
+router = APIRouter(prefix="/inspect", include_in_schema=False, route_class=RawPathRoute)
 LIST_LIMIT = 500
 Row = dict[str, Any]
 
