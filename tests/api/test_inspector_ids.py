@@ -43,3 +43,6 @@ async def test_ids_shaped_like_page_paths_reach_their_own_pages(open_memory):
         assert erased.status_code == 200, erased.text[-400:]
         assert [i.content for i in await memory.list_items("bob", tenant_id="acme")] == ["bob likes jazz"]
         assert await memory.list_items("bob/forget", tenant_id="acme") == []
+        # An id no row can hold is nobody's page (it failed in the database: 500).
+        for path in ("users/a%00b", "conversations/t%00", "users/a%00b/forget", "conversations/t%00/rounds/1"):
+            assert httpx.get(f"{base}/{path}", headers=header).status_code == 404

@@ -19,7 +19,7 @@ class RawPathRoute(APIRoute):
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         raw = scope.get("raw_path")
         if scope["type"] != "http" or not raw:
-            return super().matches(scope)
+            return _stored(*super().matches(scope))
         path = raw.decode("latin-1").partition("?")[0]
         match, child = super().matches({**scope, "path": path, "path_params": {}})
         if match is Match.NONE:
@@ -30,4 +30,12 @@ class RawPathRoute(APIRoute):
             **scope.get("path_params", {}),
             **{name: unquote(value) if isinstance(value, str) else value for name, value in raw_params.items()},
         }
-        return match, child
+        return _stored(match, child)
+
+
+def _stored(match: Match, child: Scope) -> tuple[Match, Scope]:
+    """No match for an id no row can hold (a NUL character: PostgreSQL text refuses it, the query would fail)."""
+    params = child.get("path_params", {}) if match is not Match.NONE else {}
+    if any(isinstance(value, str) and "\x00" in value for value in params.values()):
+        return Match.NONE, {}
+    return match, child
