@@ -46,3 +46,19 @@ async def test_ids_shaped_like_page_paths_reach_their_own_pages(open_memory):
         # An id no row can hold is nobody's page (it failed in the database: 500).
         for path in ("users/a%00b", "conversations/t%00", "users/a%00b/forget", "conversations/t%00/rounds/1"):
             assert httpx.get(f"{base}/{path}", headers=header).status_code == 404
+
+
+async def test_a_cut_list_says_so(open_memory, monkeypatch):
+    from memory_agent.api.inspector import auth, users
+
+    for module in (auth, users):  # a short list, so the test writes a few items, not hundreds
+        monkeypatch.setattr(module, "LIST_LIMIT", 3)
+    memory = await open_memory()
+    for n in range(4):
+        await memory.remember("many", f"fact number {n}", tenant_id="acme")
+    await memory.remember("few", "one fact", tenant_id="acme")
+    async with serve(memory) as served:
+        header = {"Authorization": f"Bearer {await served.key('acme')}"}
+        many = httpx.get(f"{served.url}/inspect/users/many", headers=header).text
+        assert many.count("fact number") == 3 and "Only the first 3 items" in many
+        assert "Only the first" not in httpx.get(f"{served.url}/inspect/users/few", headers=header).text

@@ -97,5 +97,10 @@ async def owner_of(request: Request, who: Seen, conversation_id: str) -> str | N
     return owner[1] if owner is not None and owner[0] == who.tenant else None
 
 
+def more(rows: list[Row], what: str) -> str:
+    """A note under a list read with LIST_LIMIT + 1 rows: whether it was cut."""
+    return f'<p class="note">Only the first {LIST_LIMIT} {esc(what)} are shown.</p>' if len(rows) > LIST_LIMIT else ""
+
+
 def crumbs(*pairs: tuple[str, tuple[Any, ...]]) -> list[str]:
     return [link("users", ""), *(link(text, *parts) for text, parts in pairs)]
