@@ -23,6 +23,7 @@ from langchain_core.messages import messages_from_dict
 from psycopg.types.json import Jsonb
 
 from memory_agent.conversation.imports import parse_time
+from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.connector import execute_many, fetch_all, fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.tenancy import set_tenant
@@ -159,7 +160,10 @@ class _Writer:
     def thread(self, conversation_id: Any, where: str) -> str:
         if not isinstance(conversation_id, str) or not conversation_id:
             raise InvalidInputError(f"{where}: field 'conversation_id' must be a non-empty string")
-        return self.prefix + conversation_id
+        try:  # a thread id a round could continue (no NUL, at most 1024 bytes with the prefix)
+            return validate_conversation_id(self.prefix + conversation_id)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: field 'conversation_id': {exc}") from None
 
     async def conversations(self, record: dict[str, Any], where: str) -> None:
         row = _row(record, COLUMNS["conversations"], where)

@@ -212,6 +212,8 @@ async def test_ids_of_the_wrong_type_or_defined_twice_are_refused_by_name(open_m
         (broken(lambda d: d["item_sources"][0].update(item_id={})), r"item_sources\[0\]: field 'item_id' is \{\}"),
         (broken(lambda d: d["item_sources"][0].update(memory_id=[2])), r"item_sources\[0\]: field 'memory_id'"),
         (broken(lambda d: d["conversations"].append(d["conversations"][0])), r"conversations\[1\]: .* twice"),
+        # A thread id no round could continue (rounds refuse one over 1024 bytes).
+        (broken(lambda d: d["conversations"][0].update(conversation_id="t" * 1100)), r"conversations\[0\]: field"),
     ]
     for document, error in cases:
         with pytest.raises(InvalidInputError, match=error):
