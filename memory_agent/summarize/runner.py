@@ -149,7 +149,7 @@ class SummaryRunner(LongTermFollowUps):
         new_start = start_seq if base_end is None else max(base_end + 1, start_seq)
         started = time.perf_counter()
         error: str | None = None
-        failing = (user_id, conversation_id)
+        failing = (row["tenant_id"], user_id, conversation_id)
         backing_off = self.failing.backing_off(failing)
         try:
             if backing_off is not None:
@@ -195,6 +195,7 @@ class SummaryRunner(LongTermFollowUps):
                 failing,
                 self.agent.model_name,
                 error or "unknown error",
+                memory_id=memory_id,
                 attempted=backing_off is None,
             )
             logger.debug("Memory %s status updated to failed", memory_id)

@@ -217,3 +217,30 @@ async def test_a_learned_method_the_server_stops_serving_degrades_again(fake_ope
     answer = await caller.ainvoke(prompt)
     assert answer.method == "json_schema" and isinstance(answer.args["summary"], str)
     assert learned_method(model) == "json_schema"
+
+
+async def test_a_backoff_is_its_tenants_own_and_carries_no_answer_text(fake_openai, open_memory, database_url):
+    """Tenant a's user u1 fails its summaries, is forgotten, and tenant b's user u1 then starts the same thread id:
+    tenant b's summaries are asked of the model, and the rows recorded without a model call name the failure's
+    kind, not its text, which may quote the conversation (before: tenant b's conversation was backed off, its rows
+    holding tenant a's cause)."""
+    fake_openai.mode = "error"
+    fake_openai.error_text = "secret of tenant a"
+    memory = await open_memory(memory_model="flaky-model", summary_max_attempts=1)
+    app = with_memory(EchoChat().graph, memory)
+
+    async def rounds(tenant: str, count: int) -> None:
+        config = {"configurable": {"thread_id": "same", "user_id": "u1", "tenant_id": tenant}}
+        for n in range(count):
+            await app.ainvoke({"messages": [HumanMessage(f"I like tea number {n}")]}, config)
+        assert await memory.drain(timeout=20)
+
+    await rounds("a", 10)
+    backed_off = [
+        error for _, error in query(database_url, "SELECT status, error FROM memory") if "not attempted" in error
+    ]
+    assert backed_off and all("HTTP 500" in error and "secret" not in error for error in backed_off)
+    await memory.forget_user("u1", tenant_id="a")
+    fake_openai.mode = "ok"
+    await rounds("b", 6)
+    assert query(database_url, "SELECT DISTINCT tenant_id, status, error FROM memory") == [("b", "completed", None)]

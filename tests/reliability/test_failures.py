@@ -79,7 +79,9 @@ async def test_retries_are_bounded_and_failure_never_reaches_the_round(open_memo
         assert await memory.drain(timeout=10)
     rows = query(database_url, "SELECT memory_id, status, base_memory_id, error FROM memory ORDER BY 1")
     assert [(i, s, b) for i, s, b, _ in rows] == [(1, "failed", None), (2, "failed", None), (3, "failed", None)]
-    assert all("RuntimeError: model exploded" in e for *_, e in rows)
-    # Two failed summaries in a row: the conversation backs off, its third is recorded without a model call.
+    assert all("RuntimeError: model exploded" in e for *_, e in rows[:2])
+    # Two failed summaries in a row: the conversation backs off, its third is recorded without a model call,
+    # naming the failure's kind and the row with its whole error.
     assert "not attempted" in rows[2][3] and "not attempted" not in rows[1][3]
+    assert "the last with RuntimeError (the whole error is on memory 2)" in rows[2][3]
     assert model.count == 6  # 2 summaries x 3 attempts, no more
