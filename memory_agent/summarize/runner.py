@@ -160,7 +160,13 @@ class SummaryRunner(LongTermFollowUps):
             new_messages = [SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows]
             settings = self.settings
             result: SummaryResult | None = await self.agent.summarize_with_retries(
-                Retries(settings.summary.max_attempts, settings.summary.timeout_s, settings.summary.retry_backoff_s),
+                Retries(
+                    settings.summary.max_attempts,
+                    settings.summary.timeout_s,
+                    settings.summary.retry_backoff_s,
+                    # A margin under the stale-row timeout for the writes that complete the version.
+                    budget_s=0.8 * settings.jobs.processing_timeout_s,
+                ),
                 f"Memory {memory_id}",
                 previous_summary=row["base_memory_text"],
                 base_end_sequence=base_end,
