@@ -94,7 +94,7 @@ def lenient_json(text: str) -> dict[str, Any] | None:
     for candidate in candidates:
         try:
             value = json.loads(candidate, strict=False)  # strict=False: raw newlines inside strings
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested past the interpreter's stack
             continue
         if isinstance(value, dict):
             return value
