@@ -175,7 +175,7 @@ def _header(console: Console, settings: MemorySettings, summarizer: BaseChatMode
     console.print(
         f"window     : each summary covers the last {settings.memory.rolling_window_size} messages; the first one "
         f"once the conversation reaches message {settings.memory.summarize_after_seq}, then one every "
-        f"{settings.memory.summary_cadence} new messages"
+        f"{settings.summary_cadence} new messages"
     )
     console.print("Each round shows what the model received, read back from the round's record (as `memory-agent at`).")
 

@@ -57,7 +57,7 @@ class SummaryTrigger:
         return summary_due(
             last_saved_seq,
             summarize_after_seq=settings.memory.summarize_after_seq,
-            min_new_messages=settings.memory.summary_cadence,
+            min_new_messages=settings.summary_cadence,
             processing_age_s=state["processing_age_s"] if in_flight else None,
             processing_timeout_s=settings.jobs.processing_timeout_s,
             base_end_sequence=state["base_end_sequence"],

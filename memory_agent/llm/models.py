@@ -10,6 +10,8 @@ install, raised before the service opens anything.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 from typing import Any, Literal
 
@@ -24,6 +26,7 @@ ModelRole = Literal["summary", "consolidation"]
 OFFLINE = "offline"
 MEMORY_MODEL_VARIABLE = "MEMORY_AGENT_MEMORY_MODEL"
 CONSOLIDATION_MODEL_VARIABLE = "MEMORY_AGENT_CONSOLIDATION_MODEL"
+logger = logging.getLogger("memory_agent")
 
 # What each provider's client reads from the environment. `needs`: one of these must be set for a model of the
 # provider to answer (its client would otherwise fail on the first call, in the background, round after round).
@@ -66,6 +69,29 @@ def split_model_setting(name: str) -> tuple[str, str]:
     return "openai", name.strip()
 
 
+def _warn_if_misspelled(variable: str, name: str) -> None:
+    """A bare name whose part before a `:` is close to a provider's (`antropic:claude-x`) is sent to OpenAI as
+    written, and fails only on the first summary, in the background: said at once. Not refused, as a bare name
+    with a colon is often an OpenAI-compatible server's model (`mistral:7b`, `qwen:7b`)."""
+    from langchain.chat_models.base import _BUILTIN_PROVIDERS
+
+    prefix, colon, _ = name.strip().partition(":")
+    normalized = prefix.strip().replace("-", "_").lower()
+    if not colon or normalized in _BUILTIN_PROVIDERS:
+        return
+    near = difflib.get_close_matches(normalized, sorted(_BUILTIN_PROVIDERS), n=1, cutoff=0.8)
+    if near:
+        logger.warning(
+            "%s=%r is a bare name, sent to the OpenAI API (OPENAI_BASE_URL) as the model %r; if %r was meant as "
+            "the provider, write `%s:...`",
+            variable,
+            name,
+            name.strip(),
+            prefix,
+            near[0],
+        )
+
+
 def _client_options(provider: str, timeout_s: float, max_retries: int) -> dict[str, Any]:
     """The timeout and client retries in the words of the provider's chat model (others get none: the summary
     runner bounds each attempt with its own timeout)."""
@@ -92,6 +118,10 @@ def chat_model_from_setting(
     for the error."""
     if name.strip().lower() == OFFLINE:
         return OfflineModel(model_name=OFFLINE_SUMMARIZER if role == "summary" else OFFLINE_CONSOLIDATOR)
+    if any(ord(char) < 32 or ord(char) == 127 for char in name.strip()):
+        raise unusable(variable, name, "holds a control character (a stray newline or escape in the value?)")
+    if name.strip().startswith(":"):  # `:gpt-4o` is a provider left out, not OpenAI's model ":gpt-4o"
+        raise unusable(variable, name, "names no provider before the `:`")
     provider, model = split_model_setting(name)
     if not model:
         raise unusable(variable, name, "names no model")
@@ -99,6 +129,7 @@ def chat_model_from_setting(
     if needs and not any(os.environ.get(need) for need in needs):
         raise unusable(variable, name, f"the {provider} provider needs {' or '.join(needs)}, and none is set")
     if provider == "openai":
+        _warn_if_misspelled(variable, name)
         return openai_chat_model(model, timeout=timeout_s, max_retries=max_retries)
     from langchain.chat_models import init_chat_model
 

@@ -6,7 +6,8 @@ response format (`with_structured_output(method="json_schema")`), and JSON in pl
 the answer parsed leniently: code fences and prose around the object are ignored). A method the provider refuses
 (HTTP 400/404/405/415/422/501, or a client that cannot send it) or that answers nothing usable is passed over for
 the next; the first that works is remembered for that model object, so later calls make one request, and a
-refused method is not asked again of that model. The answer
+refused method is not asked again of that model (the remembered one included, should the provider start refusing
+it: the next is tried and remembered). The answer
 is untrusted input: the caller validates the arguments (a garbage answer is an error recorded on its row).
 """
 
@@ -93,7 +94,7 @@ def lenient_json(text: str) -> dict[str, Any] | None:
     for candidate in candidates:
         try:
             value = json.loads(candidate, strict=False)  # strict=False: raw newlines inside strings
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested past the interpreter's stack
             continue
         if isinstance(value, dict):
             return value
@@ -116,6 +117,13 @@ def shown(answer: Any) -> str:
     invalid = getattr(answer, "invalid_tool_calls", None) or []
     value = invalid[0].get("args") if invalid else getattr(answer, "content", answer)
     return repr(str(value or "")[:200])
+
+
+def _order(learned: Method | None, refused: dict[Method, str]) -> list[Method]:
+    """The methods to try: the learned one first, then (should the provider refuse it now) the rest it has not
+    refused, in order."""
+    rest = [method for method in METHODS if method not in refused and method != learned]
+    return [learned, *rest] if learned is not None else rest
 
 
 @dataclass(frozen=True)
@@ -165,9 +173,8 @@ class StructuredCaller:
         SummarizationError when no method got an answer holding a JSON object."""
         known = _knowledge(self.model)
         learned = known.method
-        methods = (learned,) if learned is not None else tuple(m for m in METHODS if m not in known.refused)
         refusals = [f"{method} (refused earlier): {why}" for method, why in known.refused.items()]
-        for method in methods:
+        for method in _order(learned, known.refused):
             try:
                 runnable = self._runnable(method)
             except Exception as exc:  # the client has no such method (NotImplementedError, an unknown argument)
@@ -178,8 +185,10 @@ class StructuredCaller:
             try:
                 answer = await runnable.ainvoke(prompt, config=config)
             except Exception as exc:
-                if learned is not None or method == "text" or not refuses_method(exc):
+                if method == "text" or not refuses_method(exc):
                     raise
+                # The learned method refused too (the model behind a proxy changed): the next ones are tried.
+                learned = known.method = None
                 known.refused[method] = f"{type(exc).__name__}: {exc}"[:300]
                 refusals.append(f"{method}: {known.refused[method]}")
                 logger.info(
@@ -193,7 +202,7 @@ class StructuredCaller:
             if args is None:
                 refusals.append(f"{method}: no {self.schema.__name__} in the answer; raw: {shown(raw)}")
                 if learned is not None:
-                    break
+                    break  # a method that worked answered badly once: this call failed, not the method
                 continue
             known.method = method
             return StructuredAnswer(args, raw, method)

@@ -74,6 +74,14 @@ class MemorySettings(BaseModel):
         return MemorySettings(**merged, **dict.fromkeys(lines))
 
     @property
+    def summary_cadence(self) -> int:
+        """New messages since the latest memory before another summary starts: memory_min_new_messages, else the
+        default cadence, lowered to the gap cap when that is smaller (a longer cadence would have every round
+        between two summaries cut its gap, dropping messages no memory covers yet)."""
+        cadence = self.memory.summary_cadence
+        return cadence if self.memory.min_new_messages is not None else min(cadence, self.gap_message_cap)
+
+    @property
     def gap_message_cap(self) -> int:
         """Most stored messages given to the model after the memory (MEMORY_AGENT_MAX_GAP_MESSAGES)."""
         cap = self.rounds.max_gap_messages
@@ -166,6 +174,21 @@ def build_groups(values: dict[str, Any]) -> dict[str, SettingsGroup]:
             built[group] = cls(**given[group])
         except ConfigurationError as exc:
             lines += problems_of(exc)
+    if not lines:
+        lines += _cross_group_problems(built)
     if lines:
         raise ConfigurationError(ERRORS_HEADER + "\n  " + "\n  ".join(lines))
     return built
+
+
+def _cross_group_problems(built: dict[str, Any]) -> list[str]:
+    """The problems of settings of two groups together."""
+    cadence, cap = built["memory"].min_new_messages, built["rounds"].max_gap_messages
+    if cadence is not None and cap is not None and cadence > cap:
+        # Between two summaries the gap grows to the cadence: every round would cut it, dropping messages
+        # that no memory covers yet.
+        return [
+            f"MEMORY_AGENT_MEMORY_MIN_NEW_MESSAGES ({cadence}) must be at most MEMORY_AGENT_MAX_GAP_MESSAGES "
+            f"({cap}), or every round between two summaries would leave out messages no memory covers yet"
+        ]
+    return []

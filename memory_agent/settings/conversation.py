@@ -33,7 +33,8 @@ class MemoryWindowSettings(SettingsGroup):
         "started. Between two summaries each round's model input extends the previous round's (the memory "
         "unchanged, the gap grown at its end), which a provider's prompt cache serves. None: 12 (every 6 "
         "user/assistant rounds, measured in `make bench`: benchmarks/README.md, Model side), or the window size "
-        "when it is smaller. 1: after every round (the design's tables). At most rolling_window_size.",
+        "or max_gap_messages when smaller. 1: after every round (the design's tables). At most "
+        "rolling_window_size and max_gap_messages.",
     )
     model: str = Field(
         default="gpt-4.1-mini",
@@ -133,7 +134,7 @@ class RoundSettings(SettingsGroup):
         ge=1,
         description="Most stored messages given to the model after the memory (the gap, or every message on "
         "the raw fallback), whole rounds dropped from the front: keeps rounds bounded while summaries fail or "
-        "lag. None: 2 x memory_rolling_window_size.",
+        "lag. None: 2 x memory_rolling_window_size. At least memory_min_new_messages.",
     )
     max_context_tokens: int | None = Field(
         default=None,

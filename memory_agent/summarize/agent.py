@@ -67,11 +67,14 @@ def render_message(item: SequencedMessage) -> str:
 
 @dataclass(frozen=True)
 class Retries:
-    """How a summary is asked for: attempts, the timeout of each, and the first backoff (doubled after each)."""
+    """How a summary is asked for: attempts, the timeout of each, the first backoff (doubled after each), and the
+    time all of them may take (`budget_s`: the row is reclaimed as stale after processing_timeout_s, and a job
+    still calling the model then runs beside the next summary of its conversation, its answer discarded)."""
 
     attempts: int
     timeout_s: float
     backoff_s: float
+    budget_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -207,15 +210,26 @@ class MemoryAgent:
         """`summarize(**window)`, each attempt within its timeout, again after a backoff while attempts remain;
         the last attempt's error is raised (a timeout as SummarizationError). `what` names it in the log."""
         delay = retries.backoff_s
+        loop = asyncio.get_running_loop()
+        ends = None if retries.budget_s is None else loop.time() + retries.budget_s
         for attempt in range(1, retries.attempts + 1):
+            timeout = retries.timeout_s if ends is None else min(retries.timeout_s, ends - loop.time())
             try:
-                return await asyncio.wait_for(self.summarize(**window), timeout=retries.timeout_s)
+                return await asyncio.wait_for(self.summarize(**window), timeout=timeout)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-                    exc = SummarizationError(f"Timeout: summarizer did not answer within {retries.timeout_s}s")
+                    exc = SummarizationError(f"Timeout: summarizer did not answer within {timeout:.3g}s")
                 if attempt == retries.attempts:
+                    raise exc
+                if ends is not None and ends - loop.time() - delay < min(1.0, retries.timeout_s / 4):
+                    logger.info("%s: attempt %s failed (%s); no time left for another", what, attempt, exc)
+                    if isinstance(exc, SummarizationError) and str(exc).startswith("Timeout"):
+                        exc = SummarizationError(
+                            f"{exc} (attempt {attempt} of {retries.attempts}: no time left for another within "
+                            f"{retries.budget_s:.3g}s, 0.8 x MEMORY_AGENT_PROCESSING_TIMEOUT_S)"
+                        )
                     raise exc
                 logger.info("%s: attempt %s failed (%s); retrying in %.1fs", what, attempt, exc, delay)
                 await asyncio.sleep(delay)

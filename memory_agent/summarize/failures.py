@@ -25,7 +25,9 @@ BACKOFF_BASE_S = 60.0
 BACKOFF_MAX_S = 1800.0
 MAX_TRACKED = 10_000
 
-Key = tuple[str, str]  # (user_id, conversation_id)
+# (tenant_id, user_id, conversation_id): a thread id is free again once its conversation is erased, and then
+# another tenant's user of the same id may start it.
+Key = tuple[str, str, str]
 
 
 @dataclass
@@ -34,7 +36,8 @@ class _Streak:
     retry_at: datetime | None = None
     logged_at: datetime | None = None
     unlogged: int = 0
-    cause: str = ""  # the last model call's failure
+    kind: str = ""  # the last model call's failure, its kind only (the error class, the HTTP status)
+    memory_id: int | None = None  # the row that holds that failure's whole error
 
 
 class FailingConversations:
@@ -51,13 +54,14 @@ class FailingConversations:
             return None
         return (
             f"not attempted: the last {streak.failures} summaries of this conversation failed, the last with "
-            f"{streak.cause[:500]}; the model is asked again after {streak.retry_at.isoformat(timespec='seconds')}"
+            f"{streak.kind} (the whole error is on memory {streak.memory_id}); the model is asked again after "
+            f"{streak.retry_at.isoformat(timespec='seconds')}"
         )
 
     def completed(self, key: Key) -> None:
         self._streaks.pop(key, None)
 
-    def failed(self, key: Key, model: str, cause: str, *, attempted: bool = True) -> None:
+    def failed(self, key: Key, model: str, cause: str, *, memory_id: int, attempted: bool = True) -> None:
         """Count a failed summary (`attempted`: the model was asked) and log it unless one was logged lately."""
         now = self.clock()
         streak = self._streaks.pop(key, None) or _Streak()
@@ -66,7 +70,9 @@ class FailingConversations:
             self._streaks.popitem(last=False)
         if attempted:
             streak.failures += 1
-            streak.cause = cause
+            # Not the message: it may quote the model's answer, and so the conversation, and rows recorded
+            # without a model call outlive what they would quote (an erased conversation, its thread id reused).
+            streak.kind, streak.memory_id = cause.split(": ", 1)[0][:200], memory_id
             if streak.failures >= BACKOFF_AFTER:
                 wait = min(BACKOFF_BASE_S * 2 ** (streak.failures - BACKOFF_AFTER), BACKOFF_MAX_S)
                 streak.retry_at = now + timedelta(seconds=wait)
@@ -81,8 +87,8 @@ class FailingConversations:
         )
         logger.warning(
             "Summary of conversation %r (user %r) failed with model %r: %s%s%s",
+            key[2],
             key[1],
-            key[0],
             model,
             cause,
             since,

@@ -149,7 +149,7 @@ class SummaryRunner(LongTermFollowUps):
         new_start = start_seq if base_end is None else max(base_end + 1, start_seq)
         started = time.perf_counter()
         error: str | None = None
-        failing = (user_id, conversation_id)
+        failing = (row["tenant_id"], user_id, conversation_id)
         backing_off = self.failing.backing_off(failing)
         try:
             if backing_off is not None:
@@ -160,7 +160,13 @@ class SummaryRunner(LongTermFollowUps):
             new_messages = [SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows]
             settings = self.settings
             result: SummaryResult | None = await self.agent.summarize_with_retries(
-                Retries(settings.summary.max_attempts, settings.summary.timeout_s, settings.summary.retry_backoff_s),
+                Retries(
+                    settings.summary.max_attempts,
+                    settings.summary.timeout_s,
+                    settings.summary.retry_backoff_s,
+                    # A margin under the stale-row timeout for the writes that complete the version.
+                    budget_s=0.8 * settings.jobs.processing_timeout_s,
+                ),
                 f"Memory {memory_id}",
                 previous_summary=row["base_memory_text"],
                 base_end_sequence=base_end,
@@ -195,6 +201,7 @@ class SummaryRunner(LongTermFollowUps):
                 failing,
                 self.agent.model_name,
                 error or "unknown error",
+                memory_id=memory_id,
                 attempted=backing_off is None,
             )
             logger.debug("Memory %s status updated to failed", memory_id)

@@ -6,6 +6,7 @@ which rides on that message); the summarizer's instructions are the same for eve
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from typing import Any
 
@@ -56,6 +57,22 @@ def test_the_default_cadence_and_its_bounds(monkeypatch):
     assert MemorySettings(memory_min_new_messages=1).memory.summary_cadence == 1
     with pytest.raises(ConfigurationError, match="MIN_NEW_MESSAGES \\(15\\).*ROLLING_WINDOW_SIZE \\(14\\)"):
         MemorySettings(memory_min_new_messages=15)
+
+
+async def test_the_cadence_stays_within_the_gap_cap(open_memory, monkeypatch, caplog):
+    """A gap cap under the default cadence lowers the cadence to it, and a cadence set above the cap is refused
+    (before: the gap of every round between two summaries was cut, dropping messages no memory covered yet)."""
+    monkeypatch.delenv(CADENCE_ENV, raising=False)
+    assert MemorySettings(max_gap_messages=8).summary_cadence == 8
+    assert MemorySettings(max_gap_messages=8, memory_min_new_messages=6).summary_cadence == 6
+    with pytest.raises(ConfigurationError, match="MIN_NEW_MESSAGES \\(10\\).*MAX_GAP_MESSAGES \\(8\\)"):
+        MemorySettings(max_gap_messages=8, memory_min_new_messages=10)
+    memory = await open_memory(max_gap_messages=8)
+    caplog.set_level(logging.WARNING, "memory_agent")
+    seen = await rounds(memory, "capped", [f"question {n}" for n in range(1, 21)])
+    assert not [r for r in caplog.records if "capped" in r.getMessage()]
+    changed = [n for n in range(2, 21) if memory_block(seen[n - 1]) != memory_block(seen[n - 2])]
+    assert [n for n in range(2, 21) if not extends(seen[n - 2], seen[n - 1])] == changed
 
 
 async def test_between_two_summaries_each_input_extends_the_last(open_memory, monkeypatch):

@@ -184,3 +184,63 @@ async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
     assert (recent["completed"], recent["failed"], recent["failure_rate"]) == (0, len(stored), 1)
     assert recent["rounds"] == 10 and recent["max_summary_lag"] == 18
     assert query(database_url, "SELECT failed, max_summary_lag FROM memory_health_last_hour") == [(len(stored), 18)]
+
+
+def test_model_settings_a_confused_user_writes_are_refused_or_flagged(monkeypatch, caplog):
+    """`:gpt-4o` left the provider out and a control character is a stray escape: refused, naming the setting
+    (before: OpenAI's model ':gpt-4o', failing on every summary in the background). A provider misspelled is sent
+    to OpenAI as written, and said at once."""
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    for name, why in ((":gpt-4o", "names no provider"), (":", "names no provider"), ("gpt-4o\x00", "control")):
+        with pytest.raises(ConfigurationError, match=why) as raised:
+            chat_model_from_setting(name, variable="MEMORY_AGENT_MEMORY_MODEL")
+        assert "MEMORY_AGENT_MEMORY_MODEL=" in str(raised.value)
+    caplog.set_level(logging.WARNING, "memory_agent")
+    chat_model_from_setting("antropic:claude-x", variable="MEMORY_AGENT_MEMORY_MODEL")
+    chat_model_from_setting("OPENAI:gpt-4o", variable="MEMORY_AGENT_MEMORY_MODEL")
+    chat_model_from_setting("qwen:7b", variable="MEMORY_AGENT_MEMORY_MODEL")
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "`anthropic:...`" in warned[0]
+
+
+async def test_a_learned_method_the_server_stops_serving_degrades_again(fake_openai):
+    """Tool calling worked, then the server refuses tools (a model swapped behind a proxy): the next method is
+    tried and learned (before: the learned method's HTTP 400 was raised on every summary, for good)."""
+    from memory_agent.llm.structured import StructuredCaller
+    from memory_agent.schemas import MemorySummaryOutput
+
+    model = chat_model_from_setting("swapped-model", variable="X")
+    caller = StructuredCaller(model, MemorySummaryOutput)
+    prompt = [HumanMessage("Summarize: I like tea")]
+    assert (await caller.ainvoke(prompt)).method == "tools"
+    fake_openai.refuse_tools = True
+    answer = await caller.ainvoke(prompt)
+    assert answer.method == "json_schema" and isinstance(answer.args["summary"], str)
+    assert learned_method(model) == "json_schema"
+
+
+async def test_a_backoff_is_its_tenants_own_and_carries_no_answer_text(fake_openai, open_memory, database_url):
+    """Tenant a's user u1 fails its summaries, is forgotten, and tenant b's user u1 then starts the same thread id:
+    tenant b's summaries are asked of the model, and the rows recorded without a model call name the failure's
+    kind, not its text, which may quote the conversation (before: tenant b's conversation was backed off, its rows
+    holding tenant a's cause)."""
+    fake_openai.mode = "error"
+    fake_openai.error_text = "secret of tenant a"
+    memory = await open_memory(memory_model="flaky-model", summary_max_attempts=1)
+    app = with_memory(EchoChat().graph, memory)
+
+    async def rounds(tenant: str, count: int) -> None:
+        config = {"configurable": {"thread_id": "same", "user_id": "u1", "tenant_id": tenant}}
+        for n in range(count):
+            await app.ainvoke({"messages": [HumanMessage(f"I like tea number {n}")]}, config)
+        assert await memory.drain(timeout=20)
+
+    await rounds("a", 10)
+    backed_off = [
+        error for _, error in query(database_url, "SELECT status, error FROM memory") if "not attempted" in error
+    ]
+    assert backed_off and all("HTTP 500" in error and "secret" not in error for error in backed_off)
+    await memory.forget_user("u1", tenant_id="a")
+    fake_openai.mode = "ok"
+    await rounds("b", 6)
+    assert query(database_url, "SELECT DISTINCT tenant_id, status, error FROM memory") == [("b", "completed", None)]

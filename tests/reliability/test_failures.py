@@ -79,7 +79,31 @@ async def test_retries_are_bounded_and_failure_never_reaches_the_round(open_memo
         assert await memory.drain(timeout=10)
     rows = query(database_url, "SELECT memory_id, status, base_memory_id, error FROM memory ORDER BY 1")
     assert [(i, s, b) for i, s, b, _ in rows] == [(1, "failed", None), (2, "failed", None), (3, "failed", None)]
-    assert all("RuntimeError: model exploded" in e for *_, e in rows)
-    # Two failed summaries in a row: the conversation backs off, its third is recorded without a model call.
+    assert all("RuntimeError: model exploded" in e for *_, e in rows[:2])
+    # Two failed summaries in a row: the conversation backs off, its third is recorded without a model call,
+    # naming the failure's kind and the row with its whole error.
     assert "not attempted" in rows[2][3] and "not attempted" not in rows[1][3]
+    assert "the last with RuntimeError (the whole error is on memory 2)" in rows[2][3]
     assert model.count == 6  # 2 summaries x 3 attempts, no more
+
+
+async def test_a_slow_model_fails_the_row_before_it_is_reclaimed(fake_openai, open_memory, database_url):
+    """Every call times out: the attempts stop within MEMORY_AGENT_PROCESSING_TIMEOUT_S, so the runner records the
+    row `failed` with the timeout instead of the row counting as stale (a sweep reclaims it, the next round starts
+    another summary beside it) while a third call is still made (before: 3 attempts x 0.6 s past the 1 s)."""
+    fake_openai.mode, fake_openai.hang_s = "hang", 3.0
+    memory = await open_memory(
+        memory_model="slow-model",
+        summary_timeout_s=0.6,
+        summary_max_attempts=3,
+        summary_retry_backoff_s=0.01,
+        processing_timeout_s=1.0,
+        sweep_interval_s=0,
+    )
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(1, 4):
+        await app.ainvoke({"messages": [HumanMessage(f"m{n}")]}, {"configurable": {"thread_id": "slow"}})
+    assert await memory.drain(timeout=10)
+    ((status, error),) = query(database_url, "SELECT status, error FROM memory")
+    assert status == "failed" and "did not answer within" in error and "PROCESSING_TIMEOUT_S" in error
+    assert len(fake_openai.structured_requests()) == 2

@@ -17,6 +17,7 @@ from memory_agent.llm.structured import arguments, lenient_json, refuses_method
         ("[1, 2]", None),
         ("no object here", None),
         ('{"summary": ', None),
+        ('{"summary": "a", "facts": ' + "[" * 100_000 + "]" * 100_000 + "}", None),  # nested past the stack
     ],
 )
 def test_lenient_json(text, expected):
