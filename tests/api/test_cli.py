@@ -159,3 +159,30 @@ def test_flags_show_no_type_in_help():
         shown = CliRunner().invoke(app, command, env={"COLUMNS": "200"}).output
         assert "--help" in shown and "<bool>" not in shown, shown
     assert "<str>" in CliRunner().invoke(app, ["api-key", "list", "--help"], env={"COLUMNS": "200"}).output
+
+
+def test_serve_with_a_setting_that_cannot_work_says_so_in_one_line(database_url):
+    # Found inside uvicorn's startup, each was a traceback of 40 lines and exit 3; the service is opened first.
+    port = _free_port()
+    base = {**os.environ, "MEMORY_AGENT_DATABASE_URL": database_url, "PYTHONPATH": os.getcwd()}
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        base.pop(key, None)
+    cases = {
+        "MEMORY_AGENT_MEMORY_MODEL": {"MEMORY_AGENT_MEMORY_MODEL": "anthropic:claude"},
+        "MEMORY_AGENT_EMBEDDINGS": {"MEMORY_AGENT_MEMORY_MODEL": "offline", "MEMORY_AGENT_EMBEDDINGS": "openai"},
+        "MEMORY_AGENT_DATABASE_URL": {
+            "MEMORY_AGENT_MEMORY_MODEL": "offline",
+            "MEMORY_AGENT_DATABASE_URL": f"postgresql://nobody@127.0.0.1:{_free_port()}/none",
+        },
+    }
+    for setting, env in cases.items():
+        run = subprocess.run(
+            [sys.executable, "-m", "memory_agent", "serve", "--port", str(port)],
+            env={**base, **env, "COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 2, (setting, run.returncode, run.stderr)
+        assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) <= 2, run.stderr
+        assert run.stderr.startswith("error: ") and setting in run.stderr, run.stderr
