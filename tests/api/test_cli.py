@@ -186,3 +186,21 @@ def test_serve_with_a_setting_that_cannot_work_says_so_in_one_line(database_url)
         assert run.returncode == 2, (setting, run.returncode, run.stderr)
         assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) <= 2, run.stderr
         assert run.stderr.startswith("error: ") and setting in run.stderr, run.stderr
+
+
+def test_a_usage_error_is_one_line_naming_the_commands_help():
+    # Was click's usage block in a box: five lines or more.
+    cases = {
+        ("at", "demo", "abc"): ("'round_number'", "memory-agent at --help"),
+        ("summaries", "demo"): ("unexpected extra argument", "memory-agent summaries --help"),
+        ("serve", "--port", "0"): ("'--port'", "memory-agent serve --help"),
+        ("db", "nosuch"): ("No such command 'nosuch'", "memory-agent db --help"),
+        ("--bogus",): ("No such option: --bogus", "memory-agent --help"),
+    }
+    for args, (named, hint) in cases.items():
+        result = CliRunner().invoke(app, list(args), prog_name="memory-agent", env={"COLUMNS": "80"})
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stdout == "" and len(result.stderr.strip().splitlines()) == 1, (args, result.stderr)
+        assert result.stderr.startswith("error: ") and named in result.stderr and hint in result.stderr, result.stderr
+    group_alone = CliRunner().invoke(app, ["db"], prog_name="memory-agent")
+    assert group_alone.exit_code == 2 and "Usage: memory-agent db" in group_alone.output  # its help, as before
