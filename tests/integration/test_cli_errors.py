@@ -41,11 +41,17 @@ def test_misspelled_variables_are_named_with_the_closest_setting():
         "MEMORY_AGENT_RECALL": "false",  # a setting
         "MEMORY_AGENT_TEST_DSN": "x",  # the test suite's own
         "OTHER": "1",
+        # A misspelled prefix was ignored without a word.
+        "MEMORY_AGNET_EMBEDDINGS": "e5",
+        "MEMORYAGENT_DATABASE_URL": "postgresql://x",
+        "MEMORY_LIMIT": "1g",  # another program's
     }
     assert unknown_variables(environ) == [
+        ("MEMORYAGENT_DATABASE_URL", "MEMORY_AGENT_DATABASE_URL"),
         ("MEMORY_AGENT_EMBEDING", "MEMORY_AGENT_EMBEDDINGS"),
         ("MEMORY_AGENT_MEMORY_ROLLING_WINDOW", "MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE"),
         ("MEMORY_AGENT_ZZZ", None),
+        ("MEMORY_AGNET_EMBEDDINGS", "MEMORY_AGENT_EMBEDDINGS"),
     ]
     # Through the command: the warning, once, before the settings error it then reports.
     result = run("stats", MEMORY_AGENT_EMBEDING="hashing", MEMORY_AGENT_EMBEDDINGS="openai")
