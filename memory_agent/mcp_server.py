@@ -31,6 +31,7 @@ INSTRUCTIONS = (
     "before, remember to keep a durable fact or preference the user states, forget to erase an item they ask you to "
     "drop, list_memories to show what is kept."
 )
+MAX_ITEM_ID = 2**63 - 1  # items.item_id is a bigint: a larger number would fail in the database, unnamed
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,8 @@ def build_server(memory: MemoryService, identity: Identity) -> MCPServer:
         """Erase one item of the user, with everything derived from it (cluster summaries regenerated without it).
         An id that is not the user's erases nothing and says so."""
         user, tenant = await whose(ctx, user_id)
+        if not 1 <= item_id <= MAX_ITEM_ID:
+            raise ToolError(f"item_id must be an item's id (a positive integer as list_memories shows), got {item_id}")
         report = await guarded(lambda: memory.forget_item(user, item_id, tenant_id=tenant))
         if not report.items_deleted:
             raise ToolError(f"no item {item_id} of this user: nothing erased")

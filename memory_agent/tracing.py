@@ -113,8 +113,25 @@ def memory_span(
         triggering = _triggering_round.get()
         if triggering is not None and triggering.is_valid:
             links, parent = [trace.Link(triggering)], otel_context.Context()
-    with TRACER.start_as_current_span(name, context=parent, links=links, attributes=base) as span:
-        yield span
+    with TRACER.start_as_current_span(
+        name, context=parent, links=links, attributes=base, record_exception=False, set_status_on_exception=False
+    ) as span:
+        try:
+            yield span
+        except GeneratorExit:
+            raise
+        except BaseException as exc:  # cancellation too, as the SDK's own recording does
+            failed(span, exc)
+            raise
+
+
+def failed(span: trace.Span, exc: BaseException) -> None:
+    """A failure on `span` by its type only: an error's message may quote the ids the policy hides or the text
+    of the conversation (the SDK's own recording would put it, and its traceback, on the span)."""
+    kind = type(exc).__qualname__
+    span.set_attribute("error.type", kind)
+    span.add_event("exception", {"exception.type": kind})
+    span.set_status(trace.Status(trace.StatusCode.ERROR, kind))
 
 
 @contextmanager

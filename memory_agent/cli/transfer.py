@@ -44,7 +44,8 @@ def import_thread(
     theirs, recalled under their own dates. All or nothing: a bad line is named and nothing is written."""
     text, name = _read_text(file)
     try:
-        messages = parse_jsonl(text.splitlines(), name)
+        # Lines end at "\n" only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would cut at.
+        messages = parse_jsonl(text.split("\n"), name)
         with MemoryService.from_settings(MemorySettings()) as memory:
             report = memory.call_sync(
                 memory.import_messages(thread, messages, user_id=user, tenant_id=tenant, summarize=summarize)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -76,6 +76,12 @@ def parse_time(value: Any, where: str) -> datetime:
         raise InvalidInputError(
             f"{where}: field 'created_at' ({value.isoformat()}) has no time zone; add its offset (+02:00, or Z for UTC)"
         )
+    try:  # stored as UTC: a time before year 1 there would be written, then fail every read of the thread
+        value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInputError(
+            f"{where}: field 'created_at' ({value.isoformat()}) is before year 1 in UTC; give the time it was written"
+        ) from None
     return value
 
 

@@ -127,7 +127,7 @@ async def store_item(conn: AsyncConnection[Any], *, scope: ItemScope, item: Stor
 async def ingest_directly(conn: AsyncConnection[Any], sample: Sample) -> dict[tuple[str, int], str]:
     """Store a sample's sessions as messages rows and its items by the offline extraction; returns
     (conversation_id, sequence) → dia_id. The integrator swaps this for rounds through the real round path
-    (offline summarizer, items written by the background job) via `evaluate(..., ingest=...)`."""
+    (offline summarizer, items written by the background job) via `evaluate(..., direct=DirectLoad(ingest=...))`."""
     provenance: dict[tuple[str, int], str] = {}
     for session in sample.sessions:
         conversation_id = f"{sample.sample_id}:session_{session.number}"

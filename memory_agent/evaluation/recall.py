@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from langchain_core.embeddings import Embeddings
 
@@ -81,20 +82,29 @@ def corrected(question: Question, evidence_key: Mapping[str, Sequence[str]] | No
     return set(question.evidence)
 
 
+@dataclass(frozen=True)
+class DirectLoad:
+    """How an evaluation without a service loads and recalls: `ingest` writes the samples, `embedder` indexes them
+    as the summary job would and embeds the questions, `settings` are recall's (default: RecallSettings())."""
+
+    embedder: Embeddings | None = None
+    settings: RecallSettings | None = None
+    ingest: Ingest = ingest_directly
+
+
 async def evaluate(
     backend: MemoryBackend,
     samples: Sequence[Sample],
     *,
-    embedder: Embeddings | None = None,
-    settings: RecallSettings | None = None,
-    per_path: bool = False,
-    ingest: Ingest = ingest_directly,
     memory: MemoryService | None = None,
+    direct: DirectLoad = DirectLoad(),
+    per_path: bool = False,
     evidence_key: Mapping[str, Sequence[str]] | None = None,
 ) -> EvalReport:
     """Load every sample (one user each): through `memory`'s rounds when given (then its embedder and recall
-    settings are the ones measured), else by `ingest` and indexed as the summary job indexes; then ask every
-    question in a new conversation of its user through `round_recall`. `per_path` also measures each path alone."""
+    settings are the ones measured), else as `direct` says; then ask every question in a new conversation of its
+    user through `round_recall`. `per_path` also measures each path alone."""
+    embedder, settings, ingest = direct.embedder, direct.settings, direct.ingest
     if memory is not None:
         backend, embedder, settings = memory.backend, memory.embedder, settings or memory.recall_settings
     settings = settings or RecallSettings()

@@ -13,7 +13,7 @@ item a batch summary stands for) gets a fresh id of its table, naming no row her
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -23,10 +23,12 @@ from langchain_core.messages import messages_from_dict
 from psycopg.types.json import Jsonb
 
 from memory_agent.conversation.imports import parse_time
+from memory_agent.conversation.messages import validate_conversation_id
 from memory_agent.db.connector import execute_many, fetch_all, fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.tenancy import set_tenant
 from memory_agent.transfer.document import COLUMNS, FORMAT, SCHEMA_VERSION, SECTIONS
+from memory_agent.transfer.ids import Ids
 
 TIMES = {
     "created_at",
@@ -55,25 +57,6 @@ class ImportedUser:
     memory_ids: dict[int, int] = field(default_factory=dict)
     item_ids: dict[int, int] = field(default_factory=dict)
     note_ids: dict[int, int] = field(default_factory=dict)
-
-
-class _Ids:
-    """Old id → new id of one table; an id without its row in the document gets a fresh one of the table."""
-
-    def __init__(self, conn: psycopg.AsyncConnection[Any], table: str, column: str, known: dict[int, int]) -> None:
-        self.conn, self.table, self.column, self.known = conn, table, column, known
-
-    async def one(self, old: Any) -> int | None:
-        if old is None:
-            return None
-        if old not in self.known:
-            row = await fetch_one(self.conn, "new_ids", {"table": self.table, "column": self.column, "count": 1})
-            assert row is not None
-            self.known[old] = row["id"]
-        return self.known[old]
-
-    async def many(self, old: Iterable[Any] | None) -> list[int] | None:
-        return None if old is None else [await self.one(value) for value in old]  # type: ignore[misc]
 
 
 def _records(document: Mapping[str, Any], section: str) -> list[dict[str, Any]]:
@@ -168,20 +151,25 @@ class _Writer:
         self, conn: psycopg.AsyncConnection[Any], who: dict[str, str], prefix: str, report: ImportedUser
     ) -> None:
         self.conn, self.who, self.prefix = conn, who, prefix
-        self.memory_ids = _Ids(conn, "memory", "memory_id", report.memory_ids)
-        self.item_ids = _Ids(conn, "items", "item_id", report.item_ids)
-        self.note_ids = _Ids(conn, "consolidation_notes", "note_id", report.note_ids)
-        self.members: list[tuple[int, list[Any]]] = []
+        self.memory_ids = Ids(conn, "memory", "memory_id", report.memory_ids)
+        self.item_ids = Ids(conn, "items", "item_id", report.item_ids)
+        self.note_ids = Ids(conn, "consolidation_notes", "note_id", report.note_ids)
+        self.members: list[tuple[int, Any, str]] = []
         self.messages_of: dict[str, list[dict[str, Any]]] = {}
 
     def thread(self, conversation_id: Any, where: str) -> str:
         if not isinstance(conversation_id, str) or not conversation_id:
             raise InvalidInputError(f"{where}: field 'conversation_id' must be a non-empty string")
-        return self.prefix + conversation_id
+        try:  # a thread id a round could continue (no NUL, at most 1024 bytes with the prefix)
+            return validate_conversation_id(self.prefix + conversation_id)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: field 'conversation_id': {exc}") from None
 
     async def conversations(self, record: dict[str, Any], where: str) -> None:
         row = _row(record, COLUMNS["conversations"], where)
         row["conversation_id"] = self.thread(row["conversation_id"], where)
+        if row["conversation_id"] in self.messages_of:
+            raise InvalidInputError(f"{where}: conversation {row['conversation_id']!r} is in the document twice")
         owner = await fetch_one(self.conn, "import_owner", {**self.who, **row, "now": row["created_at"]})
         if owner is None or (owner["tenant_id"], owner["user_id"]) != (self.who["tenant_id"], self.who["user_id"]):
             raise InvalidInputError(
@@ -214,47 +202,48 @@ class _Writer:
         if row["status"] not in ("completed", "failed"):  # a summary in progress is not a version to carry over
             raise InvalidInputError(f"{where}: field 'status' is {row['status']!r}; a version is completed or failed")
         row["conversation_id"] = self.thread(row["conversation_id"], where)
-        row["base_memory_id"] = await self.memory_ids.one(row["base_memory_id"])
+        self.memory_ids.check_new(record["memory_id"], where, "memory_id")
+        row["base_memory_id"] = await self.memory_ids.one(row["base_memory_id"], where, "base_memory_id")
         created = await fetch_one(self.conn, "import_memory", {**self.who, **row})
         assert created is not None
-        self.memory_ids.known[record["memory_id"]] = created["memory_id"]
+        self.memory_ids.define(record["memory_id"], created["memory_id"], where, "memory_id")
 
     async def items(self, record: dict[str, Any], where: str) -> None:
         await self._flush_messages()
         row = _row(record, COLUMNS["items"], where)
+        self.item_ids.check_new(row["item_id"], where, "item_id")
         created = await fetch_one(self.conn, "import_item", {**self.who, **row})
         assert created is not None
-        self.item_ids.known[record["item_id"]] = created["item_id"]
+        self.item_ids.define(record["item_id"], created["item_id"], where, "item_id")
         if row["source_item_ids"]:
-            self.members.append((created["item_id"], list(row["source_item_ids"])))
+            self.members.append((created["item_id"], row["source_item_ids"], where))
 
     async def item_sources(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
         row = _row(record, COLUMNS["item_sources"], where)
-        if row["item_id"] not in self.item_ids.known:
-            raise InvalidInputError(f"{where}: field 'item_id' ({row['item_id']!r}) names no item of the document")
-        row["item_id"] = self.item_ids.known[row["item_id"]]
+        row["item_id"] = self.item_ids.of_record(row["item_id"], where, "item_id")
         if row["conversation_id"] is not None:
             row["conversation_id"] = self.thread(row["conversation_id"], where)
-        row["memory_id"] = await self.memory_ids.one(row["memory_id"])
+        row["memory_id"] = await self.memory_ids.one(row["memory_id"], where, "memory_id")
         await fetch_all(self.conn, "import_item_source", {**self.who, **row})
 
     async def consolidation_notes(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
         row = _row(record, COLUMNS["consolidation_notes"], where)
-        row["source_item_ids"] = await self.item_ids.many(row["source_item_ids"])
-        row["source_memory_ids"] = await self.memory_ids.many(row["source_memory_ids"])
-        row["source_note_ids"] = await self.note_ids.many(row["source_note_ids"])
+        self.note_ids.check_new(record["note_id"], where, "note_id")
+        row["source_item_ids"] = await self.item_ids.many(row["source_item_ids"], where, "source_item_ids")
+        row["source_memory_ids"] = await self.memory_ids.many(row["source_memory_ids"], where, "source_memory_ids")
+        row["source_note_ids"] = await self.note_ids.many(row["source_note_ids"], where, "source_note_ids")
         row["source_conversation_ids"] = self._threads(row["source_conversation_ids"], where)
         created = await fetch_one(self.conn, "import_note", {**self.who, **row})
         assert created is not None
-        self.note_ids.known[record["note_id"]] = created["note_id"]
+        self.note_ids.define(record["note_id"], created["note_id"], where, "note_id")
 
     async def batch_summaries(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
         row = _row(record, COLUMNS["batch_summaries"], where)
-        row["first_item_id"] = await self.item_ids.one(row["first_item_id"])
-        row["summarized_ids"] = await self.item_ids.many(row["summarized_ids"])
+        row["first_item_id"] = await self.item_ids.one(row["first_item_id"], where, "first_item_id")
+        row["summarized_ids"] = await self.item_ids.many(row["summarized_ids"], where, "summarized_ids")
         row["source_conversation_ids"] = self._threads(row["source_conversation_ids"], where)
         await fetch_all(self.conn, "import_batch_summary", {**self.who, **row})
 
@@ -287,8 +276,8 @@ class _Writer:
 
     async def _flush_members(self) -> None:
         """Cluster summaries' members, once every item has its new id."""
-        for item_id, members in self.members:
-            mapped = await self.item_ids.many(members)
+        for item_id, members, where in self.members:
+            mapped = await self.item_ids.many(members, where, "source_item_ids")
             await fetch_all(
                 self.conn, "import_item_members", {**self.who, "item_id": item_id, "source_item_ids": mapped}
             )

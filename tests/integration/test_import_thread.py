@@ -110,6 +110,8 @@ async def test_messages_and_pairs_import_as_records_do(open_memory, database_url
         ('{"role": "user", "content": "x", "created_at": "2023-09-14T18:40:00"}', "line 3: field 'created_at' (2023"),
         ('{"role": "user", "content": 5, "created_at": "2023-09-14T18:40:00Z"}', "line 3: field 'content'"),
         ('{"role": "user", "content": "x", "created_at": "2023-09-14T18:40:00Z", "when": 1}', "unknown field 'when'"),
+        # UTC year 0: stored, then every read of the thread (export_user, its pages) failed
+        ('{"role": "user", "content": "x", "created_at": "0001-01-01T00:00:00+14:00"}', "is before year 1 in UTC"),
         ("not json", "line 3: not JSON"),
         ("[1]", "line 3: a message must be a JSON object"),
     ],

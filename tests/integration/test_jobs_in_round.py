@@ -31,7 +31,8 @@ async def test_the_job_commits_with_its_processing_row(open_memory, database_url
     memory_xid, job_xid, args, round_xid = rows[0]
     # One transaction wrote the round's last message, the processing row and the job.
     assert memory_xid == job_xid == round_xid
-    assert args == {"user_id": "u1", "memory_id": 1}  # the whole key: the job is a single-shard lookup
+    # The whole key (the job is a single-shard lookup), and its tenant (the jobs table's tenant policy reads it).
+    assert args == {"user_id": "u1", "memory_id": 1, "tenant_id": "default"}
     assert memory.executor.app.connector.pool is memory.backend.pool  # type: ignore[attr-defined]
     await memory.loop.arun(memory.executor.run_worker(1, wait=False))  # type: ignore[attr-defined]
     assert query(database_url, "SELECT status FROM memory") == [("completed",)]

@@ -140,3 +140,12 @@ async def test_recall_limits_are_checked(open_memory, limit):
     server = build_server(memory, Identity(user_id="ana", tenant_id=None))
     async with Client(server) as client:
         assert "limit" in _error(await client.call_tool("recall", {"query": "tea", "limit": limit}))
+
+
+@pytest.mark.parametrize("item_id", [0, 2**63, 2**70])
+async def test_forget_names_an_id_no_item_can_have(open_memory, item_id):
+    memory = await open_memory()
+    server = build_server(memory, Identity(user_id="ana", tenant_id=None))
+    async with Client(server) as client:
+        assert "item_id must be" in _error(await client.call_tool("forget", {"item_id": item_id}))
+        assert _data(await client.call_tool("list_memories", {})) == []  # still serving

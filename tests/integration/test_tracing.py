@@ -122,6 +122,30 @@ async def test_a_failure_is_recorded_on_the_span(spans):
     assert span.events[0].name == "exception"
 
 
+async def test_a_failed_round_carries_its_error_type_but_not_its_message(open_memory, spans):
+    from langchain_core.messages import HumanMessage
+
+    from memory_agent.errors import ConversationOwnerError
+
+    memory = await open_memory(model=OfflineSummaryModel())
+    app = with_memory(EchoChat().graph, memory)
+    thread = {"thread_id": "trip-ana@example.com"}
+    await app.ainvoke(
+        {"messages": [HumanMessage("Lisbon")]}, {"configurable": {**thread, "user_id": "ana@example.com"}}
+    )
+    with pytest.raises(ConversationOwnerError, match="bob@x.org"):  # the message names both ids
+        await app.ainvoke({"messages": [HumanMessage("Porto")]}, {"configurable": {**thread, "user_id": "bob@x.org"}})
+    finished = list(spans.get_finished_spans())
+    shown = json.dumps(
+        [[dict(s.attributes), s.status.description, [dict(e.attributes) for e in s.events]] for s in finished]
+    )
+    for secret in ("Lisbon", "Porto", "ana@example.com", "bob@x.org", "trip-ana"):
+        assert secret not in shown
+    (failed,) = [span for span in finished if span.status.status_code == trace.StatusCode.ERROR]
+    assert failed.attributes["error.type"] == "ConversationOwnerError"
+    assert [event.name for event in failed.events] == ["exception"]
+
+
 def test_without_an_sdk_spans_record_nothing():
     # The API's default: a non-recording span, on which record() does nothing (and costs nothing).
     span = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)

@@ -53,3 +53,15 @@ def test_import_export_and_import_user(database_url, other_database_url, tmp_pat
     assert twice.exit_code == 2 and "holds memory already" in twice.output
     rows = query(other_database_url, "SELECT tenant_id, user_id, content FROM memory_agent.messages ORDER BY 3")
     assert rows == [("acme", "ana", "Kyoto, noted."), ("acme", "ana", "We plan a trip to Kyoto.")]
+
+
+def test_a_line_holding_unicode_line_separators_is_one_line(database_url, tmp_path: Path):
+    # JSON strings may hold U+2028, U+2029 and U+0085 raw (json.dumps(ensure_ascii=False) writes them so): they
+    # are not line ends of a JSON lines file.
+    said = {**LINES[0], "content": "Kyoto\u2028in April\u2029or May\x85maybe"}
+    thread = tmp_path / "thread.jsonl"
+    thread.write_text(json.dumps(said, ensure_ascii=False) + "\r\n" + json.dumps(LINES[1]) + "\n", encoding="utf-8")
+    done = invoke(database_url, "import", str(thread), "--thread", "kyoto", "--user", "ana", "--json")
+    assert done.exit_code == 0, done.output
+    stored = query(database_url, "SELECT content FROM memory_agent.messages ORDER BY sequence_number")
+    assert [row[0] for row in stored] == [said["content"], LINES[1]["content"]]

@@ -188,6 +188,39 @@ async def test_a_bad_document_names_the_record_and_field_and_writes_nothing(open
     assert counts(database_url) == before
 
 
+async def test_ids_of_the_wrong_type_or_defined_twice_are_refused_by_name(open_memory, database_url):
+    memory = await open_memory()
+    said = [{"role": "user", "content": "hi", "created_at": SEPT.isoformat()}]
+    await memory.import_messages("t", said, user_id="ana", summarize=False)
+    await memory.remember("ana", "likes tea", key="drink")
+    await memory.remember("ana", "likes coffee", key="drink")
+    good = await memory.export_user("ana")
+    before = counts(database_url)
+
+    def broken(change: Any) -> dict[str, Any]:
+        doc = copy.deepcopy(good)
+        change(doc)
+        return doc
+
+    def twin(doc: dict[str, Any]) -> None:  # another item under the first one's id: it would take its sources
+        doc["items"].append({**doc["items"][0], "key": "other", "content": "not the first one"})
+
+    cases = [
+        (broken(twin), r"items\[2\]: field 'item_id' is 1, the id of an earlier record"),
+        (broken(lambda d: d["items"][0].update(item_id=[1])), r"items\[0\]: field 'item_id' is \[1\], not an integer"),
+        (broken(lambda d: d["items"][0].update(item_id=True)), r"items\[0\]: field 'item_id' is True, not an integer"),
+        (broken(lambda d: d["item_sources"][0].update(item_id={})), r"item_sources\[0\]: field 'item_id' is \{\}"),
+        (broken(lambda d: d["item_sources"][0].update(memory_id=[2])), r"item_sources\[0\]: field 'memory_id'"),
+        (broken(lambda d: d["conversations"].append(d["conversations"][0])), r"conversations\[1\]: .* twice"),
+        # A thread id no round could continue (rounds refuse one over 1024 bytes).
+        (broken(lambda d: d["conversations"][0].update(conversation_id="t" * 1100)), r"conversations\[0\]: field"),
+    ]
+    for document, error in cases:
+        with pytest.raises(InvalidInputError, match=error):
+            await memory.import_user(document, user_id="bo", conversation_prefix="bo:")
+    assert counts(database_url) == before
+
+
 async def test_an_import_racing_forget_user_is_erased_whole_or_written_after_it(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel(), memory_summarize_after_seq=3)
     await user_with_everything(memory, database_url)

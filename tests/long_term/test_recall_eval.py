@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from memory_agent.cli.eval import register
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.evaluation import evaluate, load_dataset
+from memory_agent.evaluation.recall import DirectLoad
 from memory_agent.long_term.embedders import HashingEmbeddings
 
 # Only trigrams can find the evidence: CJK text is one token for the text-search parser, and the English
@@ -55,7 +56,9 @@ async def test_only_trigrams_find_the_evidence(database_url: str, tmp_path: Path
     pool = MemoryBackend.create_pool(database_url)
     await pool.open(wait=True)
     try:
-        report = await evaluate(MemoryBackend(pool), samples, embedder=HashingEmbeddings(), per_path=True)
+        report = await evaluate(
+            MemoryBackend(pool), samples, direct=DirectLoad(embedder=HashingEmbeddings()), per_path=True
+        )
     finally:
         await pool.close()
     assert report.questions == 2  # the adversarial question is not scored

@@ -15,12 +15,13 @@ from fastapi.responses import HTMLResponse
 
 from memory_agent.api.deps import memory_of, on_pool
 from memory_agent.api.inspector.html import esc, link, login_page, page
+from memory_agent.api.inspector.routing import RawPathRoute
 from memory_agent.api.limits import INSPECTOR_COOKIE as COOKIE
 from memory_agent.api.limits import bearer_key, lookup_tenant
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.long_term import tenant_transaction
 
-router = APIRouter(prefix="/inspect", include_in_schema=False)
+router = APIRouter(prefix="/inspect", include_in_schema=False, route_class=RawPathRoute)
 LIST_LIMIT = 500
 Row = dict[str, Any]
 
@@ -94,6 +95,11 @@ async def owner_of(request: Request, who: Seen, conversation_id: str) -> str | N
     with tenant_scope(who.tenant):
         owner = await memory.loop.arun(memory.backend.conversation_owner(conversation_id))
     return owner[1] if owner is not None and owner[0] == who.tenant else None
+
+
+def more(rows: list[Row], what: str) -> str:
+    """A note under a list read with LIST_LIMIT + 1 rows: whether it was cut."""
+    return f'<p class="note">Only the first {LIST_LIMIT} {esc(what)} are shown.</p>' if len(rows) > LIST_LIMIT else ""
 
 
 def crumbs(*pairs: tuple[str, tuple[Any, ...]]) -> list[str]:

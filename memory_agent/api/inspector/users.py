@@ -19,6 +19,7 @@ from memory_agent.api.inspector.auth import (
     html,
     in_tenant,
     login,
+    more,
     not_found,
     router,
     seen,
@@ -56,7 +57,7 @@ async def users(request: Request) -> Response:
     who = await seen(request)
     if who is None:
         return login()
-    params = {"tenant_id": who.tenant, "limit": LIST_LIMIT}
+    params = {"tenant_id": who.tenant, "limit": LIST_LIMIT + 1}  # one more: whether the list goes on
     rows = await in_tenant(request, who, lambda conn: fetch_all(conn, "inspect_tenant_users", params))
     cells = (
         (
@@ -68,16 +69,18 @@ async def users(request: Request) -> Response:
             ),
             "",
         )
-        for row in rows
+        for row in rows[:LIST_LIMIT]
     )
-    body = table(("user", "conversations", "current items", "last active"), cells, "This tenant holds nothing yet.")
+    body = table(
+        ("user", "conversations", "current items", "last active"), cells, "This tenant holds nothing yet."
+    ) + more(rows, "users")
     return html(page(f"Users of {who.tenant}", body, tenant=who.tenant))
 
 
 async def _user_rows(conn: psycopg.AsyncConnection[Any], tenant: str, user_id: str) -> tuple[list[Row], ...] | None:
     if not await user_known(conn, tenant, user_id):
         return None
-    scope = {"tenant_id": tenant, "user_id": user_id, "limit": LIST_LIMIT}
+    scope = {"tenant_id": tenant, "user_id": user_id, "limit": LIST_LIMIT + 1}  # one more: whether a list goes on
     notes = [
         note
         for period in ("monthly", "weekly", "daily")
@@ -119,9 +122,10 @@ async def user(request: Request, user_id: str) -> Response:
         "<h2>Items</h2>",
         table(
             ("id", "type", "key", "content", "valid from", "valid to", "from", ""),
-            (_item_row(user_id, item) for item in items),
+            (_item_row(user_id, item) for item in items[:LIST_LIMIT]),
             "No long-term items.",
         ),
+        more(items, "items (current ones first)"),
         "<h2>Conversations</h2>",
         table(
             ("conversation", "rounds", "started", "last round"),
@@ -135,10 +139,11 @@ async def user(request: Request, user_id: str) -> Response:
                     ),
                     "",
                 )
-                for c in conversations
+                for c in conversations[:LIST_LIMIT]
             ),
             "No conversations.",
         ),
+        more(conversations, "conversations (the latest first)"),
         "<h2>Consolidation notes</h2>",
         table(
             ("period", "from", "to", "key insights"),
