@@ -131,7 +131,7 @@ def unknown_variables(environ: dict[str, str] | os._Environ[str]) -> list[tuple[
     """Each MEMORY_AGENT_* variable of `environ` that names no setting, with the closest one's name (None: none
     is close): a misspelled variable would otherwise be ignored without a word."""
     known = sorted({ENV_PREFIX + name.upper() for name in argument_names()} | OTHER_VARIABLES)
-    found = []
+    found: list[tuple[str, str | None]] = []
     for name in sorted(environ):
         upper = name.upper()
         if not upper.startswith(ENV_PREFIX):
