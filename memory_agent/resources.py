@@ -85,13 +85,18 @@ def prompt(name: str) -> str:
     return (prompts_dir() / f"{name}.txt").read_text(encoding="utf-8")
 
 
+def _direct_url() -> str | None:
+    """The installation's direct_url.json (PEP 610): where pip installed it from; None from an index."""
+    try:
+        return metadata.distribution("memory-agent").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def install_source() -> str:
     """What `pip install` takes to install this package again: the checkout's directory when it was installed
     from one (or runs from one), else its name on a package index."""
-    try:
-        direct = metadata.distribution("memory-agent").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        direct = None
+    direct = _direct_url()
     url = str(json.loads(direct).get("url", "")) if direct else ""
     if url.startswith("file://"):
         return url.removeprefix("file://")
@@ -102,5 +107,9 @@ def install_source() -> str:
 
 
 def install_hint(extra: str) -> str:
-    """The command that installs the optional dependencies of `extra`, from where this package came from."""
-    return f"pip install '{install_source()}[{extra}]'"
+    """The command that installs the optional dependencies of `extra`, from where this package came from. An
+    editable installation (`make`'s, `pip install -e`) is told `-e`: without it pip would replace it with a copy,
+    and edits of the checkout would no longer run."""
+    direct = _direct_url()
+    editable = bool(direct and json.loads(direct).get("dir_info", {}).get("editable"))
+    return f"pip install {'-e ' if editable else ''}'{install_source()}[{extra}]'"

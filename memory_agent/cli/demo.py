@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -22,6 +24,7 @@ from memory_agent.llm import (
     OFFLINE,
     OfflineModel,
     chat_model,
+    default_chat_model,
     openai_chat_model,
     openai_configured,
 )
@@ -35,6 +38,7 @@ from memory_agent.settings import MemorySettings
 # The demo's user, in a tenant of its own: an app on the same database (the embedded one is shared by every app
 # of one OS user) never recalls the demo's memories; `memory-agent demo --clean` removes them.
 USER_ID = "ana"
+MONTH_USER_ID = "sam"  # the user of `memory-agent demo --days` (demo_month.py), in the same tenant
 DEMO_TENANT = "memory-agent-demo"
 SECOND_CONVERSATION = "Back again! Any seafood restaurant ideas that are safe for Joao's shellfish allergy?"
 
@@ -117,7 +121,7 @@ class DemoRunningError(MemoryAgentError):
     """Another `memory-agent demo` holds the demo's lock on this database."""
 
 
-async def _take_demo_lock(database_url: str) -> psycopg.AsyncConnection[Any]:
+async def take_demo_lock(database_url: str) -> psycopg.AsyncConnection[Any]:
     """A connection holding the demo's advisory lock (freed when it closes, even if this process dies): two demos
     at once would clear and interleave each other's rounds."""
     conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True, row_factory=dict_row)
@@ -129,6 +133,16 @@ async def _take_demo_lock(database_url: str) -> psycopg.AsyncConnection[Any]:
         "another `memory-agent demo` is running on this database; wait for it to end, or give this one a "
         "database of its own (MEMORY_AGENT_DATA_DIR=<another directory>)"
     )
+
+
+@asynccontextmanager
+async def demo_lock(memory: MemoryService) -> AsyncIterator[None]:
+    """The demo's lock held for the block (DemoRunningError when another demo holds it)."""
+    lock = await take_demo_lock(str(memory.database_url))
+    try:
+        yield
+    finally:
+        await lock.close()
 
 
 async def _clean(memory: MemoryService, thread_id: str) -> int:
@@ -148,17 +162,15 @@ async def _run(rounds: int, thread_id: str, console: Console, clean: bool = Fals
     # MEMORY_AGENT_MEMORY_MODEL's model when it is set or OpenAI is configured, else the offline one, by name (the
     # demo runs without a model; a service never falls back to it on its own).
     named = MEMORY_MODEL_VARIABLE in os.environ or openai_configured()
-    summarizer = chat_model(settings.memory.model if named else OFFLINE, settings)
-    async with MemoryService.from_settings(settings, model=summarizer) as memory:
-        lock = await _take_demo_lock(str(memory.database_url))
-        try:
-            removed = await _clean(memory, thread_id)
-            if clean:
-                console.print(f"removed the demo's memory (tenant {DEMO_TENANT!r}: {removed} conversations)")
-                return
-            await _converse(memory, summarizer, rounds, thread_id, console, removed)
-        finally:
-            await lock.close()
+    # (default_chat_model: an unusable one is named by its variable, MEMORY_AGENT_MEMORY_MODEL.)
+    summarizer = default_chat_model(settings) if named else chat_model(OFFLINE, settings)
+    async with MemoryService.from_settings(settings, model=summarizer) as memory, demo_lock(memory):
+        removed = await _clean(memory, thread_id)
+        if clean:
+            removed += len((await memory.forget_user(MONTH_USER_ID, tenant_id=DEMO_TENANT)).conversations_deleted)
+            console.print(f"removed the demo's memory (tenant {DEMO_TENANT!r}: {removed} conversations)")
+            return
+        await _converse(memory, summarizer, rounds, thread_id, console, removed)
 
 
 def _header(console: Console, settings: MemorySettings, summarizer: BaseChatModel, chat_label: str) -> None:

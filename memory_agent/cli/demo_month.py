@@ -16,7 +16,7 @@ from langchain_core.messages import HumanMessage
 from rich.console import Console
 from rich.table import Table
 
-from memory_agent.cli.demo import ScriptedChatModel, _chat_graph
+from memory_agent.cli.demo import DEMO_TENANT, MONTH_USER_ID, ScriptedChatModel, _chat_graph, demo_lock
 from memory_agent.consolidation import (
     ConsolidationRun,
     ManualClock,
@@ -30,7 +30,8 @@ from memory_agent.llm import OfflineConsolidationModel, OfflineModel
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 
-TENANT, USER = "demo", "sam"
+# The conversation demo's tenant, so `memory-agent demo --clean` removes this user too.
+TENANT, USER = DEMO_TENANT, MONTH_USER_ID
 START = datetime(2025, 9, 1, tzinfo=UTC)  # a Monday
 FOLLOW_UPS = ["Thanks, can you keep that in mind?", "Great, that's all for today."]
 # What the user says on the days they chat (day 0 = START); the other days they are away.
@@ -75,7 +76,8 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
     model = OfflineConsolidationModel()
     config = settings
     totals = {"daily": 0, "weekly": 0, "monthly": 0, "compacted": 0}
-    async with MemoryService(settings, model=OfflineModel(), clock=clock) as memory:
+    # The demo's lock: two runs at once would forget each other's user and interleave their nights.
+    async with MemoryService(settings, model=OfflineModel(), clock=clock) as memory, demo_lock(memory):
         forgotten = await memory.forget_user(USER, tenant_id=TENANT)
         if forgotten.items_deleted or forgotten.notes_deleted:
             console.print(f"(forgot the previous run's user {USER!r}: its items, notes and conversations)")

@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 from typer._click.core import Context  # typer 0.29 carries its own click: its Context is what commands get
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from memory_agent.cli import INTERRUPTED
@@ -38,15 +39,40 @@ def error_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+def _usage_exit(exc: UsageError) -> typer.Exit:
+    """A usage error (an unknown option, a missing or bad argument) as one line on stderr naming the command's
+    help, instead of click's usage block; exit code 2, as click's."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    where = f"; `{exc.ctx.command_path} --help` shows the usage" if exc.ctx is not None else ""
+    Console(stderr=True, soft_wrap=True).print(
+        f"[red]error:[/red] {escape(' '.join(exc.format_message().split()).rstrip('.'))}{where}"
+    )
+    return typer.Exit(2)
+
+
 class CommandGroup(TyperGroup):
-    """The root command: a memory_agent error ends any command with one line on stderr and exit code 2 (the
-    traceback only with --debug); Ctrl+C ends it quietly with 130."""
+    """The root command: a memory_agent error or a usage error ends any command with one line on stderr and exit
+    code 2 (the traceback only with --debug); Ctrl+C ends it quietly with 130."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Context | None = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except NoArgsIsHelpError:
+            raise  # a group named alone: its help, as click shows it
+        except UsageError as exc:
+            raise _usage_exit(exc) from None
 
     def invoke(self, ctx: Context) -> Any:
         from memory_agent.errors import MemoryAgentError
 
         try:
             return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise  # a group named alone: its help, as click shows it
+        except UsageError as exc:
+            raise _usage_exit(exc) from None
         except MemoryAgentError as exc:
             if ctx.meta.get("memory_agent.debug"):
                 raise

@@ -43,6 +43,21 @@ def _on_keys(work: Callable[[Any], Coroutine[Any, Any, T]], settings: Any = None
         return service.loop.run(run())
 
 
+def _checked_start() -> tuple[Any, Any]:
+    """The settings and consolidation model the served app will use, after opening (and closing) the service it
+    will open: a setting, model or database that cannot work stops `serve` here with one line and exit 2. Found
+    in uvicorn's startup instead, it would be a traceback and exit 3."""
+    from memory_agent.llm import default_chat_model
+    from memory_agent.service import MemoryService
+    from memory_agent.settings import MemorySettings
+
+    settings = MemorySettings()
+    consolidation_model = default_chat_model(settings, "consolidation")
+    with MemoryService.from_settings(settings):
+        pass
+    return settings, consolidation_model
+
+
 def create_key(tenant_id: str, settings: Any = None) -> str:
     """A new API key of `tenant_id` in the configured database."""
     from memory_agent.api.keys import create_api_key
@@ -62,7 +77,8 @@ def register(app: typer.Typer) -> None:
 
         from memory_agent.api import create_app
 
-        uvicorn.run(create_app(), host=host, port=port)
+        settings, consolidation_model = _checked_start()
+        uvicorn.run(create_app(settings=settings, consolidation_model=consolidation_model), host=host, port=port)
 
     keys = typer.Typer(help="API keys of the HTTP API: one tenant each, stored hashed.", no_args_is_help=True)
     app.add_typer(keys, name="api-key")

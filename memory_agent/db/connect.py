@@ -21,7 +21,10 @@ async def check_database(url: str, timeout: float) -> None:
         conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
         detail = " ".join(str(exc).split())
-        raise ConfigurationError(f"MEMORY_AGENT_DATABASE_URL is not a valid PostgreSQL URL: {detail}") from None
+        raise ConfigurationError(
+            f"MEMORY_AGENT_DATABASE_URL is not a valid PostgreSQL URL ({detail}): give one such as "
+            "postgresql://user:password@host:5432/dbname, or unset it to use the embedded database"
+        ) from None
     try:
         # libpq's own connect_timeout counts per host and address and is at least 2 s: bound the whole attempt.
         conn = await asyncio.wait_for(

@@ -139,10 +139,16 @@ def unknown_variables(environ: dict[str, str] | os._Environ[str]) -> list[tuple[
     """Each MEMORY_AGENT_* variable of `environ` that names no setting, with the closest one's name (None: none
     is close): a misspelled variable would otherwise be ignored without a word."""
     known = sorted({ENV_PREFIX + name.upper() for name in argument_names()} | OTHER_VARIABLES)
-    found = []
+    found: list[tuple[str, str | None]] = []
     for name in sorted(environ):
         upper = name.upper()
-        if not upper.startswith(ENV_PREFIX) or upper in known or upper.startswith(ENV_PREFIX + "TEST_"):
+        if not upper.startswith(ENV_PREFIX):
+            # A misspelled prefix (MEMORY_AGNET_..., MEMORYAGENT_...): only a name this close to a setting's.
+            near = difflib.get_close_matches(upper, known, n=1, cutoff=0.9)
+            if near and upper[:6] == ENV_PREFIX[:6]:
+                found.append((name, near[0]))
+            continue
+        if upper in known or upper.startswith(ENV_PREFIX + "TEST_"):
             continue
         # Compared without the prefix every name shares, which would make any two names look alike.
         suffixes = [k.removeprefix(ENV_PREFIX) for k in known]

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from datetime import date
 
+import psycopg
 from typer.testing import CliRunner
 
+from memory_agent.cli.demo import DEMO_TENANT
 from memory_agent.cli.main import app
 from tests.conftest import query
 
@@ -47,3 +49,22 @@ def test_a_simulated_month_ends_in_5_weekly_and_1_monthly_rollups(database_url):
     assert query(database_url, "SELECT period, period_start, key_insights FROM consolidation_notes ORDER BY 1, 2") == (
         before
     )
+
+
+def test_the_month_keeps_to_the_demo_tenant_and_demo_clean_removes_it(database_url):
+    assert demo(database_url, 8).exit_code == 0
+    assert query(database_url, "SELECT DISTINCT tenant_id FROM consolidation_notes") == [(DEMO_TENANT,)]
+    assert query(database_url, "SELECT DISTINCT tenant_id FROM conversation_owners") == [(DEMO_TENANT,)]
+    env = {"MEMORY_AGENT_DATABASE_URL": database_url, "OPENAI_API_KEY": ""}
+    cleaned = CliRunner().invoke(app, ["demo", "--clean"], env=env)
+    assert cleaned.exit_code == 0, cleaned.output
+    for table in ("consolidation_notes", "conversation_owners", "items"):
+        assert query(database_url, f"SELECT count(*) FROM {table}") == [(0,)], table
+
+
+def test_a_month_while_another_demo_runs_is_refused(database_url):
+    with psycopg.connect(database_url, autocommit=True) as running:  # the lock a running demo holds
+        assert running.execute("SELECT pg_try_advisory_lock(hashtextextended('memory_agent.demo', 0))").fetchone()
+        refused = demo(database_url, 8)
+    assert refused.exit_code == 2 and "another `memory-agent demo` is running" in refused.output, refused.output
+    assert query(database_url, "SELECT count(*) FROM consolidation_notes") == [(0,)]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -40,11 +41,17 @@ def test_misspelled_variables_are_named_with_the_closest_setting():
         "MEMORY_AGENT_RECALL": "false",  # a setting
         "MEMORY_AGENT_TEST_DSN": "x",  # the test suite's own
         "OTHER": "1",
+        # A misspelled prefix was ignored without a word.
+        "MEMORY_AGNET_EMBEDDINGS": "e5",
+        "MEMORYAGENT_DATABASE_URL": "postgresql://x",
+        "MEMORY_LIMIT": "1g",  # another program's
     }
     assert unknown_variables(environ) == [
+        ("MEMORYAGENT_DATABASE_URL", "MEMORY_AGENT_DATABASE_URL"),
         ("MEMORY_AGENT_EMBEDING", "MEMORY_AGENT_EMBEDDINGS"),
         ("MEMORY_AGENT_MEMORY_ROLLING_WINDOW", "MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE"),
         ("MEMORY_AGENT_ZZZ", None),
+        ("MEMORY_AGNET_EMBEDDINGS", "MEMORY_AGENT_EMBEDDINGS"),
     ]
     # Through the command: the warning, once, before the settings error it then reports.
     result = run("stats", MEMORY_AGENT_EMBEDING="hashing", MEMORY_AGENT_EMBEDDINGS="openai")
@@ -73,7 +80,22 @@ def test_install_hints_name_where_the_package_came_from():
     source = install_source()
     # Not on a package index yet: the checkout it was installed from, which pip can install again.
     assert source != "memory-agent" and (Path(source) / "pyproject.toml").is_file()
-    assert install_hint("api") == f"pip install '{source}[api]'"
+    assert install_hint("api").startswith("pip install ") and install_hint("api").endswith(f" '{source}[api]'")
+
+
+def test_an_editable_installation_is_told_to_stay_editable(tmp_path, monkeypatch):
+    # A distribution's metadata as pip writes it, found first on the path.
+    info = tmp_path / "memory_agent-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: memory-agent\nVersion: 0.1.0\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for editable, hint in (
+        (True, "pip install -e '/src/memory_agent[api]'"),
+        (False, "pip install '/src/memory_agent[api]'"),
+    ):
+        direct = {"url": "file:///src/memory_agent", "dir_info": {"editable": editable}}
+        (info / "direct_url.json").write_text(json.dumps(direct), encoding="utf-8")
+        assert install_hint("api") == hint  # without -e, following it replaced `make`'s editable install
 
 
 def test_every_variable_the_package_reads_is_known():

@@ -87,3 +87,12 @@ def test_a_second_demo_at_once_is_refused(database_url):
     assert "another `memory-agent demo` is running on this database" in second.stderr
     assert len(second.stderr.strip().splitlines()) <= 2 and "Traceback" not in second.stderr
     assert query(database_url, "SELECT count(*) FROM conversation_owners") == [(0,)]
+
+
+def test_an_unusable_model_is_named_by_its_variable(database_url, monkeypatch):
+    monkeypatch.setenv("MEMORY_AGENT_MEMORY_MODEL", "anthropic:claude")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    refused = run("demo", database_url=database_url)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.startswith("error: MEMORY_AGENT_MEMORY_MODEL='anthropic:claude'"), refused.stderr
+    assert query(database_url, "SELECT count(*) FROM conversation_owners") == [(0,)]

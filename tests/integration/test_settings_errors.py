@@ -128,6 +128,9 @@ def test_missing_database_names_the_cause(server_url):
 def test_malformed_url_fails_at_once():
     message, elapsed = open_fails("postgresql://[::1", timeout=5)
     assert "not a valid PostgreSQL URL" in message and elapsed < 1
+    # Another database's URL: libpq's cause alone ('missing "=" after ...') said nothing of what to give.
+    message, _ = open_fails("mysql://app@db/app", timeout=5)
+    assert "postgresql://user:password@host:5432/dbname, or unset it" in message, message
 
 
 def test_a_server_that_never_answers_takes_the_timeout_once():
