@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -23,12 +24,14 @@ async def test_close_waits_for_a_summary_that_finishes_within_the_grace_period(d
 
 async def test_close_leaves_an_unfinished_summary_reclaimable(database_url):
     model = GatedSummaryModel()  # never released
-    settings = MemorySettings(database_url=database_url, processing_timeout_s=0.2)
+    # A second of timeout: the summary's own bound (0.8 of it) does not end the call before the close does.
+    settings = MemorySettings(database_url=database_url, processing_timeout_s=1.0)
     memory = await MemoryService.from_settings(settings, model=model).aopen()
     for n in range(3):
         await memory.finish_round("cut", [HumanMessage(f"m{n}"), AIMessage("ok")])
     await memory.aclose(timeout=0.2)
     assert query(database_url, "SELECT memory_id, status FROM memory") == [(1, "processing")]
+    await asyncio.sleep(1.1)  # stale now: older than MEMORY_AGENT_PROCESSING_TIMEOUT_S
 
     # The next process to run a round end for the conversation reclaims it and starts over.
     released = GatedSummaryModel()
