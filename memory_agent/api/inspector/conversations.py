@@ -12,12 +12,24 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from memory_agent.api.deps import memory_of
-from memory_agent.api.inspector.auth import Row, crumbs, html, login, not_found, owner_of, router, seen
+from memory_agent.api.inspector.auth import Row, Seen, crumbs, html, login, not_found, owner_of, router, seen
 from memory_agent.api.inspector.html import erase_button, esc, href, link, page, table, tag
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import MemoryAgentError
 from memory_agent.observability import queries as observability
 from memory_agent.schemas.keys import default_user_id
+
+
+async def _owned(request: Request, conversation_id: str) -> tuple[Seen, str] | Response:
+    """(who is looking, the conversation's user) for a conversation of the key's tenant; else the answer to give
+    (the login form, or not found)."""
+    who = await seen(request)
+    if who is None:
+        return login()
+    user_id = await owner_of(request, who, conversation_id)
+    if user_id is None:
+        return not_found(who, f"No conversation {conversation_id!r} in this tenant.")
+    return who, user_id
 
 
 def _version_row(version: Row, stuck_after_s: float, now: datetime) -> tuple[tuple[str, ...], str]:
@@ -39,12 +51,10 @@ def _version_row(version: Row, stuck_after_s: float, now: datetime) -> tuple[tup
 
 
 async def conversation(request: Request, conversation_id: str) -> Response:
-    who = await seen(request)
-    if who is None:
-        return login()
-    user_id = await owner_of(request, who, conversation_id)
-    if user_id is None:
-        return not_found(who, f"No conversation {conversation_id!r} in this tenant.")
+    found = await _owned(request, conversation_id)
+    if not isinstance(found, tuple):
+        return found
+    who, user_id = found
     memory = memory_of(request)
 
     async def read() -> tuple[Row, list[Row]]:
@@ -101,12 +111,10 @@ def _recall_section(recall: Row | None) -> str:
 
 @router.get("/conversations/{conversation_id:path}/rounds/{round_number}")
 async def at_round(request: Request, conversation_id: str, round_number: int) -> Response:
-    who = await seen(request)
-    if who is None:
-        return login()
-    user_id = await owner_of(request, who, conversation_id)
-    if user_id is None:
-        return not_found(who, f"No conversation {conversation_id!r} in this tenant.")
+    found = await _owned(request, conversation_id)
+    if not isinstance(found, tuple):
+        return found
+    who, _ = found
     memory = memory_of(request)
     try:
         with tenant_scope(who.tenant):

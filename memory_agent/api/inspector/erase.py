@@ -40,6 +40,18 @@ def _refused(who: Seen) -> Response:
     return html(page("Not erased", body, tenant=who.tenant, crumbs=crumbs()), 403)
 
 
+async def _poster(request: Request) -> Seen | Response:
+    """Who posted an erasure form: a live key, checked again once the body arrived, and a form from its own page;
+    otherwise the answer to give (the login form, or 403)."""
+    who = await seen(request)
+    if who is None:
+        return login()
+    fields = await posted_form(request, who)
+    if fields is None:
+        return login()
+    return who if who.posted_by_page(fields) else _refused(who)
+
+
 async def _known(request: Request, who: Seen, user_id: str) -> bool:
     return bool(await in_tenant(request, who, lambda conn: user_known(conn, who.tenant, user_id)))
 
@@ -60,14 +72,9 @@ async def confirm_item(request: Request, user_id: str, item_id: int) -> Response
 
 @router.post("/users/{user_id:path}/items/{item_id}/forget")
 async def forget_item(request: Request, user_id: str, item_id: int) -> Response:
-    who = await seen(request)
-    if who is None:
-        return login()
-    fields = await posted_form(request, who)
-    if fields is None:
-        return login()
-    if not who.posted_by_page(fields):
-        return _refused(who)
+    who = await _poster(request)
+    if not isinstance(who, Seen):
+        return who
     report_ = await memory_of(request).forget_item(user_id, item_id, tenant_id=who.tenant)
     if not report_.items_deleted:
         return not_found(who, f"No item {item_id} of user {user_id!r} in this tenant: nothing erased.")
@@ -88,14 +95,9 @@ async def confirm_conversation(request: Request, conversation_id: str) -> Respon
 
 @router.post("/conversations/{conversation_id:path}/forget")
 async def forget_conversation(request: Request, conversation_id: str) -> Response:
-    who = await seen(request)
-    if who is None:
-        return login()
-    fields = await posted_form(request, who)
-    if fields is None:
-        return login()
-    if not who.posted_by_page(fields):
-        return _refused(who)
+    who = await _poster(request)
+    if not isinstance(who, Seen):
+        return who
     user_id = await owner_of(request, who, conversation_id)
     if user_id is None:
         return not_found(who, f"No conversation {conversation_id!r} in this tenant: nothing erased.")
@@ -116,14 +118,9 @@ async def confirm_user(request: Request, user_id: str) -> Response:
 
 @router.post("/users/{user_id:path}/forget")
 async def forget_user(request: Request, user_id: str) -> Response:
-    who = await seen(request)
-    if who is None:
-        return login()
-    fields = await posted_form(request, who)
-    if fields is None:
-        return login()
-    if not who.posted_by_page(fields):
-        return _refused(who)
+    who = await _poster(request)
+    if not isinstance(who, Seen):
+        return who
     if not await _known(request, who, user_id):
         return not_found(who, f"No user {user_id!r} in this tenant: nothing erased.")
     report_ = await memory_of(request).forget_user(user_id, tenant_id=who.tenant)
