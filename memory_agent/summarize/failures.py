@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from memory_agent.llm.structured import status_of
+
 logger = logging.getLogger("memory_agent")
 
 LOG_INTERVAL_S = 300.0
@@ -95,3 +97,19 @@ class FailingConversations:
             later,
         )
         streak.logged_at, streak.unlogged = now, 0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where a summary left its row: the status, and for `failed` or `processing` the error (and what raised it)."""
+
+    status: str
+    error: str | None = None
+    cause: BaseException | None = None
+
+
+def describe(exc: BaseException) -> str:
+    """A failure as a row's error names it: the exception's type, the provider's HTTP status, its message."""
+    status = status_of(exc)  # the provider's HTTP status, named alike for every client
+    name = f"{type(exc).__name__} (HTTP {status})" if status is not None else type(exc).__name__
+    return f"{name}: {exc}" if str(exc) else name

@@ -18,7 +18,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,33 +33,17 @@ from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.db.tenancy import current_tenant, tenant_scope
 from memory_agent.errors import InvalidInputError, JobFailedError, SummarizationError, is_transient
 from memory_agent.llm import CallLog, OfflineModel, collecting
-from memory_agent.llm.structured import status_of
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult
-from memory_agent.summarize.failures import FailingConversations
+from memory_agent.summarize.failures import FailingConversations, Outcome, describe
 from memory_agent.summarize.follow_ups import LongTermFollowUps
 from memory_agent.tracing import record, summary_attributes, summary_span
 
 logger = logging.getLogger("memory_agent")
 # Dropped items listed on a memory row; the rest are counted.
 DROPPED_SHOWN = 20
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """Where a summary left its row: the status, and for `failed` or `processing` the error (and what raised it)."""
-
-    status: str
-    error: str | None = None
-    cause: BaseException | None = None
-
-
-def _describe(exc: BaseException) -> str:
-    status = status_of(exc)  # the provider's HTTP status, named alike for every client
-    name = f"{type(exc).__name__} (HTTP {status})" if status is not None else type(exc).__name__
-    return f"{name}: {exc}" if str(exc) else name
 
 
 class SummaryRunner(LongTermFollowUps):
@@ -130,7 +113,7 @@ class SummaryRunner(LongTermFollowUps):
 
     async def _run_summary(
         self, memory_id: int, user_id: str, log: CallLog, picked_up: StartedSummary | None
-    ) -> _Outcome:
+    ) -> Outcome:
         backend = self.backend
         try:
             started_row = picked_up or await backend.start_memory(memory_id, user_id=user_id)
@@ -139,7 +122,7 @@ class SummaryRunner(LongTermFollowUps):
             return await self._not_started(memory_id, user_id, exc)
         if started_row is None:
             logger.debug("Memory %s is no longer processing; nothing to do", memory_id)
-            return _Outcome("skipped")
+            return Outcome("skipped")
         row, rows = started_row
         log.tenant_id = row["tenant_id"]
         conversation_id = row["conversation_id"]
@@ -177,7 +160,7 @@ class SummaryRunner(LongTermFollowUps):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            error = _describe(exc)
+            error = describe(exc)
             result = None
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         try:
@@ -188,14 +171,14 @@ class SummaryRunner(LongTermFollowUps):
                     result = None
                 elif not completed:
                     logger.warning("Memory %s was reclaimed while summarizing; its result is discarded", memory_id)
-                    return _Outcome("discarded")
+                    return Outcome("discarded")
             if result is not None:
                 self.failing.completed(failing)
                 logger.info("Summarized messages %s-%s for %s in %sms", start_seq, end_seq, conversation_id, elapsed_ms)
                 if start_seq > 0:
                     logger.info("Sliding window: dropping seq 0-%s for %s", start_seq - 1, conversation_id)
                 logger.debug("Memory %s status updated to completed", memory_id)
-                return _Outcome("completed")
+                return Outcome("completed")
             await self._fail(memory_id, user_id, error or "unknown error", elapsed_ms, new_start, end_seq)
             self.failing.failed(
                 failing,
@@ -205,26 +188,26 @@ class SummaryRunner(LongTermFollowUps):
                 attempted=backing_off is None,
             )
             logger.debug("Memory %s status updated to failed", memory_id)
-            return _Outcome("failed", error)
+            return Outcome("failed", error)
         except Exception as exc:
             # The row stays `processing`: retried by a job queue when the error may pass, else reclaimed after
             # processing_timeout_s.
             logger.error("Memory %s: could not record the summarization outcome: %s", memory_id, exc)
-            return _Outcome("processing", _describe(exc), exc)
+            return Outcome("processing", describe(exc), exc)
 
-    async def _not_started(self, memory_id: int, user_id: str, exc: Exception) -> _Outcome:
+    async def _not_started(self, memory_id: int, user_id: str, exc: Exception) -> Outcome:
         """The row could not be picked up. An error that may pass leaves it `processing` (a retry picks it up,
         else the sweep reclaims it); one that will not (the database refuses the statement) is recorded on it,
         `failed`, so the conversation's next round starts a new version instead of waiting for the sweep."""
         if is_transient(exc):
-            return _Outcome("processing", _describe(exc), exc)
-        error = f"could not start summarizing: {_describe(exc)}"
+            return Outcome("processing", describe(exc), exc)
+        error = f"could not start summarizing: {describe(exc)}"
         try:
             recorded = await self._fail(memory_id, user_id, error, None, None, None)
         except Exception as failing:
             logger.error("Memory %s: could not record that it failed to start: %s", memory_id, failing)
-            return _Outcome("processing", error, exc)
-        return _Outcome("failed", error) if recorded else _Outcome("skipped")
+            return Outcome("processing", error, exc)
+        return Outcome("failed", error) if recorded else Outcome("skipped")
 
     async def _fail(
         self, memory_id: int, user_id: str, error: str, elapsed_ms: int | None, start: int | None, end: int | None
