@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory_agent import ConfigurationError
-from memory_agent.db import embedded
+from memory_agent.db.embedded import lifetime as embedded
 from memory_agent.db.embedded import start_embedded_postgres, stop_embedded_postgres
 
 
