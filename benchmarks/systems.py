@@ -188,7 +188,7 @@ class MemoryAgentSystem(System):
         backend = self.memory.backend
 
         async def store() -> None:
-            async with backend.transaction() as conn:
+            async with backend.session(transaction=True) as conn:
                 for messages in rounds:
                     await backend.end_round(
                         conn,
@@ -209,7 +209,7 @@ class MemoryAgentSystem(System):
 
     async def query(self, sql: str, params: Any) -> list[dict[str, Any]]:
         async def run() -> list[dict[str, Any]]:
-            async with self.memory.backend.connection() as conn:
+            async with self.memory.backend.session() as conn:
                 cur = await conn.execute(sql, params)
                 return await cur.fetchall()
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memory_agent.conversation.window import calculate_summary_range, should_trigger_summary
-    from memory_agent.db.backend import MemoryBackend
     from memory_agent.errors import (
         ConfigurationError,
         ConversationOwnerError,
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     )
     from memory_agent.schemas.keys import ConversationKey
     from memory_agent.service import MemoryService
+    from memory_agent.service.backend import MemoryBackend
     from memory_agent.settings import MemorySettings
     from memory_agent.summarize.agent import MemoryAgent
 
@@ -55,7 +55,7 @@ _MODULES = {
     "InvalidInputError": "memory_agent.errors",
     "MemoryAgent": "memory_agent.summarize.agent",
     "MemoryAgentError": "memory_agent.errors",
-    "MemoryBackend": "memory_agent.db.backend",
+    "MemoryBackend": "memory_agent.service.backend",
     "MemoryGraph": "memory_agent.integrations.langgraph",
     "MemoryMiddleware": "memory_agent.integrations.middleware",
     "MemoryRecord": "memory_agent.schemas",

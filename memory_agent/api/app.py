@@ -116,7 +116,7 @@ def create_app(
         checked("conversation_id", validate_conversation_id, conversation_id)
         service = memory_of(request)
         with tenant_scope(tenant):  # another tenant's conversation is invisible to a role bound by the policies
-            owner = await service.loop.arun(service.backend.conversation_owner(conversation_id))
+            owner = await service.loop.arun(service.backend.conversations.conversation_owner(conversation_id))
         if owner is None or owner[0] != tenant:
             raise HTTPException(404, "no such conversation")
         # A conversation run without a user is its own scope: named by its tenant alone (the scope's id is reserved).
@@ -169,7 +169,7 @@ def create_app(
         result, notes_deleted = await on_pool(memory, forget, tenant)
         # After the erasure committed, each in a transaction of its own (forget.release_threads says why).
         with tenant_scope(tenant):
-            await memory.loop.arun(release_threads(memory.backend.connection, tenant, user_id))
+            await memory.loop.arun(release_threads(memory.backend.session, tenant, user_id))
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
             raise no_such_user()
         return result

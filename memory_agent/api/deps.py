@@ -64,7 +64,7 @@ async def on_pool(
     sees that tenant's rows only; None: no tenant, as for resolving a key)."""
 
     async def run() -> T:
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             return await work(conn)
 
     with tenant_scope(tenant):

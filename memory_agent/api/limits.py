@@ -54,7 +54,7 @@ async def lookup_tenant(memory: MemoryService, key: str) -> str | None:
     """The tenant of a live key (None otherwise), read with no tenant named, as resolving a key is."""
 
     async def run() -> str | None:
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             return await tenant_of_key(conn, key)
 
     with tenant_scope(None):

@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel
 
 from memory_agent.api.deps import memory_of
+from memory_agent.db.schema import SchemaManager
 from memory_agent.errors import ConfigurationError, MemoryAgentError
 from memory_agent.observability.queries import last_hour
 
@@ -56,7 +57,7 @@ async def ready(request: Request) -> Ready:
     backend = service.backend
 
     async def check() -> dict[str, Any]:
-        await backend.migrate(apply=False, procrastinate=settings.jobs.executor == "procrastinate")
+        await SchemaManager(backend).migrate(apply=False, procrastinate=settings.jobs.executor == "procrastinate")
         return await last_hour(backend, service.clock())
 
     try:

@@ -80,7 +80,7 @@ def consolidate(
     _check_user(user)
 
     async def run_one(backend: Any) -> SummarizeResult:
-        async with backend.connection() as conn:
+        async with backend.session() as conn:
             # As the HTTP route answers 404: a user the tenant holds nothing of is a mistake, not an empty period.
             known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user})
             if not (known and known["known"]):
@@ -116,7 +116,7 @@ def summaries(
         _check_user(user)
 
     async def read(backend: Any) -> list[dict[str, Any]]:
-        async with backend.connection() as conn:
+        async with backend.session() as conn:
             return await list_notes(conn, period, tenant_id=tenant, user_id=user, limit=limit)
 
     rows = _with_backend(read)

@@ -151,7 +151,10 @@ async def _clean(memory: MemoryService, thread_id: str) -> int:
     removed = len(forgotten.conversations_deleted)
     # Earlier versions ran the demo in the default tenant, where its thread ids would now belong to another owner.
     for thread in (thread_id, f"{thread_id}-2"):
-        if await memory.loop.arun(memory.backend.conversation_owner(thread)) == (DEFAULT_TENANT_ID, USER_ID):
+        if await memory.loop.arun(memory.backend.conversations.conversation_owner(thread)) == (
+            DEFAULT_TENANT_ID,
+            USER_ID,
+        ):
             removed += await memory.delete_conversation(thread, user_id=USER_ID, tenant_id=DEFAULT_TENANT_ID)
     return removed
 

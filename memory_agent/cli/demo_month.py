@@ -93,7 +93,7 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
                 clock.set(at(day, 9))
                 await _chat(memory, app, day, text)
             now = clock.set(at(day + 1, 5))
-            async with memory.backend.connection() as conn:
+            async with memory.backend.session() as conn:
                 report = await run_nightly(conn, TENANT, USER, now, run=ConsolidationRun(model, config))
             written = {period: report.written(period) for period in PERIODS}
             for period, count in written.items():
@@ -110,7 +110,7 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
                 str(len(report.compacted) or ""),
             )
         console.print(table)
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             await _print_rollups(conn, console)
             await _rerun(conn, console, clock.now, days, model, config)
     return totals

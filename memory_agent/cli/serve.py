@@ -37,7 +37,7 @@ def _on_keys(work: Callable[[Any], Coroutine[Any, Any, T]], settings: Any = None
     with _opened(settings) as service:
 
         async def run() -> T:
-            async with service.backend.transaction() as conn:
+            async with service.backend.session(transaction=True) as conn:
                 return await work(conn)
 
         return service.loop.run(run())

@@ -154,7 +154,7 @@ async def call_within_budget(
 @asynccontextmanager
 async def tenant_slot(pool: AsyncConnectionPool[Any], tenant_id: str, slots: int) -> AsyncIterator[int]:
     """Hold one of the tenant's `slots` concurrent-job slots for the block (TenantBusy when all are taken)."""
-    async with Connector(pool).connection() as conn:
+    async with Connector(pool).session() as conn:
         taken = None
         for slot in range(slots):
             row = await fetch_one(conn, "try_tenant_slot", {"tenant_id": tenant_id, "slot": slot})

@@ -61,7 +61,7 @@ class ConsolidationRunner:
 
     async def due_users(self, job: str, now: datetime) -> list[tuple[str, str]]:
         """(tenant_id, user_id) of every user whose `job` is due at `now`."""
-        async with Connector(self.pool).connection() as conn:
+        async with Connector(self.pool).session() as conn:
             rows = await fetch(conn, "consolidation_due_users", {"job": job, "now": check_aware(now)})
         return [(row["tenant_id"], row["user_id"]) for row in rows]
 
@@ -77,7 +77,7 @@ class ConsolidationRunner:
         slot = tenant_slot(self.pool, tenant_id, config.guards.max_concurrent_jobs_per_tenant)
         # The tenant's scope: a role bound by row-level security reads and writes this tenant's rows (db/tenancy.py).
         with tenant_scope(tenant_id):
-            async with slot, Connector(self.pool).connection() as conn:
+            async with slot, Connector(self.pool).session() as conn:
                 return await self._run_user(conn, job, tenant_id, user_id, now, cap)
 
     async def _run_user(
@@ -113,7 +113,7 @@ class ConsolidationRunner:
         gates: dict[str, str | None] = {}
         for tenant in dict.fromkeys(tenants):
             with tenant_scope(tenant):  # each tenant's spend, under row-level security too
-                async with Connector(self.pool).connection() as conn:
+                async with Connector(self.pool).session() as conn:
                     gates[tenant] = await open_tenant(conn, tenant, now, self.config)
         return gates
 

@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
 from memory_agent.conversation.framing import neutral_text, without_tags
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.db.connector import Row
 from memory_agent.errors import ConfigurationError
 from memory_agent.schemas import ConversationContext
@@ -106,10 +106,10 @@ def _prefixed(messages: list[BaseMessage], index: int, prefix: str) -> list[Base
 
 
 async def load_context(
-    backend: MemoryBackend, key: ConversationKey, message_ids: Sequence[str], gap_message_cap: int
+    queries: ConversationQueries, key: ConversationKey, message_ids: Sequence[str], gap_message_cap: int
 ) -> tuple[ConversationContext, set[str]]:
     """Latest completed memory + gap (one statement), and which of `message_ids` are stored already."""
-    rows = await backend.load_context(key.conversation_id, message_ids, gap_message_cap, user_id=key.user_id)
+    rows = await queries.load_context(key.conversation_id, message_ids, gap_message_cap, user_id=key.user_id)
     return context_from_rows(key.conversation_id, rows)
 
 
@@ -142,10 +142,10 @@ def context_from_rows(conversation_id: str, rows: Sequence[Row]) -> tuple[Conver
 
 
 async def gap_cap_record(
-    backend: MemoryBackend, key: ConversationKey, context: ConversationContext, cap: int
+    queries: ConversationQueries, key: ConversationKey, context: ConversationContext, cap: int
 ) -> dict[str, Any]:
     """The truncation record of a gap cut by `max_gap_messages`, and the WARNING naming why it was long."""
-    row = await backend.gap_cap_cause(key.conversation_id, context.memory_end_sequence, user_id=key.user_id) or {}
+    row = await queries.gap_cap_cause(key.conversation_id, context.memory_end_sequence, user_id=key.user_id) or {}
     status, rounds = row.get("latest_status"), row.get("rounds_behind")
     if status == "failed":
         cause = f"summaries failing for {rounds} rounds (last error: {(row.get('latest_error') or '')[:200]})"

@@ -22,11 +22,10 @@ import psycopg
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from memory_agent.conversation.messages import check_user_messages, serialize_round
+from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.trigger import SummaryTrigger
-from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.connector import execute_many, fetch_one
 from memory_agent.db.tenancy import tenant_scope
-from memory_agent.errors import ConversationOwnerError, InvalidInputError
+from memory_agent.errors import InvalidInputError
 from memory_agent.schemas.keys import ConversationKey
 
 ROLES: dict[str, type[BaseMessage]] = {
@@ -209,13 +208,13 @@ class ThreadImport:
 
     def __init__(
         self,
-        backend: MemoryBackend,
+        queries: ConversationQueries,
         trigger: SummaryTrigger,
         run_summary: Callable[[int, str], Awaitable[str]],
         clock: Callable[[], datetime],
         window: int,
     ) -> None:
-        self.backend = backend
+        self.queries = queries
         self.trigger = trigger
         self.run_summary = run_summary
         self.clock = clock
@@ -225,7 +224,7 @@ class ThreadImport:
         now = self.clock()
         rows = import_rows(key, messages, now)
         with tenant_scope(key.tenant_id):
-            await self._store(key, rows, now)
+            await self.queries.store_import(key, rows, now)
             memory_ids = await self._summarize(key, rows) if summarize else []
         return ImportReport(
             key.conversation_id,
@@ -238,41 +237,13 @@ class ThreadImport:
             tuple(memory_ids),
         )
 
-    async def _store(self, key: ConversationKey, rows: list[dict[str, Any]], now: datetime) -> None:
-        who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
-        async with self.backend.transaction() as conn:
-            await fetch_one(conn, "share_forget_lock", who)
-            owner = await fetch_one(conn, "import_owner", {**who, "now": now})
-            if owner is None or (owner["tenant_id"], owner["user_id"]) != (key.tenant_id, key.user_id):
-                raise ConversationOwnerError(
-                    f"conversation {key.conversation_id!r} belongs to another user or tenant; import the thread "
-                    "under a new thread id"
-                )
-            created = await fetch_one(
-                conn,
-                "import_conversation",
-                {
-                    **who,
-                    "next_sequence": len(rows),
-                    "round_count": rows[-1]["round_number"],
-                    "now": now,
-                    "updated_at": rows[-1]["created_at"],
-                },
-            )
-            if created is None:
-                raise InvalidInputError(
-                    f"conversation {key.conversation_id!r} has messages already; an import makes a new thread: "
-                    "import under a new thread id (or delete the conversation first)"
-                )
-            await execute_many(conn, "import_message", rows)
-
     async def _summarize(self, key: ConversationKey, rows: list[dict[str, Any]]) -> list[int]:
         """One memory version per summary point that the trigger rule finds due, each awaited before the next is
         claimed (a conversation has one summary in flight): the chain its rounds would have made."""
         memory_ids = []
         for point in summary_points(rows, self.window):
             try:
-                async with self.backend.transaction() as conn:
+                async with self.queries.connector.session(transaction=True) as conn:
                     decision = await self.trigger.decide(conn, key, point, None)
                     result = await self.trigger.claimed(conn, key, decision)
             except psycopg.errors.ForeignKeyViolation:  # erased since it was stored (delete or forget): done

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.errors import RoundInProgressError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas.keys import ConversationKey
@@ -22,9 +22,9 @@ T = TypeVar("T")
 class RoundLeases:
     """The leases this process takes and gives back."""
 
-    def __init__(self, settings: MemorySettings, backend: MemoryBackend, loop: MemoryLoop) -> None:
+    def __init__(self, settings: MemorySettings, queries: ConversationQueries, loop: MemoryLoop) -> None:
         self.settings = settings
-        self.backend = backend
+        self.queries = queries
         self.loop = loop
         # Leases this process could not give back (the database was away when its round failed): ours to
         # take over at once; other processes wait for their expiry.
@@ -60,7 +60,7 @@ class RoundLeases:
     async def release(self, key: ConversationKey, token: str) -> None:
         """Give the lease back; shielded, so a cancelled caller still frees the conversation."""
         await self.loop.arun(
-            self.backend.release_round_lease(key.conversation_id, token, user_id=key.user_id), shield=True
+            self.queries.release_round_lease(key.conversation_id, token, user_id=key.user_id), shield=True
         )
 
     async def give_back(self, key: ConversationKey, token: str) -> Exception | None:

@@ -16,10 +16,10 @@ from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.identity import validate_identity, validate_user_id
 from memory_agent.conversation.messages import validate_conversation_id
+from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.round_end import RoundEnd
 from memory_agent.conversation.round_start import RoundStart
 from memory_agent.conversation.trigger import SummaryTrigger
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.runtime import MemoryLoop
@@ -83,10 +83,10 @@ class ConversationMemory:
     history get_memory_history; sweep and get_memory keep their names."""
 
     def __init__(
-        self, loop: MemoryLoop, backend: MemoryBackend, start: RoundStart, end: RoundEnd, trigger: SummaryTrigger
+        self, loop: MemoryLoop, queries: ConversationQueries, start: RoundStart, end: RoundEnd, trigger: SummaryTrigger
     ) -> None:
         self.loop = loop
-        self.backend = backend
+        self.queries = queries
         self.start = start
         self.end = end
         self.trigger = trigger
@@ -98,7 +98,7 @@ class ConversationMemory:
         if user_id is not None:
             return round_key(conversation_id, user_id, tenant_id)
         key = round_key(conversation_id, None, tenant_id)
-        lookup = self.backend.conversation_owner(conversation_id, tenant_id=tenant_id)
+        lookup = self.queries.conversation_owner(conversation_id, tenant_id=tenant_id)
         if tenant_id is None:
             owner = await self.loop.arun(lookup)
         else:
@@ -225,8 +225,8 @@ class ConversationMemory:
         """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
-            return await self.loop.arun(self.backend.list_memory(key.conversation_id, user_id=key.user_id))
+            return await self.loop.arun(self.queries.list_memory(key.conversation_id, user_id=key.user_id))
 
     async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
         """One memory version by its key (user_id, memory_id)."""
-        return await self.loop.arun(self.backend.get_memory(memory_id, user_id=user_id))
+        return await self.loop.arun(self.queries.get_memory(memory_id, user_id=user_id))

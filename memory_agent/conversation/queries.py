@@ -1,10 +1,10 @@
-"""RoundQueries: the statements of a round's start and end — memory + gap, the conversation's lease and owner,
-storing the round, the trigger rule's reads and claims, the round's metrics."""
+"""ConversationQueries: the conversation tier's statements, the only code of the tier that names them — a round's
+start and end (memory + gap, the conversation's lease and owner, storing the round, the trigger rule's reads and
+claims, the round's metrics) and a thread's import. Built on a Connector (db/connector.py runs them)."""
 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -12,8 +12,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_agent.db.connector import Connector, Row, execute_query, fetch_one, send
-from memory_agent.db.round_rows import (
+from memory_agent.conversation.query_rows import (
     StoredRound,
     claim_params,
     lease_params,
@@ -21,24 +20,26 @@ from memory_agent.db.round_rows import (
     saved_round,
     timestamp_text,
 )
-from memory_agent.errors import (
-    ConversationOwnerError,
-)
-from memory_agent.schemas import RoundSaved, SummaryClaim
+from memory_agent.db.connector import Connector, Row, execute_many, execute_query, fetch_one, send
+from memory_agent.errors import ConversationOwnerError, InvalidInputError
+from memory_agent.schemas import MemoryRecord, RoundSaved, SummaryClaim
 from memory_agent.schemas.keys import ConversationKey
 
-logger = logging.getLogger("memory_agent.backend")
+__all__ = ["ConversationQueries", "StoredRound"]
 
 
-class RoundQueries(Connector):
-    # ------------------------------------------------------------------ round path
+class ConversationQueries:
+    """The conversation tier's statements on `connector`: one method per operation."""
+
+    def __init__(self, connector: Connector) -> None:
+        self.connector = connector
 
     async def load_context(
         self, conversation_id: str, message_ids: Sequence[str] = (), max_gap: int = 2**31 - 1, *, user_id: str
     ) -> list[Row]:
         """Latest completed memory + the messages after it (at most the conversation's last `max_gap`), and
         which of `message_ids` are stored, in one statement (at least one row)."""
-        return await self.fetch_all(
+        return await self.connector.fetch_all(
             "load_context",
             {
                 "user_id": user_id,
@@ -54,7 +55,7 @@ class RoundQueries(Connector):
         """Claim the conversation for (tenant_id, user_id) and take its lease; False while another round holds
         it. ConversationOwnerError when the conversation belongs to another tenant or user (nothing written)."""
         params = lease_params(conversation_id, holder, lease_s, tenant_id, user_id)
-        row = await self.fetch_one("acquire_round_lease", params)
+        row = await self.connector.fetch_one("acquire_round_lease", params)
         assert row is not None
         return await self._lease_taken(row, params)
 
@@ -67,7 +68,7 @@ class RoundQueries(Connector):
         acquire_round_lease."""
         conversation_id, user_id = key.conversation_id, key.user_id
         params = lease_params(conversation_id, holder, lease_s, key.tenant_id, user_id)
-        rows = await self.fetch_all(
+        rows = await self.connector.fetch_all(
             "begin_round", {"message_ids": list(message_ids), "max_gap": max_gap, **params}, prepare=True
         )
         lease_row = rows[0]
@@ -83,13 +84,13 @@ class RoundQueries(Connector):
         conversation_id, tenant_id, user_id = params["conversation_id"], params["tenant_id"], params["user_id"]
         owner = (row["owner_tenant_id"], row["owner_user_id"])
         if row["owner_user_id"] is None:
-            found = await self.fetch_one("claim_conversation", params)
+            found = await self.connector.fetch_one("claim_conversation", params)
             if found is None:  # another round claimed it first: committed now (the insert waited for it)
-                found = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
+                found = await self.connector.fetch_one("conversation_owner", {"conversation_id": conversation_id})
             # No row: the owner is a tenant row-level security hides from this role (a thread id is claimed once).
             owner = (found["tenant_id"], found["user_id"]) if found is not None else ("", "")
             if owner == (tenant_id, user_id):
-                retried = await self.fetch_one("acquire_round_lease", params)
+                retried = await self.connector.fetch_one("acquire_round_lease", params)
                 assert retried is not None
                 row = retried
         if owner != (tenant_id, user_id):
@@ -103,19 +104,19 @@ class RoundQueries(Connector):
         """(tenant_id, user_id) of the conversation, None when no round of it has started (in `tenant_id`, when
         given)."""
         if tenant_id is None:
-            row = await self.fetch_one("conversation_owner", {"conversation_id": conversation_id})
+            row = await self.connector.fetch_one("conversation_owner", {"conversation_id": conversation_id})
         else:
-            row = await self.fetch_one(
+            row = await self.connector.fetch_one(
                 "tenant_conversation_owner", {"conversation_id": conversation_id, "tenant_id": tenant_id}
             )
         return (row["tenant_id"], row["user_id"]) if row else None
 
     async def release_round_lease(self, conversation_id: str, holder: str, *, user_id: str) -> None:
         params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder}
-        await self.execute_query("release_round_lease", params)
+        await self.connector.execute_query("release_round_lease", params)
 
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
-        return await self.fetch_one(
+        return await self.connector.fetch_one(
             "gap_cap_cause",
             {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence},
         )
@@ -155,7 +156,7 @@ class RoundQueries(Connector):
         self, conn: psycopg.AsyncConnection[Row], conversation_id: str, last_sequence: int, window: int, *, user_id: str
     ) -> Row:
         """The trigger rule's state for the window of `window` messages that ends at `last_sequence`."""
-        row = await self.fetch_one(
+        row = await self.connector.fetch_one(
             "trigger_state",
             {"user_id": user_id, "conversation_id": conversation_id, "last_sequence": last_sequence, "window": window},
             conn=conn,
@@ -182,7 +183,7 @@ class RoundQueries(Connector):
             "pick_up": pick_up,
             **claim_params(conversation_id, claim),
         }
-        row = await self.fetch_one("claim_summary", params, conn=conn)
+        row = await self.connector.fetch_one("claim_summary", params, conn=conn)
         assert row is not None  # one row always
         return row
 
@@ -197,7 +198,7 @@ class RoundQueries(Connector):
         """Fail stuck rows of one conversation (its user_id required), or of every user (the sweep)."""
         if conversation_id is not None and user_id is None:
             raise TypeError("reclaim_stale: a conversation needs its user_id")
-        return await self.fetch_all(
+        return await self.connector.fetch_all(
             "reclaim_stale", {"timeout_s": timeout_s, "user_id": user_id, "conversation_id": conversation_id}, conn=conn
         )
 
@@ -236,7 +237,7 @@ class RoundQueries(Connector):
             "started_on": timestamp_text(started_on),
             "metrics": json.dumps(row),
         }
-        found = await self.fetch_one("record_failed_round", params)
+        found = await self.connector.fetch_one("record_failed_round", params)
         return bool(found and found["recorded"])
 
     async def insert_round_metrics(
@@ -262,3 +263,36 @@ class RoundQueries(Connector):
             if params.get(column) is not None:
                 params[column] = Jsonb(params[column])
         return await send(conn, "insert_round_metrics", params, prepare=True)
+
+    async def get_memory(self, memory_id: int, *, user_id: str) -> MemoryRecord | None:
+        row = await self.connector.fetch_one("get_memory", {"user_id": user_id, "memory_id": memory_id})
+        return MemoryRecord(**row) if row else None
+
+    async def list_memory(self, conversation_id: str, *, user_id: str) -> list[MemoryRecord]:
+        rows = await self.connector.fetch_all("list_memory", {"user_id": user_id, "conversation_id": conversation_id})
+        return [MemoryRecord(**row) for row in rows]
+
+    async def last_sequence(self, conversation_id: str, *, user_id: str) -> int | None:
+        row = await self.connector.fetch_one("last_sequence", {"user_id": user_id, "conversation_id": conversation_id})
+        return row["last_sequence"] if row else None
+
+    async def store_import(self, key: ConversationKey, rows: list[dict[str, Any]], now: datetime) -> None:
+        """An imported thread in one transaction (conversation/imports.py): the user's forget lock shared, the
+        thread's owner, its conversation row (None: it has messages already) and every message row."""
+        who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
+        async with self.connector.session(transaction=True) as conn:
+            await fetch_one(conn, "share_forget_lock", who)
+            owner = await fetch_one(conn, "import_owner", {**who, "now": now})
+            if owner is None or (owner["tenant_id"], owner["user_id"]) != (key.tenant_id, key.user_id):
+                raise ConversationOwnerError(
+                    f"conversation {key.conversation_id!r} belongs to another user or tenant; import the thread "
+                    "under a new thread id"
+                )
+            counts = {"next_sequence": len(rows), "round_count": rows[-1]["round_number"]}
+            params = {**who, **counts, "now": now, "updated_at": rows[-1]["created_at"]}
+            if await fetch_one(conn, "import_conversation", params) is None:
+                raise InvalidInputError(
+                    f"conversation {key.conversation_id!r} has messages already; an import makes a new thread: "
+                    "import under a new thread id (or delete the conversation first)"
+                )
+            await execute_many(conn, "import_message", rows)

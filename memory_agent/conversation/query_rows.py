@@ -1,4 +1,4 @@
-"""The parameters and rows of a round's statements (memory_agent/db/round_queries.py runs them): the round as
+"""The parameters and rows of a round's statements (conversation/queries.py runs them): the round as
 end_round stores it, its JSON, a lease's and a claim's parameters, end_round's row as a RoundSaved."""
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ from memory_agent.conversation.messages import (
     storable_text,
     validate_conversation_id,
 )
+from memory_agent.conversation.queries import ConversationQueries
+from memory_agent.conversation.query_rows import StoredRound
 from memory_agent.conversation.round_rows import round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
-from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.round_queries import StoredRound
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import RoundInfo, RoundSaved, SummaryClaim, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
@@ -41,14 +41,14 @@ class RoundEnd:
     def __init__(
         self,
         settings: MemorySettings,
-        backend: MemoryBackend,
+        queries: ConversationQueries,
         loop: MemoryLoop,
         trigger: SummaryTrigger,
         leases: RoundLeases,
         clock: Callable[[], datetime],
     ) -> None:
         self.settings = settings
-        self.backend = backend
+        self.queries = queries
         self.loop = loop
         self.trigger = trigger
         self.leases = leases
@@ -79,8 +79,8 @@ class RoundEnd:
         graph_ended: float,
     ) -> tuple[RoundSaved | None, TriggerResult]:
         conversation_id, user_id = key.conversation_id, key.user_id
-        async with self.backend.round_transaction() as conn:
-            saved, state = await self.backend.end_round(
+        async with self.queries.connector.session(transaction=True, pipeline=True) as conn:
+            saved, state = await self.queries.end_round(
                 conn,
                 key,
                 stored._replace(
@@ -103,7 +103,7 @@ class RoundEnd:
             decision = await self.trigger.decide(conn, key, saved.last_sequence, saved.first_sequence, state)
             recorded = None
             if info is not None:  # the metrics row claims a due summary in the same statement
-                recorded = await self.backend.insert_round_metrics(
+                recorded = await self.queries.insert_round_metrics(
                     conn,
                     round_metrics_row(info, saved, decision, graph_ended),
                     tenant_id=key.tenant_id,
@@ -112,7 +112,7 @@ class RoundEnd:
                     pick_up=self.trigger.pick_up,
                 )
             if self.app_prices is not None:
-                await self.backend.record_app_calls(
+                await self.queries.record_app_calls(
                     conn,
                     saved,
                     key,
@@ -135,7 +135,7 @@ class RoundEnd:
         try:
             key = info.key
             recorded = await self.loop.arun(
-                self.backend.record_failed_round(
+                self.queries.record_failed_round(
                     row, tenant_id=key.tenant_id, user_id=key.user_id, started_on=info.conversation_created_at
                 )
             )

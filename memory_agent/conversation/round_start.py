@@ -28,8 +28,8 @@ from memory_agent.conversation.messages import (
     validate_conversation_id,
     validate_round_input,
 )
+from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.round_rows import not_stored
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.long_term.recall.round_start import RoundRecall, recall_query, recalls, round_recall
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, fingerprint
@@ -59,7 +59,7 @@ class RoundStart:
     def __init__(
         self,
         settings: MemorySettings,
-        backend: MemoryBackend,
+        queries: ConversationQueries,
         loop: MemoryLoop,
         leases: RoundLeases,
         *,
@@ -70,7 +70,7 @@ class RoundStart:
         # The service's clock: the month recall checks the cost ceiling against.
         self.clock = clock or (lambda: datetime.now(UTC))
         self.embedder = embedder  # recall's vector fallback; None: off
-        self.backend = backend
+        self.queries = queries
         self.loop = loop
         self.leases = leases
         # A bad setting is a ConfigurationError at open; None: recall is off.
@@ -80,7 +80,7 @@ class RoundStart:
         """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
         messages = validate_round_input(list(current_messages), need_user=False)
         context, stored_ids = await self.loop.arun(
-            load_context(self.backend, key, [m.id for m in messages if m.id], self.settings.gap_message_cap)
+            load_context(self.queries, key, [m.id for m in messages if m.id], self.settings.gap_message_cap)
         )
         return context.model_copy(update={"current_messages": not_stored(messages, stored_ids)})
 
@@ -113,7 +113,7 @@ class RoundStart:
         if recalls(key, query, self.recall_settings):  # no task on the round path when nothing is recalled
             recalling = asyncio.ensure_future(
                 round_recall(
-                    self.backend,
+                    self.queries.connector,
                     key,
                     query,
                     self.recall_settings,
@@ -124,7 +124,7 @@ class RoundStart:
             )
 
         async def attempt(token: str) -> tuple[ConversationContext, set[str], datetime | None] | None:
-            rows = await self.backend.begin_round(
+            rows = await self.queries.begin_round(
                 key, token, self.settings.rounds.round_lease_s, message_ids, self.settings.gap_message_cap
             )
             if rows is None:
@@ -177,7 +177,7 @@ class RoundStart:
         if closed:
             truncation = {**(truncation or {}), "closed_tool_calls": closed}
         if context.gap_capped_messages:
-            cap = await self.loop.arun(gap_cap_record(self.backend, key, context, settings.gap_message_cap))
+            cap = await self.loop.arun(gap_cap_record(self.queries, key, context, settings.gap_message_cap))
             truncation = {**(truncation or {}), "gap_cap": cap}
         kept_gap = [m for m in budget.gap if not (m.id or "").startswith("memory_agent:closed:")]
         gap_end = context.gap_end_sequence

@@ -12,12 +12,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.window import calculate_summary_range, summary_due
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connector import rows_of
-from memory_agent.db.summary_queries import StartedSummary, picked_up_by_claim
 from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
+from memory_agent.schemas.started import StartedSummary, picked_up_by_claim
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
@@ -39,14 +39,14 @@ class SummaryTrigger:
     def __init__(
         self,
         settings: MemorySettings,
-        backend: MemoryBackend,
+        queries: ConversationQueries,
         dispatch: Dispatch,
         enqueue: Enqueue | None = None,
         *,
         pick_up: bool = False,
     ) -> None:
         self.settings = settings
-        self.backend = backend
+        self.queries = queries
         self._dispatch = dispatch
         self._enqueue = enqueue
         self.pick_up = pick_up
@@ -68,8 +68,8 @@ class SummaryTrigger:
         if last_saved_seq < self.settings.memory.summarize_after_seq:
             return False
         window = self.settings.memory.rolling_window_size
-        async with self.backend.connection() as conn:
-            state = await self.backend.trigger_state(
+        async with self.queries.connector.session() as conn:
+            state = await self.queries.trigger_state(
                 conn, key.conversation_id, last_saved_seq, window, user_id=key.user_id
             )
         return self._due(last_saved_seq, state) is None
@@ -91,14 +91,14 @@ class SummaryTrigger:
         conversation_id, user_id = key.conversation_id, key.user_id
         if state is None:
             window = settings.memory.rolling_window_size
-            state = await self.backend.trigger_state(conn, conversation_id, last_saved_seq, window, user_id=user_id)
+            state = await self.queries.trigger_state(conn, conversation_id, last_saved_seq, window, user_id=user_id)
         outcome = self._due(last_saved_seq, state)
         if outcome == "already_processing":
             logger.debug("Summarization already in progress for %s", conversation_id)
             return TriggerResult(outcome="already_processing", memory_id=state["processing_memory_id"])
         reclaimed: list[int] = []
         if state["processing_memory_id"] is not None:  # stale: reclaimed before anything else
-            rows = await self.backend.reclaim_stale(
+            rows = await self.queries.reclaim_stale(
                 settings.jobs.processing_timeout_s, conversation_id, conn, user_id=user_id
             )
             reclaimed = [row["memory_id"] for row in rows]
@@ -135,7 +135,7 @@ class SummaryTrigger:
             row = rows[0] if rows else None
             memory_id = row["triggered_memory_id"] if row else None
         else:
-            claimed = await self.backend.claim_summary(
+            claimed = await self.queries.claim_summary(
                 conn, key.conversation_id, decision, tenant_id=key.tenant_id, user_id=key.user_id
             )
             memory_id = claimed["memory_id"]
@@ -192,7 +192,7 @@ class SummaryTrigger:
 
     async def trigger(self, key: ConversationKey, last_saved_seq: int) -> TriggerResult:
         """The rule in a transaction of its own, then the dispatch."""
-        async with self.backend.transaction() as conn:
+        async with self.queries.connector.session(transaction=True) as conn:
             result = await self.claimed(conn, key, await self.decide(conn, key, last_saved_seq, None))
             await self.enqueue(conn, key, result)
         await self.dispatch(key, result)
@@ -200,12 +200,12 @@ class SummaryTrigger:
 
     async def sweep(self) -> list[int]:
         """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
-        rows = await self.backend.reclaim_stale(self.settings.jobs.processing_timeout_s)
+        rows = await self.queries.reclaim_stale(self.settings.jobs.processing_timeout_s)
         for row in rows:
             logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
         keys = {ConversationKey(row["conversation_id"], row["user_id"], row["tenant_id"]) for row in rows}
         for key in sorted(keys, key=lambda k: (k.user_id, k.conversation_id)):
-            last_sequence = await self.backend.last_sequence(key.conversation_id, user_id=key.user_id)
+            last_sequence = await self.queries.last_sequence(key.conversation_id, user_id=key.user_id)
             if last_sequence is not None:
                 await self.trigger(key, last_sequence)
         return [row["memory_id"] for row in rows]

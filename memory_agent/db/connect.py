@@ -1,17 +1,24 @@
 """Opening the database: the URL and the server checked with their real cause, then the pool and the
-schema. Every failure is a ConfigurationError naming MEMORY_AGENT_DATABASE_URL."""
+schema (db/schema.py runs the statements). Every failure is a ConfigurationError naming MEMORY_AGENT_DATABASE_URL."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool
 
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import Connector
 from memory_agent.db.migrations import MigrationReport
+from memory_agent.db.pooled import create_pool
+from memory_agent.db.schema import SchemaManager
 from memory_agent.errors import ConfigurationError
 from memory_agent.settings import MemorySettings
+
+C = TypeVar("C", bound=Connector)
 
 
 async def check_database(url: str, timeout: float) -> None:
@@ -44,11 +51,11 @@ async def check_database(url: str, timeout: float) -> None:
     await conn.close()
 
 
-async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
-    """A MemoryBackend on an open pool, its schema checked as ours and migrated. The caller closes
-    `backend.pool`."""
+async def open_connector(url: str, settings: MemorySettings, make: Callable[[AsyncConnectionPool, str], C]) -> C:
+    """`make(pool, schema)` (a Connector) on an open pool, its schema checked as ours and migrated, and the way
+    its connections name their tenant settled. The caller closes its `pool`."""
     await check_database(url, settings.database.connect_timeout_s)
-    pool = MemoryBackend.create_pool(
+    pool = create_pool(
         url,
         settings.database.db_schema,
         min_size=settings.database.pool_min_size,
@@ -65,30 +72,20 @@ async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
             "check MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
         ) from exc
     try:
-        backend = MemoryBackend(pool, settings.database.db_schema)
-        await backend.check_schema_is_ours()
-        await backend.setup(apply=settings.database.auto_migrate)
-        if await backend.detect_row_security() and await backend.on_citus():
-            # Citus checks the policies again on the workers' shards, through connections of its own that never see
-            # a session's setting: name the tenant in every transaction, with a statement Citus propagates.
-            row = await backend.fetch_one("citus_propagates_set_local")
-            if not (row and row["propagates"]):
-                raise ConfigurationError(
-                    "row-level security binds this role, and this Citus cluster cannot carry a transaction's tenant "
-                    "to its workers (the server has no citus.propagate_set_commands): connect as the "
-                    f"role that owns schema {settings.database.db_schema!r} (or one that bypasses row-level "
-                    "security)"
-                )
-            backend.name_per_transaction()
+        connector = make(pool, settings.database.db_schema)
+        schema = SchemaManager(connector)
+        await schema.check_schema_is_ours()
+        await schema.migrate(apply=settings.database.auto_migrate)
+        await schema.name_tenants()
     except BaseException:
         await pool.close()
         raise
-    return backend
+    return connector
 
 
 async def migrate_database(url: str, schema: str, *, procrastinate: bool, timeout: float = 5.0) -> MigrationReport:
     """Apply everything pending to the database at `url` (what `memory-agent migrate` runs), on one connection."""
-    pool = MemoryBackend.create_pool(url, schema, min_size=1, max_size=1, timeout=timeout, name="memory_agent.migrate")
+    pool = create_pool(url, schema, min_size=1, max_size=1, timeout=timeout, name="memory_agent.migrate")
     try:
         await pool.open(wait=True, timeout=timeout)
     except Exception as exc:
@@ -97,8 +94,8 @@ async def migrate_database(url: str, schema: str, *, procrastinate: bool, timeou
             f"cannot connect to PostgreSQL within {timeout}s: {exc}; check MEMORY_AGENT_DATABASE_URL"
         ) from exc
     try:
-        backend = MemoryBackend(pool, schema)
-        await backend.check_schema_is_ours()
-        return await backend.migrate(apply=True, procrastinate=procrastinate)
+        manager = SchemaManager(Connector(pool, schema))
+        await manager.check_schema_is_ours()
+        return await manager.migrate(apply=True, procrastinate=procrastinate)
     finally:
         await pool.close()

@@ -1,18 +1,17 @@
 """The one seam to PostgreSQL: every statement memory_agent runs goes through this module.
 
 A statement is the name of a query of sql/queries/ (a `str`), a statement composed with `psycopg.sql` (only for
-identifiers that are configurable: a schema, a database name) or, for the migrator, a script of several
-statements without parameters (`bytes`). The functions below run one on a connection the caller holds (inside
-its transaction, say); `Connector` runs them on a given connection or a pooled one, and owns the pool's
-transactions. Driver errors become ours in one place (`driver_errors`), whichever path a statement took, and
-rows are dicts whatever row factory the connection has.
+configurable identifiers: a schema, a database name) or, for the migrator, a script without parameters (`bytes`).
+The functions below run one on a connection the caller holds; `Connector` runs them on a given connection or a
+pooled one, and hands out its one unit of work (`session`). Driver errors become ours in one place
+(driver_errors.py), whichever path a statement took, and rows are dicts whatever the connection's row factory.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 from weakref import WeakKeyDictionary
@@ -22,9 +21,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from memory_agent.db.driver_errors import driver_errors
 from memory_agent.db.statements import PARSED_EVERY_CALL, Statement, numbered, statement_text
 from memory_agent.db.tenancy import current_tenant
-from memory_agent.errors import DatabaseUnavailableError, InvalidInputError
 
 logger = logging.getLogger("memory_agent.backend")
 
@@ -33,25 +32,6 @@ T = TypeVar("T")
 Connection = psycopg.AsyncConnection[Any]
 Cursor = psycopg.AsyncCursor[Row]
 Params = Mapping[str, Any] | Sequence[Any] | None
-
-
-@contextmanager
-def driver_errors() -> Iterator[None]:
-    """The driver's errors as ours: input past one of PostgreSQL's limits is the caller's (never retryable), a
-    lost or refused server is DatabaseUnavailableError (retry). Anything else (a constraint, a lock the caller
-    asked to fail fast on) stays the driver's, for the caller that expects it."""
-    try:
-        yield
-    except psycopg.errors.ProgramLimitExceeded as exc:
-        # An OperationalError to the driver, but the same input fails at every attempt: never "retry".
-        raise InvalidInputError(
-            f"PostgreSQL refused the input as past one of its limits ({exc.diag.message_primary}); nothing was "
-            "written, and the same input would fail again (docs/limits.md)"
-        ) from exc
-    except psycopg.OperationalError as exc:
-        raise DatabaseUnavailableError(
-            f"PostgreSQL is unavailable ({type(exc).__name__}: {exc}); nothing was written, retry the call"
-        ) from exc
 
 
 async def send(
@@ -127,6 +107,15 @@ def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: 
         return cur.fetchone() if cur.description is not None else None
 
 
+async def configure_session(conn: Connection, schema: str, processing_timeout_s: float | None) -> None:
+    """A new pooled connection (the pool's `configure`): autocommit, `schema` (then public) on its search path, and
+    the timeout after which the views count a `processing` row as stuck (processing_timeout())."""
+    await conn.set_autocommit(True)
+    await execute_query(conn, sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
+    if processing_timeout_s is not None:
+        await execute_query(conn, "session_settings", {"processing_timeout_s": str(processing_timeout_s)})
+
+
 @dataclass
 class _Tenancy:
     """How a pool's connections name their tenant (row-level security), whichever Connector hands them out."""
@@ -147,13 +136,11 @@ _TENANCY: WeakKeyDictionary[AsyncConnectionPool, _Tenancy] = WeakKeyDictionary()
 
 
 class Connector:
-    """A pool on the memory_agent schema: its connections and transactions, and the statements run on them
-    (on the caller's connection when one is given)."""
+    """A pool on the memory_agent schema: its unit of work (session) and the statements run on it or on a caller's."""
 
     def __init__(self, pool: AsyncConnectionPool, schema: str = "memory_agent") -> None:
         self.pool = pool
         self.schema = schema
-        # How the pool's connections name their tenant: the pool's, shared by every Connector over it.
         self._tenancy = _TENANCY.setdefault(pool, _Tenancy())
 
     @property
@@ -164,8 +151,7 @@ class Connector:
 
     @property
     def tenant_per_transaction(self) -> bool:
-        """On Citus, with row_security: the tenant is named per transaction, never per session
-        (name_per_transaction)."""
+        """On Citus, with row_security: the tenant is named per transaction, not per session (name_per_transaction)."""
         return self._tenancy.per_transaction
 
     async def detect_row_security(self) -> bool:
@@ -179,7 +165,7 @@ class Connector:
         """Name the tenant in every transaction instead of every session: a Citus cluster checks the policies on
         the workers' shards, through connections of its own that see a SET LOCAL statement of the transaction
         (propagated, name_transaction_tenant) and no session setting. Then every connection handed out is one
-        transaction that names the tenant first (`connection()`), and a statement run alone is one too."""
+        transaction that names the tenant first (`session()`), and a statement run alone is one too."""
         self._tenancy.per_transaction = True
         logger.info("Row-level security on Citus: every transaction names its tenant, on the workers too")
 
@@ -202,61 +188,63 @@ class Connector:
             await execute_query(conn, "set_tenant", {"tenant_id": current_tenant() or ""})
 
     @staticmethod
-    async def _rollback(conn: Connection) -> None:
+    async def _rollback(conn: Connection) -> None:  # a broken connection: the pool discards it
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            with suppress(psycopg.Error):  # a broken connection: the pool discards it
+            with suppress(psycopg.Error):
                 await conn.execute("ROLLBACK")
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
-        """A pooled connection (autocommit) for the block; driver errors inside it come out as ours. When the
-        tenant is named per transaction (name_per_transaction), the block is one transaction instead: its
-        `conn.transaction()` blocks are savepoints, and it commits at the end (rolls back on an error)."""
+    async def session(
+        self, *, transaction: bool = False, pipeline: bool = False
+    ) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """The one unit of work: a pooled connection that names the running work's tenant (db/tenancy.py) the one
+        way the pool needs; driver errors inside the block come out as ours. By default in autocommit, except when
+        the tenant is named per transaction (name_per_transaction): then the block is one transaction (its
+        `conn.transaction()` blocks are savepoints) that commits at the end. `transaction`: one write transaction.
+        `pipeline` (with `transaction`), for the round path: BEGIN (and the tenant) travels with the first
+        statement, COMMIT with the statements whose results are not read before it, so a transaction whose result
+        is read once takes two round trips (psycopg's transaction() in a pipeline syncs when it opens and twice when
+        it closes: five round trips for two statements, traced). Only single statements inside, and no
+        transaction(): it would sync. A failure anywhere inside, a statement's or the caller's, rolls it back."""
+        if pipeline and not transaction:
+            raise ValueError("session(pipeline=True) is a transaction in pipeline mode: pass transaction=True too")
         async with self._checkout() as conn:
-            if not self.tenant_per_transaction:
-                yield cast(psycopg.AsyncConnection[Row], conn)  # the pool's row_factory is dict_row
-                return
-            try:
-                async with conn.pipeline():  # BEGIN and the tenant: one round trip
-                    await self._begin(conn)
-                yield cast(psycopg.AsyncConnection[Row], conn)
-                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
-                    # An error the block caught aborted the transaction: COMMIT would roll back in silence.
-                    raise psycopg.errors.InFailedSqlTransaction(
-                        "a statement failed inside a transaction of a tenant (row-level security on Citus); "
-                        "the block's writes were rolled back"
-                    )
-                await conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback(conn)
-                raise
+            own = cast(psycopg.AsyncConnection[Row], conn)  # the pool's row_factory is dict_row
+            if pipeline:
+                try:
+                    async with conn.pipeline():
+                        await self._begin(conn)
+                        yield own
+                        await conn.execute("COMMIT")
+                except BaseException:
+                    await self._rollback(conn)
+                    raise
+            elif self.tenant_per_transaction:
+                async with self._tenant_transaction(conn):
+                    yield own
+            elif transaction:
+                async with conn.transaction():
+                    yield own
+            else:
+                yield own
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
-        """One write transaction; everything inside commits together or not at all."""
-        async with (
-            self.connection() as conn,
-            nullcontext() if self.tenant_per_transaction else conn.transaction(),  # the block's own, then
-        ):
-            yield conn
-
-    @asynccontextmanager
-    async def round_transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
-        """`transaction()` in pipeline mode, for the round path: BEGIN (and the tenant, when it is named per
-        transaction) travels with the first statement, COMMIT with the statements whose results are not read
-        before it, so a transaction whose result is read once takes two round trips. (psycopg's transaction() in a
-        pipeline syncs when it opens and twice when it closes: five round trips for two statements, traced.) Only
-        single statements inside (no multi-statement strings), and no transaction() inside: it would sync. A
-        failure anywhere inside — a statement's error or the caller's — rolls the whole transaction back."""
-        async with self._checkout() as conn:
-            try:
-                async with conn.pipeline():
-                    await self._begin(conn)
-                    yield cast(psycopg.AsyncConnection[Row], conn)
-                    await conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback(conn)
-                raise
+    async def _tenant_transaction(self, conn: Connection) -> AsyncIterator[None]:
+        """The block as one transaction that names its tenant first (BEGIN and the tenant: one round trip)."""
+        try:
+            async with conn.pipeline():
+                await self._begin(conn)
+            yield
+            if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                # An error the block caught aborted the transaction: COMMIT would roll back in silence.
+                raise psycopg.errors.InFailedSqlTransaction(
+                    "a statement failed inside a transaction of a tenant (row-level security on Citus); "
+                    "the block's writes were rolled back"
+                )
+            await conn.execute("COMMIT")
+        except BaseException:
+            await self._rollback(conn)
+            raise
 
     async def _alone(
         self, statement: Statement, params: Params, prepare: bool | None, read: Callable[[Cursor], Awaitable[T]]
@@ -265,9 +253,9 @@ class Connector:
         per transaction, in a transaction of its own that names it, in one round trip (BEGIN, the tenant, the
         statement and COMMIT in one pipeline; the cursor is read once COMMIT's answer is in)."""
         if not self.tenant_per_transaction:
-            async with self.connection() as own:
+            async with self.session() as own:
                 return await read(await send(own, statement, params, prepare=prepare))
-        async with self.round_transaction() as own:
+        async with self.session(transaction=True, pipeline=True) as own:
             cursor = await send(own, statement, params, prepare=prepare)
         return await read(cursor)
 

@@ -1,4 +1,5 @@
-"""Schema migrations: memory_agent's numbered files, the re-creatable definitions, procrastinate's schema.
+"""memory_agent's migrations, a part of SchemaManager (db/schema.py, which runs their statements): the numbered
+files and the re-creatable definitions.
 
 - Numbered files `sql/migrations/NNNN_name.sql` are applied in order, each recorded in `schema_migrations` with the sha256
   of the file. A released file is never edited: an applied file whose checksum changed is an error, and so is a
@@ -9,25 +10,16 @@
   schema's advisory lock at session level from start to end, so concurrent processes apply each file once.
 - `sql/definitions/*.sql` (views and functions) are created once, after the migrations, and re-created in the
   migration transaction whenever a file of them changes or a migration runs: a migration never carries a view.
-- procrastinate's schema is created from its schema.sql when absent, and upgraded through procrastinate's own
-  migration files (`procrastinate/sql/migrations/XX.YY.ZZ_NN_name.sql`) when the installed procrastinate ships
-  newer ones; `schema_procrastinate` records what was applied.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import psycopg
-from psycopg import sql
 
 from memory_agent.db.citus import CitusDistribution
-from memory_agent.db.connector import execute_query, fetch_all
-from memory_agent.db.migrate_procrastinate import ProcrastinateMigrations
 from memory_agent.db.migrations import (
     NO_TRANSACTION_MARKER,
     RELEASED_CHECKSUMS,
@@ -40,12 +32,15 @@ from memory_agent.db.migrations import (
 )
 from memory_agent.errors import ConfigurationError
 
+if TYPE_CHECKING:
+    from memory_agent.db.schema import SchemaStatements
+
 __all__ = [
     "NO_TRANSACTION_MARKER",
     "RELEASED_CHECKSUMS",
     "Migration",
     "MigrationReport",
-    "Migrator",
+    "SchemaMigrations",
     "checksum",
     "load_migrations",
     "procrastinate_migrations",
@@ -54,60 +49,24 @@ __all__ = [
 logger = logging.getLogger("memory_agent.migrate")
 
 
-class Migrator(ProcrastinateMigrations, CitusDistribution):
-    """Applies (or, with apply=False, only checks) the schema on one autocommit connection; procrastinate's
-    schema through ProcrastinateMigrations, the distribution on Citus through CitusDistribution."""
+class SchemaMigrations:
+    """Applies (or, with apply=False, only checks) memory_agent's files in `schema`, through a run's
+    SchemaStatements; the distribution on Citus through the CitusDistribution it is given."""
 
-    def __init__(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        schema: str,
-        *,
-        migrations: list[Migration] | None = None,
-    ) -> None:
-        self.conn = conn
+    def __init__(self, schema: str, citus: CitusDistribution, migrations: list[Migration] | None = None) -> None:
         self.schema = schema
+        self.citus = citus
         self.migrations = load_migrations() if migrations is None else migrations
-        self._lock_key = f"memory_agent.setup:{schema}"
 
-    @asynccontextmanager
-    async def _session_lock(self) -> AsyncIterator[None]:
-        """The schema's migration lock for the whole run, taken outside any transaction.
-
-        Waiting processes poll instead of blocking: a transaction blocked on the lock would hold a snapshot that
-        CREATE INDEX CONCURRENTLY (run by the holder) waits for, a deadlock.
-        """
-        delay = 0.02
-        while not (await fetch_all(self.conn, "try_migration_lock", {"key": self._lock_key}))[0]["locked"]:
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.5)
-        try:
-            yield
-        finally:
-            await fetch_all(self.conn, "release_migration_lock", {"key": self._lock_key})
-
-    async def _enter_schema(self, create: bool) -> None:
-        await execute_query(self.conn, "migration_xact_lock", {"key": self._lock_key})
-        ident = sql.Identifier(self.schema)
-        # Only when missing: a role that may not create schemas (one bound by row-level security) still checks and
-        # applies nothing when the schema is up to date.
-        if create and not (await fetch_all(self.conn, "schema_present", {"schema": self.schema}))[0]["present"]:
-            await execute_query(self.conn, sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
-        await execute_query(self.conn, sql.SQL("SET LOCAL search_path TO {}, public").format(ident))
-        # On Citus, a transaction that re-creates functions after DDL on distributed tables must use one
-        # connection per node (a placeholder setting, without effect, on a PostgreSQL without citus).
-        await execute_query(self.conn, "citus_sequential_modify")
-
-    # ------------------------------------------------------------------ memory_agent's files
-
-    async def migrate(self, *, apply: bool = True) -> MigrationReport:
+    async def migrate(self, db: SchemaStatements, *, apply: bool = True) -> MigrationReport:
         """Bring the schema to this code's version (apply=False: raise ConfigurationError if it is not)."""
         report = MigrationReport()
         try:
-            async with self._session_lock():
-                await self._migrate(apply, report)
+            async with db.session_lock():
+                await self._migrate(db, apply, report)
                 if apply:
-                    report.distributed = await self.distribute(changed=bool(report.applied or report.definitions))
+                    changed = bool(report.applied or report.definitions)
+                    report.distributed = await self.citus.distribute(db, changed=changed)
                 return report
         except psycopg.errors.InsufficientPrivilege as exc:
             raise ConfigurationError(
@@ -115,35 +74,41 @@ class Migrator(ProcrastinateMigrations, CitusDistribution):
                 "migrate` as the role that owns it and set MEMORY_AGENT_AUTO_MIGRATE=false for this one"
             ) from exc
 
-    async def _migrate(self, apply: bool, report: MigrationReport) -> MigrationReport:
+    async def _migrate(self, db: SchemaStatements, apply: bool, report: MigrationReport) -> MigrationReport:
         while True:
-            async with self.conn.transaction():
-                await self._enter_schema(create=apply)
-                pending = await self._pending(apply)
+            async with db.transaction():
+                await db.enter_schema(create=apply)
+                pending = await self._pending(db, apply)
                 if not apply:
-                    await self._check_up_to_date(pending)
+                    await self._check_up_to_date(db, pending)
                     return report
                 segment = []
                 for migration in pending:
                     if not migration.transactional:
                         break
                     segment.append(migration)
-                await self._apply_segment(segment, report)
+                await self._apply_segment(db, segment, report)
             if len(segment) == len(pending):
                 return report
-            await self._apply_without_transaction(pending[len(segment)], report)
+            migration = pending[len(segment)]
+            # One no-transaction file, statement by statement (the session lock is held).
+            await db.run_outside_transaction(migration)
+            report.applied.append(migration.filename)
+            logger.info(
+                "Applied memory_agent migration %s (no transaction) to schema %s", migration.filename, self.schema
+            )
 
-    async def _pending(self, apply: bool) -> list[Migration]:
+    async def _pending(self, db: SchemaStatements, apply: bool) -> list[Migration]:
         """The files not applied yet; raises when an applied one changed or the database is ahead of the code."""
-        state = (await fetch_all(self.conn, "migrations_table_present"))[0]
+        state = await db.records()
         if not state["present"]:
             if apply:
-                await fetch_all(self.conn, "create_schema_migrations")
+                await db.create_records()
             return list(self.migrations)
         if apply and not (state["has_checksum"] and state["has_definitions"]):
-            await fetch_all(self.conn, "create_schema_migrations")
+            await db.create_records()
             state["has_checksum"] = True
-        applied = await fetch_all(self.conn, "applied_migrations" if state["has_checksum"] else "applied_versions")
+        applied = await db.applied(checksums=state["has_checksum"])
         known = {m.version: m for m in self.migrations}
         newest_known = max(known, default=0)
         newest_applied = max((row["version"] for row in applied), default=0)
@@ -168,7 +133,7 @@ class Migrator(ProcrastinateMigrations, CitusDistribution):
                         f"migration {migration.filename} is recorded without a checksum in schema {self.schema!r}"
                     )
                 if apply and state["has_checksum"]:
-                    await fetch_all(self.conn, "backfill_checksum", {"version": row["version"], "checksum": recorded})
+                    await db.backfill_checksum(row["version"], recorded)
             if recorded != migration.checksum:
                 raise ConfigurationError(
                     f"migration file {migration.filename} was changed after it was applied to schema "
@@ -178,8 +143,8 @@ class Migrator(ProcrastinateMigrations, CitusDistribution):
         done = {row["version"] for row in applied}
         return [m for m in self.migrations if m.version not in done]
 
-    async def _check_up_to_date(self, pending: list[Migration]) -> None:
-        stale = await self._stale_definitions()
+    async def _check_up_to_date(self, db: SchemaStatements, pending: list[Migration]) -> None:
+        stale = await self._stale_definitions(db)
         if pending or stale:
             what = ", ".join(m.filename for m in pending) or "the views and functions of sql/definitions"
             raise ConfigurationError(
@@ -187,65 +152,32 @@ class Migrator(ProcrastinateMigrations, CitusDistribution):
                 "MEMORY_AGENT_AUTO_MIGRATE is off: run `memory-agent migrate`"
             )
 
-    async def _stale_definitions(self) -> list[str]:
-        state = (await fetch_all(self.conn, "migrations_table_present"))[0]
-        recorded = (
-            {row["name"]: row["checksum"] for row in await fetch_all(self.conn, "applied_definitions")}
-            if state["has_definitions"]
-            else {}
-        )
+    async def _stale_definitions(self, db: SchemaStatements) -> list[str]:
+        recorded = await db.applied_definitions() if (await db.records())["has_definitions"] else {}
         current = {name: digest for name, _, digest in definition_files()}
         return sorted(current) if recorded != current else []
 
-    async def _apply_segment(self, segment: list[Migration], report: MigrationReport) -> None:
+    async def _apply_segment(self, db: SchemaStatements, segment: list[Migration], report: MigrationReport) -> None:
         """Transactional files, then the definitions when anything changed; all in the current transaction."""
-        stale = await self._stale_definitions()
+        stale = await self._stale_definitions(db)
         if not segment and not stale:
             return
         # Views and functions may read columns a migration changes: dropped first, created after.
-        await fetch_all(self.conn, "drop_definitions")
-        citus = await self.citus_installed()
+        await db.drop_definitions()
+        citus = await db.citus_installed()
         for migration in segment:
-            await self._execute_file(migration.text, citus, local_views=True)
-            await fetch_all(
-                self.conn,
-                "record_migration",
-                {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
-            )
+            await db.run_script(migration.text, split=citus, local_views=True)
+            await db.record_migration(migration)
             report.applied.append(migration.filename)
         # Again: a released migration (0003) created views of its own, which the definitions replace.
-        await fetch_all(self.conn, "drop_definitions")
-        await fetch_all(self.conn, "forget_definitions")
+        await db.drop_definitions(forget=True)
         if report.applied:
             logger.info("Applied memory_agent migrations %s to schema %s", report.applied, self.schema)
-        if citus and await self.undistributed():
+        if citus and await db.undistributed():
             # The tables first, in this transaction: the definitions come after them (citus.py says why).
-            await self.distribute_tables()
-        await self._create_definitions(citus, report)
-
-    async def _create_definitions(self, citus: bool, report: MigrationReport) -> None:
-        """The views and functions of sql/definitions, recorded (in the current transaction, dropped before)."""
+            await self.citus.distribute_tables(db)
+        # The views and functions of sql/definitions, recorded (dropped above).
         for name, text, digest in definition_files():
-            await self._execute_file(text, citus)
-            await fetch_all(self.conn, "record_definition", {"name": name, "checksum": digest})
+            await db.run_script(text, split=citus)
+            await db.record_definition(name, digest)
             report.definitions.append(name)
-
-    async def _apply_without_transaction(self, migration: Migration, report: MigrationReport) -> None:
-        """One no-transaction file, statement by statement (the session lock is held)."""
-        saved = (await fetch_all(self.conn, "current_search_path"))[0]["search_path"]
-        try:
-            ident = sql.Identifier(self.schema)
-            await execute_query(self.conn, sql.SQL("SET search_path TO {}, public").format(ident))
-            for statement in migration.statements():
-                await execute_query(self.conn, statement.encode())
-            await fetch_all(
-                self.conn,
-                "record_migration",
-                {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
-            )
-            report.applied.append(migration.filename)
-            logger.info(
-                "Applied memory_agent migration %s (no transaction) to schema %s", migration.filename, self.schema
-            )
-        finally:
-            await execute_query(self.conn, "restore_search_path", {"search_path": saved})

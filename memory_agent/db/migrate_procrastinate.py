@@ -1,37 +1,30 @@
 """procrastinate's schema in memory_agent's: created from its schema.sql when absent, upgraded through
 procrastinate's own migration files (`procrastinate/sql/migrations/XX.YY.ZZ_NN_name.sql`) when the installed
-procrastinate ships newer ones; `schema_procrastinate` records what was applied. Part of Migrator (migrate.py),
-under its session lock and in its schema."""
+procrastinate ships newer ones; `schema_procrastinate` records what was applied. A part of SchemaManager (schema.py,
+which runs its statements), under the migrations' session lock and in their schema."""
 
 from __future__ import annotations
 
 import logging
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-import psycopg
-
-from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.db.migrations import PROCRASTINATE_MARKERS, procrastinate_key, procrastinate_migrations
 from memory_agent.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from memory_agent.db.schema import SchemaStatements
 
 logger = logging.getLogger("memory_agent.migrate")
 
 
-class ProcrastinateMigrations:
-    """Migrator's procrastinate half; Migrator gives it the connection, the schema and these two methods."""
+class ProcrastinateSchema:
+    """procrastinate's schema in `schema`, through a migration run's SchemaStatements."""
 
-    conn: psycopg.AsyncConnection[Any]
-    schema: str
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
 
-    def _session_lock(self) -> AbstractAsyncContextManager[None]:
-        raise NotImplementedError
-
-    async def _enter_schema(self, create: bool) -> None:
-        raise NotImplementedError
-
-    async def migrate_procrastinate(self, *, apply: bool = True) -> list[str]:
+    async def migrate(self, db: SchemaStatements, *, apply: bool = True) -> list[str]:
         """Create or upgrade procrastinate's schema; returns what was applied ('schema.sql' or migration files)."""
         from procrastinate import __version__ as procrastinate_version
         from procrastinate.schema import SchemaManager
@@ -39,25 +32,23 @@ class ProcrastinateMigrations:
         files = procrastinate_migrations()
         newest = files[-1].name
         applied: list[str] = []
-        async with self._session_lock(), self.conn.transaction():
-            await self._enter_schema(create=apply)
+        async with db.session_lock(), db.transaction():
+            await db.enter_schema(create=apply)
             if apply:
-                await fetch_all(self.conn, "create_schema_migrations")
-            elif not (await fetch_all(self.conn, "migrations_table_present"))[0]["present"]:
+                await db.create_records()
+            elif not (await db.records())["present"]:
                 raise ConfigurationError(
                     f"schema {self.schema!r} has no memory_agent tables and MEMORY_AGENT_AUTO_MIGRATE is off: "
                     "run `memory-agent migrate`"
                 )
-            state = (await fetch_all(self.conn, "procrastinate_state"))[0]
+            state = await db.procrastinate_state()
             recorded = sorted(state["recorded"] or [], key=procrastinate_key)
             if not state["present"]:
                 pending_files: list[Path] = []
                 if apply:
-                    await execute_query(self.conn, SchemaManager.get_schema().encode())
+                    await db.run_script(SchemaManager.get_schema())
                     # schema.sql is every migration applied: recorded as the newest file it ships.
-                    await fetch_all(
-                        self.conn, "record_procrastinate", {"migration": newest, "version": procrastinate_version}
-                    )
+                    await db.record_procrastinate(newest, procrastinate_version)
                     applied.append("schema.sql")
                 else:
                     raise ConfigurationError(
@@ -65,7 +56,7 @@ class ProcrastinateMigrations:
                         "MEMORY_AGENT_AUTO_MIGRATE is off: run `memory-agent migrate --procrastinate`"
                     )
             else:
-                level = recorded[-1] if recorded else await self._date_procrastinate_schema()
+                level = recorded[-1] if recorded else await self._date_procrastinate_schema(db)
                 if procrastinate_key(level) > procrastinate_key(newest):
                     raise ConfigurationError(
                         f"procrastinate's schema in {self.schema!r} is at {level}, newer than the installed "
@@ -79,20 +70,18 @@ class ProcrastinateMigrations:
                         "`memory-agent migrate --procrastinate`"
                     )
                 if apply and not recorded:
-                    await fetch_all(self.conn, "record_procrastinate", {"migration": level, "version": "unrecorded"})
+                    await db.record_procrastinate(level, "unrecorded")
             for path in pending_files:
-                await execute_query(self.conn, path.read_bytes())
-                await fetch_all(
-                    self.conn, "record_procrastinate", {"migration": path.name, "version": procrastinate_version}
-                )
+                await db.run_script(path.read_text(encoding="utf-8"))
+                await db.record_procrastinate(path.name, procrastinate_version)
                 applied.append(path.name)
         if applied:
             logger.info("procrastinate schema in %s: applied %s", self.schema, applied)
         return applied
 
-    async def _date_procrastinate_schema(self) -> str:
+    async def _date_procrastinate_schema(self, db: SchemaStatements) -> str:
         """The migration level of a procrastinate schema created before levels were recorded."""
-        present = set((await fetch_all(self.conn, "procrastinate_markers"))[0]["functions"] or [])
+        present = await db.procrastinate_functions()
         for function, level in PROCRASTINATE_MARKERS:
             if function in present:
                 return level

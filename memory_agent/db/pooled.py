@@ -1,5 +1,5 @@
-"""A pooled connection's life around the statements (memory_agent/db/connector.py runs them): its session set up
-when the pool makes it, its health checked when the pool hands it out."""
+"""The pool and a pooled connection's life around the statements (memory_agent/db/connector.py runs them): its
+session set up when the pool makes it (connector.configure_session), its health checked when the pool hands it out."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import select
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from memory_agent.db.connector import execute_query
+from memory_agent.db.connector import configure_session
 
 Connection = psycopg.AsyncConnection[Any]
 
@@ -40,10 +40,31 @@ async def check_pooled_connection(conn: Connection) -> None:
         await AsyncConnectionPool.check_connection(conn)
 
 
-async def configure_session(conn: Connection, schema: str, processing_timeout_s: float | None) -> None:
-    """A new pooled connection: autocommit, `schema` (then public) on its search path, and the timeout after
-    which the views count a `processing` row as stuck (processing_timeout())."""
-    await conn.set_autocommit(True)
-    await execute_query(conn, sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
-    if processing_timeout_s is not None:
-        await execute_query(conn, "session_settings", {"processing_timeout_s": str(processing_timeout_s)})
+def create_pool(
+    conninfo: str,
+    schema: str = "memory_agent",
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    timeout: float = 5.0,
+    name: str = "memory_agent",
+    processing_timeout_s: float | None = None,
+) -> AsyncConnectionPool:
+    """A closed pool whose connections are autocommit and see only `schema` (then public); with
+    `processing_timeout_s`, the views count a `processing` row as stuck after it (processing_timeout())."""
+
+    async def configure(conn: Connection) -> None:
+        await configure_session(conn, schema, processing_timeout_s)
+
+    return AsyncConnectionPool(
+        conninfo,
+        min_size=min_size,
+        max_size=max_size,
+        timeout=timeout,
+        open=False,
+        configure=configure,
+        kwargs={"row_factory": dict_row},
+        name=name,
+        # A pooled connection whose server went away is replaced instead of handed out.
+        check=check_pooled_connection,
+    )

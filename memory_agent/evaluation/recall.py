@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from langchain_core.embeddings import Embeddings
 
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import Connector
 from memory_agent.evaluation.dataset import EVAL_TENANT, Question, Sample, load_dataset, scored
 from memory_agent.evaluation.ingest import Ingest, ingest_directly, store_conversation, store_item
 from memory_agent.evaluation.rounds import ReplayClock, catch_up, load_through_rounds, turns_without_vector
@@ -44,7 +44,7 @@ PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector")
 
 
 async def _load(
-    backend: MemoryBackend,
+    backend: Connector,
     sample: Sample,
     report: EvalReport,
     *,
@@ -55,7 +55,7 @@ async def _load(
     """The sample stored (through the service's rounds with `memory`, else by `ingest` and indexed), and for the
     service with an embedder, its turns without a vector counted after the drain and after the catch-up."""
     if memory is None:
-        async with backend.connection() as conn:
+        async with backend.session() as conn:
             provenance = await ingest(conn, sample)
             if embedder is not None:
                 await index_items(conn, tenant_id=EVAL_TENANT, user_id=sample.sample_id, embedder=embedder)
@@ -64,7 +64,7 @@ async def _load(
     if not isinstance(clock, ReplayClock):
         raise TypeError("evaluate(memory=...) needs a service opened with clock=ReplayClock(...)")
     provenance = await load_through_rounds(memory, sample, clock)
-    async with backend.connection() as conn:
+    async with backend.session() as conn:
         drained = await turns_without_vector(conn, memory, sample.sample_id)
         await catch_up(memory)
         caught_up = await turns_without_vector(conn, memory, sample.sample_id)
@@ -93,7 +93,7 @@ class DirectLoad:
 
 
 async def evaluate(
-    backend: MemoryBackend,
+    backend: Connector,
     samples: Sequence[Sample],
     *,
     memory: MemoryService | None = None,
@@ -151,7 +151,7 @@ async def evaluate(
 
 
 async def _per_path(
-    backend: MemoryBackend,
+    backend: Connector,
     report: EvalReport,
     sample: Sample,
     query: str,
@@ -161,7 +161,7 @@ async def _per_path(
     settings: RecallSettings,
 ) -> None:
     """Each path alone (a diagnostic: not the round start's path)."""
-    async with backend.connection() as conn:
+    async with backend.session() as conn:
         for path in PATHS:
             alone = await recall(
                 conn,

@@ -90,7 +90,7 @@ async def load_through_rounds(memory: MemoryService, sample: Sample, clock: Repl
                 provenance[(conversation_id, sent + offset)] = session.turns[first + offset].dia_id
             sent += len(given) + len(answered)
     await memory.drain()
-    async with memory.backend.connection() as conn:
+    async with memory.backend.session() as conn:
         stored = await stored_turns(conn, sample.sample_id)
     texts = {turn.dia_id: turn.text for session in sample.sessions for turn in session.turns}
     misplaced = [

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory_agent.db.summary_queries import StartedSummary
+from memory_agent.schemas.started import StartedSummary
 
 
 class RunSummary(Protocol):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import Connector
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.settings import MemorySettings
 
 
-def make_executor(settings: MemorySettings, jobs: SummaryJobs, backend: MemoryBackend) -> Executor:
+def make_executor(settings: MemorySettings, jobs: SummaryJobs, backend: Connector) -> Executor:
     """inline, or procrastinate (imported only then: an inline app never loads procrastinate)."""
     if settings.jobs.executor == "inline":
         from memory_agent.jobs.inline import InlineExecutor

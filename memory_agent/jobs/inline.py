@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from memory_agent import tracing
-from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.runtime import PeriodicTask
+from memory_agent.schemas.started import StartedSummary
 
 logger = logging.getLogger("memory_agent.executors")
 

@@ -16,10 +16,11 @@ import procrastinate
 import procrastinate.exceptions
 import psycopg
 
-from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.summary_queries import StartedSummary
+from memory_agent.db.connector import Connector
+from memory_agent.db.schema import SchemaManager
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.retry import RETRY_TRANSIENT
+from memory_agent.schemas.started import StartedSummary
 from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.jobs")
@@ -81,14 +82,14 @@ class ProcrastinateExecutor:
 
     runs_in_process = False  # a worker process picks the row up (start_memory)
 
-    def __init__(self, jobs: SummaryJobs, settings: MemorySettings, backend: MemoryBackend) -> None:
+    def __init__(self, jobs: SummaryJobs, settings: MemorySettings, backend: Connector) -> None:
         self.jobs = jobs
         self.settings = settings
         self.backend = backend
         self.app: procrastinate.App | None = None
 
     async def start(self) -> None:
-        await self.backend.setup_procrastinate(apply=self.settings.database.auto_migrate)
+        await SchemaManager(self.backend).migrate_procrastinate(apply=self.settings.database.auto_migrate)
         self.app = build_app(self.jobs, self.settings, pool=self.backend.pool)
         await self.app.open_async(pool=self.backend.pool)
 

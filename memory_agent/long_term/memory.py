@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from memory_agent.conversation.identity import validate_identity, validate_user_id
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import Connector
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term import ClusterSummaries
@@ -54,7 +54,7 @@ class LongTermMemory:
     def __init__(
         self,
         loop: MemoryLoop,
-        backend: MemoryBackend,
+        backend: Connector,
         *,
         clock: Callable[[], datetime],
         cluster_summarizer: ClusterSummarizer,
@@ -78,7 +78,7 @@ class LongTermMemory:
         tenant, user = user_scope(user_id, tenant_id)
 
         async def read() -> list[LongTermItem]:
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+            async with self.backend.session() as conn, tenant_transaction(conn, tenant):
                 return await list_items(conn, tenant, user, where=ItemFilter(as_of=as_of))
 
         with tenant_scope(tenant):
@@ -103,7 +103,7 @@ class LongTermMemory:
         items = stated_items(content, item_type=item_type, key=key, importance=importance)
 
         async def write() -> RememberOutcome:
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+            async with self.backend.session() as conn, tenant_transaction(conn, tenant):
                 return await remember_stated(conn, ItemScope(tenant, user), items, now=self.clock())
 
         with tenant_scope(tenant):
@@ -117,7 +117,7 @@ class LongTermMemory:
             raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")
 
         async def forget() -> ForgetReport:
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+            async with self.backend.session() as conn, tenant_transaction(conn, tenant):
                 return await forget_item(
                     conn,
                     tenant,
@@ -135,9 +135,9 @@ class LongTermMemory:
         tenant, user = user_scope(user_id, tenant_id)
 
         async def forget() -> ForgetReport:
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+            async with self.backend.session() as conn, tenant_transaction(conn, tenant):
                 report = await forget_user(conn, tenant, user)
-            await release_threads(self.backend.connection, tenant, user)
+            await release_threads(self.backend.session, tenant, user)
             return report
 
         with tenant_scope(tenant):
@@ -147,7 +147,7 @@ class LongTermMemory:
         """The conversation and everything derived from it, in one transaction; False when it did not exist."""
 
         async def forget() -> bool:
-            async with self.backend.connection() as conn, tenant_transaction(conn, key.tenant_id):
+            async with self.backend.session() as conn, tenant_transaction(conn, key.tenant_id):
                 report = await forget_conversation(
                     conn,
                     key.tenant_id,
@@ -156,7 +156,7 @@ class LongTermMemory:
                     summaries=ClusterSummaries(self.cluster_summarizer, min_items=self.min_cluster_items),
                     now=self.clock(),
                 )
-            await release_threads(self.backend.connection, key.tenant_id, key.user_id, key.conversation_id)
+            await release_threads(self.backend.session, key.tenant_id, key.user_id, key.conversation_id)
             return bool(report.conversations_deleted)
 
         with tenant_scope(key.tenant_id):

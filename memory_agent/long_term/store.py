@@ -164,7 +164,7 @@ class MemoryStore(BaseStore):
         # Every op is checked before any runs: a bad op in a batch writes nothing.
         steps = [self._plan(op) for op in ops]
         results: list[Result] = []
-        async with self._connector().connection() as conn:
+        async with self._connector().session() as conn:
             for step in steps:
                 async with tenant_transaction(conn, self.tenant_id):
                     results.append(await step(conn))

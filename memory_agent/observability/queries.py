@@ -2,7 +2,7 @@
 
 Every statement is a named query of sql/queries/observability.sql (over the views and functions of
 sql/definitions/) or of sql/queries/health.sql (memory health as bounded aggregates, for `stats` at scale), run
-through MemoryBackend's connection helpers; nothing here writes. The coroutines take the backend of an open
+through the Connector's statements; nothing here writes. The coroutines take the backend of an open
 MemoryService and run on its memory loop:
 
     with MemoryService.from_settings() as memory:
@@ -20,7 +20,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, messages_from_dict
 
 from memory_agent.conversation.context import inject_context
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.conversation.queries import ConversationQueries
+from memory_agent.db.connector import Connector
 from memory_agent.errors import InvalidInputError
 from memory_agent.schemas.keys import default_user_id
 from memory_agent.settings import DEFAULT_PROCESSING_TIMEOUT_S
@@ -105,13 +106,13 @@ class MemoryHealth:
     last_hour: Row = field(default_factory=dict)
 
 
-async def _keyed(backend: MemoryBackend, conversation_id: str) -> dict[str, Any]:
+async def _keyed(backend: Connector, conversation_id: str) -> dict[str, Any]:
     """The conversation's key: its recorded owner, else its own scope (the rule of conversation_user)."""
-    owner = await backend.conversation_owner(conversation_id)
+    owner = await ConversationQueries(backend).conversation_owner(conversation_id)
     return {"conversation_id": conversation_id, "user_id": owner[1] if owner else default_user_id(conversation_id)}
 
 
-async def conversation(backend: MemoryBackend, conversation_id: str) -> Row:
+async def conversation(backend: Connector, conversation_id: str) -> Row:
     """The conversation's memory_health row; UnknownConversationError when no round of it is stored."""
     row = await backend.fetch_one("observe_conversation", await _keyed(backend, conversation_id))
     if row is None:
@@ -121,13 +122,13 @@ async def conversation(backend: MemoryBackend, conversation_id: str) -> Row:
     return row
 
 
-async def version_chain(backend: MemoryBackend, conversation_id: str) -> list[Row]:
+async def version_chain(backend: Connector, conversation_id: str) -> list[Row]:
     """Every memory version of a conversation, oldest first, with its base and the rounds it covers."""
     await conversation(backend, conversation_id)
     return await backend.fetch_all("observe_version_chain", await _keyed(backend, conversation_id))
 
 
-async def context_at(backend: MemoryBackend, conversation_id: str, round_number: int) -> ContextAtRound:
+async def context_at(backend: Connector, conversation_id: str, round_number: int) -> ContextAtRound:
     """What the model was given at `round_number`: the memory version served and the message range."""
     summary = await conversation(backend, conversation_id)
     params = {**await _keyed(backend, conversation_id), "round_number": round_number}
@@ -169,7 +170,7 @@ async def context_at(backend: MemoryBackend, conversation_id: str, round_number:
 
 
 async def message_visibility(
-    backend: MemoryBackend, conversation_id: str, sequence_number: int, text: str | None = None
+    backend: Connector, conversation_id: str, sequence_number: int, text: str | None = None
 ) -> list[Row]:
     """For each round from the message's own on: how the model saw it (input, gap, summarized, dropped…)."""
     await conversation(backend, conversation_id)
@@ -179,12 +180,12 @@ async def message_visibility(
     )
 
 
-async def stuck_processing(backend: MemoryBackend, older_than_s: float = DEFAULT_STUCK_AFTER_S) -> list[Row]:
+async def stuck_processing(backend: Connector, older_than_s: float = DEFAULT_STUCK_AFTER_S) -> list[Row]:
     """`processing` rows quiet for longer than `older_than_s` (what the reclaimer will mark failed)."""
     return await backend.fetch_all("observe_stuck_processing", {"older_than_s": older_than_s})
 
 
-async def last_hour(backend: MemoryBackend, now: dt.datetime) -> Row:
+async def last_hour(backend: Connector, now: dt.datetime) -> Row:
     """The hour before `now` (the service's clock): summaries finished in it (completed, failed, failure_rate) and
     the rounds started in it with their summary lag (rounds, max_summary_lag, avg_summary_lag)."""
     row = await backend.fetch_one("health_last_hour", {"now": now})
@@ -193,7 +194,7 @@ async def last_hour(backend: MemoryBackend, now: dt.datetime) -> Row:
 
 
 async def health(
-    backend: MemoryBackend,
+    backend: Connector,
     stuck_after_s: float = DEFAULT_STUCK_AFTER_S,
     limit: int = DEFAULT_HEALTH_LIMIT,
     *,
@@ -219,7 +220,7 @@ async def health(
     assert rounds is not None and lag is not None  # aggregates: always one row
     summaries = summary_rows[0]
     named = {"conversation_ids": lag.pop("most_lagging"), "user_ids": lag.pop("most_lagging_users")}
-    async with backend.transaction() as conn:
+    async with backend.session(transaction=True) as conn:
         # memory_health's stuck count with the timeout the stuck rows were listed with.
         await backend.fetch_all("health_stuck_after", {"stuck_after_s": str(stuck_after_s)}, conn=conn)
         conversations = await backend.fetch_all("health_conversations", named, conn=conn)
@@ -237,9 +238,9 @@ async def health(
     )
 
 
-async def _fetch_sorted(backend: MemoryBackend, name: str) -> list[Row]:
+async def _fetch_sorted(backend: Connector, name: str) -> list[Row]:
     """Run `name`, whose percentiles sort every completed summary, with HEALTH_SORT_MEMORY for its sorts."""
-    async with backend.transaction() as conn:
+    async with backend.session(transaction=True) as conn:
         await backend.fetch_all("health_sort_memory", {"work_mem": HEALTH_SORT_MEMORY}, conn=conn)
         return await backend.fetch_all(name, {}, conn=conn)
 
@@ -251,12 +252,12 @@ def _share(part: int, whole: int) -> Decimal | None:
     return (Decimal(part) / Decimal(whole)).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
 
 
-async def generation_time(backend: MemoryBackend) -> Row:
+async def generation_time(backend: Connector) -> Row:
     """Average, maximum, p50 and p95 summarization time over completed summaries."""
     return await backend.fetch_one("observe_generation_time", {}) or {}
 
 
-async def window_progression(backend: MemoryBackend, conversation_id: str | None = None, limit: int = 20) -> list[Row]:
+async def window_progression(backend: Connector, conversation_id: str | None = None, limit: int = 20) -> list[Row]:
     """The newest completed memory versions with their window, of one conversation or all."""
     key = await _keyed(backend, conversation_id) if conversation_id is not None else {"user_id": None}
     return await backend.fetch_all(
@@ -264,7 +265,7 @@ async def window_progression(backend: MemoryBackend, conversation_id: str | None
     )
 
 
-async def weekly_report(backend: MemoryBackend) -> list[Row]:
+async def weekly_report(backend: Connector) -> list[Row]:
     """One row per week: fallback share, truncation share, p95 latency, summary lag, summary cost."""
     return await backend.fetch_all("observe_weekly_report", {})
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import Connector
 from memory_agent.errors import InvalidInputError
 
 Row = dict[str, Any]
@@ -92,7 +92,7 @@ def shaped(row: Row) -> Row:
 
 
 async def upgrade_report(
-    backend: MemoryBackend, *, weeks: int = 8, tenant_id: str | None = None, now: datetime | None = None
+    backend: Connector, *, weeks: int = 8, tenant_id: str | None = None, now: datetime | None = None
 ) -> list[Row]:
     """The view's rows of the last `weeks` ISO weeks up to now's (one tenant when named), newest first."""
     since = first_week(now or datetime.now(UTC), weeks)

@@ -22,8 +22,8 @@ from memory_agent.conversation.memory import ConversationMemory
 from memory_agent.conversation.round_end import RoundEnd
 from memory_agent.conversation.round_start import RoundStart
 from memory_agent.conversation.trigger import SummaryTrigger
-from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.connect import open_backend
+from memory_agent.db.connect import open_connector
+from memory_agent.db.schema import SchemaManager
 from memory_agent.jobs.base import Executor, SummaryJobs
 from memory_agent.jobs.executor import make_executor
 from memory_agent.llm import chat_model
@@ -31,6 +31,7 @@ from memory_agent.long_term.embedders import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
 from memory_agent.long_term.recall import check_recall_settings
 from memory_agent.runtime import MemoryLoop, PeriodicTask
+from memory_agent.service.backend import MemoryBackend
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.runner import SummaryRunner
@@ -111,48 +112,52 @@ class Lifecycle:
         embedder = (
             self._embeddings if self._embeddings is not None else embedder_from_setting(settings.long_term.embeddings)
         )
-        backend = await open_backend(url, settings)
+        backend = await open_connector(url, settings, MemoryBackend)
         try:
             agent = MemoryAgent(
                 summarizer,
                 max_words=settings.memory.max_words,
                 max_tokens=settings.memory.max_tokens_cap,
             )
-            runner = SummaryRunner(settings, backend, agent, clock=self.clock, embedder=embedder)
+            runner = SummaryRunner(settings, backend.summaries, agent, clock=self.clock, embedder=embedder)
 
             async def sweep() -> list[int]:  # the trigger is made after the executor it hands rows to
                 return await trigger.sweep()
 
-            jobs = SummaryJobs(runner.run_summary, sweep, runner.refresh_pending)
+            jobs = SummaryJobs(runner.run_summary, sweep, runner.follow_ups.refresh_pending)
             executor = make_executor(settings, jobs, backend)
             # An in-process executor: rows are picked up by their claim, nothing is enqueued in the round's
             # transaction (so the claim's id is read with COMMIT's reply).
             trigger = SummaryTrigger(
                 settings,
-                backend,
+                backend.conversations,
                 dispatch=executor.dispatch,
                 enqueue=None if executor.runs_in_process else executor.enqueue,
                 pick_up=executor.runs_in_process,
             )
-            leases = RoundLeases(settings, backend, loop)  # shared: a lease the start took, the end gives back
-            start = RoundStart(settings, backend, loop, leases, embedder=embedder, clock=self.clock)
-            end = RoundEnd(settings, backend, loop, trigger, leases, self.clock)
+            leases = RoundLeases(
+                settings, backend.conversations, loop
+            )  # shared: a lease the start took, the end gives back
+            start = RoundStart(settings, backend.conversations, loop, leases, embedder=embedder, clock=self.clock)
+            end = RoundEnd(settings, backend.conversations, loop, trigger, leases, self.clock)
             recall = settings.recall
             await check_recall_settings(backend, recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(
-                settings.jobs.analyze_interval_s, [("Analyzing young tables", backend.analyze_young_tables)], logger
+                settings.jobs.analyze_interval_s,
+                [("Analyzing young tables", SchemaManager(backend).analyze_young_tables)],
+                logger,
             )
             long_term = LongTermMemory(
                 loop,
                 backend,
                 clock=self.clock,
-                cluster_summarizer=runner.cluster_summarizer,
+                cluster_summarizer=runner.follow_ups.cluster_summarizer,
                 embedder=embedder,
                 recall_settings=recall,
                 min_cluster_items=settings.summary.min_cluster_items,
             )
-            conversations = ConversationMemory(loop, backend, start, end, trigger)
+            conversations = ConversationMemory(loop, backend.conversations, start, end, trigger)
             self._opened = Parts(backend, agent, runner, executor, embedder, statistics, conversations, long_term)
             await executor.start()
             statistics.start()

@@ -19,7 +19,6 @@ from langchain_core.language_models import BaseChatModel
 from memory_agent.conversation.identity import round_identity
 from memory_agent.conversation.memory import ConversationMemory
 from memory_agent.conversation.window import calculate_summary_range
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor
 from memory_agent.long_term.cluster_text import ClusterSummarizer
@@ -27,6 +26,7 @@ from memory_agent.long_term.memory import LongTermMemory, user_scope
 from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings
 from memory_agent.long_term.writer import RememberOutcome
 from memory_agent.runtime import MemoryLoop
+from memory_agent.service.backend import MemoryBackend
 from memory_agent.service.delegate import delegate
 from memory_agent.service.lifecycle import Lifecycle
 from memory_agent.service.transfers import Transfers
@@ -134,7 +134,7 @@ class MemoryService:
     @property
     def cluster_summarizer(self) -> ClusterSummarizer:
         """What writes cluster summaries: the summary model, or the offline one's deterministic counterpart."""
-        return self._lifecycle.parts.runner.cluster_summarizer
+        return self._lifecycle.parts.runner.follow_ups.cluster_summarizer
 
     @property
     def embedder(self) -> Embeddings | None:

@@ -51,7 +51,7 @@ class Transfers:
         checked = timed(messages)
         parts = self.parts
         importer = ThreadImport(
-            parts.backend,
+            parts.backend.conversations,
             parts.conversations.trigger,
             parts.runner.run_summary,
             self.clock,
@@ -88,7 +88,7 @@ class Transfers:
         backend = self.parts.backend
 
         async def read() -> dict[str, Any]:
-            async with backend.connection() as conn:
+            async with backend.session() as conn:
                 return await read_user(conn, tenant, user)
 
         with tenant_scope(tenant):
@@ -123,7 +123,7 @@ class Transfers:
         backend = self.parts.backend
 
         async def write() -> ImportedUser:
-            async with backend.connection() as conn:
+            async with backend.session() as conn:
                 return await write_user(
                     conn, document, tenant_id=tenant, user_id=user, conversation_prefix=conversation_prefix
                 )

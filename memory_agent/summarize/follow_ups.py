@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from memory_agent import ledger, long_term
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import Connector
 from memory_agent.errors import JobFailedError
 from memory_agent.llm import LLMCall, collecting
 from memory_agent.long_term.cluster_text import ClusterSummarizer
@@ -31,33 +31,42 @@ CLUSTER_CALL_TOKENS = (1000, 200)
 
 
 class LongTermFollowUps:
-    """SummaryRunner's long-term follow-ups; it sets these attributes."""
+    """SummaryRunner's long-term follow-ups (its part `follow_ups`), on the connector's connections; the cluster
+    summaries written by `cluster_summarizer`, the vectors by `embedder` (None: none)."""
 
-    settings: MemorySettings
-    backend: MemoryBackend
-    embedder: Embeddings | None
-    clock: Callable[[], datetime]
-    cluster_summarizer: ClusterSummarizer
+    def __init__(
+        self,
+        settings: MemorySettings,
+        connector: Connector,
+        cluster_summarizer: ClusterSummarizer,
+        embedder: Embeddings | None,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.settings = settings
+        self.connector = connector
+        self.cluster_summarizer = cluster_summarizer
+        self.embedder = embedder
+        self.clock = clock
 
-    async def _index(self, tenant_id: str, user_id: str, memory_id: int) -> None:
+    async def index(self, tenant_id: str, user_id: str, memory_id: int) -> None:
         """After the version's commit and its clusters' refresh: embed the user's items, summaries and turns that
         have no vector yet (the ones just written, and any an earlier run missed). A failure is a WARNING; the items
         stay findable by text and refresh_pending embeds them later."""
         if self.embedder is None:
             return
         try:
-            async with self.backend.connection() as conn:
+            async with self.connector.session() as conn:
                 await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=self.embedder)
         except Exception as exc:
             logger.warning("Memory %s: items not embedded (the periodic task will): %s", memory_id, exc)
 
-    async def _refresh_clusters(self, clusters: list[long_term.Cluster], now: datetime) -> None:
+    async def refresh_clusters(self, clusters: list[long_term.Cluster], now: datetime) -> None:
         """After the version's commit: each touched cluster in its own transaction. A failure is logged and left
         to the periodic safety net (refresh_pending); a tenant at its cost ceiling gets no summary call."""
         if not clusters:
             return
         try:
-            async with self.backend.connection() as conn:
+            async with self.connector.session() as conn:
                 for cluster in clusters:
                     if await self._refresh_within_budget(conn, cluster, now) is None:
                         return
@@ -121,7 +130,7 @@ class LongTermFollowUps:
         problems = [f"{len(unusable)} cluster summaries not written ({'; '.join(unusable[:3])})"] if unusable else []
         if self.embedder is not None:
             try:
-                async with self.backend.connection() as conn:
+                async with self.connector.session() as conn:
                     await index_pending(conn, self.embedder)
             except Exception as exc:
                 logger.warning("Pending items not embedded (the next run retries): %s", exc)
@@ -138,7 +147,7 @@ class LongTermFollowUps:
         per_scope: Counter[tuple[str, str, str]] = Counter()
         over: set[str] = set()
         handled, unusable = 0, []
-        async with self.backend.connection() as conn:
+        async with self.connector.session() as conn:
             pending = await long_term.pending_clusters(conn, min_items=settings.summary.min_cluster_items, limit=limit)
             for cluster in pending:
                 scope = (cluster.tenant_id, cluster.user_id, cluster.project)

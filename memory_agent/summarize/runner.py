@@ -4,12 +4,8 @@ model call. Incremental, as the design says: only the messages after the base me
 A completed version carries its structured items (the `items` column) and, with MEMORY_AGENT_LONG_TERM on,
 writes them to the user's long-term tier (long_term.remember) in the transaction that completes it: a crash
 leaves both or neither, and a failing write rolls the completion back and records the version `failed` (the
-next version covers the same window, so its items are written then, before the messages slide out). The
-clusters the write touched are refreshed after that commit, one model call each; what fails there is left to
-the periodic safety net (refresh_pending), so a cluster summary never holds back the version. With an embedder,
-the user's items, summaries and turns without a vector are embedded last, after every completed version whether
-it wrote items or not (index_items: idempotent, best effort); what fails there stays findable by text, and
-refresh_pending's catch-up (index_pending) embeds it later.
+next version covers the same window, so its items are written then, before the messages slide out). What
+follows in the long-term tier after that commit (cluster summaries, vectors) is follow_ups.py's, best effort.
 """
 
 from __future__ import annotations
@@ -28,17 +24,17 @@ from psycopg.types.json import Jsonb
 
 from memory_agent import ledger, long_term
 from memory_agent.conversation.messages import storable_text
-from memory_agent.db.backend import MemoryBackend
-from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.db.tenancy import current_tenant, tenant_scope
 from memory_agent.errors import InvalidInputError, JobFailedError, SummarizationError, is_transient
 from memory_agent.llm import CallLog, OfflineModel, collecting
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
+from memory_agent.schemas.started import StartedSummary
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult
 from memory_agent.summarize.failures import FailingConversations, Outcome, describe
 from memory_agent.summarize.follow_ups import LongTermFollowUps
+from memory_agent.summarize.queries import SummaryQueries
 from memory_agent.tracing import record, summary_attributes, summary_span
 
 logger = logging.getLogger("memory_agent")
@@ -46,15 +42,16 @@ logger = logging.getLogger("memory_agent")
 DROPPED_SHOWN = 20
 
 
-class SummaryRunner(LongTermFollowUps):
+class SummaryRunner:
     """Runs summaries on the memory loop; never raises into an in-process executor, and raises JobFailedError
     into a job queue's worker when the work did not get done (run_summary's `strict`). `clock` gives the
-    long-term tier its times (valid_from, valid_to)."""
+    long-term tier its times (valid_from, valid_to). What follows a completed version in the long-term tier is
+    its part `follow_ups` (cluster summaries, embeddings, the periodic safety net)."""
 
     def __init__(
         self,
         settings: MemorySettings,
-        backend: MemoryBackend,
+        queries: SummaryQueries,
         agent: MemoryAgent,
         *,
         clock: Callable[[], datetime] | None = None,
@@ -62,16 +59,16 @@ class SummaryRunner(LongTermFollowUps):
         embedder: Embeddings | None = None,
     ) -> None:
         self.settings = settings
-        self.embedder = embedder
-        self.backend = backend
+        self.queries = queries
         self.agent = agent
         self.clock = clock or (lambda: datetime.now(UTC))
         self.failing = FailingConversations(self.clock)
         # The summary model writes cluster summaries too; the offline model has a deterministic counterpart.
         offline = isinstance(agent.model, OfflineModel)
-        self.cluster_summarizer: ClusterSummarizer = cluster_summarizer or (
+        summarizer = cluster_summarizer or (
             long_term.offline_cluster_summarizer if offline else agent.summarize_cluster
         )
+        self.follow_ups = LongTermFollowUps(settings, queries.connector, summarizer, embedder, self.clock)
 
     async def run_summary(
         self, memory_id: int, user_id: str, started: StartedSummary | None = None, *, strict: bool = False
@@ -94,7 +91,7 @@ class SummaryRunner(LongTermFollowUps):
         if log.calls and log.tenant_id is not None:  # what the completing transaction did not record
             try:
                 with tenant_scope(log.tenant_id):
-                    async with self.backend.connection() as conn, conn.transaction():
+                    async with self.queries.connector.session() as conn, conn.transaction():
                         user = await ledger_user(conn, {"tenant_id": log.tenant_id, "user_id": user_id})
                         await ledger.record_log(
                             conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.guards.llm_prices
@@ -114,9 +111,8 @@ class SummaryRunner(LongTermFollowUps):
     async def _run_summary(
         self, memory_id: int, user_id: str, log: CallLog, picked_up: StartedSummary | None
     ) -> Outcome:
-        backend = self.backend
         try:
-            started_row = picked_up or await backend.start_memory(memory_id, user_id=user_id)
+            started_row = picked_up or await self.queries.start_memory(memory_id, user_id=user_id)
         except Exception as exc:
             logger.error("Memory %s: could not start summarization: %s", memory_id, exc)
             return await self._not_started(memory_id, user_id, exc)
@@ -213,7 +209,7 @@ class SummaryRunner(LongTermFollowUps):
         self, memory_id: int, user_id: str, error: str, elapsed_ms: int | None, start: int | None, end: int | None
     ) -> bool:
         """Record the row `failed` with its error; False when it was no longer processing."""
-        return await self.backend.fail_memory(
+        return await self.queries.fail_memory(
             user_id=user_id,
             memory_id=memory_id,
             error=storable_text(error)[:4000],
@@ -272,12 +268,12 @@ class SummaryRunner(LongTermFollowUps):
             ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.guards.llm_prices)
             if not remembering:
                 # Nothing for the long-term tier: one statement (the version and its calls), no transaction.
-                if not await self.backend.complete_memory(None, calls=ledger_rows, **completing):
+                if not await self.queries.complete_memory(None, calls=ledger_rows, **completing):
                     return False
             else:
-                async with self.backend.transaction() as conn:
+                async with self.queries.connector.session(transaction=True) as conn:
                     # Erasing the conversation waits for this transaction, or ran first and left nothing to write.
-                    if not await self.backend.complete_memory(conn, calls=ledger_rows, **completing):
+                    if not await self.queries.complete_memory(conn, calls=ledger_rows, **completing):
                         return False
                     outcomes = await long_term.remember(
                         conn,
@@ -298,8 +294,8 @@ class SummaryRunner(LongTermFollowUps):
             logger.error("Memory %s: %s failed, the version is not completed: %s", memory_id, what, exc)
             return f"{what} failed: {type(exc).__name__}: {exc}"
         del log.calls[: len(calls)]
-        await self._refresh_clusters(long_term.touched_clusters(outcomes), now)
+        await self.follow_ups.refresh_clusters(long_term.touched_clusters(outcomes), now)
         # Whether or not the version wrote items: its turns need their vectors (recall ranks a turn without one
         # by full text alone, below the turns vectors found).
-        await self._index(tenant_id, user_id, memory_id)
+        await self.follow_ups.index(tenant_id, user_id, memory_id)
         return True

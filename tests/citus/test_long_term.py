@@ -87,7 +87,7 @@ async def test_hybrid_recall_with_an_embedder(open_memory):
     assert result.fts_hits >= 2 and result.vector_hits >= 1
     assert any(hit.paths == ["fts", "vector"] for hit in result.ranked)
     assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in result.ranked)
-    async with memory.backend.connection() as conn:
+    async with memory.backend.session() as conn:
         alone = await recall(
             conn, tenant_id="acme", user_id="ana", query="peanuts allergy", embedder=memory.embedder, paths=("vector",)
         )
@@ -141,7 +141,7 @@ async def test_consolidation_over_a_week(open_memory, citus_url, schema):
                 )
 
     async def consolidate() -> None:
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             await write(conn)
         runner = ConsolidationRunner(
             memory.backend.pool, OfflineConsolidationModel(), MemorySettings(consolidation_enabled=True)

@@ -65,7 +65,7 @@ async def test_input_past_a_postgresql_limit_is_invalid_input_never_retry(open_m
     memory = await open_memory()
 
     async def vectorize() -> None:
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             await conn.execute("SELECT to_tsvector('simple', %s)", [distinct_words(1_400_000)])
 
     with pytest.raises(InvalidInputError, match="would fail again") as raised:

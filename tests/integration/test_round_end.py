@@ -40,7 +40,7 @@ def protocol(trace_path: str) -> list[str]:
 
 async def trace(memory, fd: int, on: bool) -> None:
     """libpq's trace of the (only) pooled connection into `fd`, on or off."""
-    async with memory.backend.connection() as conn:
+    async with memory.backend.session() as conn:
         if on:
             conn.pgconn.trace(fd)
             conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
@@ -161,7 +161,7 @@ async def test_a_failure_inside_the_round_transaction_leaves_nothing(open_memory
     roles, contents, payloads = serialize_round([HumanMessage("kept out"), AIMessage("also kept out")])
 
     async def fail() -> None:
-        async with backend.round_transaction() as conn:
+        async with backend.session(transaction=True, pipeline=True) as conn:
             saved, _ = await backend.end_round(
                 conn,
                 ConversationKey.of("atomic"),
@@ -192,7 +192,7 @@ async def test_round_ends_leave_the_connection_as_it_was(open_memory):
         await one_round(memory, "settings", n)
 
     async def read() -> dict:
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             cur = await conn.execute(
                 "SELECT current_setting('plan_cache_mode') AS mode,"
                 " current_setting('synchronous_commit') AS sync,"

@@ -26,7 +26,7 @@ async def test_round_starts_reuse_one_plan_and_leave_the_connection_as_it_was(op
         await app.ainvoke({"messages": [HumanMessage(f"message {n}")]}, config)
 
     async def read() -> tuple[list[int], str]:
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             cur = await conn.execute(START_PLANS)
             plans = [row["generic_plans"] + row["custom_plans"] for row in await cur.fetchall()]
             cur = await conn.execute(FUNCTION_SETTINGS)

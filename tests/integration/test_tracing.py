@@ -171,7 +171,7 @@ async def test_consolidation_is_traced(open_memory, spans):
     now = datetime.now(UTC)
 
     async def run() -> Any:
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             run = ConsolidationRun(OfflineConsolidationModel(), memory.settings)
             return await consolidate_period(conn, "default", "ana", latest_period("daily", now), now, run=run)
 

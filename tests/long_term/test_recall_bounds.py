@@ -34,7 +34,7 @@ async def test_a_100_kb_single_token_message_recalls_with_its_first_2000_charact
     assert used == huge[:2000]
 
     async def direct() -> str:
-        async with memory.backend.connection() as conn:
+        async with memory.backend.session() as conn:
             result = await recall(
                 conn, tenant_id="default", user_id="ana", query="cat " * 50_000, settings=RecallSettings()
             )

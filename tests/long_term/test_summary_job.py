@@ -75,7 +75,7 @@ async def test_a_changed_home_city_supersedes_the_old_one(open_service):
 
     assert [i.content for i in await memory.list_items("ana")] == ["The user lives in Porto"]
     assert [i.content for i in await memory.list_items("ana", as_of=at(10))] == ["The user lives in Lisbon"]
-    async with memory.backend.connection() as conn:
+    async with memory.backend.session() as conn:
         history = await item_history(conn, ItemScope("default", "ana"), "fact", "home_city")
     assert [(h.content, h.valid_from, h.valid_to) for h in history] == [
         ("The user lives in Lisbon", at(1), at(30)),

@@ -93,7 +93,7 @@ async def owner_of(request: Request, who: Seen, conversation_id: str) -> str | N
     """The user of a conversation of the key's tenant; None for another tenant's or nobody's."""
     memory = memory_of(request)
     with tenant_scope(who.tenant):
-        owner = await memory.loop.arun(memory.backend.conversation_owner(conversation_id))
+        owner = await memory.loop.arun(memory.backend.conversations.conversation_owner(conversation_id))
     return owner[1] if owner is not None and owner[0] == who.tenant else None
 
 

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory_agent import ledger
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import Connector
 from memory_agent.long_term.recall.block import estimate_tokens, format_block
 from memory_agent.long_term.recall.search import RecallResult, recall
 from memory_agent.long_term.recall.settings import RecallSettings
@@ -114,7 +114,7 @@ def recalls(key: ConversationKey, query: str, settings: RecallSettings | None) -
 
 
 async def round_recall(
-    backend: MemoryBackend,
+    backend: Connector,
     key: ConversationKey,
     query: str,
     settings: RecallSettings | None,
@@ -132,7 +132,7 @@ async def round_recall(
         return RoundRecall()
     started = time.perf_counter()
     try:
-        async with backend.connection() as conn:
+        async with backend.session() as conn:
             budget = await ledger.tenant_budget(conn, key.tenant_id, cost_ceiling, now or datetime.now(UTC))
             if budget.over:
                 logger.warning("%s: recall returns raw items, no summaries", budget.describe())

@@ -11,12 +11,12 @@ from memory_agent.errors import ConfigurationError
 from memory_agent.settings import RecallSettings
 
 if TYPE_CHECKING:  # query_text.py, imported early by long_term/, brings this package in before db/ is ready
-    from memory_agent.db.backend import MemoryBackend
+    from memory_agent.db.connector import Connector
 
 __all__ = ["RecallSettings", "check_recall_settings"]
 
 
-async def check_recall_settings(backend: MemoryBackend, settings: RecallSettings) -> None:
+async def check_recall_settings(backend: Connector, settings: RecallSettings) -> None:
     """At open: the text-search configuration exists on the server (a typo would otherwise fail every recall)."""
     try:
         await backend.fetch_one("check_text_search_config", {"config": settings.text_search_config})

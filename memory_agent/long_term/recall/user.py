@@ -13,11 +13,11 @@ from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.tenancy import tenant_transaction
 
 if TYPE_CHECKING:
-    from memory_agent.db.backend import MemoryBackend
+    from memory_agent.db.connector import Connector
 
 
 async def user_recall(
-    backend: MemoryBackend,
+    backend: Connector,
     *,
     tenant_id: str,
     user_id: str,
@@ -34,7 +34,7 @@ async def user_recall(
     in the query (search.recall)."""
     # In the tenant's transaction: a role bound by row-level security reads the tenant's rows only (it would
     # otherwise hide every item and note of the user, and recall would find turns only).
-    async with backend.connection() as conn, tenant_transaction(conn, tenant_id):
+    async with backend.session() as conn, tenant_transaction(conn, tenant_id):
         return await recall(
             conn,
             tenant_id=tenant_id,
