@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 
 from benchmarks.systems import create_database, drop_database
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.schema import SchemaManager
 from memory_agent.long_term import (
     Cluster,
     ClusterSummaries,
@@ -33,6 +33,7 @@ from memory_agent.long_term import (
     remember,
 )
 from memory_agent.schemas.items import StructuredItems, SummaryItem
+from memory_agent.service.backend import MemoryBackend
 
 RESULTS = Path(__file__).parent / "results" / "long_term_items.json"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -76,7 +77,7 @@ async def timed(calls: int, make) -> list[float]:
 async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict[str, Any]:
     pool = MemoryBackend.create_pool(url)
     await pool.open(wait=True)
-    await MemoryBackend(pool).setup()
+    await SchemaManager(MemoryBackend(pool)).migrate()
     await pool.close()
     conn = await connect(url)
     out: dict[str, Any] = {}

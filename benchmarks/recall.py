@@ -18,10 +18,11 @@ from typing import Any
 from benchmarks.recall_cost import round_start_cost
 from benchmarks.systems import create_database, drop_database
 from memory_agent import resources
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.schema import SchemaManager
 from memory_agent.long_term.embedders import BundledE5Embeddings, HashingEmbeddings
 from memory_agent.long_term.embeddings import index_items, model_name
 from memory_agent.long_term.recall import recall
+from memory_agent.service.backend import MemoryBackend
 
 DATASET = Path(__file__).parent / "data" / "synthetic_locomo.json"
 # LoCoMo's development split (Maharana et al., ACL 2024; CC BY-NC 4.0): read where it lies, never copied here.
@@ -333,7 +334,7 @@ async def recall_latency(
     await pool.open(wait=True)
     try:
         backend = MemoryBackend(pool)
-        await backend.setup()
+        await SchemaManager(backend).migrate()
         user_ids = [f"user{i}" for i in range(users)]
         # The bundled e5 when its extra is installed (its real query embedding, in a thread, as at round start),
         # else the offline hashing embedder; the stored vectors are drawn near that model's vector of one passage
@@ -373,7 +374,7 @@ async def recall_latency(
             for i in range(repeats * len(QUERIES)):
                 query, current = QUERIES[i % len(QUERIES)], rng.choice(own)
                 started = time.perf_counter()
-                await backend.load_context(current, user_id=user)
+                await backend.conversations.load_context(current, user_id=user)
                 samples["load_context"].append((time.perf_counter() - started) * 1000)
                 for vectors in (None, embedder):
                     ask: dict[str, Any] = {

@@ -31,7 +31,7 @@ from benchmarks.fakes import (
     assistant_reply,
     user_message,
 )
-from memory_agent.db.round_queries import StoredRound
+from memory_agent.conversation.query_rows import StoredRound
 from memory_agent.schemas.keys import ConversationKey
 
 POOL_SIZE = 10
@@ -190,7 +190,7 @@ class MemoryAgentSystem(System):
         async def store() -> None:
             async with backend.session(transaction=True) as conn:
                 for messages in rounds:
-                    await backend.end_round(
+                    await backend.conversations.end_round(
                         conn,
                         ConversationKey.of(thread_id),
                         StoredRound(*serialize_round(messages)),

@@ -19,7 +19,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryService, MemorySettings
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.schema import SchemaManager
+from memory_agent.service.backend import MemoryBackend
 from tests.integrity import check_integrity
 
 TEMPLATE = "memory_agent_test_template"
@@ -63,7 +64,7 @@ def template_url(server_url: str) -> str:
         pool = MemoryBackend.create_pool(url, "memory_agent")
         await pool.open(wait=True)
         try:
-            await MemoryBackend(pool, "memory_agent").setup()
+            await SchemaManager(MemoryBackend(pool, "memory_agent")).migrate()
         finally:
             await pool.close()
 

@@ -9,8 +9,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from psycopg.rows import dict_row
 
 from memory_agent import MemoryMiddleware, with_memory
+from memory_agent.db.citus import CitusDistribution
 from memory_agent.db.connect import migrate_database
-from memory_agent.db.migrate import Migrator
+from memory_agent.db.migrate import SchemaMigrations
+from memory_agent.db.schema import SchemaStatements
 from memory_agent.llm.offline import OfflineSummaryModel
 from tests.citus.conftest import query
 from tests.integration.agent_support import ToolScriptModel, lookup, shout
@@ -94,7 +96,7 @@ async def test_a_fresh_migrate_warns_nothing_and_every_view_and_function_reaches
         conn.add_notice_handler(
             lambda d: warnings.append(d.message_primary or "") if d.severity_nonlocalized == "WARNING" else None
         )
-        report = await Migrator(conn, schema).migrate()
+        report = await SchemaMigrations(schema, CitusDistribution(schema)).migrate(SchemaStatements(conn, schema))
     assert report.distributed and report.definitions
     assert warnings == []
     counts = (

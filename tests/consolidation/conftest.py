@@ -13,9 +13,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
 
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
+from memory_agent.service.backend import MemoryBackend
 from tests.long_term.conftest import conn, connect, items  # noqa: F401 (fixtures)
 
 # A Monday: runs on June 2 .. July 6 cover June 1 .. July 5 and meet 5 Sundays and one 1st.

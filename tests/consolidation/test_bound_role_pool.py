@@ -8,8 +8,8 @@ from typing import Any
 
 from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.schedule import NIGHTLY
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.long_term.store import MemoryStore
+from memory_agent.service.backend import MemoryBackend
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from memory_agent.consolidation.schedule import TICK_TASK
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.schema import SchemaManager
+from memory_agent.service.backend import MemoryBackend
 from tests.conftest import query
 from tests.consolidation.conftest import day, write_day
 from tests.reliability.test_stale_rows import wait_for
@@ -39,7 +40,7 @@ async def defer_tick(database_url: str, when) -> None:
     pool = MemoryBackend.create_pool(database_url, "memory_agent")
     await pool.open(wait=True)
     try:
-        await MemoryBackend(pool, "memory_agent").setup_procrastinate(apply=True)
+        await SchemaManager(MemoryBackend(pool, "memory_agent")).migrate_procrastinate(apply=True)
         app = procrastinate.App(connector=procrastinate.PsycopgConnector())
         async with app.open_async(pool=pool):
             await app.configure_task(TICK_TASK, queue="memory_agent").defer_async(timestamp=int(when.timestamp()))

@@ -17,6 +17,7 @@ import pytest
 from memory_agent import ledger, llm
 from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.guards import TenantBusy, claim_scheduler_run, tenant_slot
+from memory_agent.db.schema import SchemaManager
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.settings import MemorySettings, ModelPrice
@@ -179,9 +180,9 @@ async def test_a_job_without_a_free_slot_is_deferred_again_not_dropped(conn, poo
     import procrastinate
 
     from memory_agent.consolidation.schedule import USER_TASK, register_tasks
-    from memory_agent.db.backend import MemoryBackend
+    from memory_agent.service.backend import MemoryBackend
 
-    await MemoryBackend(pool, "memory_agent").setup_procrastinate(apply=True)
+    await SchemaManager(MemoryBackend(pool, "memory_agent")).migrate_procrastinate(apply=True)
     await write_day(conn, "alice", 0)
     config = MemorySettings(consolidation_enabled=True, max_concurrent_jobs_per_tenant=1, tenant_slot_retry_s=45)
     model = CountingModel()

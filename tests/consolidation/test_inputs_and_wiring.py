@@ -17,6 +17,7 @@ from memory_agent.consolidation import (
 from memory_agent.consolidation.periods import cron_for, next_tick
 from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.schedule import TICK_TASK, USER_TASK
+from memory_agent.db.schema import SchemaManager
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.procrastinate_executor import build_app
@@ -98,10 +99,10 @@ async def test_the_tick_defers_one_waiting_job_per_user(conn, pool, database_url
     import procrastinate
 
     from memory_agent.consolidation.schedule import defer_due, register_tasks
-    from memory_agent.db.backend import MemoryBackend
+    from memory_agent.service.backend import MemoryBackend
     from tests.consolidation.conftest import write_day
 
-    await MemoryBackend(pool, "memory_agent").setup_procrastinate(apply=True)
+    await SchemaManager(MemoryBackend(pool, "memory_agent")).migrate_procrastinate(apply=True)
     for user in ("alice", "bob"):
         await write_day(conn, user, 0)
     runner = ConsolidationRunner(pool, CountingModel(), MemorySettings(consolidation_enabled=True))

@@ -14,9 +14,10 @@ import pytest
 from memory_agent import MemorySettings
 from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.schedule import USER_TASK, defer_user, register_tasks
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.schema import SchemaManager
 from memory_agent.jobs.retry import RETRY_TRANSIENT
 from memory_agent.llm import default_chat_model
+from memory_agent.service.backend import MemoryBackend
 from tests.conftest import execute, query
 from tests.consolidation.conftest import day, write_day
 
@@ -24,7 +25,7 @@ from tests.consolidation.conftest import day, write_day
 @pytest.fixture
 async def app(pool, conn, fake_openai) -> AsyncIterator[procrastinate.App]:
     """The consolidation tasks as the executor registers them, the model ChatOpenAI on the local server."""
-    await MemoryBackend(pool, "memory_agent").setup_procrastinate(apply=True)
+    await SchemaManager(MemoryBackend(pool, "memory_agent")).migrate_procrastinate(apply=True)
     await write_day(conn, "alice", 0)
     # The tick's time far from now: the worker's periodic deferrer never adds a tick of its own.
     schedule_time = (datetime.now(UTC) + timedelta(hours=12)).strftime("%H:%M")

@@ -13,7 +13,6 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import ledger, llm, with_memory
 from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import (
     ClusterSummaries,
@@ -27,6 +26,7 @@ from memory_agent.long_term import (
 from memory_agent.long_term.recall import RecallSettings
 from memory_agent.long_term.recall.round_start import round_recall
 from memory_agent.schemas.keys import ConversationKey
+from memory_agent.service.backend import MemoryBackend
 from memory_agent.settings import MemorySettings, ModelPrice
 from memory_agent.summarize.agent import MemoryAgent
 from tests.conftest import query
@@ -172,7 +172,7 @@ async def priced_cluster_runner(open_memory: Any, made: list[list[str]], **setti
 
     memory = await open_memory(long_term=True, llm_prices={"cluster-model": {"input": 1, "output": 1}}, **settings)
     runner = memory._lifecycle.parts.runner
-    runner.cluster_summarizer = summarize
+    runner.follow_ups.cluster_summarizer = summarize
     return runner
 
 
@@ -186,16 +186,16 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     runner = await priced_cluster_runner(open_memory, [], max_summary_jobs_per_run=2)
     for key in ("allergy", "pet", "city"):
         await remember_three_facts(conn, key, at(1))
-    assert await runner.refresh_pending() == 2  # three pending clusters of one user+project: two this run
+    assert await runner.follow_ups.refresh_pending() == 2  # three pending clusters of one user+project: two this run
     assert (
         query(database_url, "SELECT purpose, model, cost FROM llm_calls")
         == [("cluster_summary", "cluster-model", Decimal("0.00012"))] * 2
     )
-    assert await runner.refresh_pending() == 1
+    assert await runner.follow_ups.refresh_pending() == 1
     # Over the ceiling, the safety net writes no summary.
     runner.settings = runner.settings.replace(monthly_cost_ceiling=0.0)
     await remember_three_facts(conn, "food", at(2))
-    assert await runner.refresh_pending() == 0
+    assert await runner.follow_ups.refresh_pending() == 0
 
 
 async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(open_memory, conn, database_url):
@@ -205,9 +205,9 @@ async def test_calls_in_flight_count_against_the_ceiling_on_the_cluster_path(ope
     # A call of the tenant in flight elsewhere holds the whole ceiling: nothing is spent yet, and no call starts.
     held = await ledger.reserve(conn, "acme", 1.0, Decimal("5"), runner.clock())
     assert held is not None
-    assert await runner.refresh_pending() == 0 and made == []
+    assert await runner.follow_ups.refresh_pending() == 0 and made == []
     await ledger.release(conn, held)
-    assert await runner.refresh_pending() == 1 and len(made) == 1
+    assert await runner.follow_ups.refresh_pending() == 1 and len(made) == 1
     assert query(database_url, "SELECT count(*) FROM budget_reservations") == [(0,)]  # settled with its call
     assert query(database_url, "SELECT purpose, cost FROM llm_calls") == [("cluster_summary", Decimal("0.00012"))]
 

@@ -19,8 +19,8 @@ from langchain_core.outputs import ChatResult
 
 from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.schedule import register_tasks
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.llm import OfflineConsolidationModel
+from memory_agent.service.backend import MemoryBackend
 from memory_agent.settings import MemorySettings
 
 QUEUE = "memory_agent"

@@ -8,8 +8,8 @@ import pytest
 from psycopg import sql
 
 from memory_agent import DatabaseUnavailableError, InvalidInputError
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connector import Connector, execute_query, fetch_all, fetch_one
+from memory_agent.service.backend import MemoryBackend
 from tests.conftest import query
 
 # repeat() past 1 GB: PostgreSQL refuses it as past one of its limits (ProgramLimitExceeded).

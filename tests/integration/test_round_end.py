@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory_agent.conversation.messages import serialize_round
-from memory_agent.db.round_queries import StoredRound
+from memory_agent.conversation.query_rows import StoredRound
 from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey, default_user_id
 from tests.conftest import query
 from tests.support import GatedSummaryModel
@@ -162,7 +162,7 @@ async def test_a_failure_inside_the_round_transaction_leaves_nothing(open_memory
 
     async def fail() -> None:
         async with backend.session(transaction=True, pipeline=True) as conn:
-            saved, _ = await backend.end_round(
+            saved, _ = await backend.conversations.end_round(
                 conn,
                 ConversationKey.of("atomic"),
                 StoredRound(roles, contents, payloads),

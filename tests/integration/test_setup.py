@@ -16,6 +16,7 @@ from langchain_core.messages import HumanMessage
 from memory_agent import ConfigurationError, MemoryService, MemorySettings, with_memory
 from memory_agent.db.embedded import remove_data_dir, scratch_data_dir, stop_embedded_postgres
 from memory_agent.db.migrations import load_migrations
+from memory_agent.db.schema import SchemaManager
 from tests.support import EchoChat, GatedSummaryModel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ def applied(url: str, schema: str = "memory_agent") -> list[int]:
 def test_migrations_apply_once_and_again_is_a_no_op(empty_database_url):
     all_versions = [m.version for m in load_migrations()]
     with MemoryService.from_settings(MemorySettings(database_url=empty_database_url)) as memory:
-        assert memory.call_sync(memory.backend.setup()) == []  # already applied by open()
+        assert memory.call_sync(SchemaManager(memory.backend).migrate()).versions == []  # already applied by open()
     with MemoryService.from_settings(MemorySettings(database_url=empty_database_url)):
         pass
     assert applied(empty_database_url) == all_versions

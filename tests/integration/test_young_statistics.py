@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import with_memory
+from memory_agent.db.schema import SchemaManager
 from tests.conftest import execute, query
 
 TABLES = ("conversations", "messages", "memory", "round_metrics")
@@ -74,7 +75,7 @@ async def test_analysis_waits_for_the_table_to_double(open_memory, database_url)
     memory = await open_memory(analyze_interval_s=0)  # the keeper off: the calls below are the only ones
 
     async def analyzes_messages() -> bool:
-        return "messages" in await memory.loop.arun(memory.backend.analyze_young_tables())
+        return "messages" in await memory.loop.arun(SchemaManager(memory.backend).analyze_young_tables())
 
     async def live_messages_at_least(n: int) -> bool:
         return table_stats(database_url, "n_live_tup").get("messages", 0) >= n

@@ -11,13 +11,14 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.migrate import load_migrations
+from memory_agent.db.schema import SchemaManager
 from memory_agent.evaluation import StoredItem, store_conversation, store_item
 from memory_agent.long_term import ItemScope
 from memory_agent.long_term.embedders import HashingEmbeddings
 from memory_agent.long_term.embeddings import index_items, index_pending, to_vector_literal
 from memory_agent.long_term.recall import RecallSettings, recall
+from memory_agent.service.backend import MemoryBackend
 from tests.conftest import execute, query
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 from tests.migration.old_releases import build_release
@@ -150,7 +151,7 @@ async def test_a_vector_stored_before_the_compact_copies_is_ranked_exactly_then_
     pool = MemoryBackend.create_pool(url, max_size=1)
     await pool.open(wait=True)
     try:
-        await MemoryBackend(pool).setup()  # the upgrade: 0025 and what follows
+        await SchemaManager(MemoryBackend(pool)).migrate()  # the upgrade: 0025 and what follows
         async with pool.connection() as conn:
             conn.row_factory = dict_row
             bits = "SELECT embedding_bits IS NULL AS missing FROM {} "

@@ -10,10 +10,10 @@ import typer
 from typer.testing import CliRunner
 
 from memory_agent.cli.eval import register
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.evaluation import evaluate, load_dataset
 from memory_agent.evaluation.recall import DirectLoad
 from memory_agent.long_term.embedders import HashingEmbeddings
+from memory_agent.service.backend import MemoryBackend
 
 # Only trigrams can find the evidence: CJK text is one token for the text-search parser, and the English
 # question's one rare word is misspelled. The padding turns share no bigram with the questions.

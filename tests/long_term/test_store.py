@@ -12,8 +12,8 @@ import pytest
 from langgraph.store.base import GetOp, PutOp
 
 from memory_agent import MemoryStore
-from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import ConfigurationError, InvalidInputError
+from memory_agent.service.backend import MemoryBackend
 from tests.conftest import query
 
 ALICE = ("memories", "alice")

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from memory_agent import InvalidInputError
-from memory_agent.db.backend import MemoryBackend
+from memory_agent.service.backend import MemoryBackend
 from tests.conftest import query
 
 
@@ -21,14 +21,14 @@ async def open_backend(url: str, size: int = 2) -> MemoryBackend:
 async def test_another_user_is_refused_for_an_owned_thread(database_url):
     backend = await open_backend(database_url)
     try:
-        assert await backend.acquire_round_lease("t", "a", 60, tenant_id="acme", user_id="alice")
-        await backend.release_round_lease("t", "a", user_id="alice")
+        assert await backend.conversations.acquire_round_lease("t", "a", 60, tenant_id="acme", user_id="alice")
+        await backend.conversations.release_round_lease("t", "a", user_id="alice")
         with pytest.raises(InvalidInputError, match="belongs to another user or tenant"):
-            await backend.acquire_round_lease("t", "b", 60, tenant_id="acme", user_id="bob")
+            await backend.conversations.acquire_round_lease("t", "b", 60, tenant_id="acme", user_id="bob")
         with pytest.raises(InvalidInputError, match="belongs to another user or tenant"):
-            await backend.acquire_round_lease("t", "c", 60, tenant_id="other", user_id="alice")
+            await backend.conversations.acquire_round_lease("t", "c", 60, tenant_id="other", user_id="alice")
         assert query(database_url, "SELECT count(*) FROM round_leases") == [(0,)]
-        assert await backend.acquire_round_lease("t", "d", 60, tenant_id="acme", user_id="alice")
+        assert await backend.conversations.acquire_round_lease("t", "d", 60, tenant_id="acme", user_id="alice")
     finally:
         await backend.pool.close()
     assert query(database_url, "SELECT conversation_id, tenant_id, user_id FROM conversation_owners") == [
@@ -44,7 +44,7 @@ async def test_two_users_racing_for_a_new_thread_get_one_owner(database_url):
 
             async def claim(backend: MemoryBackend, user: str) -> str:
                 try:
-                    await backend.acquire_round_lease(thread, user, 60, tenant_id="default", user_id=user)
+                    await backend.conversations.acquire_round_lease(thread, user, 60, tenant_id="default", user_id=user)
                     return user
                 except InvalidInputError:
                     return "refused"

@@ -14,7 +14,9 @@ import pytest
 from psycopg.rows import dict_row
 
 from memory_agent import ConfigurationError, MemoryService, MemorySettings, resources
-from memory_agent.db.migrate import Migrator, load_migrations
+from memory_agent.db.citus import CitusDistribution
+from memory_agent.db.migrate import SchemaMigrations, load_migrations
+from memory_agent.db.schema import SchemaStatements
 from tests.conftest import execute, query
 from tests.migration.old_releases import build_release
 
@@ -37,7 +39,8 @@ def copy_migrations(tmp_path: Path) -> Path:
 async def run_migrator(url: str, directory: Path | None = None, apply: bool = True):
     async with await psycopg.AsyncConnection.connect(url, autocommit=True, row_factory=dict_row) as conn:
         migrations = load_migrations(directory) if directory else None
-        return await Migrator(conn, "memory_agent", migrations=migrations).migrate(apply=apply)
+        part = SchemaMigrations("memory_agent", CitusDistribution("memory_agent"), migrations)
+        return await part.migrate(SchemaStatements(conn, "memory_agent"), apply=apply)
 
 
 def test_a_database_newer_than_the_code_is_refused_at_open(database_url):

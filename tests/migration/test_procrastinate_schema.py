@@ -12,7 +12,9 @@ import pytest
 from procrastinate.schema import SchemaManager
 from psycopg.rows import dict_row
 
-from memory_agent.db.migrate import Migrator, procrastinate_migrations
+from memory_agent.db.migrate import procrastinate_migrations
+from memory_agent.db.migrate_procrastinate import ProcrastinateSchema
+from memory_agent.db.schema import SchemaStatements
 from tests.conftest import query
 
 OLD_LEVEL = "03.02.00_50_post_batch_defer_jobs.sql"
@@ -39,7 +41,7 @@ def shape(url: str, schema: str) -> set[str]:
 
 async def migrate_procrastinate(url: str, schema: str = "memory_agent") -> list[str]:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True, row_factory=dict_row) as conn:
-        return await Migrator(conn, schema).migrate_procrastinate()
+        return await ProcrastinateSchema(schema).migrate(SchemaStatements(conn, schema))
 
 
 def build_old_procrastinate(url: str, schema: str, up_to: str) -> None:

@@ -8,6 +8,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.db.migrate import RELEASED_CHECKSUMS, load_migrations
+from memory_agent.db.schema import SchemaManager
 from tests.conftest import query
 from tests.migration.old_releases import RELEASES, build_release, keys, snapshot, write_old_rows
 from tests.migration.sharding import sharding_violations
@@ -70,5 +71,5 @@ def test_an_upgraded_conversation_continues(empty_database_url):
 def test_a_migrated_database_opens_with_nothing_to_apply(empty_database_url):
     build_release(empty_database_url, 5)
     with MemoryService.from_settings(MemorySettings(database_url=empty_database_url)) as memory:
-        report = memory.call_sync(memory.backend.migrate())
+        report = memory.call_sync(SchemaManager(memory.backend).migrate())
     assert report.applied == [] and report.definitions == []
