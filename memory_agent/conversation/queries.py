@@ -131,7 +131,7 @@ class ConversationQueries:
         window: int,
         now: datetime,
     ) -> tuple[RoundSaved | None, Row]:
-        """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
+        """A round end's first statement, on `conn` (a session in pipeline mode): give the lease back (when `holder`
         holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
         when every one of them was) and read the trigger rule's state after them (over the last `window`
         messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `now`: the

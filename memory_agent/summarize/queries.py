@@ -1,6 +1,5 @@
-"""SummaryQueries: the statements of the summary job (pick up, read the window, complete or fail a version) and
-the only code of summarize/ that names statements. Built on a Connector
-(db/connector.py runs them)."""
+"""SummaryQueries: the statements of the summary job (pick up, read the window, complete or fail a version), the
+only code of summarize/ that names statements. Built on a Connector (db/connector.py runs them)."""
 
 from __future__ import annotations
 

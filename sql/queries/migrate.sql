@@ -1,4 +1,4 @@
--- Named queries of the migration runner (memory_agent/db/migrate.py). Each block starts with `-- name --` and a
+-- Named queries of the migration runner (memory_agent/db/schema.py, SchemaStatements). Each block starts with `-- name --` and a
 -- one-line description. They run with search_path set to the memory_agent schema.
 
 -- create_schema_migrations --
@@ -49,7 +49,7 @@ UPDATE schema_migrations SET checksum = %(checksum)s WHERE version = %(version)s
 INSERT INTO schema_migrations (version, name, checksum) VALUES (%(version)s, %(name)s, %(checksum)s);
 
 -- try_migration_lock --
--- Take the schema's migration lock for this session if free (waiters poll: see Migrator._session_lock).
+-- Take the schema's migration lock for this session if free (waiters poll: see SchemaStatements.session_lock).
 SELECT pg_try_advisory_lock(hashtext(%(key)s)) AS locked;
 
 -- release_migration_lock --

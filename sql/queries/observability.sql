@@ -5,7 +5,7 @@
 
 -- observe_conversation --
 -- One conversation's memory health (no row when the thread is unknown). `user_id`: its owner (conversation_user, or
--- RoundQueries.conversation_owner), read first: every statement here names it, so on Citus it runs on one shard.
+-- ConversationQueries.conversation_owner), read first: every statement here names it, so on Citus it runs on one shard.
 SELECT * FROM memory_health
 WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s;
 

