@@ -193,7 +193,7 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     )
     assert await runner.follow_ups.refresh_pending() == 1
     # Over the ceiling, the safety net writes no summary.
-    runner.settings = runner.settings.replace(monthly_cost_ceiling=0.0)
+    runner.follow_ups.settings = runner.follow_ups.settings.replace(monthly_cost_ceiling=0.0)
     await remember_three_facts(conn, "food", at(2))
     assert await runner.follow_ups.refresh_pending() == 0
 
