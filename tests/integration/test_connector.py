@@ -9,6 +9,7 @@ from psycopg import sql
 
 from memory_agent import DatabaseUnavailableError, InvalidInputError
 from memory_agent.db.connector import Connector, execute_query, fetch_all, fetch_one
+from memory_agent.db.pooled import create_pool
 from memory_agent.service.backend import MemoryBackend
 from tests.conftest import query
 
@@ -52,4 +53,30 @@ async def test_a_connector_maps_the_same_on_its_pool(database_url):
         with pytest.raises(KeyError, match="no query named 'no_such_query'"):
             await connector.fetch_all("no_such_query")
     finally:
+        await pool.close()
+
+
+async def test_the_session_modes_commit_as_they_say(database_url):
+    """One unit of work, three modes: autocommit, a transaction (rolled back whole on an error), and the same in
+    pipeline mode; a pipeline without its transaction is refused before any connection is taken."""
+    pool = create_pool(database_url, min_size=1, max_size=1)
+    await pool.open(wait=True)
+    connector = Connector(pool)
+    try:
+        with pytest.raises(ValueError, match="pass transaction=True too"):
+            async with connector.session(pipeline=True):
+                pass
+        async with connector.session() as conn:
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE  # autocommit
+            await execute_query(conn, sql.SQL("CREATE TABLE IF NOT EXISTS session_modes (n int)"))
+        for pipeline in (False, True):
+            with pytest.raises(RuntimeError, match="the caller failed"):
+                async with connector.session(transaction=True, pipeline=pipeline) as conn:
+                    await execute_query(conn, sql.SQL("INSERT INTO session_modes VALUES (1)"))
+                    raise RuntimeError("the caller failed")
+            async with connector.session(transaction=True, pipeline=pipeline) as conn:
+                await execute_query(conn, sql.SQL("INSERT INTO session_modes VALUES (2)"))
+        assert await connector.fetch_all(sql.SQL("SELECT n FROM session_modes")) == [{"n": 2}, {"n": 2}]
+    finally:
+        await connector.execute_query(sql.SQL("DROP TABLE IF EXISTS session_modes"))
         await pool.close()
