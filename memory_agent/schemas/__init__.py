@@ -3,7 +3,8 @@
 conversation.py: a memory version (MemoryRecord), what the summarizer returns (MemorySummaryOutput), what a round
 starts from (ConversationContext) and its results (RoundInfo, RoundSaved, TriggerResult); keys.py: the key of
 every row (a tenant and a user, the per-conversation scope when a round names none); items.py: a summary's
-structured items and the rules that make two statements of one fact the same item.
+structured items and the rules that make two statements of one fact the same item; started.py: a summary picked up
+(StartedSummary), whether by its job or by the round that claimed it.
 May import: errors. Nothing else of memory_agent: db/, conversation/, long_term/ and the rest import these shapes.
 """
 
