@@ -13,7 +13,8 @@ session most of them belong to), and answers:
 - summary: the session's summary once the new messages reach the session's last turn, else the session's facts
   seen so far, the latest ones within the prompt's word limit.
 
-Messages it cannot place are answered with no items and a summary that says so (counted in `stats`). Cluster
+Messages it cannot place (no session has them, or two have as many of them) are answered with no items and a
+summary that says so (counted in `stats`). Cluster
 summaries and consolidation are the offline model's (it is an OfflineModel): the file has no answer for them.
 """
 
@@ -170,10 +171,13 @@ class ReplaySummaryModel(OfflineModel):
         lines = _new_messages(prompt)
         votes = Counter((sample, number) for _, text in lines for sample, number, _ in self.text_index.get(text, []))
         self._count("calls", 1)
-        if not votes:
+        ranked = votes.most_common(2)
+        if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+            # No session, or two sessions as likely (only lines such as "Hi!"): nothing is placed rather than
+            # another conversation's facts.
             self._count("messages_unplaced", len(lines))
             return {"summary": "(no replayed facts for these messages)", "facts": []}
-        (sample, number), _ = votes.most_common(1)[0]
+        (sample, number), _ = ranked[0]
         session: ReplaySession = self.sessions[(sample, number)]
         order = {dia: n for n, dia in enumerate(session.dia_ids)}
         placed: dict[str, int] = {}  # dia id → sequence

@@ -115,7 +115,11 @@ async def test_a_summary_is_the_sessions_facts_then_its_summary(tmp_path: Path) 
     assert first.text == "Ana adopted a retired racing greyhound named Biscuit from a shelter in Porto."
     assert [(i.content, i.source_sequences) for i in first.items.facts] == [(first.text, [2])]
     last = await agent.summarize(
-        previous_summary=first.text, base_end_sequence=2, new_messages=messages[3:], window_start_seq=0, window_end_seq=5
+        previous_summary=first.text,
+        base_end_sequence=2,
+        new_messages=messages[3:],
+        window_start_seq=0,
+        window_end_seq=5,
     )
     # The session's last turn is in: its summary; each fact once (Ben's now, Ana's was the first summary's).
     assert last.text == FAKE[0]["session_summary"]["session_1_summary"]
@@ -145,7 +149,17 @@ def test_the_command_measures_with_the_replay_summarizer(server_url: str, tmp_pa
     assert refused.exit_code == 2 and "observation" in refused.output
 
 
-def test_model_name_and_unreadable_file(tmp_path: Path) -> None:
-    assert ReplaySummaryModel.from_file(write(tmp_path, FAKE)).model_name == REPLAY_SUMMARIZER
+def test_messages_of_no_one_session_are_not_placed(tmp_path: Path) -> None:
+    model = ReplaySummaryModel.from_file(write(tmp_path, FAKE))
+    assert model.model_name == REPLAY_SUMMARIZER
+    # "Hi!" opens both sessions: which one it is cannot be told, so no session's facts are answered.
+    prompt = "New messages (sequences 0-0):\n[seq 0] user: Hi!\n\nWrite the updated memory for the window 0-0."
+    assert model.replay(prompt, 250)["facts"] == []
+    unknown = "New messages (sequences 4-4):\n[seq 4] user: Something else entirely\n\nWrite the updated memory"
+    assert model.replay(unknown, 250) == {"summary": "(no replayed facts for these messages)", "facts": []}
+    assert model.stats == {"calls": 2, "messages_unplaced": 2}
+
+
+def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="cannot read the replay data"):
         ReplaySummaryModel.from_file(tmp_path / "missing.json")
