@@ -193,7 +193,8 @@ def render(results: dict[str, Any]) -> str:
             "",
             f"Replayed model output ({replay['data']}): the long-term tier's write of each version's items "
             f"(`remember` + its clusters' refresh), {cost['versions_written']} versions: p50 "
-            f"{cost['ms_per_version']['p50']} ms ({cost.get('p50_vs_remember_10_new')}x remember_10_new's), p95 "
+            f"{cost['ms_per_version']['p50']} ms ({cost.get('p50_vs_remember_10_new')}x the same run's remember_10_new "
+            "p50), p95 "
             f"{cost['ms_per_version']['p95']} ms, "
             f"{cost['statements_per_version']} statements, {cost['rows_per_version']} rows {cost['rows_by_table']}; "
             f"per round ({per_round['rounds']} rounds): {per_round['ms']} ms, {per_round['statements']} statements, "
