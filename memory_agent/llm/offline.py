@@ -38,7 +38,8 @@ _LINE = re.compile(r"^(?:- )?\[seq (\d+)\] (user|assistant): (.*)$", re.MULTILIN
 
 def offline_summary(prompt_text: str, *, width: int = 90) -> str:
     """One line per message of the window, each cut at `width` characters, narrower while the lines exceed the
-    length the prompt asks for ("At most N words", as a model asked for it keeps to it)."""
+    length the prompt asks for ("At most N words", as a model asked for it keeps to it); when even the narrowest
+    lines exceed it, the oldest lines go (the newest line is always kept)."""
     window = _WINDOW.search(prompt_text)
     window_start = int(window.group(1)) if window else 0
     messages: dict[int, tuple[str, str]] = {}
@@ -46,13 +47,16 @@ def offline_summary(prompt_text: str, *, width: int = 90) -> str:
         sequence = int(match.group(1))
         if sequence >= window_start:  # before the sliding window: dropped
             messages[sequence] = (match.group(2), match.group(3).strip())
-    budget = _MAX_WORDS.search(prompt_text)
+    asked = _MAX_WORDS.search(prompt_text)
+    budget = int(asked.group(1)) if asked else None
     while True:
         lines = [f"- [seq {s}] {role}: {_cut(text, width)}" for s, (role, text) in sorted(messages.items())]
-        summary = "\n".join(lines) or "- (nothing to remember)"
-        if budget is None or width <= _MIN_WIDTH or len(summary.split()) <= int(budget.group(1)):
-            return summary
+        if budget is None or width <= _MIN_WIDTH or len(" ".join(lines).split()) <= budget:
+            break
         width -= 5
+    while budget is not None and len(lines) > 1 and len(" ".join(lines).split()) > budget:
+        lines.pop(0)
+    return "\n".join(lines) or "- (nothing to remember)"
 
 
 def _cut(text: str, width: int) -> str:

@@ -129,3 +129,5 @@ def test_the_offline_summarizer_keeps_to_the_length_it_is_asked_for():
     tight = offline_summary(prompt.format(words=80))
     assert len(roomy.split()) > 80 >= len(tight.split())
     assert [line.split("]")[0] for line in tight.splitlines()] == [f"- [seq {n}" for n in range(10)]  # every line
+    tiny = offline_summary(prompt.format(words=20))  # narrowest lines still too long: the oldest go
+    assert len(tiny.split()) <= 20 and tiny.splitlines()[-1].startswith("- [seq 9]")
