@@ -83,7 +83,7 @@ async def load(server_url: str, path: Path, summarizer: str, long_term: bool, *,
             for sample in samples:
                 await load_through_rounds(memory, sample, clock)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            async with memory.backend.connection() as conn:
+            async with memory.backend.session() as conn:
                 volume = await long_term_volume(conn)
         rows = await table_rows(url)
     finally:

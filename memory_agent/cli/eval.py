@@ -70,7 +70,7 @@ async def run_recall_eval(
         service = MemoryService(settings, model=model, database_url=url, clock=clock, embeddings=chosen)
         async with service as memory:
             report = await evaluate(memory.backend, samples, memory=memory, per_path=per_path, evidence_key=key)
-            async with memory.backend.connection() as conn:
+            async with memory.backend.session() as conn:
                 report.volume = await long_term_volume(conn)
             report.settings["summarizer"] = summarizer
             if isinstance(model, ReplaySummaryModel):
