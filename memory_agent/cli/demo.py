@@ -29,7 +29,7 @@ from memory_agent.llm import (
     openai_configured,
 )
 from memory_agent.llm.models import MEMORY_MODEL_VARIABLE
-from memory_agent.observability import queries as observability
+from memory_agent.observability import reads as observability
 from memory_agent.schemas import MemoryRecord
 from memory_agent.schemas.keys import DEFAULT_TENANT_ID
 from memory_agent.service import MemoryService

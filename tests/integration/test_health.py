@@ -18,7 +18,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from memory_agent import resources
-from memory_agent.observability import queries as obs
+from memory_agent.observability import reads as obs
 from memory_agent.testing import generate_conversations
 from tests.integration.test_observability import execute, percentile_cont, read
 

@@ -18,7 +18,7 @@ import pytest
 
 from memory_agent import resources, with_memory
 from memory_agent.conversation.context import escape_memory_text
-from memory_agent.observability import queries as obs
+from memory_agent.observability import reads as obs
 from memory_agent.service import MemoryService
 from tests.conftest import query
 from tests.support import (
