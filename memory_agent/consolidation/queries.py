@@ -49,6 +49,12 @@ class ConsolidationQueries:
         """Record progress: covered_until, last_run and next_run only move forward (advance_schedule)."""
         await fetch_all(conn, "advance_schedule", schedule)
 
+    @staticmethod
+    async def user_known(conn: Conn, scope: Row) -> bool:
+        """Whether the tenant holds anything of the user (what a manual run checks first)."""
+        known = await fetch_one(conn, "tenant_user_known", scope)
+        return bool(known and known["known"])
+
     # Period notes.
 
     @staticmethod

@@ -8,7 +8,9 @@ import datetime as dt
 from datetime import date
 from typing import Any
 
-from memory_agent.db.connector import Connector
+import psycopg
+
+from memory_agent.db.connector import Connector, fetch_one
 
 Row = dict[str, Any]
 
@@ -87,6 +89,13 @@ class ObservabilityQueries:
 
     async def weekly_report(self) -> list[Row]:
         return await self.connector.fetch_all("observe_weekly_report", {})
+
+    @staticmethod
+    async def try_demo_lock(conn: psycopg.AsyncConnection[Any]) -> bool:
+        """Whether `conn` took the demo's lock (a session advisory lock; never waits): `memory-agent demo` writes the
+        rounds it then shows, and two demos at once would clear and interleave each other's."""
+        row = await fetch_one(conn, "try_demo_lock")
+        return bool(row and row["taken"])
 
     async def upgrade_report(self, tenant_id: str | None, since: date) -> list[Row]:
         """upgrade_report_weekly's rows from the ISO week starting `since` (one tenant when named), newest first."""
