@@ -6,7 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from tests.conftest import execute, query
-from tests.integrity import find_violations
+from memory_agent.testing import find_violations
 
 pytestmark = pytest.mark.no_integrity_check  # these tests break the store on purpose
 
