@@ -31,15 +31,13 @@ async def run_recall_eval(
     the inline executor) stores every turn through `with_memory` rounds and does the background work. The recall
     settings and the embedder are the service's (MEMORY_AGENT_RECALL_*, MEMORY_AGENT_EMBEDDINGS) unless given
     here. `evidence_key`: a JSON object of question → evidence dia ids that replaces the dataset's."""
-    import psycopg
-
-    from memory_agent.db.connector import execute_query
     from memory_agent.evaluation import evaluate, load_dataset
     from memory_agent.evaluation.rounds import ReplayClock
     from memory_agent.llm import OfflineSummaryModel
     from memory_agent.long_term.embedders import embedder_from_setting
     from memory_agent.service.memory import MemoryService
     from memory_agent.settings import MemorySettings
+    from memory_agent.testing.queries import create_database, drop_database
 
     samples = load_dataset(dataset)
     key = load_evidence_key(evidence_key) if evidence_key is not None else None
@@ -54,20 +52,14 @@ async def run_recall_eval(
         update={"recall": recall}
     )
     name = f"memory_agent_eval_{uuid.uuid4().hex[:10]}"
-    params = psycopg.conninfo.conninfo_to_dict(server_url)
-    async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-        await execute_query(admin, psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
+    url = await asyncio.to_thread(create_database, server_url, name)
     try:
-        url = psycopg.conninfo.make_conninfo("", **{**params, "dbname": name})
         clock = ReplayClock(datetime.now(UTC))
         service = MemoryService(settings, model=OfflineSummaryModel(), database_url=url, clock=clock, embeddings=chosen)
         async with service as memory:
             return await evaluate(memory.backend, samples, memory=memory, per_path=per_path, evidence_key=key)
     finally:
-        async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-            await execute_query(
-                admin, psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name))
-            )
+        await asyncio.to_thread(drop_database, server_url, name)
 
 
 def load_evidence_key(path: Path) -> dict[str, list[str]]:

@@ -1,6 +1,8 @@
 """The statements of memory_agent.testing, the only module of it that runs any: a database made and dropped (a
-test's, an evaluation's), the integrity checker's rules (sql/queries/integrity.sql) and the bulk writer of
-generate_conversations (sql/queries/testing.sql). Blocking connections: pytest's fixtures run outside any loop.
+test's, an evaluation's), the integrity checker's rules (sql/queries/integrity.sql), the bulk writer of
+generate_conversations (sql/queries/testing.sql), and rows written straight into the tables for the recall
+evaluation and tests (sql/queries/evaluation.sql). The fixtures' statements run on blocking connections (pytest's
+fixtures run outside any loop); the evaluation's on the caller's async connection.
 
 The integrity checker: what must hold in a memory_agent database after any sequence of rounds, checked on every
 schema memory_agent migrated in it — sequences gap-free, rounds whole, one linear chain of versions, at most one
@@ -19,7 +21,14 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import resources
-from memory_agent.db.connector import fetch_all_sync, fetch_one_sync
+from memory_agent.db.connector import (
+    execute_many,
+    execute_query,
+    fetch_all,
+    fetch_all_sync,
+    fetch_one,
+    fetch_one_sync,
+)
 
 Row = dict[str, Any]
 
@@ -106,3 +115,37 @@ def generate_conversations(url: str, conversations: int, rounds: int, schema: st
         counts = fetch_one_sync(conn, "generated_counts")
     assert counts is not None
     return {**counts, "generate_s": {name: round(seconds, 2) for name, seconds in timings.items()}}
+
+
+# Rows written straight into the tables (the recall evaluation's direct load, and tests that need stored turns and
+# items without running rounds): sql/queries/evaluation.sql, on the caller's connection and transaction.
+
+
+async def insert_conversation(conn: psycopg.AsyncConnection[Any], conversation: Row, messages: list[Row]) -> None:
+    """A conversation with its owner row, and its messages (one statement, pipelined per message)."""
+    await execute_query(conn, "eval_insert_conversation", conversation)
+    await execute_many(conn, "eval_insert_message", messages)
+
+
+async def insert_item(conn: psycopg.AsyncConnection[Any], item: Row, sources: list[Row], *, single_valued: bool) -> Any:
+    """An item (closing the current value of its key first when `single_valued`) and the turns it came from; its
+    id, None when the same content was current already (then nothing is written)."""
+    if single_valued:
+        await execute_query(conn, "eval_close_item", item)
+    row = await fetch_one(conn, "eval_insert_item", item)
+    if row is None:
+        return None
+    for source in sources:
+        await execute_query(conn, "eval_insert_item_source", {**source, "item_id": row["item_id"]})
+    return row["item_id"]
+
+
+async def turns_without_vector(conn: psycopg.AsyncConnection[Any], scope: Row, model: str) -> int:
+    """How many of the user's stored turns have no vector of `model`."""
+    row = await fetch_one(conn, "eval_turns_without_vector", {**scope, "model": model})
+    return int(row["missing"]) if row else 0
+
+
+async def stored_turns(conn: psycopg.AsyncConnection[Any], scope: Row) -> list[Row]:
+    """The user's stored turns (conversation_id, sequence_number, content), in order."""
+    return await fetch_all(conn, "eval_stored_turns", scope)
