@@ -7,8 +7,9 @@
 - queries.py: the only module here that runs statements: databases made and dropped, the integrity checker's
   rules, and generate_conversations (thousands of conversations written at once, for health tests and
   benchmarks).
-May import: integrations/ (the protocol), db/, schemas, settings, resources, errors. Nothing in memory_agent
-imports it but the evaluation (a scratch database of its own); this package's __init__ never imports pytest.
+May import: integrations/ (the protocol), db/, schemas, settings, resources, errors; never service/, evaluation/,
+api/ nor cli/ (the evaluation and `eval recall` use its scratch database and direct writes). Its __init__ never
+imports pytest.
 """
 
 from memory_agent.testing.noop import NoopMemory
