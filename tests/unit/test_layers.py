@@ -138,20 +138,9 @@ FORBIDDEN = {
     "service": ("testing", "langgraph_server", "api", "mcp_server", "cli", "__init__", "__main__"),
     # The fakes, the test databases and rows written straight into the tables: under the evaluation and the CLI.
     "testing": (
-        "summarize",
-        "jobs",
-        "consolidation",
-        "observability",
-        "transfer",
-        "service",
-        "evaluation",
-        "langgraph_server",
-        "api",
-        "mcp_server",
-        "cli",
-        "__init__",
-        "__main__",
-    ),  # fmt: skip
+        *("summarize", "jobs", "consolidation", "observability", "transfer", "service", "evaluation"),
+        *("langgraph_server", "api", "mcp_server", "cli", "__init__", "__main__"),
+    ),
     "langgraph_server": ("testing", "api", "mcp_server", "cli", "__main__"),
     "__init__": ("testing", "evaluation", "langgraph_server", "api", "mcp_server", "cli", "__main__"),
     "api": ("testing", "mcp_server", "cli", "__main__"),
