@@ -23,7 +23,7 @@ from memory_agent.testing.queries import with_dbname
 
 # The database fixtures are memory_agent.testing's plugin (a template per run, a copy per test, the integrity
 # checker after each); the names below are this suite's for them.
-pytest_plugins = ["memory_agent.testing.plugin"]
+pytest_plugins = ["memory_agent.testing.plugin", "pytester"]
 
 # The tests' summarizer is the offline one, by name (a service never falls back to it on its own); the processes
 # and CLI runs the tests start inherit it. A test of a real provider sets its own (fake_openai, tests/providers).

@@ -47,7 +47,7 @@ def with_dbname(url: str, dbname: str) -> str:
     """`url` naming the database `dbname` instead of its own."""
     params = conninfo_to_dict(url)
     params["dbname"] = dbname
-    return make_conninfo(**params)
+    return make_conninfo("", **params)
 
 
 def create_database(server_url: str, name: str, *, template: str | None = None) -> str:
