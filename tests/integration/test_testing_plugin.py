@@ -5,11 +5,7 @@ this run's server."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import psycopg
-
-import memory_agent
 
 CONFTEST = 'pytest_plugins = ["memory_agent.testing.plugin"]\n'
 
@@ -58,10 +54,9 @@ def _databases(server_url: str) -> set[str]:
 def test_a_users_suite_gets_fresh_checked_databases(pytester, monkeypatch, server_url):
     before = _databases(server_url)
     monkeypatch.setenv("MEMORY_AGENT_TEST_DSN", server_url)  # this run's server: no second embedded one
-    monkeypatch.setenv("PYTHONPATH", str(Path(memory_agent.__file__).parent.parent))
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:asyncio")
     result.assert_outcomes(passed=3, errors=1)
     # The broken store is reported after its test, naming the rule.
     result.stdout.fnmatch_lines(["*ERROR at teardown of test_a_breaks_the_store_and_fails*"])
