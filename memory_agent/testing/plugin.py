@@ -15,6 +15,7 @@ import os
 import uuid
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 
 from memory_agent.testing.queries import check_integrity, create_database, drop_database
@@ -65,9 +66,23 @@ def memory_agent_template(memory_agent_server_url: str) -> Iterator[str]:
     """The name of the run's template database: memory_agent's migrations applied, no rows (dropped at the end).
     A name of its own per run: runs sharing a server never drop each other's."""
     name = f"memory_agent_template_{uuid.uuid4().hex[:12]}"
-    _migrate(create_database(memory_agent_server_url, name))
-    yield name
-    drop_database(memory_agent_server_url, name)
+    refused: str | None = None
+    try:
+        url = create_database(memory_agent_server_url, name)
+    except psycopg.Error as exc:
+        refused = f"{type(exc).__name__}: {exc}"
+    if refused is not None:  # outside the except block: the message alone, not the driver's chain
+        where = DSN_VARIABLE if os.environ.get(DSN_VARIABLE) else "the embedded server"
+        pytest.fail(
+            f"memory_agent's test databases need a server whose role may create databases; {where} refused "
+            f"({refused}). Set {DSN_VARIABLE} to such a URL, or unset it for the embedded server.",
+            pytrace=False,
+        )
+    try:
+        _migrate(url)
+        yield name
+    finally:  # a migration that failed leaves no template behind either
+        drop_database(memory_agent_server_url, name)
 
 
 def private_database(
