@@ -149,3 +149,8 @@ async def turns_without_vector(conn: psycopg.AsyncConnection[Any], scope: Row, m
 async def stored_turns(conn: psycopg.AsyncConnection[Any], scope: Row) -> list[Row]:
     """The user's stored turns (conversation_id, sequence_number, content), in order."""
     return await fetch_all(conn, "eval_stored_turns", scope)
+
+
+async def long_term_volume(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> Row:
+    """The tenant's completed summaries, item rows (every version) and cluster summaries."""
+    return await fetch_one(conn, "eval_long_term_volume", {"tenant_id": tenant_id}) or {}
