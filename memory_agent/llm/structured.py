@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -117,21 +118,33 @@ def refuses_method(exc: BaseException) -> bool:
     return status_of(exc) in REFUSING_STATUS
 
 
+# A reasoning model's thinking (deepseek-r1, qwen3 through Ollama or an OpenAI-compatible server) opens its text,
+# before the answer, and may hold braces or a draft of the object. Matched at the start only: one pass, whatever
+# the text holds.
+_THINKING = re.compile(r"\s*<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+MAX_JSON_STARTS = 64  # the `{` an answer's object is looked for at
+_DECODER = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings
+
+
 def lenient_json(text: str) -> dict[str, Any] | None:
-    """The JSON object in a model's text: the whole text, else the span from its first `{` to its last `}` (a code
-    fence or a sentence around it); None when there is none."""
-    text = text.strip()
-    candidates = [text]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
+    """The JSON object in a model's text: the first that parses from one of its `{` (a code fence or sentences
+    around it are passed over, braces in them included), a reasoning model's thinking left out; None when there
+    is none."""
+    thinking = _THINKING.match(text)
+    text = text[thinking.end() if thinking else 0 :].strip()
+    start = text.find("{")
+    for _ in range(MAX_JSON_STARTS):  # bounded: each try may read to the end of a long garbage answer
+        if start < 0:
+            break
         try:
-            value = json.loads(candidate, strict=False)  # strict=False: raw newlines inside strings
-        except (ValueError, RecursionError):  # RecursionError: arrays nested past the interpreter's stack
-            continue
+            value, _ = _DECODER.raw_decode(text, start)
+        except ValueError:
+            value = None
+        except RecursionError:  # nested past the interpreter's stack: so is every object inside it
+            return None
         if isinstance(value, dict):
             return value
+        start = text.find("{", start + 1)
     return None
 
 
@@ -144,6 +157,15 @@ def arguments(answer: Any) -> dict[str, Any] | None:
     if text is None:
         text = getattr(answer, "content", answer)
     return lenient_json(str(text or ""))
+
+
+def unwrapped(args: dict[str, Any], name: str) -> dict[str, Any]:
+    """The schema's arguments when a model wrote them as a call of it in its text (`{"name": "<schema>",
+    "arguments": {...}}`, as small models imitate tool calling) or under the schema's name; else `args`."""
+    inner = args.get(name) if len(args) == 1 else None
+    if inner is None and args.get("name") == name and len(args) == 2:
+        inner = args.get("arguments", args.get("parameters"))
+    return dict(inner) if isinstance(inner, dict) else args
 
 
 def shown(answer: Any) -> str:
@@ -243,6 +265,8 @@ class StructuredCaller:
             if note is not None:
                 note(raw, prompt)
             args = arguments(raw)
+            if args is not None and method == "text":
+                args = unwrapped(args, self.schema.__name__)
             if args is None:
                 refusals.append(f"{method}: no {self.schema.__name__} in the answer; raw: {shown(raw)}")
                 if learned is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from memory_agent.llm.structured import arguments, lenient_json, refuses_method
+from memory_agent.llm.structured import arguments, lenient_json, refuses_method, unwrapped
 
 
 @pytest.mark.parametrize(
@@ -18,6 +18,12 @@ from memory_agent.llm.structured import arguments, lenient_json, refuses_method
         ("no object here", None),
         ('{"summary": ', None),
         ('{"summary": "a", "facts": ' + "[" * 100_000 + "]" * 100_000 + "}", None),  # nested past the stack
+        # Braces in the prose around the object, a second object, a reasoning model's thinking before it.
+        ('{"summary": "a"}\nI left the {placeholders} out.', {"summary": "a"}),
+        ('Sure {ok}, the memory: {"summary": "a"}', {"summary": "a"}),
+        ('{"summary": "a"}\n{"summary": "b"}', {"summary": "a"}),
+        ('<think>I will answer {"summary": "draft"}</think>\n```json\n{"summary": "a"}\n```', {"summary": "a"}),
+        ('{"summary": "café — 東京 😀"}', {"summary": "café — 東京 😀"}),
     ],
 )
 def test_lenient_json(text, expected):
@@ -31,6 +37,19 @@ def test_a_tool_call_wins_over_text():
     )
     assert arguments(answer) == {"summary": "tool"}
     assert arguments(AIMessage(content='```\n{"summary": "text"}\n```')) == {"summary": "text"}
+
+
+def test_garbage_of_any_size_is_read_in_bounded_time():
+    for garbage in ("<think>" * 100_000, "{" * 200_000, '{"a": 1' * 100_000, '{"a":' * 50_000):
+        assert lenient_json(garbage) is None
+
+
+def test_a_call_written_in_text_is_unwrapped():
+    args = {"summary": "a"}
+    assert unwrapped({"name": "MemorySummaryOutput", "arguments": args}, "MemorySummaryOutput") == args
+    assert unwrapped({"MemorySummaryOutput": args}, "MemorySummaryOutput") == args
+    assert unwrapped({"name": "x", "arguments": args}, "MemorySummaryOutput") == {"name": "x", "arguments": args}
+    assert unwrapped(args, "MemorySummaryOutput") == args
 
 
 class StatusError(Exception):
