@@ -45,6 +45,9 @@ class FakeOpenAI:
         self.refuse_tools = False
         self.refuse_response_format = False
         self.text_answer: str | None = None
+        # (status, message) of a refusal of tools or response_format in another server's words, e.g. llama.cpp's
+        # (500, "tools param requires --jinja flag").
+        self.refusal: tuple[int, str] | None = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -90,6 +93,10 @@ class FakeOpenAI:
                 )
                 if refused:
                     what = "tools" if body.get("tools") else "response_format"
+                    if fake.refusal is not None:  # another server's words and status
+                        status, message = fake.refusal
+                        self._send(status, {"error": {"code": status, "message": message, "type": "server_error"}})
+                        return
                     self._send(400, {"error": {"message": f"{what} is not supported", "type": "invalid_request_error"}})
                     return
                 messages = body.get("messages") or []

@@ -4,7 +4,7 @@ a model for a schema's arguments.
 Three methods, in order: tool calling (one tool, the schema, which the model must call), the provider's JSON-schema
 response format (`with_structured_output(method="json_schema")`), and JSON in plain text (the schema in the prompt,
 the answer parsed leniently: code fences and prose around the object are ignored). A method the provider refuses
-(HTTP 400/404/405/415/422/501, or a client that cannot send it) or that answers nothing usable is passed over for
+(HTTP 400/404/405/415/422/501, a 500 naming it unsupported, or a client that cannot send it) or that answers nothing usable is passed over for
 the next; the first that works is remembered for that model object, so later calls make one request, and a
 refused method is not asked again of that model (the remembered one included, should the provider start refusing
 it: the next is tried and remembered). The answer
@@ -38,6 +38,13 @@ Method = Literal["tools", "json_schema", "text"]
 METHODS: tuple[Method, ...] = ("tools", "json_schema", "text")
 # Statuses that refuse the request's shape (an unknown parameter, an unsupported feature), not its moment.
 REFUSING_STATUS = frozenset({400, 404, 405, 415, 422, 501})
+# A server error that names the way of asking as unsupported refuses it too: llama.cpp's server answers HTTP 500
+# "tools param requires --jinja flag" (or "Unsupported param: tools") to every request offering tools.
+_REFUSING_TEXT = re.compile(
+    r"\b(tools?|tool_choice|response_format|json_schema)\b.{0,40}\b(requires|unsupported|not supported)\b"
+    r"|\b(unsupported|not supported|does not support)\b.{0,40}\b(tools?|tool_choice|response_format|json_schema)\b",
+    re.IGNORECASE,
+)
 TEXT_INSTRUCTION = (
     "Answer with one JSON object and nothing else: no prose, no code fence. It must match this JSON schema:\n{schema}"
 )
@@ -115,7 +122,8 @@ def refuses_method(exc: BaseException) -> bool:
         return True
     if "context_length" in str(exc) or "maximum context" in str(exc):
         return False  # too long a prompt is too long whatever the method
-    return status_of(exc) in REFUSING_STATUS
+    status = status_of(exc)
+    return status in REFUSING_STATUS or (status == 500 and _REFUSING_TEXT.search(str(exc)[:1000]) is not None)
 
 
 # A reasoning model's thinking (deepseek-r1, qwen3 through Ollama or an OpenAI-compatible server) opens its text,

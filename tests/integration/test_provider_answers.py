@@ -69,3 +69,13 @@ def test_retry_after_in_each_form_a_provider_sends():
     assert 50 < (retry_after_s(Refused(**{"retry-after": later})) or 0) <= 60
     assert retry_after_s(Refused(**{"retry-after": "soon"})) is None and retry_after_s(Refused()) is None
     assert retry_after_s(RuntimeError("no response")) is None
+
+
+async def test_a_server_refusing_tools_with_http_500_degrades(fake_openai):
+    """llama.cpp's server without --jinja answers HTTP 500 "tools param requires --jinja flag" to a request with
+    tools: the JSON-schema format is asked next and remembered (before: every summary failed with that 500)."""
+    fake_openai.refuse_tools, fake_openai.refusal = True, (500, "tools param requires --jinja flag")
+    summarizer = agent()
+    for _ in range(2):
+        assert (await summarizer.summarize(**WINDOW)).text
+    assert [bool(r.get("tools")) for r in fake_openai.requests] == [True, False, False]

@@ -66,3 +66,10 @@ def test_which_errors_refuse_a_way_of_asking():
     for error in (StatusError(500), StatusError(429), StatusError(401), TimeoutError()):
         assert not refuses_method(error)
     assert not refuses_method(StatusError(400, "context_length_exceeded: too long"))
+    # A server error naming the way of asking as unsupported (llama.cpp without --jinja) refuses it; others do not.
+    assert refuses_method(StatusError(500, "Error code: 500 - tools param requires --jinja flag"))
+    assert refuses_method(StatusError(500, "Unsupported param: tools"))
+    assert refuses_method(StatusError(500, "response_format is not supported by this backend"))
+    for message in ("upstream exploded", "CUDA error: out of memory", "tools failed: worker crashed"):
+        assert not refuses_method(StatusError(500, message))
+    assert not refuses_method(StatusError(503, "tools not supported while loading"))
