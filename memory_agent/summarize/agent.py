@@ -96,6 +96,9 @@ def parse_summary(args: dict[str, Any]) -> ParsedSummary:
     (SummarizationError otherwise); the item lists are validated one item at a time, so one malformed item costs
     that item, never the summary."""
     summary = args.get("summary")
+    if isinstance(summary, list) and summary and all(isinstance(line, str) for line in summary):
+        # Bullet points as a list of strings (small models write them so): the same lines, one text.
+        summary = "\n".join(line.strip() for line in summary if line.strip())
     if not isinstance(summary, str):
         raise SummarizationError(f"summarizer returned unparseable output: `summary` is {type(summary).__name__}")
     kept: dict[str, list[SummaryItem]] = {}
