@@ -40,6 +40,12 @@ METHODS: tuple[Method, ...] = ("tools", "json_schema", "text")
 REFUSING_STATUS = frozenset({400, 404, 405, 415, 422, 501})
 # A server error that names the way of asking as unsupported refuses it too: llama.cpp's server answers HTTP 500
 # "tools param requires --jinja flag" (or "Unsupported param: tools") to every request offering tools.
+# A prompt over the model's context, in each provider's words: OpenAI and vLLM ("context_length_exceeded", "maximum
+# context length"), Anthropic ("prompt is too long"), llama.cpp ("exceeds the available context size"), others.
+_TOO_LONG = re.compile(
+    r"context[_ ](length|size|window)|maximum context|prompt is too long|too many (input )?tokens|input is too long",
+    re.IGNORECASE,
+)
 _REFUSING_TEXT = re.compile(
     r"\b(tools?|tool_choice|response_format|json_schema)\b.{0,40}\b(requires|unsupported|not supported)\b"
     r"|\b(unsupported|not supported|does not support)\b.{0,40}\b(tools?|tool_choice|response_format|json_schema)\b",
@@ -120,8 +126,8 @@ def refuses_method(exc: BaseException) -> bool:
     """Whether `exc` says the provider cannot serve this way of asking (the next method may work)."""
     if isinstance(exc, NotImplementedError):
         return True
-    if "context_length" in str(exc) or "maximum context" in str(exc):
-        return False  # too long a prompt is too long whatever the method
+    if _TOO_LONG.search(str(exc)[:1000]):
+        return False  # too long a prompt is too long whatever the method (and must not refuse it for good)
     status = status_of(exc)
     return status in REFUSING_STATUS or (status == 500 and _REFUSING_TEXT.search(str(exc)[:1000]) is not None)
 

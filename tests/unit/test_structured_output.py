@@ -66,6 +66,14 @@ def test_which_errors_refuse_a_way_of_asking():
     for error in (StatusError(500), StatusError(429), StatusError(401), TimeoutError()):
         assert not refuses_method(error)
     assert not refuses_method(StatusError(400, "context_length_exceeded: too long"))
+    # The same in other providers' words: a long prompt must not refuse tool calling for good.
+    for message in (
+        "prompt is too long: 210000 tokens > 200000 maximum",  # Anthropic
+        "the request exceeds the available context size, try increasing it",  # llama.cpp
+        "Input validation error: too many input tokens",  # text-generation-inference
+        "This model's maximum context length is 4096 tokens",  # vLLM
+    ):
+        assert not refuses_method(StatusError(400, message))
     # A server error naming the way of asking as unsupported (llama.cpp without --jinja) refuses it; others do not.
     assert refuses_method(StatusError(500, "Error code: 500 - tools param requires --jinja flag"))
     assert refuses_method(StatusError(500, "Unsupported param: tools"))
