@@ -46,6 +46,9 @@ _TOO_LONG = re.compile(
     r"context[_ ](length|size|window)|maximum context|prompt is too long|too many (input )?tokens|input is too long",
     re.IGNORECASE,
 )
+# A model the server does not have (OpenAI's 404 "model_not_found", Ollama's "model 'x' not found, try pulling it
+# first"): no way of asking works until it is there, and once it is, each must be tried again.
+_NO_MODEL = re.compile(r"model_not_found|model\b.{0,120}\b(not found|does not exist)", re.IGNORECASE)
 _REFUSING_TEXT = re.compile(
     r"\b(tools?|tool_choice|response_format|json_schema)\b.{0,40}\b(requires|unsupported|not supported)\b"
     r"|\b(unsupported|not supported|does not support)\b.{0,40}\b(tools?|tool_choice|response_format|json_schema)\b",
@@ -126,8 +129,8 @@ def refuses_method(exc: BaseException) -> bool:
     """Whether `exc` says the provider cannot serve this way of asking (the next method may work)."""
     if isinstance(exc, NotImplementedError):
         return True
-    if _TOO_LONG.search(str(exc)[:1000]):
-        return False  # too long a prompt is too long whatever the method (and must not refuse it for good)
+    if _TOO_LONG.search(str(exc)[:1000]) or _NO_MODEL.search(str(exc)[:1000]):
+        return False  # the same whatever the method: it must not count as refusing one for good
     status = status_of(exc)
     return status in REFUSING_STATUS or (status == 500 and _REFUSING_TEXT.search(str(exc)[:1000]) is not None)
 

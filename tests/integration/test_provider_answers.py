@@ -13,6 +13,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent.llm import chat_model_from_setting
+from memory_agent.llm.structured import learned_method
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage
 from memory_agent.summarize.failures import retry_after_s
 
@@ -79,3 +80,18 @@ async def test_a_server_refusing_tools_with_http_500_degrades(fake_openai):
     for _ in range(2):
         assert (await summarizer.summarize(**WINDOW)).text
     assert [bool(r.get("tools")) for r in fake_openai.requests] == [True, False, False]
+
+
+async def test_a_model_pulled_late_gets_tool_calling(fake_openai):
+    """The server does not have the model yet (HTTP 404 "model ... not found"): the summary fails with that, and
+    once the model is there tool calling is asked again (before: tools and the JSON-schema format counted as
+    refused for good, and every later summary went through JSON in text)."""
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = True
+    fake_openai.refusal = (404, "model 'limited-model' not found, try pulling it first")
+    summarizer = agent()
+    with pytest.raises(openai.NotFoundError):
+        await summarizer.summarize(**WINDOW)
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = False
+    fake_openai.requests.clear()
+    assert (await summarizer.summarize(**WINDOW)).text
+    assert learned_method(summarizer.model) == "tools" and len(fake_openai.requests) == 1

@@ -74,6 +74,13 @@ def test_which_errors_refuse_a_way_of_asking():
         "This model's maximum context length is 4096 tokens",  # vLLM
     ):
         assert not refuses_method(StatusError(400, message))
+    # A model the server does not have (yet): no way of asking is refused for good.
+    for message in (
+        "model 'llama3.1' not found, try pulling it first",  # Ollama
+        "The model `gpt-5-mini` does not exist or you do not have access to it.",  # OpenAI
+    ):
+        assert not refuses_method(StatusError(404, message))
+    assert refuses_method(StatusError(404, "Not Found"))  # no such route: the way of asking is not served
     # A server error naming the way of asking as unsupported (llama.cpp without --jinja) refuses it; others do not.
     assert refuses_method(StatusError(500, "Error code: 500 - tools param requires --jinja flag"))
     assert refuses_method(StatusError(500, "Unsupported param: tools"))
