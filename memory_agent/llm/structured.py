@@ -49,6 +49,8 @@ _TOO_LONG = re.compile(
 # A model the server does not have (OpenAI's 404 "model_not_found", Ollama's "model 'x' not found, try pulling it
 # first"): no way of asking works until it is there, and once it is, each must be tried again.
 _NO_MODEL = re.compile(r"model_not_found|model\b.{0,120}\b(not found|does not exist)", re.IGNORECASE)
+# The model called the tool badly this once (Groq's HTTP 400 "tool_use_failed"): tool calling is served.
+_BAD_GENERATION = re.compile(r"tool_use_failed|failed to call a function", re.IGNORECASE)
 _REFUSING_TEXT = re.compile(
     r"\b(tools?|tool_choice|response_format|json_schema)\b.{0,40}\b(requires|unsupported|not supported)\b"
     r"|\b(unsupported|not supported|does not support)\b.{0,40}\b(tools?|tool_choice|response_format|json_schema)\b",
@@ -129,10 +131,11 @@ def refuses_method(exc: BaseException) -> bool:
     """Whether `exc` says the provider cannot serve this way of asking (the next method may work)."""
     if isinstance(exc, NotImplementedError):
         return True
-    if _TOO_LONG.search(str(exc)[:1000]) or _NO_MODEL.search(str(exc)[:1000]):
-        return False  # the same whatever the method: it must not count as refusing one for good
+    said = str(exc)[:1000]
+    if _TOO_LONG.search(said) or _NO_MODEL.search(said) or _BAD_GENERATION.search(said):
+        return False  # not about the way of asking: it must not count as refusing one for good
     status = status_of(exc)
-    return status in REFUSING_STATUS or (status == 500 and _REFUSING_TEXT.search(str(exc)[:1000]) is not None)
+    return status in REFUSING_STATUS or (status == 500 and _REFUSING_TEXT.search(said) is not None)
 
 
 # A reasoning model's thinking (deepseek-r1, qwen3 through Ollama or an OpenAI-compatible server) opens its text,

@@ -81,6 +81,11 @@ def test_which_errors_refuse_a_way_of_asking():
     ):
         assert not refuses_method(StatusError(404, message))
     assert refuses_method(StatusError(404, "Not Found"))  # no such route: the way of asking is not served
+    # One bad tool call (Groq's 400 tool_use_failed) is that answer's failure, not tool calling refused for good.
+    message = "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details."
+    assert not refuses_method(
+        StatusError(400, f"Error code: 400 - {{'code': 'tool_use_failed', 'message': '{message}'}}")
+    )
     # A server error naming the way of asking as unsupported (llama.cpp without --jinja) refuses it; others do not.
     assert refuses_method(StatusError(500, "Error code: 500 - tools param requires --jinja flag"))
     assert refuses_method(StatusError(500, "Unsupported param: tools"))
