@@ -268,10 +268,13 @@ async def test_a_vector_weight_of_zero_embeds_only_for_the_fallback(conn: Any) -
     assert result.fts_hits >= 2 and embedder.queries == [] and all("vector" not in h.paths for h in result.ranked)
 
 
-def test_the_pass_over_all_vectors_runs_only_where_its_hits_could_rank() -> None:
+def test_the_pass_over_all_vectors_runs_only_where_full_text_left_places() -> None:
     full = [{"kind": "turn"}] * 20
-    # With the defaults a hit of vectors alone scores under every full-text hit: 20 of them leave it no place.
-    assert not can_place_vector_hits(full, 20, RecallSettings())
-    assert can_place_vector_hits(full[:5], 20, RecallSettings())
-    # A weight at which it could outrank full text's last hits: the pass always runs.
-    assert can_place_vector_hits(full, 20, RecallSettings(vector_weight=2.0))
+    assert not can_place_vector_hits(full, 20)
+    assert can_place_vector_hits(full[:5], 20)
+
+
+def test_a_vector_weight_above_one_is_refused() -> None:
+    # The weight is the vectors' share of a convex combination: above 1, full text's share would be negative.
+    with pytest.raises(ValidationError, match="vector_weight"):
+        RecallSettings(vector_weight=2.0)

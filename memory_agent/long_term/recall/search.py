@@ -221,10 +221,10 @@ async def recall(
                 "query_vector": vector,
             }
             if vector is not None and rows is not None and enough:
-                rows = await reranked(conn, rows, params, vectors, settings)
-                if can_place_vector_hits(rows, block_rows, settings):
+                rows, scale = await reranked(conn, rows, params, vectors, settings)
+                if can_place_vector_hits(rows, block_rows):
                     nearest = await _search(conn, vector_only(params, block_rows), settings, vectors=vectors)
-                    rows = fused(rows, nearest, conversation_id)
+                    rows = fused(rows, nearest, conversation_id, scale, settings.vector_weight)
             elif vector is not None:
                 rows = await _search(conn, params, settings, vectors=vectors)
     finally:  # not awaited when the check failed or the server has no pgvector
