@@ -79,9 +79,12 @@ class Scale:
         return bm25 / self.best_bm25 if bm25 is not None and self.best_bm25 > 0 else 0.0
 
     def vector(self, similarity: float | None) -> float:
-        """A similarity placed between the lowest (0) and the highest (1) of the re-ranked hits' vectors."""
-        if similarity is None or self.high <= self.low:
+        """A similarity placed between the lowest (0) and the highest (1) of the re-ranked hits' vectors (1 when
+        they are all equal); 0 without a vector."""
+        if similarity is None:
             return 0.0
+        if self.high <= self.low:
+            return 1.0 if similarity >= self.high else 0.0
         return min(1.0, max(0.0, (similarity - self.low) / (self.high - self.low)))
 
 
@@ -125,7 +128,11 @@ async def reranked(
         return rows, None
     similarity = {_key(near): 1 - near["distance"] for near in found}
     bm25 = [row["bm25"] for row in first if row["bm25"] is not None]
-    scale = Scale(max(bm25, default=0.0), min(similarity.values()), max(similarity.values()))
+    # A turn or item without a vector above the floor lies below it: the scale starts at the floor then, so that
+    # one vector found among such hits counts fully (not min = max, which would count none).
+    below = len(found) < len(turns) + len(items)
+    low = settings.vector_min_similarity if below else min(similarity.values())
+    scale = Scale(max(bm25, default=0.0), low, max(similarity.values()))
     best = max((row["score"] for row in first), default=0.0)
     weight = settings.vector_weight
     rescored = []
