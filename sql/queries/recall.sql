@@ -222,7 +222,10 @@ WITH user_turns AS NOT MATERIALIZED (
     SELECT r.kind, r.conversation_id, r.sequence_number, r.item_id,
            sum(CASE WHEN r.path = 'vector' THEN %(vector_weight)s ELSE 1.0 END / (%(rrf_k)s + r.rank)) AS score,
            array_agg(r.path ORDER BY r.path) AS paths,
-           max(r.raw) FILTER (WHERE r.path = 'fts') AS bm25, max(r.raw) FILTER (WHERE r.path = 'vector') AS similarity
+           -- Each list's own score beside the ranks (`raw`: BM25, word similarity, cosine similarity): hybrid
+           -- recall fuses full text with vectors by these scores (hybrid.reranked).
+           max(r.raw) FILTER (WHERE r.path = 'fts') AS bm25,
+           max(r.raw) FILTER (WHERE r.path = 'vector') AS similarity
     FROM ranked AS r, scope
     WHERE r.kind <> 'turn' OR r.conversation_id = %(conversation_id)s OR scope.user_wide
     GROUP BY r.kind, r.conversation_id, r.sequence_number, r.item_id
@@ -233,7 +236,8 @@ WITH user_turns AS NOT MATERIALIZED (
            (SELECT count(*) FROM vec) AS vector_hits, (SELECT count(*) FROM recent) AS recent_hits,
            (SELECT open FROM trgm_gate) AS trgm_ran, (SELECT user_wide FROM scope) AS user_wide
 )
-SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.bm25, f.similarity, f.conversation_id, f.sequence_number, f.item_id,
+SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.bm25, f.similarity,
+       f.conversation_id, f.sequence_number, f.item_id,
        coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period,
                 CASE WHEN bs.summary_id IS NOT NULL THEN 'batch summary' END) AS role,
        -- The text as far as the block shows it (`text_chars`, one more than it keeps: it then knows it cut it); a
