@@ -20,7 +20,7 @@ def round_metrics_row(
     graph_ended: float | None = None,
 ) -> dict[str, Any]:
     """The round_metrics row for a round (saved and trigger are None when it failed before being stored). A
-    SummaryClaim's outcome is recorded by the statement that claims it (insert_round_metrics)."""
+    SummaryClaim's outcome is recorded by the statement that claims it (end_round)."""
     if isinstance(trigger, SummaryClaim):
         trigger = None
     ended = time.perf_counter() if graph_ended is None else graph_ended
