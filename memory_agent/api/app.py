@@ -51,7 +51,7 @@ from memory_agent.long_term import (
     tenant_transaction,
 )
 from memory_agent.schemas import MemoryRecord
-from memory_agent.schemas.keys import default_user_id
+from memory_agent.schemas.keys import UserKey, default_user_id
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 
@@ -153,11 +153,11 @@ def create_app(
     @app.delete("/users/{user_id}", response_model=ForgetUserResult, responses={**UNAUTHORIZED, **NOT_FOUND})
     async def delete_user(user_id: UserId, tenant: Tenant, request: Request) -> ForgetUserResult:
         """Forget the user in the key's tenant: every long-term item with its lineage, and every conversation."""
-        checked_user(user_id)
+        key = UserKey(tenant, checked_user(user_id))  # the tenant is the API key's, checked when it was made
 
         async def forget(conn: psycopg.AsyncConnection[Any]) -> tuple[ForgetUserResult, int]:
-            async with tenant_transaction(conn, tenant):
-                report = await forget_user(conn, tenant, user_id)
+            async with tenant_transaction(conn, key):
+                report = await forget_user(conn, key)
             result = ForgetUserResult(
                 user_id=user_id,
                 items_deleted=len(report.items_deleted),
@@ -169,7 +169,7 @@ def create_app(
         result, notes_deleted = await on_pool(memory, forget, tenant)
         # After the erasure committed, each in a transaction of its own (forget.release_threads says why).
         with tenant_scope(tenant):
-            await memory.loop.arun(release_threads(memory.backend.connection, tenant, user_id))
+            await memory.loop.arun(release_threads(memory.backend.connection, key))
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
             raise no_such_user()
         return result

@@ -13,8 +13,8 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.queries import QUERIES as Q
 from memory_agent.long_term.scope import ItemScope, Row, check_identity, check_now
 
 
@@ -88,7 +88,7 @@ async def list_items(
     where = where or ItemFilter()
     if where.as_of is not None:
         check_now(where.as_of)
-    rows = await fetch(conn, "list_items", {"tenant_id": tenant_id, "user_id": user_id, **dataclasses.asdict(where)})
+    rows = await Q.list_items(conn, {"tenant_id": tenant_id, "user_id": user_id, **dataclasses.asdict(where)})
     return [_item(row) for row in rows]
 
 
@@ -99,5 +99,5 @@ async def item_history(
     check_identity(scope.tenant_id, scope.user_id)
     if not key:
         raise InvalidInputError("key must be a non-empty string")
-    rows = await fetch(conn, "item_history", {**dataclasses.asdict(scope), "item_type": item_type, "key": key})
+    rows = await Q.item_history(conn, {**dataclasses.asdict(scope), "item_type": item_type, "key": key})
     return [_item(row) for row in rows]

@@ -24,6 +24,7 @@ from memory_agent.long_term import (
     remember,
     touched_clusters,
 )
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 from tests.support import EchoChat
@@ -157,7 +158,7 @@ async def test_forget_without_a_summarizer_deletes_the_summaries_it_touched(conn
             conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
         )
     assert "items.content" in tables_holding(database_url, canary)
-    report = await forget_conversation(conn, "t", "ana", "c1")
+    report = await forget_conversation(conn, UserKey("t", "ana"), "c1")
     assert len(report.summaries_deleted) == 1 and report.conversations_deleted == ()
     assert tables_holding(database_url, canary) == []
     assert sorted(i.content for i in await list_items(conn, "t", "ana")) == [
@@ -192,10 +193,10 @@ async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
         items=items(facts=[("home_city", "The user lives in Lisbon")]),
     )
     (summary,) = [i for i in await list_items(conn, "t", "ana") if i.is_summary]
-    report = await forget_item(conn, "t", "ana", summary.item_id)
+    report = await forget_item(conn, UserKey("t", "ana"), summary.item_id)
     assert report.summaries_deleted == (summary.item_id,) and len(report.items_deleted) == 3
     assert [i.content for i in await list_items(conn, "t", "ana")] == ["The user lives in Lisbon"]
-    assert (await forget_item(conn, "t", "ana", 10**9)).items_deleted == ()
+    assert (await forget_item(conn, UserKey("t", "ana"), 10**9)).items_deleted == ()
 
 
 async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database_url, conn):
@@ -222,7 +223,7 @@ async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database
         now=at(0),
     )
 
-    report = await forget_user(conn, "t", "ana")
+    report = await forget_user(conn, UserKey("t", "ana"))
     assert report.conversations_deleted == ("ana-1",) and len(report.items_deleted) == 1
     assert tables_holding(database_url, "Lisbon") == []
     assert [i.content for i in await list_items(conn, "t", "bob")] == ["The user lives in Porto"]

@@ -17,6 +17,7 @@ from memory_agent.long_term import (
     set_tenant,
     tenant_transaction,
 )
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 
@@ -64,7 +65,7 @@ async def test_a_non_owner_role_for_tenant_a_reads_nothing_of_tenant_b(conn, app
             assert len(await list_items(app, "A", "alice")) == 4
             assert {c.tenant_id for c in await pending_clusters(app)} == {"A"}
             # Writes and erasures of tenant B are refused or find nothing.
-            assert (await forget_user(app, "B", "bob")).items_deleted == ()
+            assert (await forget_user(app, UserKey("B", "bob"))).items_deleted == ()
             await remember(
                 app,
                 scope=ItemScope(tenant_id="A", user_id="alice"),
