@@ -33,6 +33,7 @@ from memory_agent.long_term import (
     remember,
 )
 from memory_agent.schemas.items import StructuredItems, SummaryItem
+from memory_agent.schemas.keys import UserKey
 
 RESULTS = Path(__file__).parent / "results" / "long_term_items.json"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -161,8 +162,7 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     started = time.perf_counter()
     report = await forget_conversation(
         conn,
-        "t",
-        "forgetful",
+        UserKey("t", "forgetful"),
         "erase-me",
         summaries=ClusterSummaries(offline_cluster_summarizer),
         now=T0 + timedelta(days=20),
