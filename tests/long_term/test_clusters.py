@@ -24,6 +24,7 @@ from memory_agent.long_term import (
     touched_clusters,
 )
 from memory_agent.long_term.cluster_text import offline_cluster_summary_text
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import execute, query
 from tests.long_term.conftest import at, items
 
@@ -95,14 +96,14 @@ async def test_deleted_members_drop_out_and_below_three_the_summary_goes(conn):
     members = sorted((i.item_id, i.content) for i in await list_items(conn, "acme", "alice") if not i.is_summary)
 
     report = await forget_item(
-        conn, "acme", "alice", members[1][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(6)
+        conn, UserKey("acme", "alice"), members[1][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(6)
     )
     (summary,) = await summaries(conn)
     assert report.items_deleted == (members[1][0],) and report.summaries_refreshed == (summary.item_id,)
     assert summary.content == "The user is allergic to peanuts, penicillin and latex"
 
     report = await forget_item(
-        conn, "acme", "alice", members[0][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(7)
+        conn, UserKey("acme", "alice"), members[0][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(7)
     )
     assert report.summaries_deleted == (summary.item_id,) and await summaries(conn) == []
     assert [i.content for i in await list_items(conn, "acme", "alice")] == [m[1] for m in members[2:]]

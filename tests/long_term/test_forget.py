@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
+import psycopg
 from langchain_core.messages import HumanMessage
 from psycopg import sql
 
@@ -125,7 +126,11 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
     }
 
     report = await forget_conversation(
-        conn, "default", "ana", "secret-thread", summaries=ClusterSummaries(offline_cluster_summarizer), now=at(3)
+        conn,
+        UserKey("default", "ana"),
+        "secret-thread",
+        summaries=ClusterSummaries(offline_cluster_summarizer),
+        now=at(3),
     )
     assert report.conversations_deleted == ("secret-thread",) and len(report.items_deleted) == 1
     assert report.summaries_refreshed == (summary.item_id,)
@@ -241,7 +246,7 @@ async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
     try:
         async with conn.transaction():  # the caller's transaction, which dies before it commits
             report = await forget_conversation(
-                conn, "t", "ana", "c1", summaries=ClusterSummaries(offline_cluster_summarizer)
+                conn, UserKey("t", "ana"), "c1", summaries=ClusterSummaries(offline_cluster_summarizer)
             )
             assert len(report.items_deleted) == 3 and len(report.summaries_deleted) == 1
             raise Crash
@@ -249,3 +254,30 @@ async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
         pass
     assert query(database_url, "SELECT item_id, content FROM items ORDER BY item_id") == before
     assert query(database_url, "SELECT count(*) FROM item_sources") == [(3,)]
+
+
+class CountingCursor(psycopg.AsyncCursor[Any]):
+    """A cursor that notes every statement it runs (the connector runs each named statement through one)."""
+
+    statements: ClassVar[list[str]] = []
+
+    async def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        CountingCursor.statements.append(query if isinstance(query, str) else repr(query))
+        return await super().execute(query, params, **kwargs)
+
+
+async def test_forget_user_runs_the_same_statements_however_many_conversations(open_memory, conn):
+    memory = await open_memory(model=OfflineSummaryModel())
+    app = with_memory(EchoChat().graph, memory)
+    for thread in ("one-1", "many-1", "many-2", "many-3", "many-4", "many-5"):
+        await rounds(app, thread, ["I live in Lisbon."], user=thread.split("-")[0], tenant="t")
+    assert await memory.drain(timeout=10)
+    conn.cursor_factory = CountingCursor
+    counts = {}
+    for user in ("one", "many"):
+        CountingCursor.statements = []
+        report = await forget_user(conn, UserKey("t", user))
+        counts[user] = len(CountingCursor.statements)
+        assert len(report.conversations_deleted) == (1 if user == "one" else 5)
+    # One set of statements for the user, not two more for each of their conversations.
+    assert counts["many"] == counts["one"], counts
