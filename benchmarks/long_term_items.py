@@ -141,10 +141,12 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     )
     await conn.execute("ANALYZE items")
     out[f"list_items_current_{items_per_user}_items_{users}_users"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1"))
+        await timed(50, lambda n: list_items(conn, UserKey("t", "bulk1")))
     )
     out[f"list_items_as_of_{items_per_user}_items"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1", where=ItemFilter(as_of=T0 + timedelta(hours=1))))
+        await timed(
+            50, lambda n: list_items(conn, UserKey("t", "bulk1"), where=ItemFilter(as_of=T0 + timedelta(hours=1)))
+        )
     )
 
     allergies = Cluster("t", "u0", "", "", "fact", "allergies")

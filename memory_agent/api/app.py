@@ -135,7 +135,7 @@ def create_app(
     ) -> Any:
         """The user's current long-term items (with cluster summaries), or those held at `as_of`; a user the key's
         tenant holds nothing of answers 404."""
-        checked_user(user_id)
+        key = UserKey(tenant, checked_user(user_id))  # the tenant is the API key's, checked when it was made
         if as_of is not None and as_of.utcoffset() is None:
             raise unprocessable("query", "as_of", "as_of needs a time zone (e.g. 2026-01-31T12:00:00Z)")
 
@@ -143,7 +143,7 @@ def create_app(
             async with tenant_transaction(conn, tenant):
                 if not await user_known(conn, tenant, user_id):
                     return None
-                return await list_items(conn, tenant, user_id, where=ItemFilter(as_of=as_of))
+                return await list_items(conn, key, where=ItemFilter(as_of=as_of))
 
         found = await on_pool(memory_of(request), read, tenant)
         if found is None:

@@ -76,7 +76,7 @@ class LongTermMemory:
 
         async def read() -> list[LongTermItem]:
             async with self.backend.connection() as conn, tenant_transaction(conn, key):
-                return await list_items(conn, key.tenant_id, key.user_id, where=ItemFilter(as_of=as_of))
+                return await list_items(conn, key, where=ItemFilter(as_of=as_of))
 
         with tenant_scope(key.tenant_id):
             return await self.loop.arun(read())

@@ -28,6 +28,11 @@ class ItemScope:
     project: str = ""
     environment: str = ""
 
+    def __post_init__(self) -> None:
+        # Checked once, when built: the functions that take a scope do not check it again.
+        check_identity(self.tenant_id, self.user_id)
+        check_partition(self.project, self.environment)
+
 
 @dataclass(frozen=True)
 class ItemOrigin:

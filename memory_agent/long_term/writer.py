@@ -30,7 +30,7 @@ from psycopg import errors
 
 from memory_agent.errors import InvalidInputError, MemoryAgentError
 from memory_agent.long_term.queries import QUERIES as Q
-from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope, check_identity, check_now, check_partition
+from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope, check_now
 from memory_agent.schemas.items import ItemType, StructuredItems, SummaryItem, is_single_valued, normalize_content
 
 logger = logging.getLogger("memory_agent.long_term")
@@ -85,9 +85,7 @@ async def remember(
     else in its own."""
     tenant_id, user_id, project, environment = scope.tenant_id, scope.user_id, scope.project, scope.environment
     conversation_id, memory_id, confidence = source.conversation_id, source.memory_id, source.confidence
-    check_identity(tenant_id, user_id)
-    check_partition(project, environment)
-    check_now(now)
+    check_now(now)  # the scope was checked when it was built
     if not isinstance(items, StructuredItems):
         raise InvalidInputError(f"items must be StructuredItems, got {type(items).__name__}")
     if not 0.0 <= confidence <= 1.0:

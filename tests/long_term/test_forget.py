@@ -115,7 +115,7 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
         await refresh_clusters(
             conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(day)
         )
-    (summary,) = [i for i in await list_items(conn, "default", "ana") if i.is_summary]
+    (summary,) = [i for i in await list_items(conn, UserKey("default", "ana")) if i.is_summary]
     assert canary in summary.content and len(summary.source_item_ids) == 4
     assert set(tables_holding(database_url, canary)) >= {
         "messages.content",
@@ -137,7 +137,7 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
     assert tables_holding(database_url, canary) == []
 
     # What the user also said elsewhere stays, with that lineage only; the summary speaks of what is left.
-    held = {i.content: i for i in await list_items(conn, "default", "ana")}
+    held = {i.content: i for i in await list_items(conn, UserKey("default", "ana"))}
     assert held["The user lives in Lisbon"].sources and all(
         s.conversation_id == "other-thread" for s in held["The user lives in Lisbon"].sources
     )
@@ -166,7 +166,7 @@ async def test_forget_without_a_summarizer_deletes_the_summaries_it_touched(conn
     report = await forget_conversation(conn, UserKey("t", "ana"), "c1")
     assert len(report.summaries_deleted) == 1 and report.conversations_deleted == ()
     assert tables_holding(database_url, canary) == []
-    assert sorted(i.content for i in await list_items(conn, "t", "ana")) == [
+    assert sorted(i.content for i in await list_items(conn, UserKey("t", "ana"))) == [
         "The user is allergic to latex",
         "The user is allergic to peanuts",
         "The user is allergic to shellfish",
@@ -197,10 +197,10 @@ async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
         now=at(4),
         items=items(facts=[("home_city", "The user lives in Lisbon")]),
     )
-    (summary,) = [i for i in await list_items(conn, "t", "ana") if i.is_summary]
+    (summary,) = [i for i in await list_items(conn, UserKey("t", "ana")) if i.is_summary]
     report = await forget_item(conn, UserKey("t", "ana"), summary.item_id)
     assert report.summaries_deleted == (summary.item_id,) and len(report.items_deleted) == 3
-    assert [i.content for i in await list_items(conn, "t", "ana")] == ["The user lives in Lisbon"]
+    assert [i.content for i in await list_items(conn, UserKey("t", "ana"))] == ["The user lives in Lisbon"]
     assert (await forget_item(conn, UserKey("t", "ana"), 10**9)).items_deleted == ()
 
 
@@ -231,8 +231,8 @@ async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database
     report = await forget_user(conn, UserKey("t", "ana"))
     assert report.conversations_deleted == ("ana-1",) and len(report.items_deleted) == 1
     assert tables_holding(database_url, "Lisbon") == []
-    assert [i.content for i in await list_items(conn, "t", "bob")] == ["The user lives in Porto"]
-    assert [i.content for i in await list_items(conn, "t2", "ana")] == ["The user lives in Faro"]
+    assert [i.content for i in await list_items(conn, UserKey("t", "bob"))] == ["The user lives in Porto"]
+    assert [i.content for i in await list_items(conn, UserKey("t2", "ana"))] == ["The user lives in Faro"]
     assert query(database_url, "SELECT conversation_id FROM conversations") == [("bob-1",)]
 
 
