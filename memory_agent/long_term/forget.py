@@ -1,4 +1,5 @@
 """Forgetting with lineage: erase what was asked and every row derived from it, in the caller's transaction.
+Each function takes the user's UserKey, checked when it was built (schemas/keys.py), and does not check it again.
 
 - forget_conversation: the conversation's lineage rows; the items no other source is left for (an item the user
   also stated elsewhere stays, minus this lineage); the consolidation notes and batch summaries made from the
@@ -10,7 +11,8 @@
 - Both clear the recalled blocks (what `memory-agent at` shows a round was given) that quoted what they erased.
 - forget_user: every long-term row of the user (consolidation notes and batch summaries too), every
   conversation of theirs, every round metrics row and lease, their jobs' rows; their cost-ledger rows move to
-  user '' (no user).
+  user '' (no user). One fixed set of statements, each over all the user's rows of its tables, however many
+  conversations they have.
 - release_threads: after one of these committed, the owner rows of the erased threads (keyed by thread id, on
   Citus on other shards than the user's), each in a transaction of its own. In this order a failure between the
   two leaves an owner row and nothing it could lead to; the thread stays the user's until the erasure is run
