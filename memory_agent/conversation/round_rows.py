@@ -9,8 +9,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from memory_agent.long_term.recall.round_start import RoundRecall
 from memory_agent.schemas import RoundInfo, RoundSaved, SummaryClaim, TriggerResult
+from memory_agent.schemas.recall import absent_recall_metrics
 
 
 def round_metrics_row(
@@ -24,7 +24,7 @@ def round_metrics_row(
     if isinstance(trigger, SummaryClaim):
         trigger = None
     ended = time.perf_counter() if graph_ended is None else graph_ended
-    recall = {**RoundRecall().metrics(""), **info.recall}
+    recall = {**absent_recall_metrics(), **info.recall}
     return {
         **recall,
         "latency_llm_ms": (ended - info.prepared) * 1000 if info.prepared is not None else None,

@@ -211,7 +211,7 @@ class RoundQueries(Connector):
         app_model: str | None,
         now: datetime,
     ) -> None:
-        """The cost ledger's 'app' rows: one per answer of the round that reports its usage (memory_agent/ledger.py)."""
+        """The cost ledger's 'app' rows: one per answer of the round that reports its usage (memory_agent/long_term/ledger.py)."""
         params = {
             "tenant_id": key.tenant_id,
             "user_id": key.user_id,
