@@ -23,7 +23,6 @@ import psycopg
 from benchmarks.long_term_replay import replay_stage
 from benchmarks.recall import LOCOMO_DEV
 from benchmarks.systems import create_database, drop_database
-from memory_agent.db.schema import SchemaManager
 from memory_agent.long_term import (
     Cluster,
     ClusterSummaries,
@@ -37,6 +36,7 @@ from memory_agent.long_term import (
     remember,
 )
 from memory_agent.schemas.items import StructuredItems, SummaryItem
+from memory_agent.schemas.keys import UserKey
 from memory_agent.service.backend import MemoryBackend
 
 RESULTS = Path(__file__).parent / "results" / "long_term_items.json"
@@ -81,7 +81,7 @@ async def timed(calls: int, make) -> list[float]:
 async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict[str, Any]:
     pool = MemoryBackend.create_pool(url)
     await pool.open(wait=True)
-    await SchemaManager(MemoryBackend(pool)).migrate()
+    await MemoryBackend(pool).setup()
     await pool.close()
     conn = await connect(url)
     out: dict[str, Any] = {}
@@ -145,10 +145,12 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     )
     await conn.execute("ANALYZE items")
     out[f"list_items_current_{items_per_user}_items_{users}_users"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1"))
+        await timed(50, lambda n: list_items(conn, UserKey("t", "bulk1")))
     )
     out[f"list_items_as_of_{items_per_user}_items"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1", where=ItemFilter(as_of=T0 + timedelta(hours=1))))
+        await timed(
+            50, lambda n: list_items(conn, UserKey("t", "bulk1"), where=ItemFilter(as_of=T0 + timedelta(hours=1)))
+        )
     )
 
     allergies = Cluster("t", "u0", "", "", "fact", "allergies")
@@ -166,8 +168,7 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     started = time.perf_counter()
     report = await forget_conversation(
         conn,
-        "t",
-        "forgetful",
+        UserKey("t", "forgetful"),
         "erase-me",
         summaries=ClusterSummaries(offline_cluster_summarizer),
         now=T0 + timedelta(days=20),

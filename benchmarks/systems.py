@@ -31,7 +31,7 @@ from benchmarks.fakes import (
     assistant_reply,
     user_message,
 )
-from memory_agent.conversation.query_rows import StoredRound
+from memory_agent.conversation.query_rows import StoredRound, TriggerRule
 from memory_agent.schemas.keys import ConversationKey
 
 POOL_SIZE = 10
@@ -186,17 +186,25 @@ class MemoryAgentSystem(System):
         history = scripted_history(n_messages)
         rounds = [history[i : i + 2] for i in range(0, len(history), 2)]
         backend = self.memory.backend
+        # No summary while seeding (a threshold no conversation reaches): the one summary is made below.
+        seeding = TriggerRule(
+            window=self.memory.settings.memory.rolling_window_size,
+            summarize_after=2**31 - 1,
+            min_new=1,
+            timeout_s=self.memory.settings.jobs.processing_timeout_s,
+            pick_up=False,
+        )
 
         async def store() -> None:
             async with backend.session(transaction=True) as conn:
                 for messages in rounds:
-                    await backend.conversations.end_round(
+                    await backend.end_round(
                         conn,
                         ConversationKey.of(thread_id),
                         StoredRound(*serialize_round(messages)),
                         holder=None,
-                        window=self.memory.settings.memory.rolling_window_size,
                         now=datetime.now(UTC),
+                        rule=seeding,
                     )
 
         await self.memory.loop.arun(store())

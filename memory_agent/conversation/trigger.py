@@ -1,6 +1,7 @@
 """The trigger rule at a round end, and the sweep that reclaims stale `processing` rows.
 
-The rule itself is `window.summary_due`: here it is applied to what the database holds, a stale row is
+The rule itself is `window.summary_due` (a round end applies it in SQL, inside end_round: `rule` and `ended`
+below). Here it is applied to what the database holds, a stale row is
 reclaimed (marked `failed`) before a new one is claimed, and a new `processing` row is handed on twice: to
 `enqueue` inside the transaction that claimed it (a job queue in PostgreSQL defers its job there, so the row
 and its job commit together) and to `dispatch` after commit (an in-process executor starts it then).
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from memory_agent.conversation.queries import ConversationQueries
+from memory_agent.conversation.query_rows import TriggerRule
 from memory_agent.conversation.window import calculate_summary_range, summary_due
 from memory_agent.db.connector import rows_of
 from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
@@ -62,6 +64,49 @@ class SummaryTrigger:
             processing_timeout_s=settings.jobs.processing_timeout_s,
             base_end_sequence=state["base_end_sequence"],
         )
+
+    @property
+    def rule(self) -> TriggerRule:
+        """The rule's settings for end_round, which applies it in the round's statement (sql/definitions)."""
+        settings = self.settings
+        return TriggerRule(
+            window=settings.memory.rolling_window_size,
+            summarize_after=settings.memory.summarize_after_seq,
+            min_new=settings.summary_cadence,
+            timeout_s=settings.jobs.processing_timeout_s,
+            pick_up=self.pick_up,
+        )
+
+    def ended(self, key: ConversationKey, row: dict[str, Any]) -> TriggerResult:
+        """The outcome end_round's row reports (the rule applied and the claim made in the round's statement)."""
+        conversation_id = key.conversation_id
+        reclaimed = [row["reclaimed_memory_id"]] if row["reclaimed_memory_id"] is not None else []
+        for reclaimed_id in reclaimed:
+            logger.warning("Reclaimed stale memory %s of %s (processing past timeout)", reclaimed_id, conversation_id)
+        outcome, memory_id = row["trigger_outcome"], row["triggered_memory_id"]
+        if outcome == "already_processing":
+            logger.debug("Summarization already in progress for %s", conversation_id)
+        if outcome != "started":  # already_processing names the row in flight when the rule found one
+            return TriggerResult(outcome=outcome, memory_id=row["in_flight_memory_id"], reclaimed_memory_ids=reclaimed)
+        claim = SummaryClaim(
+            start_sequence=row["summary_start_sequence"],
+            end_sequence=row["last_sequence"],
+            base_memory_id=row["base_memory_id"],
+            reclaimed_memory_ids=reclaimed,
+        )
+        result = claim.result(memory_id)
+        if self.pick_up:  # the statement picked the row up as it claimed it
+            result._picked_up = picked_up_by_claim(
+                row,
+                memory_id=memory_id,
+                tenant_id=key.tenant_id,
+                user_id=key.user_id,
+                conversation_id=conversation_id,
+                start_sequence=claim.start_sequence,
+                end_sequence=claim.end_sequence,
+                base_memory_id=claim.base_memory_id,
+            )
+        return result
 
     async def is_due(self, key: ConversationKey, last_saved_seq: int) -> bool:
         """What `decide` would find now, without writing: a stale `processing` row does not count."""

@@ -100,8 +100,7 @@ async def execute_many(
 
 
 def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: Params = None) -> Row | None:
-    """fetch_one on a blocking connection, for callers that have no event loop: the embedded server's setup,
-    before any pool exists, and the test fixtures of memory_agent.testing."""
+    """fetch_one without an event loop (the embedded server's setup, memory_agent.testing's fixtures)."""
     rows = fetch_all_sync(conn, statement, params)
     return rows[0] if rows else None
 
@@ -203,15 +202,13 @@ class Connector:
     async def session(
         self, *, transaction: bool = False, pipeline: bool = False
     ) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
-        """The one unit of work: a pooled connection that names the running work's tenant (db/tenancy.py) the one
-        way the pool needs; driver errors inside the block come out as ours. By default in autocommit, except when
-        the tenant is named per transaction (name_per_transaction): then the block is one transaction (its
-        `conn.transaction()` blocks are savepoints) that commits at the end. `transaction`: one write transaction.
-        `pipeline` (with `transaction`), for the round path: BEGIN (and the tenant) travels with the first
-        statement, COMMIT with the statements whose results are not read before it, so a transaction whose result
-        is read once takes two round trips (psycopg's transaction() in a pipeline syncs when it opens and twice when
-        it closes: five round trips for two statements, traced). Only single statements inside, and no
-        transaction(): it would sync. A failure anywhere inside, a statement's or the caller's, rolls it back."""
+        """The one unit of work: a pooled connection naming the running work's tenant (db/tenancy.py) the one way the
+        pool needs; driver errors inside come out as ours. Autocommit, except when the tenant is named per
+        transaction (name_per_transaction): then the block is one transaction (`conn.transaction()` inside: a
+        savepoint). `transaction`: one write transaction. `pipeline` (with it), for the round path: BEGIN (and the
+        tenant) travel with the first statement, COMMIT with the statements not read before it: two round trips
+        for a result read once (psycopg's transaction() in a pipeline: five, traced). Only single statements
+        inside, no transaction() (it would sync); any failure inside rolls it back."""
         if pipeline and not transaction:
             raise ValueError("session(pipeline=True) is a transaction in pipeline mode: pass transaction=True too")
         async with self._checkout() as conn:
@@ -236,7 +233,7 @@ class Connector:
 
     @asynccontextmanager
     async def _tenant_transaction(self, conn: Connection) -> AsyncIterator[None]:
-        """The block as one transaction that names its tenant first (BEGIN and the tenant: one round trip)."""
+        """The block as one transaction naming its tenant first (BEGIN and the tenant: one round trip)."""
         try:
             async with conn.pipeline():
                 await self._begin(conn)
@@ -255,9 +252,8 @@ class Connector:
     async def _alone(
         self, statement: Statement, params: Params, prepare: bool | None, read: Callable[[Cursor], Awaitable[T]]
     ) -> T:
-        """`read` of `statement`'s cursor, run on a pooled connection: in autocommit, or, when the tenant is named
-        per transaction, in a transaction of its own that names it, in one round trip (BEGIN, the tenant, the
-        statement and COMMIT in one pipeline; the cursor is read once COMMIT's answer is in)."""
+        """`read` of `statement`'s cursor on a pooled connection: autocommit, or, with the tenant named per
+        transaction, a transaction of its own in one round trip (BEGIN, tenant, statement, COMMIT pipelined)."""
         if not self.tenant_per_transaction:
             async with self.session() as own:
                 return await read(await send(own, statement, params, prepare=prepare))

@@ -29,7 +29,9 @@ from memory_agent.jobs.executor import make_executor
 from memory_agent.llm import chat_model
 from memory_agent.long_term.embedders import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
+from memory_agent.long_term.queries import LongTermQueries
 from memory_agent.long_term.recall import check_recall_settings
+from memory_agent.long_term.recall.round_start import LongTermRecall
 from memory_agent.runtime import MemoryLoop, PeriodicTask
 from memory_agent.service.backend import MemoryBackend
 from memory_agent.settings import MemorySettings
@@ -138,10 +140,17 @@ class Lifecycle:
             leases = RoundLeases(
                 settings, backend.conversations, loop
             )  # shared: a lease the start took, the end gives back
-            start = RoundStart(settings, backend.conversations, loop, leases, embedder=embedder, clock=self.clock)
-            end = RoundEnd(settings, backend.conversations, loop, trigger, leases, self.clock)
             recall = settings.recall
-            await check_recall_settings(backend, recall)
+            # A bad setting is a ConfigurationError at open; settings off: the rounds never recall.
+            round_recall = LongTermRecall(
+                backend,
+                recall if settings.rounds.recall else None,
+                cost_ceiling=settings.guards.monthly_cost_ceiling,
+                embedder=embedder,
+            )
+            start = RoundStart(settings, backend.conversations, loop, leases, recall=round_recall, clock=self.clock)
+            end = RoundEnd(settings, backend.conversations, loop, trigger, leases, self.clock)
+            await check_recall_settings(LongTermQueries(backend), recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(
                 settings.jobs.analyze_interval_s,

@@ -42,7 +42,10 @@ def test_the_pattern_sees_what_it_looks_for():
 
 # A module runs statements when it calls one of these: a Connector's, the module-level ones of db/connector.py, or
 # psycopg's execute.
-RUNS = {"fetch_all", "fetch_one", "execute_query", "execute_many", "send", "fetch_one_sync", "execute", "executemany"}
+RUNS = {
+    "fetch_all", "fetch_one", "execute_query", "execute_many", "send", "fetch_one_sync", "fetch_all_sync", "execute",
+    "executemany",
+}  # fmt: skip
 
 
 def statement_runners() -> set[str]:
