@@ -198,7 +198,7 @@ class MemoryAgentSystem(System):
         async def store() -> None:
             async with backend.session(transaction=True) as conn:
                 for messages in rounds:
-                    await backend.end_round(
+                    await backend.conversations.end_round(
                         conn,
                         ConversationKey.of(thread_id),
                         StoredRound(*serialize_round(messages)),

@@ -171,7 +171,7 @@ async def test_a_failure_inside_the_round_transaction_leaves_nothing(open_memory
     async def fail() -> None:
         async with backend.session(transaction=True, pipeline=True) as conn:
             key = ConversationKey.of("atomic")
-            sent = await backend.end_round(
+            sent = await backend.conversations.end_round(
                 conn,
                 key,
                 StoredRound(roles, contents, payloads),
