@@ -4,9 +4,8 @@ model call. Incremental, as the design says: only the messages after the base me
 A completed version carries its structured items (the `items` column) and, with MEMORY_AGENT_LONG_TERM on,
 writes them to the user's long-term tier (long_term.remember) in the transaction that completes it: a crash
 leaves both or neither, and a failing write rolls the completion back and records the version `failed` (the
-next version covers the same window, so its items are written then, before the messages slide out). What
-follows in the long-term tier after that commit (cluster summaries, vectors) is follow_ups.py's, best effort.
-"""
+next version covers the same window, so its items are written then). What follows after that commit (cluster
+summaries, vectors) is follow_ups.py's, best effort."""
 
 from __future__ import annotations
 
@@ -44,10 +43,9 @@ DROPPED_SHOWN = 20
 
 
 class SummaryRunner:
-    """Runs summaries on the memory loop; never raises into an in-process executor, and raises JobFailedError
-    into a job queue's worker when the work did not get done (run_summary's `strict`). `clock` gives the
-    long-term tier its times (valid_from, valid_to). What follows a completed version in the long-term tier is
-    its part `follow_ups` (cluster summaries, embeddings, the periodic safety net)."""
+    """Runs summaries on the memory loop; never raises into an in-process executor, raises JobFailedError into a
+    job queue's worker when the work did not get done (`strict`). `clock`: the long-term tier's times. What
+    follows a completed version there is its part `follow_ups` (cluster summaries, vectors, the safety net)."""
 
     def __init__(
         self,
