@@ -99,11 +99,13 @@ async def round_start_cost(
                 message = HumanMessage(query, id=str(uuid.uuid4()))
                 process_cpu, server_cpu = time.process_time(), _server_cpu_s(pids)
                 started = time.perf_counter()
-                _, info = await service.prepare_round(conversation, [message], user_id=user, tenant_id=TENANT)
+                _, info = await service.conversations.prepare_round(
+                    conversation, [message], user_id=user, tenant_id=TENANT
+                )
                 elapsed = (time.perf_counter() - started) * 1000
                 cpu[name][0] += time.process_time() - process_cpu
                 cpu[name][1] += _server_cpu_s(pids) - server_cpu
-                await service.release_round(info)
+                await service.conversations.release_round(info)
                 if i < warm:
                     continue
                 samples[name].append(elapsed)

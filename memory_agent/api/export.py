@@ -49,5 +49,5 @@ async def export_route(user_id: UserId, tenant: Tenant, request: Request) -> Res
 
     if not await on_pool(memory, known, tenant):
         raise no_such_user()
-    document = await memory.export_user(user_id, tenant_id=tenant)
+    document = await memory.transfers.export_user(user_id, tenant_id=tenant)
     return Response(content=dumps(document), media_type="application/json")

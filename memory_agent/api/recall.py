@@ -111,7 +111,7 @@ async def recall_route(
 
     if not await on_pool(memory, known, tenant):
         raise no_such_user()
-    found = await memory.recall_result(user_id, q, tenant_id=tenant, limit=limit, as_of=as_of)
+    found = await memory.long_term.recall(user_id, q, tenant_id=tenant, limit=limit, as_of=as_of)
     return RecallAnswer(
         user_id=user_id,
         query=found.query,

@@ -44,7 +44,7 @@ class MemoryRoundState(TypedDict, total=False):
 
 async def _load(memory: RoundMemory, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
     conversation_id, user_id, tenant_id = memory.round_identity(config)
-    workflow, info = await memory.prepare_round(
+    workflow, info = await memory.conversations.prepare_round(
         conversation_id, list(state.get("messages") or []), user_id=user_id, tenant_id=tenant_id
     )
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info.to_state()}
@@ -132,7 +132,9 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
 
     def begin(state: Any, config: RunnableConfig) -> Any:
         conversation_id, user_id, tenant_id = memory.round_identity(config)
-        return memory.prepare_round(conversation_id, _messages_of(state), user_id=user_id, tenant_id=tenant_id)
+        return memory.conversations.prepare_round(
+            conversation_id, _messages_of(state), user_id=user_id, tenant_id=tenant_id
+        )
 
     def produced(state: Any, workflow: list[BaseMessage], output: Any, info: RoundInfo) -> list[BaseMessage]:
         if not isinstance(output, dict):

@@ -240,7 +240,7 @@ class MemoryStore(BaseStore):
             raise InvalidInputError(f"limit and offset must be integers >= 0, got {op.limit!r} and {op.offset!r}")
         equal = equality_filter(op.filter)
         if self._service is not None:
-            settings, embedder = self._service.recall_settings, self._service.embedder
+            settings, embedder = self._service.settings.recall, self._service.embedder
         else:
             settings, embedder = RecallSettings(text_search_config=self.text_search_config), None
         tenant, query = self.tenant_id, op.query or ""

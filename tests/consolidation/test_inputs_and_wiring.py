@@ -28,7 +28,7 @@ from tests.consolidation.conftest import CountingModel, day
 async def test_a_days_conversation_memory_is_daily_material(open_memory, conn, database_url):
     memory = await open_memory()
     for n in range(4):
-        await memory.finish_round(
+        await memory.conversations.finish_round(
             "trip", [HumanMessage(f"Planning the Lisbon trip, part {n}"), AIMessage("noted")], user_id="alice"
         )
     assert await memory.drain(timeout=10)
