@@ -404,6 +404,29 @@ def _members(klass: type) -> Iterator[tuple[str, Any]]:
                 yield name, member
 
 
+def _member_rows(klass: type) -> list[str]:
+    rows = []
+    for member_name, member in sorted(_members(klass)):
+        target = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+        call = (
+            ""
+            if isinstance(member, property)
+            else _signature(target).replace("(self, ", "(").replace("(self)", "()").replace("(cls, ", "(")
+        )
+        rows.append(f"| {cell(f'`{member_name}{call}`')} | {cell(_summary(target))} |")
+    return ["| Member | What it does |", "|---|---|", *rows, ""] if rows else []
+
+
+def facades() -> list[tuple[str, type]]:
+    """The tiers' facades an open MemoryService hands out: (its attribute, its class)."""
+    from memory_agent.service import MemoryService
+
+    return [
+        (name, inspect.signature(getattr(MemoryService, name).fget, eval_str=True).return_annotation)
+        for name in ("conversations", "long_term", "transfers")
+    ]
+
+
 def python_reference() -> str:
     out = []
     for name, obj in public_names():
@@ -421,17 +444,10 @@ def python_reference() -> str:
                 )
             out.append("")
         elif inspect.isclass(obj):
-            rows = []
-            for member_name, member in sorted(_members(obj)):
-                target = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
-                call = (
-                    ""
-                    if isinstance(member, property)
-                    else _signature(target).replace("(self, ", "(").replace("(self)", "()").replace("(cls, ", "(")
-                )
-                rows.append(f"| {cell(f'`{member_name}{call}`')} | {cell(_summary(target))} |")
-            if rows:
-                out += ["| Member | What it does |", "|---|---|", *rows, ""]
+            out += _member_rows(obj)
+    for attribute, klass in facades():
+        out += [f"### memory.{attribute}", "", f"`class {klass.__module__}.{klass.__name__}`", "", _summary(klass), ""]
+        out += _member_rows(klass)
     return "\n".join(out)
 
 
