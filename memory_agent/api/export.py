@@ -1,5 +1,5 @@
 """GET /users/{user_id}/export: everything stored of a user of the key's tenant as one JSON document (the right of
-access), as MemoryService.export_user writes it: the same bytes for the same rows. A user the tenant does not hold
+access), as memory.transfers.export_user writes it: the same bytes for the same rows. A user the tenant does not hold
 answers 404, as on the other user routes."""
 
 from __future__ import annotations

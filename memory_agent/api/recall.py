@@ -1,6 +1,6 @@
 """GET /users/{user_id}/recall: recall over HTTP, for applications that are not in Python.
 
-The same recall a round starts with (MemoryService.recall_result: the service's MEMORY_AGENT_RECALL_* settings
+The same recall a round starts with (memory.long_term.recall: the service's MEMORY_AGENT_RECALL_* settings
 and embedder), for a user of the key's tenant: the ranked memories with their provenance, and the block as a
 round would inject it. A user the tenant does not hold answers 404, as on the other user routes.
 """

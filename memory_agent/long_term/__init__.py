@@ -4,7 +4,7 @@ Owns the tables of sql/migrations/0008_long_term.sql and sql/migrations/0011_sto
 sql/queries/store.sql, MemoryStore (a LangGraph BaseStore over the items), and recall (recall/: the search every read surface runs). Every function takes the
 caller's psycopg AsyncConnection (search_path on the memory_agent schema) and runs in its transaction, so the
 summary job can write a memory version and its items together. LongTermMemory (memory.py) is the facade
-MemoryService delegates to (`memory.long_term`): it runs those functions on the memory loop, in the tenant's
+MemoryService hands out (`memory.long_term`): it runs those functions on the memory loop, in the tenant's
 transaction. May import: db/, runtime, schemas, errors, resources, conversation/ (identity: the one validator of
 user ids; recall at round start reads this package), this package.
 """

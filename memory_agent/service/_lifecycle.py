@@ -1,7 +1,7 @@
 """The lifecycle of a MemoryService: the memory loop (runtime.py), the database (db/), the summarizer (summarize/),
 the executor (jobs/), the round logic (conversation/) and the tier facades, opened and closed together.
 
-MemoryService holds one Lifecycle and delegates open and close to it; the facades it hands out
+MemoryService holds one Lifecycle and hands open and close to it; the facades it hands out
 (`memory.conversations`, `memory.long_term`) are made here from the parts opened.
 """
 
