@@ -1,0 +1,41 @@
+"""The layout measures of tools/layout.py that hold today (issue "one seam per concern"): a small service surface,
+a short README, short modules. The others (who runs statements, mixins, package cycles) join as they hold."""
+
+from __future__ import annotations
+
+from tools import layout
+
+
+def test_memory_service_has_at_most_25_public_members():
+    members = layout.service_members()
+    assert len(members) <= layout.MOST_MEMBERS, members
+    # Each tier's operations live on its facade, once: none is repeated on the service.
+    assert {"conversations", "long_term", "transfers"} <= set(members)
+    assert not {"prepare_round", "recall", "list_items", "export_user", "should_trigger_summary"} & set(members)
+
+
+def test_the_readme_stays_short():
+    assert layout.readme_lines() <= layout.MOST_README_LINES
+
+
+def test_no_module_is_over_320_lines():
+    assert layout.long_modules() == {}
+
+
+def test_the_checker_sees_what_it_measures(tmp_path):
+    # A module that calls a statement function under the name it imported it as runs statements, and so does one
+    # that calls a connector's method or the driver's execute; one that only names a Row type does not.
+    sources = {
+        "aliased.py": "from memory_agent.db.connector import fetch_all as fetch\nasync def f(c):\n    await fetch(c, 'q')\n",
+        "method.py": "async def f(queries):\n    return await queries.connector.fetch_one('q')\n",
+        "driver.py": "async def f(cur):\n    await cur.execute('SELECT 1')\n",
+        "typed.py": "from memory_agent.db.connector import Row\nrows: list[Row] = []\n",
+    }
+    for name, source in sources.items():
+        (tmp_path / name).write_text(source, encoding="utf-8")
+    assert [name for name in sources if layout.runs_statements(tmp_path / name)] == [
+        "aliased.py",
+        "method.py",
+        "driver.py",
+    ]
+    assert "db" in layout.statement_modules()
