@@ -30,7 +30,7 @@ from memory_agent.db.round_queries import StoredRound
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import RoundInfo, RoundSaved, SummaryClaim, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
-from memory_agent.settings import MemorySettings
+from memory_agent.settings import GuardSettings
 
 logger = logging.getLogger("memory_agent")
 
@@ -40,14 +40,14 @@ class RoundEnd:
 
     def __init__(
         self,
-        settings: MemorySettings,
+        guards: GuardSettings,
         backend: MemoryBackend,
         loop: MemoryLoop,
         trigger: SummaryTrigger,
         leases: RoundLeases,
         clock: Callable[[], datetime],
     ) -> None:
-        self.settings = settings
+        self.guards = guards  # the app model's prices and name (MEMORY_AGENT_LLM_PRICES, MEMORY_AGENT_APP_MODEL)
         self.backend = backend
         self.loop = loop
         self.trigger = trigger
@@ -55,8 +55,8 @@ class RoundEnd:
         self.clock = clock  # the ledger time of the app model's calls, the round's `now`
         # The app model's answers go to the cost ledger once prices or the app's model are configured.
         self.app_prices = (
-            {model: price.model_dump() for model, price in settings.guards.llm_prices.items()}
-            if settings.guards.llm_prices or settings.guards.app_model
+            {model: price.model_dump() for model, price in guards.llm_prices.items()}
+            if guards.llm_prices or guards.app_model
             else None
         )
 
@@ -87,7 +87,7 @@ class RoundEnd:
                     produced=_produced(info), started_on=info.conversation_created_at if info is not None else None
                 ),
                 holder=info.lease if info is not None else None,
-                window=self.settings.memory.rolling_window_size,
+                window=self.trigger.rule.window_size,
                 now=self.clock(),
             )
             if state["erased"]:  # a delete or forget won the race: the lease given back, nothing else written
@@ -117,7 +117,7 @@ class RoundEnd:
                     saved,
                     key,
                     prices=self.app_prices,
-                    app_model=self.settings.guards.app_model,
+                    app_model=self.guards.app_model,
                     now=self.clock(),
                 )
             trigger = None

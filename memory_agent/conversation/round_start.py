@@ -34,9 +34,21 @@ from memory_agent.long_term.recall.round_start import RoundRecall, recall_query,
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, fingerprint
 from memory_agent.schemas.keys import ConversationKey, default_user_id
-from memory_agent.settings import MemorySettings
+from memory_agent.settings import RecallSettings, RoundSettings
 
 logger = logging.getLogger("memory_agent")
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """What a round start reads of the settings, as one value (built where the settings are read: the service's
+    wiring): the rounds group, recall's group (None: MEMORY_AGENT_RECALL off), the gap cap
+    (MemorySettings.gap_message_cap) and the monthly cost ceiling recall checks (MEMORY_AGENT_MONTHLY_COST_CEILING)."""
+
+    rounds: RoundSettings
+    recall: RecallSettings | None
+    gap_cap: int
+    cost_ceiling: float | None
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,7 @@ class RoundStart:
 
     def __init__(
         self,
-        settings: MemorySettings,
+        options: StartOptions,
         backend: MemoryBackend,
         loop: MemoryLoop,
         leases: RoundLeases,
@@ -66,7 +78,7 @@ class RoundStart:
         embedder: Embeddings | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self.settings = settings
+        self.options = options
         # The service's clock: the month recall checks the cost ceiling against.
         self.clock = clock or (lambda: datetime.now(UTC))
         self.embedder = embedder  # recall's vector fallback; None: off
@@ -74,13 +86,13 @@ class RoundStart:
         self.loop = loop
         self.leases = leases
         # A bad setting is a ConfigurationError at open; None: recall is off.
-        self.recall_settings = settings.recall if settings.rounds.recall else None
+        self.recall_settings = options.recall
 
     async def context(self, key: ConversationKey, current_messages: Sequence[BaseMessage]) -> ConversationContext:
         """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
         messages = validate_round_input(list(current_messages), need_user=False)
         context, stored_ids = await self.loop.arun(
-            load_context(self.backend, key, [m.id for m in messages if m.id], self.settings.gap_message_cap)
+            load_context(self.backend, key, [m.id for m in messages if m.id], self.options.gap_cap)
         )
         return context.model_copy(update={"current_messages": not_stored(messages, stored_ids)})
 
@@ -117,7 +129,7 @@ class RoundStart:
                     key,
                     query,
                     self.recall_settings,
-                    cost_ceiling=self.settings.guards.monthly_cost_ceiling,
+                    cost_ceiling=self.options.cost_ceiling,
                     now=self.clock(),
                     embedder=self.embedder,
                 )
@@ -125,7 +137,7 @@ class RoundStart:
 
         async def attempt(token: str) -> tuple[ConversationContext, set[str], datetime | None] | None:
             rows = await self.backend.begin_round(
-                key, token, self.settings.rounds.round_lease_s, message_ids, self.settings.gap_message_cap
+                key, token, self.options.rounds.round_lease_s, message_ids, self.options.gap_cap
             )
             if rows is None:
                 return None
@@ -142,7 +154,7 @@ class RoundStart:
     async def _prepare(
         self, key: ConversationKey, messages: list[BaseMessage], start: StartRead, query: str
     ) -> tuple[list[BaseMessage], RoundInfo]:
-        settings = self.settings
+        rounds = self.options.rounds
         context, recalled, started = start.context, start.recalled, start.started
         conversation_id = key.conversation_id
         incoming = not_stored(messages, start.stored_ids)
@@ -155,11 +167,9 @@ class RoundStart:
         budget = apply_budget(
             gap,
             current,
-            lambda messages: inject_context(
-                context.memory_text, recalled.block, messages, settings.rounds.injection_mode
-            ),
-            max_context_tokens=settings.rounds.max_context_tokens,
-            max_message_tokens=settings.rounds.max_message_tokens,
+            lambda messages: inject_context(context.memory_text, recalled.block, messages, rounds.injection_mode),
+            max_context_tokens=rounds.max_context_tokens,
+            max_message_tokens=rounds.max_message_tokens,
         )
         workflow = budget.context
         if budget.applied:
@@ -177,7 +187,7 @@ class RoundStart:
         if closed:
             truncation = {**(truncation or {}), "closed_tool_calls": closed}
         if context.gap_capped_messages:
-            cap = await self.loop.arun(gap_cap_record(self.backend, key, context, settings.gap_message_cap))
+            cap = await self.loop.arun(gap_cap_record(self.backend, key, context, self.options.gap_cap))
             truncation = {**(truncation or {}), "gap_cap": cap}
         kept_gap = [m for m in budget.gap if not (m.id or "").startswith("memory_agent:closed:")]
         gap_end = context.gap_end_sequence

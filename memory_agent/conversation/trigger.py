@@ -12,13 +12,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from memory_agent.conversation.window import calculate_summary_range, summary_due
+from memory_agent.conversation.window import TriggerRule, calculate_summary_range, summary_due
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connector import rows_of
 from memory_agent.db.summary_queries import StartedSummary, picked_up_by_claim
 from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
-from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
 
@@ -38,36 +37,36 @@ class SummaryTrigger:
 
     def __init__(
         self,
-        settings: MemorySettings,
+        rule: TriggerRule,
         backend: MemoryBackend,
         dispatch: Dispatch,
         enqueue: Enqueue | None = None,
         *,
         pick_up: bool = False,
     ) -> None:
-        self.settings = settings
+        self.rule = rule
         self.backend = backend
         self._dispatch = dispatch
         self._enqueue = enqueue
         self.pick_up = pick_up
 
     def _due(self, last_saved_seq: int, state: dict[str, Any]) -> TriggerOutcome | None:
-        settings = self.settings
+        rule = self.rule
         in_flight = state["processing_memory_id"] is not None
         return summary_due(
             last_saved_seq,
-            summarize_after_seq=settings.memory.summarize_after_seq,
-            min_new_messages=settings.summary_cadence,
+            summarize_after_seq=rule.summarize_after_seq,
+            min_new_messages=rule.min_new_messages,
             processing_age_s=state["processing_age_s"] if in_flight else None,
-            processing_timeout_s=settings.jobs.processing_timeout_s,
+            processing_timeout_s=rule.processing_timeout_s,
             base_end_sequence=state["base_end_sequence"],
         )
 
     async def is_due(self, key: ConversationKey, last_saved_seq: int) -> bool:
         """What `decide` would find now, without writing: a stale `processing` row does not count."""
-        if last_saved_seq < self.settings.memory.summarize_after_seq:
+        if last_saved_seq < self.rule.summarize_after_seq:
             return False
-        window = self.settings.memory.rolling_window_size
+        window = self.rule.window_size
         async with self.backend.connection() as conn:
             state = await self.backend.trigger_state(
                 conn, key.conversation_id, last_saved_seq, window, user_id=key.user_id
@@ -85,12 +84,12 @@ class SummaryTrigger:
         """The rule inside the caller's transaction on `conn`, up to the claim: a stale row is reclaimed here;
         a due summary comes back as the SummaryClaim to make (`claimed`). `state`: trigger_state as the caller
         read it in this transaction (else read here)."""
-        settings = self.settings
-        if last_saved_seq < settings.memory.summarize_after_seq:
+        rule = self.rule
+        if last_saved_seq < rule.summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
         conversation_id, user_id = key.conversation_id, key.user_id
         if state is None:
-            window = settings.memory.rolling_window_size
+            window = rule.window_size
             state = await self.backend.trigger_state(conn, conversation_id, last_saved_seq, window, user_id=user_id)
         outcome = self._due(last_saved_seq, state)
         if outcome == "already_processing":
@@ -98,9 +97,7 @@ class SummaryTrigger:
             return TriggerResult(outcome="already_processing", memory_id=state["processing_memory_id"])
         reclaimed: list[int] = []
         if state["processing_memory_id"] is not None:  # stale: reclaimed before anything else
-            rows = await self.backend.reclaim_stale(
-                settings.jobs.processing_timeout_s, conversation_id, conn, user_id=user_id
-            )
+            rows = await self.backend.reclaim_stale(rule.processing_timeout_s, conversation_id, conn, user_id=user_id)
             reclaimed = [row["memory_id"] for row in rows]
             for reclaimed_id in reclaimed:
                 logger.warning(
@@ -112,9 +109,7 @@ class SummaryTrigger:
         round_starts = list(state["round_starts"] or [])
         if round_first_seq is not None:
             round_starts.append(round_first_seq)
-        start_seq, end_seq = calculate_summary_range(
-            last_saved_seq, settings.memory.rolling_window_size, round_starts or None
-        )
+        start_seq, end_seq = calculate_summary_range(last_saved_seq, rule.window_size, round_starts or None)
         return SummaryClaim(
             start_sequence=start_seq,
             end_sequence=end_seq,
@@ -187,7 +182,7 @@ class SummaryTrigger:
                 trigger.memory_id,
                 key.conversation_id,
                 exc,
-                self.settings.jobs.processing_timeout_s,
+                self.rule.processing_timeout_s,
             )
 
     async def trigger(self, key: ConversationKey, last_saved_seq: int) -> TriggerResult:
@@ -200,7 +195,7 @@ class SummaryTrigger:
 
     async def sweep(self) -> list[int]:
         """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
-        rows = await self.backend.reclaim_stale(self.settings.jobs.processing_timeout_s)
+        rows = await self.backend.reclaim_stale(self.rule.processing_timeout_s)
         for row in rows:
             logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
         keys = {ConversationKey(row["conversation_id"], row["user_id"], row["tenant_id"]) for row in rows}

@@ -8,8 +8,21 @@ which row is stale) is in trigger.py and decides through `summary_due` below.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memory_agent.schemas import TriggerOutcome
+
+
+@dataclass(frozen=True)
+class TriggerRule:
+    """What the trigger rule reads of the settings, as one value (built where the settings are read: the
+    service's wiring): MEMORY_AGENT_MEMORY_SUMMARIZE_AFTER_SEQ, the window (MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE),
+    the summary cadence (MemorySettings.summary_cadence) and MEMORY_AGENT_PROCESSING_TIMEOUT_S."""
+
+    summarize_after_seq: int
+    window_size: int
+    min_new_messages: int
+    processing_timeout_s: float
 
 
 def calculate_summary_range(

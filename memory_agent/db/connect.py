@@ -11,7 +11,7 @@ from psycopg.conninfo import conninfo_to_dict
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.migrations import MigrationReport
 from memory_agent.errors import ConfigurationError
-from memory_agent.settings import MemorySettings
+from memory_agent.settings import DatabaseSettings
 
 
 async def check_database(url: str, timeout: float) -> None:
@@ -44,30 +44,30 @@ async def check_database(url: str, timeout: float) -> None:
     await conn.close()
 
 
-async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
-    """A MemoryBackend on an open pool, its schema checked as ours and migrated. The caller closes
-    `backend.pool`."""
-    await check_database(url, settings.database.connect_timeout_s)
+async def open_backend(url: str, database: DatabaseSettings, *, processing_timeout_s: float) -> MemoryBackend:
+    """A MemoryBackend on an open pool (the database group: schema, pool sizes, connect timeout, migrations), its
+    schema checked as ours and migrated. The caller closes `backend.pool`."""
+    await check_database(url, database.connect_timeout_s)
     pool = MemoryBackend.create_pool(
         url,
-        settings.database.db_schema,
-        min_size=settings.database.pool_min_size,
-        max_size=settings.database.pool_max_size,
-        timeout=settings.database.connect_timeout_s,
-        processing_timeout_s=settings.jobs.processing_timeout_s,
+        database.db_schema,
+        min_size=database.pool_min_size,
+        max_size=database.pool_max_size,
+        timeout=database.connect_timeout_s,
+        processing_timeout_s=processing_timeout_s,
     )
     try:
-        await pool.open(wait=True, timeout=settings.database.connect_timeout_s)
+        await pool.open(wait=True, timeout=database.connect_timeout_s)
     except Exception as exc:
         await pool.close()
         raise ConfigurationError(
-            f"cannot connect to PostgreSQL within {settings.database.connect_timeout_s}s: {exc}; "
+            f"cannot connect to PostgreSQL within {database.connect_timeout_s}s: {exc}; "
             "check MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
         ) from exc
     try:
-        backend = MemoryBackend(pool, settings.database.db_schema)
+        backend = MemoryBackend(pool, database.db_schema)
         await backend.check_schema_is_ours()
-        await backend.setup(apply=settings.database.auto_migrate)
+        await backend.setup(apply=database.auto_migrate)
         if await backend.detect_row_security() and await backend.on_citus():
             # Citus checks the policies again on the workers' shards, through connections of its own that never see
             # a session's setting: name the tenant in every transaction, with a statement Citus propagates.
@@ -76,7 +76,7 @@ async def open_backend(url: str, settings: MemorySettings) -> MemoryBackend:
                 raise ConfigurationError(
                     "row-level security binds this role, and this Citus cluster cannot carry a transaction's tenant "
                     "to its workers (the server has no citus.propagate_set_commands): connect as the "
-                    f"role that owns schema {settings.database.db_schema!r} (or one that bypasses row-level "
+                    f"role that owns schema {database.db_schema!r} (or one that bypasses row-level "
                     "security)"
                 )
             backend.name_per_transaction()

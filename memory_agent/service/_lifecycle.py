@@ -31,6 +31,7 @@ from memory_agent.long_term.embedders import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
 from memory_agent.long_term.recall import check_recall_settings
 from memory_agent.runtime import MemoryLoop, PeriodicTask
+from memory_agent.service._wiring import start_options, summary_options, trigger_rule
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.runner import SummaryRunner
@@ -111,14 +112,14 @@ class Lifecycle:
         embedder = (
             self._embeddings if self._embeddings is not None else embedder_from_setting(settings.long_term.embeddings)
         )
-        backend = await open_backend(url, settings)
+        backend = await open_backend(url, settings.database, processing_timeout_s=settings.jobs.processing_timeout_s)
         try:
             agent = MemoryAgent(
                 summarizer,
                 max_words=settings.memory.max_words,
                 max_tokens=settings.memory.max_tokens_cap,
             )
-            runner = SummaryRunner(settings, backend, agent, clock=self.clock, embedder=embedder)
+            runner = SummaryRunner(summary_options(settings), backend, agent, clock=self.clock, embedder=embedder)
 
             async def sweep() -> list[int]:  # the trigger is made after the executor it hands rows to
                 return await trigger.sweep()
@@ -128,15 +129,15 @@ class Lifecycle:
             # An in-process executor: rows are picked up by their claim, nothing is enqueued in the round's
             # transaction (so the claim's id is read with COMMIT's reply).
             trigger = SummaryTrigger(
-                settings,
+                trigger_rule(settings),
                 backend,
                 dispatch=executor.dispatch,
                 enqueue=None if executor.runs_in_process else executor.enqueue,
                 pick_up=executor.runs_in_process,
             )
-            leases = RoundLeases(settings, backend, loop)  # shared: a lease the start took, the end gives back
-            start = RoundStart(settings, backend, loop, leases, embedder=embedder, clock=self.clock)
-            end = RoundEnd(settings, backend, loop, trigger, leases, self.clock)
+            leases = RoundLeases(settings.rounds, backend, loop)  # shared: a lease the start took, the end gives back
+            start = RoundStart(start_options(settings), backend, loop, leases, embedder=embedder, clock=self.clock)
+            end = RoundEnd(settings.guards, backend, loop, trigger, leases, self.clock)
             recall = settings.recall
             await check_recall_settings(backend, recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.

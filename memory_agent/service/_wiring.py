@@ -1,0 +1,39 @@
+"""What each component of an open service is given of the settings: the edge where MemorySettings (the
+environment, read once when it is built) is cut into the groups and options each component takes. Below the
+service no component holds the whole MemorySettings: a component reads its own group (RoundLeases the rounds
+group, RoundEnd the guards, LongTermMemory recall's group) or an options value made here from several."""
+
+from __future__ import annotations
+
+from memory_agent.conversation.round_start import StartOptions
+from memory_agent.conversation.window import TriggerRule
+from memory_agent.settings import MemorySettings
+from memory_agent.summarize.options import SummaryOptions
+
+
+def trigger_rule(settings: MemorySettings) -> TriggerRule:
+    return TriggerRule(
+        summarize_after_seq=settings.memory.summarize_after_seq,
+        window_size=settings.memory.rolling_window_size,
+        min_new_messages=settings.summary_cadence,
+        processing_timeout_s=settings.jobs.processing_timeout_s,
+    )
+
+
+def start_options(settings: MemorySettings) -> StartOptions:
+    return StartOptions(
+        rounds=settings.rounds,
+        recall=settings.recall if settings.rounds.recall else None,
+        gap_cap=settings.gap_message_cap,
+        cost_ceiling=settings.guards.monthly_cost_ceiling,
+    )
+
+
+def summary_options(settings: MemorySettings) -> SummaryOptions:
+    return SummaryOptions(
+        summary=settings.summary,
+        guards=settings.guards,
+        long_term=settings.long_term,
+        processing_timeout_s=settings.jobs.processing_timeout_s,
+        model_name=settings.memory.model,
+    )
