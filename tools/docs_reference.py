@@ -475,6 +475,18 @@ def modules_reference() -> str:
     return "\n".join(out) + "\n"
 
 
+def imports_reference() -> str:
+    """What each first-level part of memory_agent may import: the layer rules tests/unit/test_layers.py enforces."""
+    from tests.unit.test_layers import FORBIDDEN, UNITS
+
+    out = ["| Part | May import (besides itself) |", "|---|---|"]
+    for unit in sorted(FORBIDDEN, key=lambda name: (len(UNITS - set(FORBIDDEN[name])), name)):
+        allowed = sorted(UNITS - set(FORBIDDEN[unit]) - {unit, "__init__", "__main__"})
+        shown = ", ".join(f"`{name}`" for name in allowed) or "nothing of memory_agent"
+        out.append(f"| `{unit}` | {shown} |")
+    return "\n".join(out) + "\n"
+
+
 GENERATORS = {
     "settings": settings_reference,
     "cli": cli_reference,
@@ -483,6 +495,7 @@ GENERATORS = {
     "python": python_reference,
     "routes": routes_table,
     "modules": modules_reference,
+    "imports": imports_reference,
 }
 
 

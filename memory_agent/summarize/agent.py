@@ -124,8 +124,8 @@ class MemoryAgent:
         self.max_tokens = max_tokens if max_tokens is not None else 4 * max_words
         # One tool the model must call, else the provider's JSON-schema format, else JSON in text (StructuredCaller);
         # the arguments are parsed here. LangChain's with_structured_output chain does the tool call through a
-        # parallel map, fallbacks and a parser: about 2.4 ms more client CPU per summary, paid by the process
-        # serving the rounds.
+        # parallel map, fallbacks and a parser: client CPU per summary (docs/measurements/code.md), paid by the
+        # process serving the rounds.
         self._caller = StructuredCaller(model, MemorySummaryOutput)
 
     def build_prompt(

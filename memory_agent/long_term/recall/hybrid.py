@@ -114,7 +114,7 @@ def can_place_vector_hits(rows: list[dict[str, Any]], block_rows: int, settings:
     """Whether a hit only the vector path finds could rank among the first `block_rows`: a full-text or trigram
     hit scores at least `1 / (rrf_k + candidates)`, a hit of vectors alone at most `vector_weight / (rrf_k + 1)`,
     so with the defaults (0.5 / 61 < 1 / 110) such a hit only fills places full text left empty, and the pass over
-    all of the user's vectors (~10 ms of the server's CPU for 15,000 vectors) runs only when there are some."""
+    all of the user's vectors (docs/measurements/code.md) runs only when there are some."""
     lexical = sum(1 for row in rows if row["kind"])
     below = settings.vector_weight / (settings.rrf_k + 1) < 1 / (settings.rrf_k + settings.candidates)
     return lexical < block_rows or not below
