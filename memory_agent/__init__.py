@@ -7,7 +7,8 @@ What an app needs to run rounds with memory, and nothing else (as procrastinate'
 its settings, the LangGraph integrations, the store, the default and offline models, the design's window maths,
 the key of a conversation and the errors. The rest is public where it lives: the records in `memory_agent.schemas`
 (MemoryRecord, ConversationContext, MemorySummaryOutput, RoundSaved, TriggerResult), the summarizer in
-`memory_agent.summarize`, the retriever in `memory_agent.integrations.retriever`."""
+`memory_agent.summarize`, the retriever in `memory_agent.integrations.retriever`. The core design's own names (MemoryRecord, MemorySummaryOutput,
+ConversationContext, MemoryBackend, MemoryAgent) stay importable from here too (DESIGN_NAMES)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memory_agent.conversation.window import calculate_summary_range
+    from memory_agent.db.backend import MemoryBackend as MemoryBackend
     from memory_agent.errors import (
         ConfigurationError,
         ConversationOwnerError,
@@ -37,9 +39,13 @@ if TYPE_CHECKING:
     from memory_agent.integrations.middleware import MemoryMiddleware
     from memory_agent.llm import OfflineSummaryModel, openai_chat_model
     from memory_agent.long_term.store import MemoryStore
+    from memory_agent.schemas import ConversationContext as ConversationContext
+    from memory_agent.schemas import MemoryRecord as MemoryRecord
+    from memory_agent.schemas import MemorySummaryOutput as MemorySummaryOutput
     from memory_agent.schemas.keys import ConversationKey
     from memory_agent.service import MemoryService
     from memory_agent.settings import MemorySettings
+    from memory_agent.summarize.agent import MemoryAgent as MemoryAgent
 
 # Each public name -> the module that defines it.
 _MODULES = {
@@ -65,6 +71,15 @@ _MODULES = {
     "memory_save_node": "memory_agent.integrations.langgraph",
     "openai_chat_model": "memory_agent.llm",
     "with_memory": "memory_agent.integrations.langgraph",
+}
+# The core design's names (its schemas, backend and agent) stay importable from here, where the design put them;
+# they live, and are exported, in their packages.
+DESIGN_NAMES = {
+    "ConversationContext": "memory_agent.schemas",
+    "MemoryAgent": "memory_agent.summarize.agent",
+    "MemoryBackend": "memory_agent.db.backend",
+    "MemoryRecord": "memory_agent.schemas",
+    "MemorySummaryOutput": "memory_agent.schemas",
 }
 
 __all__ = [
@@ -94,7 +109,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
+    module = _MODULES.get(name) or DESIGN_NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'memory_agent' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -103,4 +118,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__all__, *DESIGN_NAMES})

@@ -387,7 +387,8 @@ def _signature(obj: Any) -> str:
 def public_names() -> list[tuple[str, Any]]:
     import memory_agent
 
-    return [(name, getattr(memory_agent, name)) for name in memory_agent.__all__]
+    names = [*memory_agent.__all__, *sorted(memory_agent.DESIGN_NAMES)]
+    return [(name, getattr(memory_agent, name)) for name in names]
 
 
 def _members(klass: type) -> Iterator[tuple[str, Any]]:

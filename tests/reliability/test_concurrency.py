@@ -6,7 +6,7 @@ import asyncio
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from memory_agent.schemas import MemoryRecord
+from memory_agent import MemoryRecord
 from tests.conftest import query
 from tests.support import GatedSummaryModel
 
