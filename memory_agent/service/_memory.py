@@ -33,6 +33,20 @@ from memory_agent.summarize.agent import MemoryAgent
 if TYPE_CHECKING:
     from memory_agent.integrations.retriever import MemoryRetriever
 
+# Where each operation the service once repeated lives now: its name on its tier's facade.
+MOVED = {
+    **{name: f"conversations.{name}" for name in ("get_context_for_workflow", "prepare_round", "release_round")},
+    **{name: f"conversations.{name}" for name in ("finish_round", "record_failed_round", "should_trigger_summary")},
+    **{name: f"conversations.{name}" for name in ("trigger_summarization_if_needed", "sweep", "get_memory")},
+    "get_memory_history": "conversations.get_memory_history",
+    **{name: f"long_term.{name}" for name in ("list_items", "remember", "forget_item", "forget_user")},
+    **{name: f"long_term.{name}" for name in ("remember_sync", "recall_sync")},
+    "recall": "long_term.recall (its .results are the hits)",
+    "recall_result": "long_term.recall",
+    "recall_settings": "settings.recall",
+    **{name: f"transfers.{name}" for name in ("import_messages", "import_thread", "export_user", "import_user")},
+}
+
 
 class MemoryService:
     """Conversation memory over PostgreSQL. Use as `async with` (or `with`) to open and close it.
@@ -148,6 +162,13 @@ class MemoryService:
     def long_term(self) -> LongTermMemory:
         """The long-term tier while open: a user's items, forgetting, recall."""
         return self._lifecycle.parts.long_term
+
+    if not TYPE_CHECKING:  # at run time only: the type checker still refuses a name the service does not have
+
+        def __getattr__(self, name: str) -> Any:
+            if name in MOVED:
+                raise AttributeError(f"MemoryService has no {name!r}: use memory.{MOVED[name]}", name=name, obj=self)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
     def round_identity(self, config: Any) -> tuple[str, str | None, str | None]:
         """(thread id, user id, tenant id) of a run's config: `thread_id`, and the keys MEMORY_AGENT_USER_ID_KEY

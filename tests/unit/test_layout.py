@@ -3,6 +3,8 @@ a short README, short modules. The others (who runs statements, mixins, package 
 
 from __future__ import annotations
 
+import pytest
+
 from tools import layout
 
 
@@ -12,6 +14,19 @@ def test_memory_service_has_at_most_25_public_members():
     # Each tier's operations live on its facade, once: none is repeated on the service.
     assert {"conversations", "long_term", "transfers"} <= set(members)
     assert not {"prepare_round", "recall", "list_items", "export_user", "should_trigger_summary"} & set(members)
+
+
+def test_an_operation_asked_of_the_service_names_the_facade_it_lives_on():
+    from memory_agent import MemoryService
+
+    memory = MemoryService()  # not opened: the pointer needs no database
+    with pytest.raises(AttributeError, match=r"use memory\.conversations\.prepare_round$"):
+        memory.prepare_round  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError, match=r"use memory\.long_term\.recall \(its \.results are the hits\)"):
+        memory.recall  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_thing'"):
+        memory.no_such_thing  # type: ignore[attr-defined]  # noqa: B018
+    assert not hasattr(memory, "export_user")
 
 
 def test_the_readme_stays_short():
