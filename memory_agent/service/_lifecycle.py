@@ -31,7 +31,7 @@ from memory_agent.long_term.embedders import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
 from memory_agent.long_term.recall import check_recall_settings
 from memory_agent.runtime import MemoryLoop, PeriodicTask
-from memory_agent.service._wiring import start_options, summary_options, trigger_rule
+from memory_agent.service._wiring import start_options, summary_options, trigger_rule, worker_options
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.runner import SummaryRunner
@@ -125,7 +125,7 @@ class Lifecycle:
                 return await trigger.sweep()
 
             jobs = SummaryJobs(runner.run_summary, sweep, runner.refresh_pending)
-            executor = make_executor(settings, jobs, backend)
+            executor = make_executor(worker_options(settings), jobs, backend)
             # An in-process executor: rows are picked up by their claim, nothing is enqueued in the round's
             # transaction (so the claim's id is read with COMMIT's reply).
             trigger = SummaryTrigger(

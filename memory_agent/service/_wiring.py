@@ -5,8 +5,11 @@ group, RoundEnd the guards, LongTermMemory recall's group) or an options value m
 
 from __future__ import annotations
 
+from typing import Any
+
 from memory_agent.conversation.round_start import StartOptions
 from memory_agent.conversation.window import TriggerRule
+from memory_agent.jobs.executor import WorkerOptions
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.options import SummaryOptions
 
@@ -37,3 +40,19 @@ def summary_options(settings: MemorySettings) -> SummaryOptions:
         processing_timeout_s=settings.jobs.processing_timeout_s,
         model_name=settings.memory.model,
     )
+
+
+def worker_options(settings: MemorySettings) -> WorkerOptions:
+    """The executors' options; with consolidation or batch summaries enabled, what makes their runner on the pool
+    (the consolidation model named by the settings, the consolidation group and the guards)."""
+    group = settings.consolidation
+
+    def consolidation(pool: Any) -> Any:
+        # Imported here: only deployments that enable it load the consolidation package.
+        from memory_agent.consolidation import ConsolidationRunner
+        from memory_agent.llm import default_chat_model
+
+        return ConsolidationRunner(pool, default_chat_model(settings, "consolidation"), settings)
+
+    enabled = group.consolidation_enabled or group.batch_summaries_enabled
+    return WorkerOptions(settings.jobs, settings.database.auto_migrate, consolidation if enabled else None)

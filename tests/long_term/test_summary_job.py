@@ -16,6 +16,7 @@ from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.procrastinate_executor import REFRESH_CLUSTERS_TASK, build_app
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemScope, item_history
+from memory_agent.service._wiring import worker_options
 from tests.conftest import execute, memory_factory, query
 from tests.long_term.conftest import at
 from tests.support import EchoChat, GatedSummaryModel, ScriptedSummaryModel
@@ -191,7 +192,7 @@ async def test_the_procrastinate_app_runs_the_safety_net_periodically():
         calls.append("refresh")
         return 0
 
-    app = build_app(SummaryJobs(run_summary, sweep, refresh), MemorySettings())
+    app = build_app(SummaryJobs(run_summary, sweep, refresh), worker_options(MemorySettings()))
     periodic = {task.task.name for task in app.periodic_registry.periodic_tasks.values()}
     assert REFRESH_CLUSTERS_TASK in periodic and "memory_agent.sweep" in periodic
     await app.tasks[REFRESH_CLUSTERS_TASK](timestamp=0)
