@@ -184,7 +184,8 @@ _CONTENT = re.compile(r"<content>(.*?)</content>", re.DOTALL)
 
 class FakeMiddlewareSummarizer(_CountedLatency, BaseChatModel):
     """SummarizationMiddleware's summarizer in the benchmark: after `latency_s`, one 90-character line for
-    each of the last 14 messages it was given (the size of memory_agent's offline summary)."""
+    each of the last 14 messages it was given (the size of memory_agent's offline summary when it was asked for
+    250 words; SummarizationMiddleware asks for no length)."""
 
     latency_s: float = 0.0
     model_name: str = "fake-middleware-summarizer"

@@ -1,7 +1,9 @@
 """`make bench` stage for long-term items: write cost, race outcomes, reads at scale, forgetting.
 
-Runs on its own embedded PostgreSQL (or --database-url), one fresh database. Prints a table of figures and
-writes benchmarks/results/long_term_items.json. No target is asserted here: the figures are for reading.
+Runs on its own embedded PostgreSQL (or --database-url), one fresh database. With a LoCoMo-format file (--replay,
+default: the development split beside the project when it is there) the tier is also measured on a real model's
+volume of items (long_term_replay.py). Prints a table of figures and writes benchmarks/results/long_term_items.json
+and .md. No target is asserted here: the figures are for reading.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 import psycopg
 
+from benchmarks.long_term_replay import replay_stage
+from benchmarks.recall import LOCOMO_DEV
 from benchmarks.systems import create_database, drop_database
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.long_term import (
@@ -178,8 +182,34 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
 def render(results: dict[str, Any]) -> str:
     lines = ["| long-term items | figure |", "|---|---|"]
     for name, value in results.items():
+        if name == "replay":
+            continue
         shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
         lines.append(f"| {name} | {shown} |")
+    replay = results.get("replay")
+    if isinstance(replay, dict) and "loads" in replay:
+        cost, per_round = replay["write_cost"], replay["write_cost"]["per_round"]
+        lines += [
+            "",
+            f"Replayed model output ({replay['data']}): the long-term tier's write of each version's items "
+            f"(`remember` + its clusters' refresh), {cost['versions_written']} versions: p50 "
+            f"{cost['ms_per_version']['p50']} ms ({cost.get('p50_vs_remember_10_new')}x the same run's remember_10_new "
+            "p50), p95 "
+            f"{cost['ms_per_version']['p95']} ms, "
+            f"{cost['statements_per_version']} statements, {cost['rows_per_version']} rows {cost['rows_by_table']}; "
+            f"per round ({per_round['rounds']} rounds): {per_round['ms']} ms, {per_round['statements']} statements, "
+            f"{per_round['rows']} rows",
+            "",
+            "| load | rounds | summaries | items | items per summary | cluster summaries | wall s | CPU s |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, load in replay["loads"].items():
+            lines.append(
+                f"| {name} | {load['rounds']} | {load['summaries']} | {load['items']} | {load['items_per_summary']} "
+                f"| {load['cluster_summaries']} | {load['wall_s']} | {load['cpu_s']} |"
+            )
+    elif replay is not None:
+        lines += ["", f"Replayed model output: skipped ({replay})"]
     return "\n".join(lines)
 
 
@@ -190,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--items-per-user", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--replay",
+        type=Path,
+        default=LOCOMO_DEV,
+        help="a LoCoMo-format file with `observation` and `session_summary` (default: ../shared/eval-data/"
+        "locomo_dev.json beside the project): the tier loaded with its facts through the replay summarizer",
+    )
+    parser.add_argument("--no-replay", action="store_true", help="skip the replayed model output")
     args = parser.parse_args(argv)
     server_url = args.database_url
     if server_url is None:
@@ -202,8 +240,20 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(measure(url, args.calls, args.users, args.items_per_user))
     finally:
         drop_database(server_url, name)
+    if args.no_replay:
+        results["replay"] = "not asked for (--no-replay)"
+    elif not args.replay.exists():
+        results["replay"] = f"{args.replay.name} is absent (LoCoMo, CC BY-NC 4.0: never part of this repository)"
+        print(f"[bench] replayed model output skipped: {results['replay']}", file=sys.stderr, flush=True)
+    else:
+        print(f"[bench] replaying {args.replay.name} through the service (3 loads)", file=sys.stderr, flush=True)
+        results["replay"] = replay = asyncio.run(replay_stage(server_url, args.replay))
+        # Against a baseline of the same run: a shared machine's load moves both alike.
+        cost = replay["write_cost"]
+        cost["p50_vs_remember_10_new"] = round(cost["ms_per_version"]["p50"] / results["remember_10_new"]["p50_ms"], 2)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    args.out.with_suffix(".md").write_text(render(results) + "\n", encoding="utf-8")
     print(render(results))
     return 0
 

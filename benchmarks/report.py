@@ -59,10 +59,20 @@ def metric_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
             f"Load at {config['load_lengths'][-1]:,} / load at {config['load_lengths'][0]:,} messages",
         )
     )
+    # Latency under load is queueing (rounds in flight / rounds per second): compared at one number of
+    # conversations for every system, the baselines' (memory_agent's own count: its entry's concurrent figures).
+    same = config["baseline_conversations"] or config["conversations"]
     rows += [
         ("concurrent.rounds_per_s", "Concurrent conversations: rounds/s"),
-        ("concurrent.round_median_ms", "Concurrent: round latency, median (ms)"),
-        ("concurrent.round_p99_ms", "Concurrent: round latency, p99 (ms)"),
+        ("concurrent.same_concurrency.rounds_per_s", f"Concurrent, {same:,} conversations each system: rounds/s"),
+        (
+            "concurrent.same_concurrency.round_median_ms",
+            f"Concurrent, {same:,} conversations each system: round latency, median (ms)",
+        ),
+        (
+            "concurrent.same_concurrency.round_p99_ms",
+            f"Concurrent, {same:,} conversations each system: round latency, p99 (ms)",
+        ),
         ("concurrent.failed_rounds", "Concurrent: failed rounds"),
         ("concurrent.peak_connections", "Concurrent: peak database connections"),
         ("concurrent.summary_lag_after_drain.mean", "Concurrent: summary lag after drain, mean (messages)"),
@@ -217,7 +227,14 @@ def render_markdown(results: dict[str, Any], headline_only: bool = False) -> str
         f"Overhead = round wall time minus the model's latency (zero here). Slow stage: {config['slow_rounds']} rounds "
         f"(not {config['rounds']}) to fit the time. Concurrent: "
         + ", ".join(f"{SHORT[n]} {conc[n]:,} conversations" for n in systems if conc[n] is not None)
-        + f" × {config['concurrent_rounds']} rounds. Ratios below 1 favour memory_agent except for rounds/s."
+        + f" × {config['concurrent_rounds']} rounds"
+        + (
+            f"; memory_agent's round latency at its {conc[SUBJECT]:,}: median {_fmt(own_median)} ms, p99 "
+            f"{_fmt(_get(systems[SUBJECT], 'concurrent.round_p99_ms'))} ms (rounds in flight / rounds per second)"
+            if (own_median := _get(systems[SUBJECT], "concurrent.round_median_ms")) is not None
+            else ""
+        )
+        + ". Ratios below 1 favour memory_agent except for rounds/s."
     )
     lines += ["", "| Target | Value | Limit | Holds | Numbers |", "|---|---:|---:|---|---|"]
     for t in results["targets"]:

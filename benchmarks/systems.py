@@ -66,10 +66,10 @@ def with_dbname(url: str, dbname: str) -> str:
     return make_conninfo(**params)
 
 
-def create_database(server_url: str, prefix: str) -> tuple[str, str]:
+def create_database(server_url: str, prefix: str, template: str | None = None) -> tuple[str, str]:
     name = f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     return name, with_dbname(server_url, name)
 
 

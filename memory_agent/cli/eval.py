@@ -25,23 +25,30 @@ async def run_recall_eval(
     or_terms: bool = True,
     per_path: bool = False,
     evidence_key: Path | None = None,
+    summarizer: str = "offline",
 ) -> Any:
     """Evaluate on a new database of `server_url` (migrated, dropped at the end): the dataset's users never mix
     with real ones. The dataset is loaded as an app stores conversations: a MemoryService (the offline summarizer,
     the inline executor) stores every turn through `with_memory` rounds and does the background work. The recall
     settings and the embedder are the service's (MEMORY_AGENT_RECALL_*, MEMORY_AGENT_EMBEDDINGS) unless given
-    here. `evidence_key`: a JSON object of question → evidence dia ids that replaces the dataset's."""
+    here. `evidence_key`: a JSON object of question → evidence dia ids that replaces the dataset's. `summarizer`:
+    "offline" (the offline extractive model) or "replay" (evaluation.replay: the facts and session summaries the
+    dataset's own `observation` and `session_summary` fields hold, answered through the same summary calls)."""
     import psycopg
 
     from memory_agent.db.connector import execute_query
     from memory_agent.evaluation import evaluate, load_dataset
-    from memory_agent.evaluation.rounds import ReplayClock
+    from memory_agent.evaluation.replay import ReplaySummaryModel
+    from memory_agent.evaluation.rounds import ReplayClock, long_term_volume
     from memory_agent.llm import OfflineSummaryModel
     from memory_agent.long_term.embedders import embedder_from_setting
     from memory_agent.service import MemoryService
     from memory_agent.settings import MemorySettings
 
+    if summarizer not in ("offline", "replay"):
+        raise typer.BadParameter(f"unknown summarizer {summarizer!r}: use offline or replay")
     samples = load_dataset(dataset)
+    model = OfflineSummaryModel() if summarizer == "offline" else ReplaySummaryModel.from_file(dataset)
     key = load_evidence_key(evidence_key) if evidence_key is not None else None
     if embedder is not None and embedder not in ("none", "hashing", "e5"):
         raise typer.BadParameter(f"unknown embedder {embedder!r}: use one of e5, hashing, none")
@@ -60,9 +67,15 @@ async def run_recall_eval(
     try:
         url = psycopg.conninfo.make_conninfo("", **{**params, "dbname": name})
         clock = ReplayClock(datetime.now(UTC))
-        service = MemoryService(settings, model=OfflineSummaryModel(), database_url=url, clock=clock, embeddings=chosen)
+        service = MemoryService(settings, model=model, database_url=url, clock=clock, embeddings=chosen)
         async with service as memory:
-            return await evaluate(memory.backend, samples, memory=memory, per_path=per_path, evidence_key=key)
+            report = await evaluate(memory.backend, samples, memory=memory, per_path=per_path, evidence_key=key)
+            async with memory.backend.connection() as conn:
+                report.volume = await long_term_volume(conn)
+            report.settings["summarizer"] = summarizer
+            if isinstance(model, ReplaySummaryModel):
+                report.volume["replay"] = dict(sorted(model.stats.items()))
+            return report
     finally:
         async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
             await execute_query(
@@ -112,6 +125,12 @@ def recall_command(
         dir_okay=False,
         help="A corrected evidence key: a JSON object of question → evidence dia ids, replacing the dataset's.",
     ),
+    summarizer: str = typer.Option(
+        "offline",
+        help="The summarizer the service runs: 'offline' (extractive copies, items by rule) or 'replay' (the "
+        "dataset's own LLM-written `observation` facts and `session_summary` texts, answered for the messages each "
+        "summary is asked about).",
+    ),
     database_url: str | None = typer.Option(
         None,
         help="A PostgreSQL server URL (a scratch database is made and dropped); default: a temporary embedded server.",
@@ -138,6 +157,7 @@ def recall_command(
                 or_terms=not and_terms,
                 per_path=per_path,
                 evidence_key=evidence_key,
+                summarizer=summarizer,
             )
         )
     except MemoryAgentError as exc:

@@ -2,8 +2,9 @@
 
 dataset.py reads the dataset (samples of sessions of turns, scored questions with their evidence turns),
 ingest.py writes a sample straight into the tables (sql/queries/evaluation.sql; the round path is not run), and
-recall.py asks each question through the round start's recall and scores the hits.
-May import: conversation/ (recall at round start), long_term/, db/, errors, resources. Never api/, integrations/,
+recall.py asks each question through the round start's recall and scores the hits; replay.py is the replay
+summarizer (the dataset's LLM-written facts and session summaries answered through the summary calls).
+May import: conversation/ (recall at round start), long_term/, db/, llm/, errors, resources. Never api/, integrations/,
 jobs/, summarize/, observability/, cli/ nor service/.
 """
 

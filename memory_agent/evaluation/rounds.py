@@ -71,6 +71,11 @@ def _rounds(sample: Sample, session: Session) -> Iterator[tuple[int, list[BaseMe
         yield start, given, answered
 
 
+def count_rounds(sample: Sample) -> int:
+    """How many `with_memory` rounds load_through_rounds runs for `sample`."""
+    return sum(1 for session in sample.sessions for _ in _rounds(sample, session))
+
+
 async def load_through_rounds(memory: MemoryService, sample: Sample, clock: ReplayClock) -> dict[tuple[str, int], str]:
     """Store `sample` through `with_memory` rounds of `memory` (its user is the sample's, in the evaluation's
     tenant), wait for its background work, run its periodic catch-up; returns (conversation_id, sequence) → dia_id.
@@ -131,3 +136,16 @@ async def turns_without_vector(conn: AsyncConnection[Any], memory: MemoryService
 async def stored_turns(conn: AsyncConnection[Any], user_id: str) -> list[dict[str, Any]]:
     """The user's stored turns, in order (the load's check that each turn got the sequence it expects)."""
     return await fetch_all(conn, "eval_stored_turns", {"tenant_id": EVAL_TENANT, "user_id": user_id})
+
+
+async def long_term_volume(conn: AsyncConnection[Any]) -> dict[str, Any]:
+    """What the evaluation's load wrote: completed summaries, item rows (every version) and cluster summaries, and
+    items per summary."""
+    row = await fetch_one(conn, "eval_long_term_volume", {"tenant_id": EVAL_TENANT}) or {}
+    summaries, items = int(row.get("summaries") or 0), int(row.get("items") or 0)
+    return {
+        "summaries": summaries,
+        "items": items,
+        "cluster_summaries": int(row.get("cluster_summaries") or 0),
+        "items_per_summary": round(items / summaries, 2) if summaries else 0.0,
+    }

@@ -82,6 +82,8 @@ class EvalReport:
     # The evaluated user's turns without a vector when the questions were asked (app path with an embedder):
     # after the service's background work drained, and after its periodic catch-up too.
     turns_without_vector: dict[str, int] = field(default_factory=dict)
+    # What the load wrote (summaries, item rows, cluster summaries, items per summary), when it was counted.
+    volume: dict[str, Any] = field(default_factory=dict)
 
     @property
     def questions(self) -> int:
@@ -106,6 +108,7 @@ class EvalReport:
             },
             "evidence_fraction_all_categories": self.evidence_fraction.as_dict(),
             "turns_without_vector": self.turns_without_vector,
+            "volume": self.volume,
             "settings": self.settings,
         }
 
@@ -136,6 +139,8 @@ class EvalReport:
             f"search p50 {latency['p50']:.2f} ms, p95 {latency['p95']:.2f} ms"
         )
         lines.append(f"paths of the first evidence hit: {self.contributed}; retrieval paths: {self.retrieval_paths}")
+        if self.volume:
+            lines.append(f"written by the load: {self.volume}")
         lines.append(f"settings: {self.settings}")
         return "\n".join(lines)
 

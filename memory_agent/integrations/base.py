@@ -59,7 +59,11 @@ def produced_messages(
         # Nothing given stands in the result: the graph's state was restored (a resumed interrupt), not built
         # from the given objects, so what is new is told by content.
         return new_messages(messages, info.context_fingerprints)
-    standing = {fingerprint(message) for message in messages if id(message) in objects}
+    # The round start fingerprinted the very objects it gave (info.context_fingerprints, in their order): those
+    # are carried, not computed again; a memory that recorded none (a stand-in) has them computed here.
+    carried = len(given or ()) == len(info.context_fingerprints)
+    known = dict(zip(map(id, given or ()), info.context_fingerprints, strict=True)) if carried else {}
+    standing = {known[id(m)] if carried else fingerprint(m) for m in messages if id(m) in objects}
     return [m for m in messages if id(m) not in objects and fingerprint(m) not in standing]
 
 

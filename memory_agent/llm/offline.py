@@ -31,22 +31,36 @@ OFFLINE_CONSOLIDATOR = "offline-consolidator"
 SUMMARY_TOOL = "MemorySummaryOutput"
 
 _WINDOW = re.compile(r"^Window: sequences (\d+)-(\d+)\.$", re.MULTILINE)
+_MAX_WORDS = re.compile(r"At most (\d+) words")
+_MIN_WIDTH = 20  # the narrowest line: a few words of each message
 _LINE = re.compile(r"^(?:- )?\[seq (\d+)\] (user|assistant): (.*)$", re.MULTILINE)
 
 
 def offline_summary(prompt_text: str, *, width: int = 90) -> str:
+    """One line per message of the window, each cut at `width` characters, narrower while the lines exceed the
+    length the prompt asks for ("At most N words", as a model asked for it keeps to it); when even the narrowest
+    lines exceed it, the oldest lines go (the newest line is always kept)."""
     window = _WINDOW.search(prompt_text)
     window_start = int(window.group(1)) if window else 0
-    kept: dict[int, str] = {}
+    messages: dict[int, tuple[str, str]] = {}
     for match in _LINE.finditer(prompt_text):
         sequence = int(match.group(1))
-        if sequence < window_start:
-            continue  # outside the sliding window: dropped
-        text = match.group(3).strip()
-        if len(text) > width:
-            text = text[: width - 1].rstrip() + "…"
-        kept[sequence] = f"- [seq {sequence}] {match.group(2)}: {text}"
-    return "\n".join(kept[s] for s in sorted(kept)) or "- (nothing to remember)"
+        if sequence >= window_start:  # before the sliding window: dropped
+            messages[sequence] = (match.group(2), match.group(3).strip())
+    asked = _MAX_WORDS.search(prompt_text)
+    budget = int(asked.group(1)) if asked else None
+    while True:
+        lines = [f"- [seq {s}] {role}: {_cut(text, width)}" for s, (role, text) in sorted(messages.items())]
+        if budget is None or width <= _MIN_WIDTH or len(" ".join(lines).split()) <= budget:
+            break
+        width -= 5
+    while budget is not None and len(lines) > 1 and len(" ".join(lines).split()) > budget:
+        lines.pop(0)
+    return "\n".join(lines) or "- (nothing to remember)"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 def offline_items(prompt_text: str) -> dict[str, Any]:
@@ -92,6 +106,13 @@ def offline_consolidation(material: str) -> dict[str, Any]:
     return {"summary": summary, "insights": insights}
 
 
+def _tool_name(tool: Any) -> str | None:
+    """A bound tool's name: a pydantic model's class name, or an OpenAI-format function's `name`."""
+    if isinstance(tool, dict):
+        return (tool.get("function") or tool).get("name")
+    return getattr(tool, "__name__", None)
+
+
 class OfflineModel(BaseChatModel):
     """Answers every call with a call of the tool it is bound to, its arguments built as the module says."""
 
@@ -104,7 +125,7 @@ class OfflineModel(BaseChatModel):
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> OfflineModel:
         # The same instance when it already answers that tool: a subclass keeping state sees every call.
-        name = getattr(tools[0], "__name__", None) if tools else None
+        name = _tool_name(tools[0]) if tools else None
         return self if name is None or name == self.tool_name else self.model_copy(update={"tool_name": name})
 
     def answer(self, material: str) -> dict[str, Any]:

@@ -9,6 +9,10 @@ the next; the first that works is remembered for that model object, so later cal
 refused method is not asked again of that model (the remembered one included, should the provider start refusing
 it: the next is tried and remembered). The answer
 is untrusted input: the caller validates the arguments (a garbage answer is an error recorded on its row).
+
+`terse=True` sends the schema as `terse_tool` makes it: types, required fields and bounds, no descriptions, titles
+or defaults (the prompt explains the fields). A schema is input billed with every call; the validation on our side
+stays the pydantic model's, whole.
 """
 
 from __future__ import annotations
@@ -36,6 +40,36 @@ REFUSING_STATUS = frozenset({400, 404, 405, 415, 422, 501})
 TEXT_INSTRUCTION = (
     "Answer with one JSON object and nothing else: no prose, no code fence. It must match this JSON schema:\n{schema}"
 )
+
+
+_DOCUMENTING = frozenset({"description", "title", "default", "examples"})
+
+
+def _terse(node: Any) -> Any:
+    """A JSON schema without what only documents it; `anyOf [X, null]` (an optional field) as X."""
+    if isinstance(node, list):
+        return [_terse(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    options = node.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        present = next(option for option in options if option != {"type": "null"})
+        return _terse({**present, **{key: value for key, value in node.items() if key != "anyOf"}})
+    return {
+        key: (_terse(value) if key not in ("properties", "$defs") else {k: _terse(v) for k, v in value.items()})
+        for key, value in node.items()
+        if key not in _DOCUMENTING
+    }
+
+
+def terse_tool(schema: type[BaseModel], description: str) -> dict[str, Any]:
+    """`schema` as one OpenAI-format function, its JSON schema stripped to types, required fields and bounds, the
+    item shapes it repeats defined once (`$defs`); `description`: the function's, in one line."""
+    parameters = _terse(schema.model_json_schema())
+    return {
+        "type": "function",
+        "function": {"name": schema.__name__, "description": description, "parameters": parameters},
+    }
 
 
 @dataclass
@@ -141,28 +175,38 @@ Noter = Callable[[Any, Sequence[BaseMessage]], None]
 class StructuredCaller:
     """Asks `model` for `schema`'s arguments by the first method that works (the module docstring)."""
 
-    def __init__(self, model: BaseChatModel, schema: type[BaseModel]) -> None:
+    def __init__(self, model: BaseChatModel, schema: type[BaseModel], *, tool: dict[str, Any] | None = None) -> None:
         self.model = model
         self.schema = schema
+        # What is sent: `tool` (an OpenAI-format function, e.g. terse_tool's) when given, else the model whole.
+        self.tool: Any = tool if tool is not None else schema
         self.name = model_name(model)
         self._runnables: dict[Method, Any] = {}
 
     def _runnable(self, method: Method) -> Any:
         if method not in self._runnables:
             if method == "tools":
-                self._runnables[method] = self.model.bind_tools([self.schema], tool_choice="any")
+                self._runnables[method] = self.model.bind_tools([self.tool], tool_choice="any")
             elif method == "json_schema":
                 self._runnables[method] = self.model.with_structured_output(
-                    self.schema, method="json_schema", include_raw=True
+                    self._json_schema(), method="json_schema", include_raw=True
                 )
             else:
                 self._runnables[method] = self.model
         return self._runnables[method]
 
+    def _json_schema(self) -> Any:
+        """The schema as the JSON-schema response format takes it: a titled JSON schema, or the model."""
+        if not isinstance(self.tool, dict):
+            return self.schema
+        function = self.tool["function"]
+        return {"title": function["name"], "description": function["description"], **function["parameters"]}
+
     def _messages(self, method: Method, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         if method != "text":
             return list(messages)
-        schema = json.dumps(self.schema.model_json_schema(), ensure_ascii=False)
+        sent = self.tool["function"]["parameters"] if isinstance(self.tool, dict) else self.schema.model_json_schema()
+        schema = json.dumps(sent, ensure_ascii=False)
         return [*messages, HumanMessage(TEXT_INSTRUCTION.format(schema=schema))]
 
     async def ainvoke(

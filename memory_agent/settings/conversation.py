@@ -14,6 +14,12 @@ from memory_agent.settings.base import CASE_INSENSITIVE, ENV_PREFIX, MAX_SECONDS
 # frequent cadence at which summaries cost at most twice SummarizationMiddleware's and 5 rounds in 6 reuse the
 # previous round's input as their prefix.
 DEFAULT_SUMMARY_CADENCE = 12
+# The summary's length asked for, in words, chosen in the same stage: a memory of this length, plus the gap of a
+# 12-message cadence, keeps a round's conversation tokens under half of SummarizationMiddleware's.
+DEFAULT_SUMMARY_WORDS = 150
+# The cap on a stored memory, per word asked for: English prose is about 1.4 tokens a word (count_tokens_
+# approximately), so 3 catches a summary about twice the length asked for, not one a little over.
+SUMMARY_TOKENS_PER_WORD = 3
 
 
 class MemoryWindowSettings(SettingsGroup):
@@ -43,13 +49,19 @@ class MemoryWindowSettings(SettingsGroup):
         "summarizer, only when named). The provider's own variables configure its client (docs: Models and "
         "providers).",
     )
-    max_words: int = Field(default=250, ge=20, description="Length limit given to the summarizer.")
+    max_words: int = Field(
+        default=DEFAULT_SUMMARY_WORDS,
+        ge=20,
+        description="Length limit given to the summarizer; the memory is injected into every round. 150: the "
+        "longest at which a round's conversation tokens stay within half of SummarizationMiddleware's (measured "
+        "in `make bench`: benchmarks/README.md, Model side).",
+    )
     max_tokens: int | None = Field(
         default=None,
         ge=1,
-        description="Hard cap on a stored memory, in tokens (count_tokens_approximately): a longer summary "
-        "fails (the previous memory stays served) instead of being injected into every later round. "
-        "None: 4 x memory_max_words.",
+        description="Hard cap on a stored memory, in tokens (count_tokens_approximately): a longer summary is "
+        "asked again, shorter, once, then fails (the previous memory stays served) instead of being injected into "
+        "every later round. None: 3 x memory_max_words.",
     )
 
     @property
@@ -61,7 +73,7 @@ class MemoryWindowSettings(SettingsGroup):
 
     @property
     def max_tokens_cap(self) -> int:
-        return self.max_tokens if self.max_tokens is not None else 4 * self.max_words
+        return self.max_tokens if self.max_tokens is not None else SUMMARY_TOKENS_PER_WORD * self.max_words
 
     @model_validator(mode="after")
     def _first_summary_covers_round_one(self) -> MemoryWindowSettings:

@@ -16,12 +16,16 @@ from pydantic import ValidationError
 from memory_agent import resources
 from memory_agent.errors import SummarizationError
 from memory_agent.llm import model_name, note_answer, usage_of
-from memory_agent.llm.structured import StructuredAnswer, StructuredCaller
+from memory_agent.llm.structured import StructuredAnswer, StructuredCaller, terse_tool
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
+from memory_agent.settings.conversation import DEFAULT_SUMMARY_WORDS, SUMMARY_TOKENS_PER_WORD
 from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent")
+
+# The summary's tool as sent to the model (benchmarks price this one).
+SUMMARY_TOOL = terse_tool(MemorySummaryOutput, "The updated memory of the window and its items.")
 
 
 @dataclass(frozen=True)
@@ -115,18 +119,23 @@ def parse_summary(args: dict[str, Any]) -> ParsedSummary:
 class MemoryAgent:
     """Turns a base memory plus the messages after it into the memory of a sliding window."""
 
-    def __init__(self, model: BaseChatModel, *, max_words: int = 250, max_tokens: int | None = None) -> None:
+    def __init__(
+        self, model: BaseChatModel, *, max_words: int = DEFAULT_SUMMARY_WORDS, max_tokens: int | None = None
+    ) -> None:
         self.model = model
         self.model_name = model_name(model)
         self.max_words = max_words
         # The hard cap on a stored memory: the prompt asks for max_words, this refuses what ignores it (a
         # memory is injected into every later round).
-        self.max_tokens = max_tokens if max_tokens is not None else 4 * max_words
+        self.max_tokens = max_tokens if max_tokens is not None else SUMMARY_TOKENS_PER_WORD * max_words
         # One tool the model must call, else the provider's JSON-schema format, else JSON in text (StructuredCaller);
         # the arguments are parsed here. LangChain's with_structured_output chain does the tool call through a
         # parallel map, fallbacks and a parser: client CPU per summary (docs/measurements/code.md), paid by the
         # process serving the rounds.
-        self._caller = StructuredCaller(model, MemorySummaryOutput)
+        # The schema goes terse (types and bounds; the system prompt explains each field): sent with every call,
+        # its descriptions were a large share of a summary's input tokens (docs/measurements/code.md).
+        # parse_summary validates in full.
+        self._caller = StructuredCaller(model, MemorySummaryOutput, tool=SUMMARY_TOOL)
 
     def build_prompt(
         self,
@@ -172,14 +181,15 @@ class MemoryAgent:
         return answer, usage_of(answer.raw, prompt)[0]
 
     async def summarize(self, **window: Any) -> SummaryResult:
-        """Call the model with `build_prompt(**window)`, once more when the answer does not validate (the
-        errors are shown to it). After that retry an unusable text raises SummarizationError, while invalid
+        """Call the model with `build_prompt(**window)`, once more when the answer does not validate or its text
+        is over the cap (the errors are shown to it). After that retry an unusable text raises SummarizationError
+        (over the cap: refused, not cut: a cut summary loses its end, the newest), while invalid
         items are dropped and reported in `dropped_items`: the text summary is never lost to a bad item."""
         prompt = self.build_prompt(**window)
         try:
             answer, input_tokens = await self._ask(prompt)
             parsed = parse_summary(answer.args)
-            problems = list(parsed.invalid) + ([] if parsed.summary else ["summary: empty"])
+            problems = list(parsed.invalid) + self._text_problems(parsed.summary)
         except SummarizationError as exc:  # no usable answer: asked again with the reason (a provider error raises)
             parsed, problems = None, [str(exc)]
         if problems:
@@ -194,7 +204,8 @@ class MemoryAgent:
         if tokens > self.max_tokens:
             raise SummarizationError(
                 f"summarizer returned a summary of about {tokens} tokens ({len(text)} characters), over the hard "
-                f"cap of {self.max_tokens} tokens (MEMORY_AGENT_MEMORY_MAX_TOKENS); not stored"
+                f"cap of {self.max_tokens} tokens (MEMORY_AGENT_MEMORY_MAX_TOKENS), also when asked again to "
+                "shorten it; not stored"
             )
         usage = getattr(answer.raw, "usage_metadata", None) or {}
         return SummaryResult(
@@ -205,6 +216,19 @@ class MemoryAgent:
             items=parsed.items,
             dropped_items=parsed.invalid,
         )
+
+    def _text_problems(self, text: str) -> list[str]:
+        """What the retry asks the model to fix in the summary text: empty, or over the cap (the length asked for
+        is named: a memory is injected into every later round, so it is shortened rather than stored long)."""
+        if not text:
+            return ["summary: empty"]
+        tokens = count_tokens([AIMessage(text)])
+        if tokens > self.max_tokens:
+            return [
+                f"summary: about {tokens} tokens, over the limit of {self.max_tokens}; write it again in at most "
+                f"{self.max_words} words"
+            ]
+        return []
 
     async def summarize_with_retries(self, retries: Retries, what: str, **window: Any) -> SummaryResult:
         """`summarize(**window)`, each attempt within its timeout, again after a backoff while attempts remain;

@@ -59,3 +59,9 @@ SELECT m.conversation_id, m.sequence_number, m.content
 FROM messages AS m
 WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
 ORDER BY m.conversation_id, m.sequence_number
+
+-- eval_long_term_volume --
+-- Evaluation: what the load wrote in the evaluation's tenant: completed summaries, item rows, cluster summaries.
+SELECT (SELECT count(*) FROM memory WHERE tenant_id = %(tenant_id)s AND status = 'completed') AS summaries,
+       (SELECT count(*) FROM items WHERE tenant_id = %(tenant_id)s AND NOT is_summary) AS items,
+       (SELECT count(*) FROM items WHERE tenant_id = %(tenant_id)s AND is_summary) AS cluster_summaries

@@ -53,6 +53,10 @@ def test_bench_harness_small(server_url, tmp_path):
     assert all(isinstance(t["holds"], bool) for t in results["targets"])
     concurrent = results["systems"][SUBJECT]["concurrent"]
     assert concurrent["duplicate_versions"] == 0
+    # Latency is compared at the baselines' count of conversations: memory_agent runs that many too.
+    assert concurrent["conversations"] == 3 and concurrent["same_concurrency"]["conversations"] == 2
+    assert concurrent["same_concurrency"]["failed_rounds"] == 0
+    assert results["systems"]["summarization_middleware"]["concurrent"]["same_concurrency"]["conversations"] == 2
     assert concurrent["drained"] is True
     assert (tmp_path / "latest.md").read_text().count("|") > 50
     assert (tmp_path / "latest.png").stat().st_size > 1000

@@ -3,6 +3,7 @@ output degrades (tool calling, the provider's JSON-schema format, JSON in text) 
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -12,8 +13,10 @@ from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
 from memory_agent.errors import ConfigurationError
 from memory_agent.llm import chat_model_from_setting, default_chat_model
-from memory_agent.llm.structured import learned_method
+from memory_agent.llm.structured import StructuredCaller, learned_method
 from memory_agent.observability import queries as observability
+from memory_agent.schemas import MemorySummaryOutput
+from memory_agent.summarize.agent import SUMMARY_TOOL, parse_summary
 from tests.conftest import query
 from tests.provider_servers import FakeAnthropic, FakeOllama
 from tests.support import EchoChat
@@ -103,6 +106,26 @@ async def test_openai_compatible_server_without_tools_degrades_and_remembers(fak
     assert learned_method(memory.agent.model) == "json_schema"
 
 
+async def test_the_summary_schema_sent_is_terse_and_validation_stays_whole(fake_openai, open_memory, database_url):
+    """The schema goes with every summary call (billed input): types and bounds only, the fields explained once
+    in the system prompt. What comes back is still validated against the full model."""
+    memory = await open_memory(memory_model="terse-model")
+    await talk(memory, "terse", rounds=3)
+    first = fake_openai.structured_requests()[0]
+    (tool,) = first["tools"]
+    assert tool == SUMMARY_TOOL and len(json.dumps(tool)) < 1000  # the documented schema was ~4,900 characters
+    assert "description" not in json.dumps(tool["function"]["parameters"])
+    assert "source_sequences" in first["messages"][0]["content"]  # explained in the system prompt instead
+    fake_openai.refuse_tools = True
+    fake_openai.summary_text = None
+    caller = StructuredCaller(chat_model_from_setting("terse-format", variable="X"), MemorySummaryOutput, tool=tool)
+    await caller.ainvoke([HumanMessage("Window: sequences 0-0.\n[seq 0] user: hi")])
+    sent = fake_openai.requests[-1]["response_format"]["json_schema"]
+    assert sent["name"] == "MemorySummaryOutput" and "description" not in json.dumps(sent["schema"])
+    parsed = parse_summary({"summary": "s", "facts": [{"key": "k", "content": "c", "importance": 7}]})
+    assert parsed.items.facts == [] and "importance" in parsed.invalid[0]  # bounds checked on our side
+
+
 async def test_json_in_text_when_the_server_refuses_both(fake_openai, open_memory, database_url):
     fake_openai.refuse_tools = fake_openai.refuse_response_format = True
     memory = await open_memory(memory_model="plain-model")
@@ -139,6 +162,11 @@ async def test_anthropic_messages_api(monkeypatch, open_memory, database_url):
         (status, model, text, error), *_ = rows(database_url)
         assert (status, model, error) == ("completed", "claude-test", None) and "I like tea number" in text
         assert server.requests[0]["tools"][0]["name"] == "MemorySummaryOutput"
+        schema = server.requests[0]["tools"][0]["input_schema"]  # terse there too (its item shape defined once)
+        assert "description" not in json.dumps(schema) and schema["$defs"]["SummaryItem"]["required"] == [
+            "key",
+            "content",
+        ]
 
 
 @pytest.mark.parametrize("tools", [True, False])

@@ -111,8 +111,11 @@ async def test_oversized_summary_fails_and_the_previous_memory_stays_served(fake
     assert await memory.drain(timeout=10)
     rows = query(database_url, "SELECT memory_id, status, length(memory_text), error FROM memory ORDER BY 1")
     assert [(r[0], r[1]) for r in rows] == [(1, "completed"), (2, "failed")]
-    assert "over the hard cap of 1000 tokens" in rows[1][3] and "MEMORY_AGENT_MEMORY_MAX_TOKENS" in rows[1][3]
-    assert len(fake_openai.structured_requests()) == 1 + 2  # retried, then failed
+    assert "over the hard cap of 450 tokens" in rows[1][3] and "MEMORY_AGENT_MEMORY_MAX_TOKENS" in rows[1][3]
+    # each of the 2 attempts asked once more, shorter (the retry names the limit), then the row failed
+    requests = fake_openai.structured_requests()
+    assert len(requests) == 1 + 2 * 2
+    assert "over the limit of 450" in requests[2]["messages"][-1]["content"]
     await app.ainvoke({"messages": [HumanMessage("message 4")]}, config("big"))
     assert len(chat.seen[-1][0].text) < 2000  # the next round is served memory 1, not the 2.5 MB text
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 
 from benchmarks.long_term_items import WRITERS, main
+from tests.long_term.replay_data import FAKE
 
 
 def test_items_benchmark_small(server_url, tmp_path, capsys):
     out = tmp_path / "items.json"
-    assert (
-        main(
-            ["--database-url", server_url, "--calls", "3", "--users", "2", "--items-per-user", "10", "--out", str(out)]
-        )
-        == 0
-    )
+    replay = tmp_path / "replay.json"
+    replay.write_text(json.dumps(FAKE), encoding="utf-8")
+    sizes = ["--calls", "3", "--users", "2", "--items-per-user", "10"]
+    assert main(["--database-url", server_url, *sizes, "--out", str(out), "--replay", str(replay)]) == 0
     results = json.loads(out.read_text())
     assert results["same_10_items_stated_100_times_rows"] == 10
     assert results[f"race_{WRITERS}_writers_same_fact"] | {"wall_ms": 0} == {
@@ -25,3 +24,10 @@ def test_items_benchmark_small(server_url, tmp_path, capsys):
     assert results[f"race_{WRITERS}_writers_different_values"]["current_rows"] == 1
     assert results["forget_conversation"]["items_deleted"] == 100
     assert "| remember_10_new |" in capsys.readouterr().out
+    # The replayed facts, written through the service's rounds, then as the summary job writes them.
+    loads, cost = results["replay"]["loads"], results["replay"]["write_cost"]
+    assert loads["replay, long-term on"]["items"] == loads["replay, long-term on"]["replay"]["items"] >= 2
+    assert loads["replay, long-term off"]["items"] == 0 and loads["offline, long-term on"]["items"] == 0
+    assert cost["rows_by_table"]["items"] >= loads["replay, long-term on"]["items"]
+    assert cost["statements_per_version"] > 0 and cost["per_round"]["rows"] > 0
+    assert "Replayed model output" in (tmp_path / "items.md").read_text()

@@ -106,3 +106,28 @@ def test_the_offline_summarizer_extracts_full_lines_of_the_window_only():
     items = offline_items(prompt)
     assert [(i["key"], i["source_sequences"]) for i in items["facts"]] == [("allergies", [2])]
     assert [(i["key"], i["content"]) for i in items["preferences"]] == [("ui_theme", "The user prefers the dark theme")]
+
+
+async def test_a_summary_over_the_cap_is_asked_again_shorter_then_refused():
+    long = {"summary": "word " * 100, "facts": [ALLERGY]}  # ~125 tokens, over a cap of 40
+    model = ScriptedSummaryModel(answers=[long, {"summary": "short enough", "facts": [ALLERGY]}])
+    agent = MemoryAgent(model, max_words=20, max_tokens=40)
+    result = await agent.summarize(**window("I'm allergic to peanuts."))
+    assert result.text == "short enough" and len(model.prompts) == 2
+    # the retry names the length and the limit, and asks for the words the setting allows
+    assert "over the limit of 40" in model.prompts[1] and "at most 20 words" in model.prompts[1]
+    model = ScriptedSummaryModel(answers=[long, long])
+    with pytest.raises(SummarizationError, match="hard cap of 40 tokens .MEMORY_AGENT_MEMORY_MAX_TOKENS"):
+        await MemoryAgent(model, max_words=20, max_tokens=40).summarize(**window("hello"))
+    assert len(model.prompts) == 2  # refused after one retry, never cut and stored
+
+
+def test_the_offline_summarizer_keeps_to_the_length_it_is_asked_for():
+    new = "\n".join(f"[seq {n}] user: " + "a fairly long sentence about the weather " * 3 for n in range(10))
+    prompt = f"At most {{words}} words.\nWindow: sequences 0-9.\nNew messages (sequences 0-9):\n{new}\n"
+    roomy = offline_summary(prompt.format(words=1000))
+    tight = offline_summary(prompt.format(words=80))
+    assert len(roomy.split()) > 80 >= len(tight.split())
+    assert [line.split("]")[0] for line in tight.splitlines()] == [f"- [seq {n}" for n in range(10)]  # every line
+    tiny = offline_summary(prompt.format(words=20))  # narrowest lines still too long: the oldest go
+    assert len(tiny.split()) <= 20 and tiny.splitlines()[-1].startswith("- [seq 9]")
