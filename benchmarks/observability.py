@@ -20,7 +20,7 @@ import psycopg
 
 from memory_agent import resources
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.observability import queries as observability
+from memory_agent.observability import reads as observability
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 from memory_agent.testing import generate_conversations

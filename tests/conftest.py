@@ -1,16 +1,16 @@
 """A real PostgreSQL for every test: the embedded server by default, MEMORY_AGENT_TEST_DSN for another.
 
 One template database with the migrations applied is built per session; each test gets its own copy
-(CREATE DATABASE ... TEMPLATE), dropped afterwards.
+(CREATE DATABASE ... TEMPLATE), checked by the integrity checker and dropped afterwards (memory_agent.testing's
+pytest plugin).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import psycopg
@@ -19,10 +19,12 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_agent import MemoryService, MemorySettings
-from memory_agent.db.backend import MemoryBackend
-from tests.integrity import check_integrity
+from memory_agent.testing.queries import with_dbname
 
-TEMPLATE = "memory_agent_test_template"
+# The database fixtures are memory_agent.testing's plugin (a template per run, a copy per test, the integrity
+# checker after each); the names below are this suite's for them.
+pytest_plugins = ["memory_agent.testing.plugin", "pytester"]
+
 # The tests' summarizer is the offline one, by name (a service never falls back to it on its own); the processes
 # and CLI runs the tests start inherit it. A test of a real provider sets its own (fake_openai, tests/providers).
 os.environ["MEMORY_AGENT_MEMORY_MODEL"] = "offline"
@@ -32,79 +34,32 @@ os.environ["MEMORY_AGENT_MEMORY_MODEL"] = "offline"
 os.environ.setdefault("MEMORY_AGENT_MEMORY_MIN_NEW_MESSAGES", "1")
 
 
-def with_dbname(url: str, dbname: str) -> str:
-    params = conninfo_to_dict(url)
-    params["dbname"] = dbname
-    return make_conninfo(**params)
+@pytest.fixture(scope="session")
+def server_url(memory_agent_server_url: str) -> str:
+    return memory_agent_server_url
 
 
 @pytest.fixture(scope="session")
-def server_url() -> Iterator[str]:
-    dsn = os.environ.get("MEMORY_AGENT_TEST_DSN")
-    if dsn:
-        yield dsn
-        return
-    from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
-
-    install_dir = MemorySettings().database.embedded_install_dir
-    yield start_embedded_postgres(
-        scratch_data_dir("memory_agent_test_"), cleanup_mode="delete", install_dir=install_dir
-    )
-
-
-@pytest.fixture(scope="session")
-def template_url(server_url: str) -> str:
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
-    url = with_dbname(server_url, TEMPLATE)
-
-    async def migrate() -> None:
-        pool = MemoryBackend.create_pool(url, "memory_agent")
-        await pool.open(wait=True)
-        try:
-            await MemoryBackend(pool, "memory_agent").setup()
-        finally:
-            await pool.close()
-
-    asyncio.run(migrate())
-    return url
-
-
-def _private_database(
-    request: pytest.FixtureRequest, server_url: str, prefix: str, template: str | None
-) -> Iterator[str]:
-    """A database private to the test; the integrity checker runs on it before it is dropped."""
-    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
-    url = with_dbname(server_url, name)
-    yield url
-    try:
-        # Services the test opened are closed by now (fixtures that use this one tear down first).
-        if request.node.get_closest_marker("no_integrity_check") is None:
-            check_integrity(url)
-    finally:
-        with psycopg.connect(server_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def template_url(server_url: str, memory_agent_template: str) -> str:
+    return with_dbname(server_url, memory_agent_template)
 
 
 @pytest.fixture
-def database_url(request: pytest.FixtureRequest, server_url: str, template_url: str) -> Iterator[str]:
+def database_url(memory_agent_database_url: str) -> str:
     """A fresh database with the schema applied, private to the test."""
-    yield from _private_database(request, server_url, "t", TEMPLATE)
+    return memory_agent_database_url
 
 
 @pytest.fixture
-def other_database_url(request: pytest.FixtureRequest, server_url: str, template_url: str) -> Iterator[str]:
+def other_database_url(memory_agent_other_database_url: str) -> str:
     """A second fresh database with the schema applied (moving rows between databases)."""
-    yield from _private_database(request, server_url, "o", TEMPLATE)
+    return memory_agent_other_database_url
 
 
 @pytest.fixture
-def empty_database_url(request: pytest.FixtureRequest, server_url: str) -> Iterator[str]:
+def empty_database_url(memory_agent_empty_database_url: str) -> str:
     """A fresh database without the schema (for migration tests)."""
-    yield from _private_database(request, server_url, "e", None)
+    return memory_agent_empty_database_url
 
 
 @contextlib.asynccontextmanager

@@ -3,7 +3,8 @@
 Requests asking for structured output (`response_format` json_schema, or a tool named
 MemorySummaryOutput) get a summary built by the offline summarizer from the prompt; other requests get a
 chat reply `echo: <last user text>`. `mode` switches in failures: "error" (HTTP 500), "hang" (sleep
-`hang_s`), "empty" (empty summary), "malformed" (content that is not JSON). `max_prompt_chars` makes it a
+`hang_s`), "empty" (empty summary), "malformed" (content that is not JSON), "rate_limited" (HTTP 429 with
+`Retry-After: <retry_after>`). `max_prompt_chars` makes it a
 context-limited model (HTTP 400 past it). Streaming (`stream: true`) is answered as server-sent events, one chunk
 per word.
 
@@ -37,12 +38,16 @@ class FakeOpenAI:
         self.tool_plan: dict[str, dict[str, Any]] | None = None
         self.summary_text: str | None = None  # when set, every summary is exactly this text
         self.error_text = "upstream exploded"  # the message of an HTTP 500 in mode "error"
+        self.retry_after = "30"  # the Retry-After header of an HTTP 429 in mode "rate_limited"
         # A context-limited model: a request whose messages hold more characters is refused (HTTP 400,
         # context_length_exceeded), as OpenAI refuses a prompt over the model's context window.
         self.max_prompt_chars: int | None = None
         self.refuse_tools = False
         self.refuse_response_format = False
         self.text_answer: str | None = None
+        # (status, message) of a refusal of tools or response_format in another server's words, e.g. llama.cpp's
+        # (500, "tools param requires --jinja flag").
+        self.refusal: tuple[int, str] | None = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -88,6 +93,10 @@ class FakeOpenAI:
                 )
                 if refused:
                     what = "tools" if body.get("tools") else "response_format"
+                    if fake.refusal is not None:  # another server's words and status
+                        status, message = fake.refusal
+                        self._send(status, {"error": {"code": status, "message": message, "type": "server_error"}})
+                        return
                     self._send(400, {"error": {"message": f"{what} is not supported", "type": "invalid_request_error"}})
                     return
                 messages = body.get("messages") or []
@@ -102,6 +111,10 @@ class FakeOpenAI:
                 wants_summary = _wants_summary(body)
                 if wants_summary and mode == "error":
                     self._send(500, {"error": {"message": fake.error_text, "type": "server_error"}})
+                    return
+                if wants_summary and mode == "rate_limited":
+                    error = {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}
+                    self._send(429, {"error": error}, {"Retry-After": fake.retry_after})
                     return
                 if wants_summary and mode == "hang":
                     time.sleep(fake.hang_s)
@@ -141,10 +154,12 @@ class FakeOpenAI:
                 else:
                     self._send(200, _completion(body, reply, tool=False))
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

@@ -11,8 +11,8 @@ from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memory_agent.api.limits import TENANT_STATE, lookup_tenant
+from memory_agent.api.queries import KeyQueries
 from memory_agent.conversation.identity import MAX_IDENTITY_BYTES, validate_user_id
-from memory_agent.db.connector import fetch_one
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.service import MemoryService
@@ -42,8 +42,7 @@ def checked_user(user_id: str, *, location: str = "path", field: str = "user_id"
 async def user_known(conn: psycopg.AsyncConnection[Any], tenant: str, user_id: str) -> bool:
     """Whether the tenant holds anything of the user; a route naming a user it does not answers 404, whether
     the user is another tenant's or nobody's."""
-    known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user_id})
-    return bool(known and known["known"])
+    return await KeyQueries.user_known(conn, tenant, user_id)
 
 
 def no_such_user() -> HTTPException:

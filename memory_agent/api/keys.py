@@ -12,8 +12,8 @@ from typing import Any
 
 import psycopg
 
+from memory_agent.api.queries import KeyQueries
 from memory_agent.conversation.identity import validate_identity
-from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.tenancy import tenant_transaction
 
@@ -31,11 +31,7 @@ async def create_api_key(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> 
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     # Named for row-level security: a role bound by the policies writes the keys of the tenant it names only.
     async with tenant_transaction(conn, tenant_id):
-        await fetch(
-            conn,
-            "create_api_key",
-            {"key_hash": key_hash(key), "key_prefix": key[: len(KEY_PREFIX) + 6], "tenant_id": tenant_id},
-        )
+        await KeyQueries.create_key(conn, key_hash(key), key[: len(KEY_PREFIX) + 6], tenant_id)
     return key
 
 
@@ -43,13 +39,12 @@ async def tenant_of_key(conn: psycopg.AsyncConnection[Any], key: str) -> str | N
     """The tenant of a key that is not revoked; None for anything else (unknown, revoked, malformed)."""
     if not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_CHARS:
         return None
-    rows = await fetch(conn, "api_key_tenant", {"key_hash": key_hash(key)})
-    return rows[0]["tenant_id"] if rows else None
+    return await KeyQueries.tenant_of_key(conn, key_hash(key))
 
 
 async def list_api_keys(conn: psycopg.AsyncConnection[Any], tenant_id: str | None = None) -> list[dict[str, Any]]:
     """Every key of `tenant_id` (None: of every tenant) as its prefix, tenant, created_at and revoked_at."""
-    return await fetch(conn, "list_api_keys", {"tenant_id": tenant_id})
+    return await KeyQueries.list_keys(conn, tenant_id)
 
 
 async def revoke_api_key(conn: psycopg.AsyncConnection[Any], key_or_prefix: str) -> dict[str, Any]:
@@ -60,9 +55,8 @@ async def revoke_api_key(conn: psycopg.AsyncConnection[Any], key_or_prefix: str)
         raise InvalidInputError(
             f"name a key by its prefix (as `memory-agent api-key list` shows it) or whole key, got {named!r}"
         )
-    matching = await fetch(conn, "live_api_keys_matching", {"key_hash": key_hash(named), "key_prefix": named})
+    matching = await KeyQueries.live_keys_matching(conn, key_hash(named), named)
     if len(matching) != 1:
         what = "no live key" if not matching else f"{len(matching)} live keys"
         raise InvalidInputError(f"{what} named {named!r}: nothing revoked (give the whole key when a prefix is shared)")
-    rows = await fetch(conn, "revoke_api_key", {"key_hash": matching[0]["key_hash"]})
-    return rows[0]
+    return await KeyQueries.revoke_key(conn, matching[0]["key_hash"])

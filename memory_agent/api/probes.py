@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from memory_agent.api.deps import memory_of
 from memory_agent.errors import ConfigurationError, MemoryAgentError
-from memory_agent.observability.queries import last_hour
+from memory_agent.observability.reads import last_hour
 
 router = APIRouter(tags=["probes"])
 

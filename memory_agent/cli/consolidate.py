@@ -18,10 +18,10 @@ from memory_agent.consolidation import (
     system_clock,
 )
 from memory_agent.consolidation.periods import PERIODS
+from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.conversation.identity import validate_user_id
-from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError, MemoryAgentError
 from memory_agent.llm import default_chat_model
 from memory_agent.settings import MemorySettings
@@ -82,8 +82,7 @@ def consolidate(
     async def run_one(backend: Any) -> SummarizeResult:
         async with backend.connection() as conn:
             # As the HTTP route answers 404: a user the tenant holds nothing of is a mistake, not an empty period.
-            known = await fetch_one(conn, "tenant_user_known", {"tenant_id": tenant, "user_id": user})
-            if not (known and known["known"]):
+            if not await ConsolidationQueries.user_known(conn, {"tenant_id": tenant, "user_id": user}):
                 raise InvalidInputError(
                     f"tenant {tenant!r} holds nothing of user {user!r}; check --user and --tenant "
                     "(`memory-agent stats` lists conversations)"

@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memory_agent.db.connector import fetch_one
 from memory_agent.errors import MemoryAgentError
 from memory_agent.integrations.langgraph import with_memory
 from memory_agent.llm import (
@@ -29,7 +28,8 @@ from memory_agent.llm import (
     openai_configured,
 )
 from memory_agent.llm.models import MEMORY_MODEL_VARIABLE
-from memory_agent.observability import queries as observability
+from memory_agent.observability import reads as observability
+from memory_agent.observability.queries import ObservabilityQueries
 from memory_agent.schemas import MemoryRecord
 from memory_agent.schemas.keys import DEFAULT_TENANT_ID
 from memory_agent.service import MemoryService
@@ -125,8 +125,7 @@ async def take_demo_lock(database_url: str) -> psycopg.AsyncConnection[Any]:
     """A connection holding the demo's advisory lock (freed when it closes, even if this process dies): two demos
     at once would clear and interleave each other's rounds."""
     conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True, row_factory=dict_row)
-    row = await fetch_one(conn, "try_demo_lock")
-    if row and row["taken"]:
+    if await ObservabilityQueries.try_demo_lock(conn):
         return conn
     await conn.close()
     raise DemoRunningError(

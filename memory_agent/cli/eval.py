@@ -34,9 +34,6 @@ async def run_recall_eval(
     here. `evidence_key`: a JSON object of question → evidence dia ids that replaces the dataset's. `summarizer`:
     "offline" (the offline extractive model) or "replay" (evaluation.replay: the facts and session summaries the
     dataset's own `observation` and `session_summary` fields hold, answered through the same summary calls)."""
-    import psycopg
-
-    from memory_agent.db.connector import execute_query
     from memory_agent.evaluation import evaluate, load_dataset
     from memory_agent.evaluation.replay import ReplaySummaryModel
     from memory_agent.evaluation.rounds import ReplayClock, long_term_volume
@@ -44,6 +41,7 @@ async def run_recall_eval(
     from memory_agent.long_term.embedders import embedder_from_setting
     from memory_agent.service import MemoryService
     from memory_agent.settings import MemorySettings
+    from memory_agent.testing.queries import create_database, drop_database
 
     if summarizer not in ("offline", "replay"):
         raise typer.BadParameter(f"unknown summarizer {summarizer!r}: use offline or replay")
@@ -61,11 +59,8 @@ async def run_recall_eval(
         update={"recall": recall}
     )
     name = f"memory_agent_eval_{uuid.uuid4().hex[:10]}"
-    params = psycopg.conninfo.conninfo_to_dict(server_url)
-    async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-        await execute_query(admin, psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
+    url = await asyncio.to_thread(create_database, server_url, name)
     try:
-        url = psycopg.conninfo.make_conninfo("", **{**params, "dbname": name})
         clock = ReplayClock(datetime.now(UTC))
         service = MemoryService(settings, model=model, database_url=url, clock=clock, embeddings=chosen)
         async with service as memory:
@@ -77,10 +72,7 @@ async def run_recall_eval(
                 report.volume["replay"] = dict(sorted(model.stats.items()))
             return report
     finally:
-        async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-            await execute_query(
-                admin, psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name))
-            )
+        await asyncio.to_thread(drop_database, server_url, name)
 
 
 def load_evidence_key(path: Path) -> dict[str, list[str]]:

@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from memory_agent.cli.output import _cell, _key_values, _print_json, _read, _rows, compact_table, escape
-from memory_agent.observability import queries as observability
+from memory_agent.observability import reads as observability
 from memory_agent.service import MemoryService
 
 

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from memory_agent.errors import MemoryAgentError
 from memory_agent.llm import OfflineModel
-from memory_agent.observability import queries as observability
+from memory_agent.observability import reads as observability
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 

@@ -2,8 +2,8 @@
 long-term items with a retention pass, the procrastinate schedules that run them for every user, and the manual
 run of one user's period with the design's JSON shapes (summaries.py, for the HTTP API and the CLI).
 
-Owns the tables of sql/migrations/0010_consolidation.sql and the queries of sql/queries/consolidation.sql. Every job function takes
-the caller's psycopg AsyncConnection (autocommit, search_path on the memory_agent schema) and a `now` from an
+Owns the tables of sql/migrations/0010_consolidation.sql and the queries of sql/queries/consolidation.sql (run by
+queries.py's ConsolidationQueries only). Every job function takes the caller's psycopg AsyncConnection (autocommit, search_path on the memory_agent schema) and a `now` from an
 injectable clock: SQL gets `now` as a parameter, so a test drives days of schedule in seconds. Every model call
 goes through model.call_consolidation_model (one per period or batch, never per message), which returns its
 token counts.

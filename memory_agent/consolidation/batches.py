@@ -21,9 +21,8 @@ from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import OVER_BUDGET, call_within_budget
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput
 from memory_agent.consolidation.nightly import FORGOTTEN
+from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.consolidation.run import ConsolidationRun
-from memory_agent.db.connector import fetch_all as fetch
-from memory_agent.db.connector import fetch_one
 from memory_agent.llm import LLMCall
 from memory_agent.long_term import expire_item
 from memory_agent.long_term.lineage import sources_held
@@ -55,11 +54,11 @@ async def run_batch_summaries(
     scope = {"tenant_id": tenant_id, "user_id": user_id}
     report = BatchReport()
     before = now - timedelta(days=config.consolidation.min_age_days)
-    for partition in await fetch(conn, "batch_partitions", {**scope, "before": before}):
+    for partition in await ConsolidationQueries.batch_partitions(conn, scope, before):
         if report.stopped == OVER_BUDGET:
             break
         where = {**scope, **partition, "before": before, "limit": config.consolidation.max_memories_per_batch}
-        while batch := await fetch(conn, "next_batch", where):
+        while batch := await ConsolidationQueries.next_batch(conn, where):
             material = "\n".join(f"- {row['item_type']} {row['key']}: {row['content']}" for row in batch)
             call = (model, BATCH_PROMPT, material, BatchSummaryOutput)
             answer = await call_within_budget(
@@ -76,8 +75,8 @@ async def run_batch_summaries(
                 break  # another run summarized some of these meanwhile: it owns this partition now
             report.summaries.append(summary_id)
     expired = now - timedelta(days=config.consolidation.keep_original_days)
-    for row in await fetch(conn, "expired_originals", {**scope, "before": expired}):
-        forgotten = await expire_item(conn, tenant_id, user_id, row["item_id"], now=now)
+    for item_id in await ConsolidationQueries.expired_originals(conn, scope, expired):
+        forgotten = await expire_item(conn, tenant_id, user_id, item_id, now=now)
         report.forgotten.extend(forgotten.items_deleted)
     if report.stopped is not None:
         return report
@@ -90,9 +89,8 @@ async def run_batch_summaries(
 async def _advance_batches(
     conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], now: datetime, config: ConsolidationConfig
 ) -> None:
-    await fetch(
+    await ConsolidationQueries.advance_schedule(
         conn,
-        "advance_schedule",
         {
             **scope,
             "job": BATCH_JOB,
@@ -119,12 +117,11 @@ async def _write(
     content = output.summary.strip() or material
     item_ids = [row["item_id"] for row in batch]
     async with conn.transaction():
-        await fetch(conn, "lock_batch_summaries", where)
+        await ConsolidationQueries.lock_batch_summaries(conn, where)
         if not await sources_held(conn, where, item_ids=item_ids):
             return FORGOTTEN
-        row = await fetch_one(
+        return await ConsolidationQueries.insert_batch_summary(
             conn,
-            "insert_batch_summary",
             {
                 **where,
                 "content": content,
@@ -138,4 +135,3 @@ async def _write(
                 "now": now,
             },
         )
-    return row["summary_id"] if row else None

@@ -16,8 +16,7 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.db.connector import fetch_all as fetch
-from memory_agent.db.connector import fetch_one
+from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.long_term.lineage import sources_held
 
 NIGHTLY = "nightly"
@@ -26,12 +25,12 @@ NIGHTLY = "nightly"
 @asynccontextmanager
 async def claimed_note(conn: psycopg.AsyncConnection[Any], key: dict[str, Any]) -> AsyncIterator[None]:
     """Hold the note's claim (a session advisory lock) for the block, model call included."""
-    await fetch(conn, "claim_note", key)
+    await ConsolidationQueries.claim_note(conn, key)
     try:
         yield
     finally:
         try:
-            await fetch(conn, "release_note", key)
+            await ConsolidationQueries.release_note(conn, key)
         except BaseException:
             await conn.close()  # the lock must not go back to a pool with the connection: closing frees it
             raise
@@ -51,5 +50,4 @@ async def schedule_held(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any
     await sources_held(conn, scope)
     if covered is None:
         return True
-    row = await fetch_one(conn, "schedule_covered", {**scope, "job": NIGHTLY})
-    return (row["covered_until"] if row else None) == covered.until
+    return await ConsolidationQueries.covered_until(conn, scope, NIGHTLY) == covered.until

@@ -36,8 +36,8 @@ from pydantic import BaseModel
 from memory_agent import ledger
 from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.model import call_consolidation_model, consolidation_prompt
-from memory_agent.db.connector import Connector, fetch_one
-from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.consolidation.queries import ConsolidationQueries
+from memory_agent.db.connector import Connector
 from memory_agent.errors import MemoryAgentError
 from memory_agent.llm import CallLog, LLMCall, Purpose, model_name
 from memory_agent.long_term.lineage import ledger_user
@@ -76,11 +76,9 @@ async def claim_scheduler_run(
     conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, cooldown_s: float
 ) -> datetime | None:
     """Record the tenant's run at `now`: None when it may go on, else the previous run holding the cooldown."""
-    params = {"tenant_id": tenant_id, "now": now, "cutoff": now - timedelta(seconds=cooldown_s)}
-    if await fetch_one(conn, "claim_scheduler_run", params):
+    if await ConsolidationQueries.claim_scheduler_run(conn, tenant_id, now, now - timedelta(seconds=cooldown_s)):
         return None
-    row = await fetch_one(conn, "scheduler_last_run", {"tenant_id": tenant_id})
-    return row["last_run"] if row else now
+    return await ConsolidationQueries.scheduler_last_run(conn, tenant_id) or now
 
 
 async def open_tenant(
@@ -157,8 +155,7 @@ async def tenant_slot(pool: AsyncConnectionPool[Any], tenant_id: str, slots: int
     async with Connector(pool).connection() as conn:
         taken = None
         for slot in range(slots):
-            row = await fetch_one(conn, "try_tenant_slot", {"tenant_id": tenant_id, "slot": slot})
-            if row and row["taken"]:
+            if await ConsolidationQueries.try_tenant_slot(conn, tenant_id, slot):
                 taken = slot
                 break
         if taken is None:
@@ -167,7 +164,7 @@ async def tenant_slot(pool: AsyncConnectionPool[Any], tenant_id: str, slots: int
             yield taken
         finally:
             try:
-                await fetch(conn, "release_tenant_slot", {"tenant_id": tenant_id, "slot": taken})
+                await ConsolidationQueries.release_tenant_slot(conn, tenant_id, taken)
             except BaseException:
                 # The lock must not go back to the pool with the connection: closing it frees the slot.
                 await conn.close()

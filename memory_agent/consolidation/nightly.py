@@ -38,9 +38,8 @@ from memory_agent.consolidation.periods import (
     rollups_due_after,
     utc_day,
 )
+from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.consolidation.run import ConsolidationRun
-from memory_agent.db.connector import fetch_all as fetch
-from memory_agent.db.connector import fetch_one
 from memory_agent.llm import LLMCall
 from memory_agent.llm.calls import model_name
 from memory_agent.long_term.lineage import Lineage, sources_held
@@ -88,8 +87,7 @@ async def run_nightly(
     model, config, cap = run.model, run.settings, run.cap
     now = check_aware(now)
     scope = {"tenant_id": tenant_id, "user_id": user_id}
-    state = await fetch_one(conn, "consolidation_schedule", {**scope, "job": NIGHTLY})
-    assert state is not None  # the query always returns its one row
+    state = await ConsolidationQueries.schedule(conn, scope, NIGHTLY)
     covered: date | None = state["covered_until"]
     first = covered + timedelta(days=1) if covered is not None else state["first_day"]
     report = NightlyReport()
@@ -108,8 +106,7 @@ async def run_nightly(
                 return report
             run_day = day + timedelta(days=1)
             before = run_day - timedelta(days=config.consolidation.retain_days)
-            rows = await fetch(conn, "compact_dailies", {**scope, "before": before, "now": now})
-            report.compacted.extend(row["note_id"] for row in rows)
+            report.compacted.extend(await ConsolidationQueries.compact_dailies(conn, scope, before, now))
             await _advance(conn, scope, day, now, None)
         report.days.append(day)
         covered = day
@@ -130,9 +127,8 @@ async def _advance(
     now: datetime,
     next_run: datetime | None,
 ) -> None:
-    await fetch(
+    await ConsolidationQueries.advance_schedule(
         conn,
-        "advance_schedule",
         {
             **scope,
             "job": NIGHTLY,
@@ -199,10 +195,10 @@ async def _consolidate_claimed(
     conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, now: datetime, job: _Job
 ) -> PeriodOutcome:
     key = {**scope, "period": period.name, "period_start": period.start}
-    if not job.force and await fetch_one(conn, "note_exists", key):
+    if not job.force and await ConsolidationQueries.note(conn, key):
         return PeriodOutcome(period, "exists")
     async with claimed_note(conn, key):
-        if not job.force and await fetch_one(conn, "note_exists", key):
+        if not job.force and await ConsolidationQueries.note(conn, key):
             return PeriodOutcome(period, "exists")
         return await _consolidate(conn, scope, key, period, now, job)
 
@@ -246,9 +242,8 @@ async def _consolidate(
         ) and await schedule_held(conn, scope, covered)
         if not held:
             return PeriodOutcome(period, FORGOTTEN)
-        row = await fetch_one(
+        row = await ConsolidationQueries.insert_note(
             conn,
-            "insert_note",
             {
                 **key,
                 **lineage.params(),
@@ -278,17 +273,13 @@ async def _material(
     lineage = Lineage()
     if period.name == "daily":
         start, end = day_bounds(period.start)
-        rows = await fetch(conn, "daily_inputs", {**scope, "start": start, "end": end})
+        rows = await ConsolidationQueries.daily_inputs(conn, scope, start, end)
         for row in rows:
             lineage.add(item_id=row["item_id"], memory_id=row["memory_id"], conversation_ids=row["conversation_ids"])
         lines = [f"- {' '.join(row['text'].split())}" for row in rows]
         return lines, "\n".join(lines), len(lines), lineage
     source = "daily" if period.name == "weekly" else "weekly"
-    notes = await fetch(
-        conn,
-        "notes_ending_between",
-        {**scope, "period": source, "first_day": period.start, "last_day": period.end},
-    )
+    notes = await ConsolidationQueries.notes_ending_between(conn, scope, source, period.start, period.end)
     lines = []
     for note in notes:
         lineage.add(

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 
 from memory_agent.consolidation.periods import PERIODS
-from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import Row, check_identity
 
@@ -25,7 +25,7 @@ async def list_notes(
     if period not in PERIODS:
         raise InvalidInputError(f"period must be one of {', '.join(PERIODS)}, got {period!r}")
     params = {"period": period, "tenant_id": tenant_id, "user_id": user_id, "limit": limit}
-    return await fetch(conn, "list_notes", params)
+    return await ConsolidationQueries.list_notes(conn, params)
 
 
 async def search_key_insights(
@@ -35,6 +35,6 @@ async def search_key_insights(
     check_identity(tenant_id, user_id)
     if not isinstance(words, str) or not words.strip():
         raise InvalidInputError("words must be a non-empty string")
-    return await fetch(
-        conn, "search_key_insights", {"tenant_id": tenant_id, "user_id": user_id, "words": words, "limit": limit}
+    return await ConsolidationQueries.search_key_insights(
+        conn, {"tenant_id": tenant_id, "user_id": user_id}, words, limit
     )

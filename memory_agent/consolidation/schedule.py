@@ -30,9 +30,9 @@ from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, open_tenant, over_budget, tenant_slot
 from memory_agent.consolidation.nightly import NIGHTLY, run_nightly
 from memory_agent.consolidation.periods import cron_for
+from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.db.connector import Connector
-from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 
@@ -61,8 +61,7 @@ class ConsolidationRunner:
 
     async def due_users(self, job: str, now: datetime) -> list[tuple[str, str]]:
         """(tenant_id, user_id) of every user whose `job` is due at `now`."""
-        async with Connector(self.pool).connection() as conn:
-            rows = await fetch(conn, "consolidation_due_users", {"job": job, "now": check_aware(now)})
+        rows = await ConsolidationQueries(Connector(self.pool)).due_users(job, check_aware(now))
         return [(row["tenant_id"], row["user_id"]) for row in rows]
 
     async def run_user(

@@ -21,8 +21,8 @@ from pydantic.alias_generators import to_camel
 from memory_agent.consolidation.guards import OVER_BUDGET
 from memory_agent.consolidation.nightly import PeriodOutcome, consolidate_period
 from memory_agent.consolidation.periods import SUNDAY, Period, PeriodName, latest_period
+from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.consolidation.run import ConsolidationRun
-from memory_agent.db.connector import fetch_one
 from memory_agent.long_term.scope import Row, check_identity
 
 SummarizeStatus = Literal["complete", "exists", "nothing_to_consolidate", "over_budget", "forgotten"]
@@ -133,7 +133,7 @@ async def summarize_latest(
     if outcome.status == "exists":
         # Not written by this run (done before, or by a run racing this one): answer with the note that stands.
         key = {"tenant_id": tenant_id, "user_id": user_id, "period": target.name, "period_start": target.start}
-        row = await fetch_one(conn, "note_exists", key)
+        row = await ConsolidationQueries.note(conn, key)
         if row is not None:
             note_id, consolidated = row["note_id"], row["notes_consolidated"]
     return SummarizeResult(

@@ -8,7 +8,9 @@ The memory text is model output, the recalled block quotes stored text: both are
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, messages_from_dict
@@ -141,10 +143,41 @@ def context_from_rows(conversation_id: str, rows: Sequence[Row]) -> tuple[Conver
     return context, set(first["stored_ids"] or ())
 
 
+GAP_WARNING_INTERVAL_S = 300.0
+GAP_WARNINGS_TRACKED = 10_000
+
+
+class GapWarnings:
+    """When each conversation's gap-cap WARNING was last logged: at most one per conversation per
+    GAP_WARNING_INTERVAL_S, the capped rounds in between counted into the next. While its summaries fail, every
+    round of a conversation is capped: a WARNING each would flood the log the failed-summary WARNING keeps quiet.
+    At most GAP_WARNINGS_TRACKED conversations are held (the longest untouched go first)."""
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self.clock = clock
+        self._seen: OrderedDict[tuple[str, str, str], tuple[datetime, int]] = OrderedDict()
+
+    def due(self, key: ConversationKey) -> int | None:
+        """None while the conversation's last WARNING is recent (this round is counted); else the rounds held
+        back since it."""
+        now, at = self.clock(), (key.tenant_id, key.user_id, key.conversation_id)
+        last, held = self._seen.pop(at, (None, 0))
+        recent = last is not None and now - last < timedelta(seconds=GAP_WARNING_INTERVAL_S)
+        self._seen[at] = (last, held + 1) if recent and last is not None else (now, 0)
+        while len(self._seen) > GAP_WARNINGS_TRACKED:
+            self._seen.popitem(last=False)
+        return None if recent else held
+
+
 async def gap_cap_record(
-    backend: MemoryBackend, key: ConversationKey, context: ConversationContext, cap: int
+    backend: MemoryBackend,
+    key: ConversationKey,
+    context: ConversationContext,
+    cap: int,
+    warnings: GapWarnings | None = None,
 ) -> dict[str, Any]:
-    """The truncation record of a gap cut by `max_gap_messages`, and the WARNING naming why it was long."""
+    """The truncation record of a gap cut by `max_gap_messages`, and the WARNING naming why it was long (when
+    `warnings` says it is due)."""
     row = await backend.gap_cap_cause(key.conversation_id, context.memory_end_sequence, user_id=key.user_id) or {}
     status, rounds = row.get("latest_status"), row.get("rounds_behind")
     if status == "failed":
@@ -153,11 +186,14 @@ async def gap_cap_record(
         cause = f"summaries lagging: {rounds} rounds not covered by a completed memory, one in progress"
     else:
         cause = f"no summary completed for {rounds} rounds"
-    logger.warning(
-        "Gap of %s capped at %d messages (max_gap_messages): %d older messages left out; %s",
-        context.conversation_id,
-        cap,
-        context.gap_capped_messages,
-        cause,
-    )
+    held = warnings.due(key) if warnings is not None else 0
+    if held is not None:
+        logger.warning(
+            "Gap of %s capped at %d messages (max_gap_messages): %d older messages left out; %s%s",
+            context.conversation_id,
+            cap,
+            context.gap_capped_messages,
+            cause,
+            f" ({held} more capped rounds since the last warning)" if held else "",
+        )
     return {"dropped_messages": context.gap_capped_messages, "max_gap_messages": cap, "cause": cause}

@@ -20,7 +20,13 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.budget import apply_budget, close_unanswered_tool_calls
-from memory_agent.conversation.context import context_from_rows, gap_cap_record, inject_context, load_context
+from memory_agent.conversation.context import (
+    GapWarnings,
+    context_from_rows,
+    gap_cap_record,
+    inject_context,
+    load_context,
+)
 from memory_agent.conversation.leases import RoundLeases
 from memory_agent.conversation.messages import (
     check_user_messages,
@@ -81,6 +87,7 @@ class RoundStart:
         self.options = options
         # The service's clock: the month recall checks the cost ceiling against.
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.gap_warnings = GapWarnings(self.clock)
         self.embedder = embedder  # recall's vector fallback; None: off
         self.backend = backend
         self.loop = loop
@@ -187,7 +194,9 @@ class RoundStart:
         if closed:
             truncation = {**(truncation or {}), "closed_tool_calls": closed}
         if context.gap_capped_messages:
-            cap = await self.loop.arun(gap_cap_record(self.backend, key, context, self.options.gap_cap))
+            cap = await self.loop.arun(
+                gap_cap_record(self.backend, key, context, self.options.gap_cap, self.gap_warnings)
+            )
             truncation = {**(truncation or {}), "gap_cap": cap}
         kept_gap = [m for m in budget.gap if not (m.id or "").startswith("memory_agent:closed:")]
         gap_end = context.gap_end_sequence

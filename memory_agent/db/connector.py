@@ -120,11 +120,17 @@ async def execute_many(
 
 
 def fetch_one_sync(conn: psycopg.Connection[Any], statement: Statement, params: Params = None) -> Row | None:
-    """fetch_one on a blocking connection, for the one caller that has no event loop: the embedded server's
-    setup, before any pool exists."""
+    """fetch_one on a blocking connection, for callers that have no event loop: the embedded server's setup,
+    before any pool exists, and the test fixtures of memory_agent.testing."""
+    rows = fetch_all_sync(conn, statement, params)
+    return rows[0] if rows else None
+
+
+def fetch_all_sync(conn: psycopg.Connection[Any], statement: Statement, params: Params = None) -> list[Row]:
+    """fetch_all on a blocking connection (fetch_one_sync's callers)."""
     with driver_errors(), conn.cursor(row_factory=dict_row) as cur:
         cur.execute(cast(Any, statement_text(statement)), params)
-        return cur.fetchone() if cur.description is not None else None
+        return cur.fetchall() if cur.description is not None else []
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """Recall quality on a LoCoMo-format dataset (`memory-agent eval recall`, the recall benchmark and tests).
 
 dataset.py reads the dataset (samples of sessions of turns, scored questions with their evidence turns),
-ingest.py writes a sample straight into the tables (sql/queries/evaluation.sql; the round path is not run), and
-recall.py asks each question through the round start's recall and scores the hits; replay.py is the replay
-summarizer (the dataset's LLM-written facts and session summaries answered through the summary calls).
-May import: conversation/ (recall at round start), long_term/, db/, llm/, errors, resources. Never api/, integrations/,
+ingest.py writes a sample straight into the tables (memory_agent.testing's direct writes; the round path is not
+run), recall.py asks each question through the round start's recall and scores the hits, and replay.py is the
+replay summarizer (the dataset's LLM-written facts and session summaries answered through the summary calls).
+Runs no statement itself. May import: conversation/ (recall at round start), long_term/, db/, llm/, testing/ (rows
+written straight into the tables, a scratch database), errors, resources. Never api/, integrations/,
 jobs/, summarize/, observability/, cli/ nor service/.
 """
 

@@ -12,11 +12,11 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from memory_agent.db.connector import execute_many, execute_query, fetch_one
 from memory_agent.evaluation.dataset import EVAL_TENANT, Sample
 from memory_agent.llm.extract import Statement, extract_items
 from memory_agent.long_term.scope import ItemScope
 from memory_agent.schemas.items import is_single_valued, normalize_content
+from memory_agent.testing.queries import insert_conversation, insert_item
 
 
 async def store_conversation(
@@ -48,19 +48,15 @@ async def store_conversation(
                 "created_at": created_at,
             }
         )
+    conversation = {
+        **keys,
+        "conversation_id": conversation_id,
+        "next_sequence": len(rows),
+        "round_count": round_number,
+        "created_at": turns[0][2] if turns else datetime.now(UTC),
+    }
     async with conn.transaction():
-        await execute_query(
-            conn,
-            "eval_insert_conversation",
-            {
-                **keys,
-                "conversation_id": conversation_id,
-                "next_sequence": len(rows),
-                "round_count": round_number,
-                "created_at": turns[0][2] if turns else datetime.now(UTC),
-            },
-        )
-        await execute_many(conn, "eval_insert_message", rows)
+        await insert_conversation(conn, conversation, rows)
 
 
 @dataclass(frozen=True)
@@ -103,25 +99,12 @@ async def store_item(conn: AsyncConnection[Any], *, scope: ItemScope, item: Stor
         "source_item_ids": list(item.source_item_ids),
         "now": item.valid_from,
     }
+    sources = [
+        {"user_id": user_id, "tenant_id": tenant_id, "conversation_id": conversation_id, "sequence_number": sequence}
+        for conversation_id, sequence in item.sources
+    ]
     async with conn.transaction():
-        if item.single_valued:
-            await execute_query(conn, "eval_close_item", params)
-        row = await fetch_one(conn, "eval_insert_item", params)
-        if row is None:
-            return None
-        for conversation_id, sequence in item.sources:
-            await execute_query(
-                conn,
-                "eval_insert_item_source",
-                {
-                    "user_id": user_id,
-                    "tenant_id": tenant_id,
-                    "item_id": row["item_id"],
-                    "conversation_id": conversation_id,
-                    "sequence_number": sequence,
-                },
-            )
-    return row["item_id"]
+        return await insert_item(conn, params, sources, single_valued=item.single_valued)
 
 
 async def ingest_directly(conn: AsyncConnection[Any], sample: Sample) -> dict[tuple[str, int], str]:

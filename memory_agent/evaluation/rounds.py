@@ -19,11 +19,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from psycopg import AsyncConnection
 
-from memory_agent.db.connector import fetch_all, fetch_one
 from memory_agent.evaluation.dataset import EVAL_TENANT, Sample, Session
 from memory_agent.integrations.langgraph import with_memory
 from memory_agent.long_term.embeddings import model_name, vectors_available
 from memory_agent.service import MemoryService
+from memory_agent.testing import queries as direct
 
 
 @dataclass
@@ -125,23 +125,19 @@ async def turns_without_vector(conn: AsyncConnection[Any], memory: MemoryService
     """How many of the user's stored turns have no vector of the service's embedder (0 without one)."""
     if memory.embedder is None or not await vectors_available(conn):
         return 0
-    row = await fetch_one(
-        conn,
-        "eval_turns_without_vector",
-        {"tenant_id": EVAL_TENANT, "user_id": user_id, "model": model_name(memory.embedder)},
-    )
-    return int(row["missing"]) if row else 0
+    scope = {"tenant_id": EVAL_TENANT, "user_id": user_id}
+    return await direct.turns_without_vector(conn, scope, model_name(memory.embedder))
 
 
 async def stored_turns(conn: AsyncConnection[Any], user_id: str) -> list[dict[str, Any]]:
     """The user's stored turns, in order (the load's check that each turn got the sequence it expects)."""
-    return await fetch_all(conn, "eval_stored_turns", {"tenant_id": EVAL_TENANT, "user_id": user_id})
+    return await direct.stored_turns(conn, {"tenant_id": EVAL_TENANT, "user_id": user_id})
 
 
 async def long_term_volume(conn: AsyncConnection[Any]) -> dict[str, Any]:
     """What the evaluation's load wrote: completed summaries, item rows (every version) and cluster summaries, and
     items per summary."""
-    row = await fetch_one(conn, "eval_long_term_volume", {"tenant_id": EVAL_TENANT}) or {}
+    row = await direct.long_term_volume(conn, EVAL_TENANT)
     summaries, items = int(row.get("summaries") or 0), int(row.get("items") or 0)
     return {
         "summaries": summaries,

@@ -4,7 +4,7 @@ a model for a schema's arguments.
 Three methods, in order: tool calling (one tool, the schema, which the model must call), the provider's JSON-schema
 response format (`with_structured_output(method="json_schema")`), and JSON in plain text (the schema in the prompt,
 the answer parsed leniently: code fences and prose around the object are ignored). A method the provider refuses
-(HTTP 400/404/405/415/422/501, or a client that cannot send it) or that answers nothing usable is passed over for
+(HTTP 400/404/405/415/422/501, a 500 naming it unsupported, or a client that cannot send it) or that answers nothing usable is passed over for
 the next; the first that works is remembered for that model object, so later calls make one request, and a
 refused method is not asked again of that model (the remembered one included, should the provider start refusing
 it: the next is tried and remembered). The answer
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,24 @@ Method = Literal["tools", "json_schema", "text"]
 METHODS: tuple[Method, ...] = ("tools", "json_schema", "text")
 # Statuses that refuse the request's shape (an unknown parameter, an unsupported feature), not its moment.
 REFUSING_STATUS = frozenset({400, 404, 405, 415, 422, 501})
+# A server error that names the way of asking as unsupported refuses it too: llama.cpp's server answers HTTP 500
+# "tools param requires --jinja flag" (or "Unsupported param: tools") to every request offering tools.
+# A prompt over the model's context, in each provider's words: OpenAI and vLLM ("context_length_exceeded", "maximum
+# context length"), Anthropic ("prompt is too long"), llama.cpp ("exceeds the available context size"), others.
+_TOO_LONG = re.compile(
+    r"context[_ ](length|size|window)|maximum context|prompt is too long|too many (input )?tokens|input is too long",
+    re.IGNORECASE,
+)
+# A model the server does not have (OpenAI's 404 "model_not_found", Ollama's "model 'x' not found, try pulling it
+# first"): no way of asking works until it is there, and once it is, each must be tried again.
+_NO_MODEL = re.compile(r"model_not_found|model\b.{0,120}\b(not found|does not exist)", re.IGNORECASE)
+# The model called the tool badly this once (Groq's HTTP 400 "tool_use_failed"): tool calling is served.
+_BAD_GENERATION = re.compile(r"tool_use_failed|failed to call a function", re.IGNORECASE)
+_REFUSING_TEXT = re.compile(
+    r"\b(tools?|tool_choice|response_format|json_schema)\b.{0,40}\b(requires|unsupported|not supported)\b"
+    r"|\b(unsupported|not supported|does not support)\b.{0,40}\b(tools?|tool_choice|response_format|json_schema)\b",
+    re.IGNORECASE,
+)
 TEXT_INSTRUCTION = (
     "Answer with one JSON object and nothing else: no prose, no code fence. It must match this JSON schema:\n{schema}"
 )
@@ -112,26 +131,40 @@ def refuses_method(exc: BaseException) -> bool:
     """Whether `exc` says the provider cannot serve this way of asking (the next method may work)."""
     if isinstance(exc, NotImplementedError):
         return True
-    if "context_length" in str(exc) or "maximum context" in str(exc):
-        return False  # too long a prompt is too long whatever the method
-    return status_of(exc) in REFUSING_STATUS
+    said = str(exc)[:1000]
+    if _TOO_LONG.search(said) or _NO_MODEL.search(said) or _BAD_GENERATION.search(said):
+        return False  # not about the way of asking: it must not count as refusing one for good
+    status = status_of(exc)
+    return status in REFUSING_STATUS or (status == 500 and _REFUSING_TEXT.search(said) is not None)
+
+
+# A reasoning model's thinking (deepseek-r1, qwen3 through Ollama or an OpenAI-compatible server) opens its text,
+# before the answer, and may hold braces or a draft of the object. Matched at the start only: one pass, whatever
+# the text holds.
+_THINKING = re.compile(r"\s*<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+MAX_JSON_STARTS = 64  # the `{` an answer's object is looked for at
+_DECODER = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings
 
 
 def lenient_json(text: str) -> dict[str, Any] | None:
-    """The JSON object in a model's text: the whole text, else the span from its first `{` to its last `}` (a code
-    fence or a sentence around it); None when there is none."""
-    text = text.strip()
-    candidates = [text]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
+    """The JSON object in a model's text: the first that parses from one of its `{` (a code fence or sentences
+    around it are passed over, braces in them included), a reasoning model's thinking left out; None when there
+    is none."""
+    thinking = _THINKING.match(text)
+    text = text[thinking.end() if thinking else 0 :].strip()
+    start = text.find("{")
+    for _ in range(MAX_JSON_STARTS):  # bounded: each try may read to the end of a long garbage answer
+        if start < 0:
+            break
         try:
-            value = json.loads(candidate, strict=False)  # strict=False: raw newlines inside strings
-        except (ValueError, RecursionError):  # RecursionError: arrays nested past the interpreter's stack
-            continue
+            value, _ = _DECODER.raw_decode(text, start)
+        except ValueError:
+            value = None
+        except RecursionError:  # nested past the interpreter's stack: so is every object inside it
+            return None
         if isinstance(value, dict):
             return value
+        start = text.find("{", start + 1)
     return None
 
 
@@ -144,6 +177,15 @@ def arguments(answer: Any) -> dict[str, Any] | None:
     if text is None:
         text = getattr(answer, "content", answer)
     return lenient_json(str(text or ""))
+
+
+def unwrapped(args: dict[str, Any], name: str) -> dict[str, Any]:
+    """The schema's arguments when a model wrote them as a call of it in its text (`{"name": "<schema>",
+    "arguments": {...}}`, as small models imitate tool calling) or under the schema's name; else `args`."""
+    inner = args.get(name) if len(args) == 1 else None
+    if inner is None and args.get("name") == name and len(args) == 2:
+        inner = args.get("arguments", args.get("parameters"))
+    return dict(inner) if isinstance(inner, dict) else args
 
 
 def shown(answer: Any) -> str:
@@ -243,6 +285,8 @@ class StructuredCaller:
             if note is not None:
                 note(raw, prompt)
             args = arguments(raw)
+            if args is not None and method == "text":
+                args = unwrapped(args, self.schema.__name__)
             if args is None:
                 refusals.append(f"{method}: no {self.schema.__name__} in the answer; raw: {shown(raw)}")
                 if learned is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
+from memory_agent.observability.queries import ObservabilityQueries
 
 Row = dict[str, Any]
 
@@ -96,4 +97,4 @@ async def upgrade_report(
 ) -> list[Row]:
     """The view's rows of the last `weeks` ISO weeks up to now's (one tenant when named), newest first."""
     since = first_week(now or datetime.now(UTC), weeks)
-    return await backend.fetch_all("upgrade_report", {"tenant_id": tenant_id, "since": since})
+    return await ObservabilityQueries(backend).upgrade_report(tenant_id, since)

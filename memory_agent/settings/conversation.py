@@ -85,6 +85,14 @@ class MemoryWindowSettings(SettingsGroup):
                 f"MEMORY_AGENT_MEMORY_SUMMARIZE_AFTER_SEQ + 1 ({after + 1}), or the first summary would skip "
                 "the first messages"
             )
+        if self.max_tokens is not None and self.max_tokens < 2 * self.max_words:
+            # count_tokens_approximately gives written summaries 1.45-1.8 tokens a word (LoCoMo's session
+            # summaries): a lower cap refuses the summaries that keep to the words asked, every one of them.
+            raise ValueError(
+                f"MEMORY_AGENT_MEMORY_MAX_TOKENS ({self.max_tokens}) must be at least 2 x "
+                f"MEMORY_AGENT_MEMORY_MAX_WORDS ({2 * self.max_words}): a summary of {self.max_words} words is "
+                "about 1.5-1.8 tokens a word, and a lower cap fails summaries that keep to the length asked"
+            )
         if self.min_new_messages is not None and self.min_new_messages > window:
             # A summary would start past the end of the one before: the messages between would never be summarized.
             raise ValueError(

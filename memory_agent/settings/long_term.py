@@ -78,7 +78,9 @@ class RecallSettings(SettingsGroup):
     vector_weight: float = Field(
         default=0.5,
         ge=0,
-        description="A vector rank's weight in the fusion (full text's and trigrams' are 1); measured.",
+        le=1,
+        description="Hybrid: the vectors' share of a hit's score beside full text's (a convex combination of the two "
+        "normalized scores); in the fallback's fusion of ranks, a vector rank's weight against full text's 1; measured.",
     )
     rerank_hits: int = Field(
         default=40,

@@ -20,6 +20,7 @@ from memory_agent.llm.structured import StructuredAnswer, StructuredCaller, ters
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.settings.conversation import DEFAULT_SUMMARY_WORDS, SUMMARY_TOKENS_PER_WORD
+from memory_agent.summarize.failures import retry_after_s
 from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent")
@@ -95,6 +96,9 @@ def parse_summary(args: dict[str, Any]) -> ParsedSummary:
     (SummarizationError otherwise); the item lists are validated one item at a time, so one malformed item costs
     that item, never the summary."""
     summary = args.get("summary")
+    if isinstance(summary, list) and summary and all(isinstance(line, str) for line in summary):
+        # Bullet points as a list of strings (small models write them so): the same lines, one text.
+        summary = "\n".join(line.strip() for line in summary if line.strip())
     if not isinstance(summary, str):
         raise SummarizationError(f"summarizer returned unparseable output: `summary` is {type(summary).__name__}")
     kept: dict[str, list[SummaryItem]] = {}
@@ -247,7 +251,9 @@ class MemoryAgent:
                     exc = SummarizationError(f"Timeout: summarizer did not answer within {timeout:.3g}s")
                 if attempt == retries.attempts:
                     raise exc
-                if ends is not None and ends - loop.time() - delay < min(1.0, retries.timeout_s / 4):
+                # A provider that says when to come back (429, 503 with Retry-After) is not asked sooner.
+                wait = max(delay, retry_after_s(exc) or 0.0)
+                if ends is not None and ends - loop.time() - wait < min(1.0, retries.timeout_s / 4):
                     logger.info("%s: attempt %s failed (%s); no time left for another", what, attempt, exc)
                     if isinstance(exc, SummarizationError) and str(exc).startswith("Timeout"):
                         exc = SummarizationError(
@@ -255,7 +261,7 @@ class MemoryAgent:
                             f"{retries.budget_s:.3g}s, 0.8 x MEMORY_AGENT_PROCESSING_TIMEOUT_S)"
                         )
                     raise exc
-                logger.info("%s: attempt %s failed (%s); retrying in %.1fs", what, attempt, exc, delay)
-                await asyncio.sleep(delay)
+                logger.info("%s: attempt %s failed (%s); retrying in %.1fs", what, attempt, exc, wait)
+                await asyncio.sleep(wait)
                 delay *= 2
         raise AssertionError("unreachable")

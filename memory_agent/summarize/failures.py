@@ -15,7 +15,8 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 
 from memory_agent.llm.structured import status_of
 
@@ -113,3 +114,23 @@ def describe(exc: BaseException) -> str:
     status = status_of(exc)  # the provider's HTTP status, named alike for every client
     name = f"{type(exc).__name__} (HTTP {status})" if status is not None else type(exc).__name__
     return f"{name}: {exc}" if str(exc) else name
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The wait a provider asked for with its error (a 429 or 503's `retry-after-ms` or `Retry-After`, in seconds
+    or as an HTTP date), else None."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None or not hasattr(headers, "get"):
+        return None
+    try:
+        if headers.get("retry-after-ms") is not None:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+    except (ValueError, TypeError, OverflowError):  # a header that says nothing usable
+        return None

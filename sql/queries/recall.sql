@@ -116,7 +116,7 @@ WITH user_turns AS NOT MATERIALIZED (
     SELECT w.q FROM weights AS w WHERE NOT w.common AND w.df > 0
 ), fts AS (
     SELECT kind, conversation_id, sequence_number, item_id,
-           row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
+           row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank, score::float8 AS raw
     FROM (
         -- BM25 with a term counted once per row (a chat turn rarely repeats a word): the weights of the terms a
         -- row holds, normalized by its length against the matching rows' mean, a length under half of the mean
@@ -182,7 +182,7 @@ WITH user_turns AS NOT MATERIALIZED (
                   WHERE strpos(substr(k.insight, 1, 10000), b) > 0)
 ), trgm AS (
     SELECT kind, conversation_id, sequence_number, item_id,
-           row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank
+           row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank, score::float8 AS raw
     FROM (
         SELECT kind, conversation_id, sequence_number, item_id,
                greatest(word_similarity(%(query)s, content),
@@ -197,7 +197,7 @@ WITH user_turns AS NOT MATERIALIZED (
 ), recent AS (
     -- Nothing found on any path: the latest turns of the user's most recently active other conversation.
     SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id,
-           row_number() OVER (ORDER BY t.sequence_number DESC) AS rank
+           row_number() OVER (ORDER BY t.sequence_number DESC) AS rank, 0::float8 AS raw
     FROM user_turns AS t
     WHERE %(recent)s > 0
       AND NOT EXISTS (SELECT 1 FROM fts) AND NOT EXISTS (SELECT 1 FROM trgm) AND NOT EXISTS (SELECT 1 FROM vec)
@@ -221,7 +221,11 @@ WITH user_turns AS NOT MATERIALIZED (
 ), fused AS (
     SELECT r.kind, r.conversation_id, r.sequence_number, r.item_id,
            sum(CASE WHEN r.path = 'vector' THEN %(vector_weight)s ELSE 1.0 END / (%(rrf_k)s + r.rank)) AS score,
-           array_agg(r.path ORDER BY r.path) AS paths
+           array_agg(r.path ORDER BY r.path) AS paths,
+           -- Each list's own score beside the ranks (`raw`: BM25, word similarity, cosine similarity): hybrid
+           -- recall fuses full text with vectors by these scores (hybrid.reranked).
+           max(r.raw) FILTER (WHERE r.path = 'fts') AS bm25,
+           max(r.raw) FILTER (WHERE r.path = 'vector') AS similarity
     FROM ranked AS r, scope
     WHERE r.kind <> 'turn' OR r.conversation_id = %(conversation_id)s OR scope.user_wide
     GROUP BY r.kind, r.conversation_id, r.sequence_number, r.item_id
@@ -232,7 +236,8 @@ WITH user_turns AS NOT MATERIALIZED (
            (SELECT count(*) FROM vec) AS vector_hits, (SELECT count(*) FROM recent) AS recent_hits,
            (SELECT open FROM trgm_gate) AS trgm_ran, (SELECT user_wide FROM scope) AS user_wide
 )
-SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.conversation_id, f.sequence_number, f.item_id,
+SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.bm25, f.similarity,
+       f.conversation_id, f.sequence_number, f.item_id,
        coalesce(t.role, CASE WHEN i.is_summary THEN 'summary' ELSE i.item_type END, n.period,
                 CASE WHEN bs.summary_id IS NOT NULL THEN 'batch summary' END) AS role,
        -- The text as far as the block shows it (`text_chars`, one more than it keeps: it then knows it cut it); a
@@ -328,7 +333,7 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
 -- The query's compact form is computed once (a sub-select: a generic plan would compute it for every row). A list
 -- may come out shorter when most of the nearest are items no longer current; it never holds one.
     SELECT kind, conversation_id, sequence_number, item_id,
-           row_number() OVER (ORDER BY distance, kind DESC) AS rank
+           row_number() OVER (ORDER BY distance, kind DESC) AS rank, (1 - distance)::float8 AS raw
     FROM (
         SELECT %(vector_always)s
                OR (SELECT count(*) FROM (SELECT 1 FROM fts UNION ALL SELECT 1 FROM trgm) AS h) < %(min_hits)s AS open,
@@ -394,7 +399,7 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
 -- recall_no_vector_hits --
 -- No embedder configured (or no pgvector): the vector path is empty.
     SELECT 'item' AS kind, NULL AS conversation_id, NULL::integer AS sequence_number, (NULL::items).item_id,
-           0::bigint AS rank
+           0::bigint AS rank, 0::float8 AS raw
     WHERE false
 
 -- recall_vector_distances --

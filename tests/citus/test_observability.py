@@ -6,7 +6,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.observability import queries
+from memory_agent.observability import reads as queries
 from memory_agent.observability.upgrade import upgrade_report
 from tests.support import EchoChat
 

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
 from memory_agent.llm.offline import OfflineSummaryModel
-from memory_agent.observability import queries as obs
+from memory_agent.observability import reads as obs
 from tests.conftest import query
 from tests.integration.test_cli_observe import invoke
 from tests.support import EchoChat

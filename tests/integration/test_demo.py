@@ -15,7 +15,7 @@ import psycopg
 from memory_agent import MemoryService, MemorySettings
 from memory_agent.cli.demo import DEMO_TENANT, USER_ID
 from memory_agent.llm import OfflineModel
-from memory_agent.observability import queries as observability
+from memory_agent.observability import reads as observability
 from tests.conftest import query
 
 

@@ -18,7 +18,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from memory_agent import resources
-from memory_agent.observability import queries as obs
+from memory_agent.observability import queries as observability_queries
+from memory_agent.observability import reads as obs
 from memory_agent.testing import generate_conversations
 from tests.integration.test_observability import execute, percentile_cont, read
 
@@ -306,6 +307,6 @@ async def test_health_of_an_empty_database_and_a_bad_limit(open_memory):
 
 async def test_every_health_query_is_run_by_the_module():
     text = (resources.queries_dir() / "health.sql").read_text(encoding="utf-8")
-    source = Path(obs.__file__).read_text(encoding="utf-8")
+    source = Path(observability_queries.__file__).read_text(encoding="utf-8")
     for name in resources.parse_queries(text):
         assert f'"{name}"' in source, name

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
+from memory_agent.testing import find_violations
 from tests.conftest import execute, query
-from tests.integrity import find_violations
 
 pytestmark = pytest.mark.no_integrity_check  # these tests break the store on purpose
 

@@ -18,7 +18,8 @@ import pytest
 
 from memory_agent import resources, with_memory
 from memory_agent.conversation.context import escape_memory_text
-from memory_agent.observability import queries as obs
+from memory_agent.observability import queries as observability_queries
+from memory_agent.observability import reads as obs
 from memory_agent.service import MemoryService
 from tests.conftest import query
 from tests.support import (
@@ -412,13 +413,13 @@ async def test_weekly_report_matches_round_metrics(open_memory, database_url):
 
 
 async def test_every_observability_query_is_exercised():
-    # Each named block of sql/queries/observability.sql runs in the observability module; the psql ones are run here.
+    # Each named block of sql/queries/observability.sql runs in observability's query object; the psql ones are run here.
     names = set(resources.parse_queries((resources.queries_dir() / "observability.sql").read_text(encoding="utf-8")))
     psql = set(
         resources.parse_queries((resources.sql_dir() / "psql" / "observability.sql").read_text(encoding="utf-8"))
     )
     here = Path(__file__).read_text(encoding="utf-8")
-    module = Path(obs.__file__).read_text(encoding="utf-8")
+    module = Path(observability_queries.__file__).read_text(encoding="utf-8")
     for name in names:  # what runs: every block is the observability module's, none is psql's
         assert name.startswith("observe_") and f'"{name}"' in module, name
     for name in psql:

@@ -14,7 +14,7 @@ from memory_agent.consolidation.model import ConsolidationOutput, call_consolida
 from memory_agent.errors import ConfigurationError
 from memory_agent.llm import chat_model_from_setting, default_chat_model
 from memory_agent.llm.structured import StructuredCaller, learned_method
-from memory_agent.observability import queries as observability
+from memory_agent.observability import reads as observability
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.summarize.agent import SUMMARY_TOOL, parse_summary
 from tests.conftest import query

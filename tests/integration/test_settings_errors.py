@@ -20,7 +20,7 @@ from memory_agent import (
     ServiceClosedError,
     with_memory,
 )
-from memory_agent.observability import queries as obs
+from memory_agent.observability import reads as obs
 from tests.conftest import query, with_dbname
 from tests.support import EchoChat, GatedSummaryModel
 

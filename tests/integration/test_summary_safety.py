@@ -4,12 +4,14 @@ frame it is injected in."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from memory_agent import with_memory
-from memory_agent.conversation.context import escape_memory_text, inject_memory
+from memory_agent.conversation.context import GAP_WARNING_INTERVAL_S, GapWarnings, escape_memory_text, inject_memory
+from memory_agent.schemas.keys import ConversationKey
 from tests.conftest import query
 from tests.support import EchoChat, FailingSummaryModel, GatedSummaryModel
 
@@ -49,7 +51,19 @@ async def test_rounds_stay_bounded_while_every_summary_fails(open_memory, databa
     warnings = [r.getMessage() for r in caplog.records if "capped at 28 messages" in r.getMessage()]
     # The latest failed row was recorded without a model call (backing off): it names the failure's kind.
     assert warnings and "summaries failing" in warnings[-1] and "RuntimeError" in warnings[-1]
+    # One WARNING for the conversation, not one per capped round (before: 26 lines for 26 rounds).
+    assert len(warnings) == 1
     assert query(database_url, "SELECT count(*) FROM messages") == [(80,)]  # stored history stays whole
+
+
+def test_the_gap_cap_warning_is_rate_limited_per_conversation():
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    warnings = GapWarnings(lambda: now[0])
+    down, other = ConversationKey.of("down"), ConversationKey.of("down", tenant_id="t2")
+    assert warnings.due(down) == 0 and warnings.due(other) == 0
+    assert [warnings.due(down) for _ in range(3)] == [None, None, None]
+    now[0] += timedelta(seconds=GAP_WARNING_INTERVAL_S)
+    assert warnings.due(down) == 3 and warnings.due(down) is None
 
 
 async def test_lagging_summaries_are_named_as_such(open_memory, database_url, caplog):

@@ -268,10 +268,53 @@ async def test_a_vector_weight_of_zero_embeds_only_for_the_fallback(conn: Any) -
     assert result.fts_hits >= 2 and embedder.queries == [] and all("vector" not in h.paths for h in result.ranked)
 
 
-def test_the_pass_over_all_vectors_runs_only_where_its_hits_could_rank() -> None:
+def test_the_pass_over_all_vectors_runs_only_where_full_text_left_places() -> None:
     full = [{"kind": "turn"}] * 20
-    # With the defaults a hit of vectors alone scores under every full-text hit: 20 of them leave it no place.
-    assert not can_place_vector_hits(full, 20, RecallSettings())
-    assert can_place_vector_hits(full[:5], 20, RecallSettings())
-    # A weight at which it could outrank full text's last hits: the pass always runs.
-    assert can_place_vector_hits(full, 20, RecallSettings(vector_weight=2.0))
+    assert not can_place_vector_hits(full, 20)
+    assert can_place_vector_hits(full[:5], 20)
+
+
+def test_a_vector_weight_above_one_is_refused() -> None:
+    # The weight is the vectors' share of a convex combination: above 1, full text's share would be negative.
+    with pytest.raises(ConfigurationError, match="VECTOR_WEIGHT"):
+        RecallSettings(vector_weight=2.0)
+
+
+class GradedEmbeddings(Embeddings):
+    """Every query points one way; a text that names Lisbon points the same way (similarity 1), any other text
+    at similarity 0.6: every hit has a vector above the floor, and Lisbon's is the nearest."""
+
+    model = "test-graded"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [NEAR if "Lisbon" in text else [0.6, 0.8, 0.0, 0.0] for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return NEAR
+
+
+async def test_a_hit_nearest_by_far_outranks_full_texts_best_when_its_words_match_nearly_as_well(conn: Any) -> None:
+    # Full text ranks the short turns first (BM25 normalizes by length), the Lisbon turn third, its score close
+    # to theirs; its vector is the nearest by far. Fused by ranks (1 / (60 + rank)), a vector's first place could
+    # not lift it over full text's first; fused by scores, it ranks first.
+    await store_conversation(
+        conn,
+        "trips",
+        [
+            ("user", "The trip was long.", at(0)),
+            ("user", "A trip by train.", at(0)),
+            ("user", "The trip to Lisbon in May was long and lovely.", at(0)),
+            ("user", "Tell me about the weather.", at(0)),
+        ],
+        tenant_id=TENANT,
+        user_id=USER,
+    )
+    embedder = GradedEmbeddings()
+    await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder)
+    ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
+    lexical = await recall(conn, **ask, settings=RecallSettings(neighbours_before=0, neighbours_after=0))
+    assert [hit.sequences[0] for hit in lexical.ranked][2] == 2
+    hybrid = await recall(
+        conn, **ask, embedder=embedder, settings=RecallSettings(neighbours_before=0, neighbours_after=0)
+    )
+    assert first_turn(hybrid) == ("trips", 2)

@@ -140,3 +140,14 @@ def test_bad_settings_of_several_groups_are_reported_together_by_variable():
         RecallSettings(text_search_config="english; DROP TABLE items")
     with pytest.raises(ConfigurationError, match="bogus: not a setting of RecallSettings"):
         RecallSettings(bogus=1)
+
+
+def test_a_summary_cap_below_the_words_asked_is_refused():
+    """A cap under 2 tokens a word refuses the summaries that keep to memory_max_words (written summaries are
+    1.45-1.8 tokens a word by the estimate): every summary would fail (before: accepted, down to 1 token)."""
+    for tokens in (1, 299):
+        with pytest.raises(
+            ConfigurationError, match=r"MEMORY_AGENT_MEMORY_MAX_TOKENS \(.*2 x MEMORY_AGENT_MEMORY_MAX_WORDS"
+        ):
+            MemorySettings(memory_max_words=150, memory_max_tokens=tokens)
+    assert MemorySettings(memory_max_words=150, memory_max_tokens=300).memory.max_tokens_cap == 300

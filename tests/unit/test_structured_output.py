@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from memory_agent.llm.structured import arguments, lenient_json, refuses_method
+from memory_agent.llm.structured import arguments, lenient_json, refuses_method, unwrapped
 
 
 @pytest.mark.parametrize(
@@ -18,6 +18,12 @@ from memory_agent.llm.structured import arguments, lenient_json, refuses_method
         ("no object here", None),
         ('{"summary": ', None),
         ('{"summary": "a", "facts": ' + "[" * 100_000 + "]" * 100_000 + "}", None),  # nested past the stack
+        # Braces in the prose around the object, a second object, a reasoning model's thinking before it.
+        ('{"summary": "a"}\nI left the {placeholders} out.', {"summary": "a"}),
+        ('Sure {ok}, the memory: {"summary": "a"}', {"summary": "a"}),
+        ('{"summary": "a"}\n{"summary": "b"}', {"summary": "a"}),
+        ('<think>I will answer {"summary": "draft"}</think>\n```json\n{"summary": "a"}\n```', {"summary": "a"}),
+        ('{"summary": "café — 東京 😀"}', {"summary": "café — 東京 😀"}),
     ],
 )
 def test_lenient_json(text, expected):
@@ -31,6 +37,19 @@ def test_a_tool_call_wins_over_text():
     )
     assert arguments(answer) == {"summary": "tool"}
     assert arguments(AIMessage(content='```\n{"summary": "text"}\n```')) == {"summary": "text"}
+
+
+def test_garbage_of_any_size_is_read_in_bounded_time():
+    for garbage in ("<think>" * 100_000, "{" * 200_000, '{"a": 1' * 100_000, '{"a":' * 50_000):
+        assert lenient_json(garbage) is None
+
+
+def test_a_call_written_in_text_is_unwrapped():
+    args = {"summary": "a"}
+    assert unwrapped({"name": "MemorySummaryOutput", "arguments": args}, "MemorySummaryOutput") == args
+    assert unwrapped({"MemorySummaryOutput": args}, "MemorySummaryOutput") == args
+    assert unwrapped({"name": "x", "arguments": args}, "MemorySummaryOutput") == {"name": "x", "arguments": args}
+    assert unwrapped(args, "MemorySummaryOutput") == args
 
 
 class StatusError(Exception):
@@ -47,3 +66,30 @@ def test_which_errors_refuse_a_way_of_asking():
     for error in (StatusError(500), StatusError(429), StatusError(401), TimeoutError()):
         assert not refuses_method(error)
     assert not refuses_method(StatusError(400, "context_length_exceeded: too long"))
+    # The same in other providers' words: a long prompt must not refuse tool calling for good.
+    for message in (
+        "prompt is too long: 210000 tokens > 200000 maximum",  # Anthropic
+        "the request exceeds the available context size, try increasing it",  # llama.cpp
+        "Input validation error: too many input tokens",  # text-generation-inference
+        "This model's maximum context length is 4096 tokens",  # vLLM
+    ):
+        assert not refuses_method(StatusError(400, message))
+    # A model the server does not have (yet): no way of asking is refused for good.
+    for message in (
+        "model 'llama3.1' not found, try pulling it first",  # Ollama
+        "The model `gpt-5-mini` does not exist or you do not have access to it.",  # OpenAI
+    ):
+        assert not refuses_method(StatusError(404, message))
+    assert refuses_method(StatusError(404, "Not Found"))  # no such route: the way of asking is not served
+    # One bad tool call (Groq's 400 tool_use_failed) is that answer's failure, not tool calling refused for good.
+    message = "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details."
+    assert not refuses_method(
+        StatusError(400, f"Error code: 400 - {{'code': 'tool_use_failed', 'message': '{message}'}}")
+    )
+    # A server error naming the way of asking as unsupported (llama.cpp without --jinja) refuses it; others do not.
+    assert refuses_method(StatusError(500, "Error code: 500 - tools param requires --jinja flag"))
+    assert refuses_method(StatusError(500, "Unsupported param: tools"))
+    assert refuses_method(StatusError(500, "response_format is not supported by this backend"))
+    for message in ("upstream exploded", "CUDA error: out of memory", "tools failed: worker crashed"):
+        assert not refuses_method(StatusError(500, message))
+    assert not refuses_method(StatusError(503, "tools not supported while loading"))

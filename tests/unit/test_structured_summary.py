@@ -84,6 +84,17 @@ async def test_a_missing_text_after_the_retry_fails_the_attempt():
     assert len(model.prompts) == 2
 
 
+async def test_a_summary_written_as_a_list_of_lines_is_one_text():
+    """Small models answer the bullet points as a list of strings: one call, the lines joined (before: asked
+    again, then failed for a `summary` that is a list)."""
+    model = ScriptedSummaryModel(answers=[{"summary": ["- likes tea ", "", "- lives in Lisbon"]}])
+    result = await MemoryAgent(model).summarize(**window("hello"))
+    assert result.text == "- likes tea\n- lives in Lisbon" and len(model.prompts) == 1
+    model = ScriptedSummaryModel(answers=[{"summary": ["a", 3]}, {"summary": [{"a": 1}]}])
+    with pytest.raises(SummarizationError, match="`summary` is list"):
+        await MemoryAgent(model).summarize(**window("hello"))
+
+
 async def test_a_valid_answer_is_one_call():
     model = ScriptedSummaryModel(answers=[{"summary": "ok", "facts": [ALLERGY]}])
     result = await MemoryAgent(model).summarize(**window("I'm allergic to peanuts."))

@@ -16,7 +16,7 @@ from memory_agent.api.inspector.auth import Row, Seen, crumbs, html, login, not_
 from memory_agent.api.inspector.html import erase_button, esc, href, link, page, table, tag
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import MemoryAgentError
-from memory_agent.observability import queries as observability
+from memory_agent.observability import reads as observability
 from memory_agent.schemas.keys import default_user_id
 
 

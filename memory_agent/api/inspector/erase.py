@@ -23,7 +23,7 @@ from memory_agent.api.inspector.auth import (
     seen,
 )
 from memory_agent.api.inspector.html import confirm_form, href, page, report
-from memory_agent.db.connector import fetch_all
+from memory_agent.api.queries import KeyQueries
 
 
 def _confirm(who: Seen, title: str, what: str, action: str, back: str) -> Response:
@@ -61,8 +61,8 @@ async def confirm_item(request: Request, user_id: str, item_id: int) -> Response
     who = await seen(request)
     if who is None:
         return login()
-    params = {"tenant_id": who.tenant, "user_id": user_id, "limit": 100_000}
-    items = await in_tenant(request, who, lambda conn: fetch_all(conn, "inspect_user_items", params))
+    scope = {"tenant_id": who.tenant, "user_id": user_id}
+    items = await in_tenant(request, who, lambda conn: KeyQueries.user_items(conn, scope, 100_000))
     item = next((i for i in items if i["item_id"] == item_id), None)
     if item is None:
         return not_found(who, f"No item {item_id} of user {user_id!r} in this tenant.")

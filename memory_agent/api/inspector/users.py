@@ -26,8 +26,8 @@ from memory_agent.api.inspector.auth import (
 )
 from memory_agent.api.inspector.html import erase_button, esc, href, link, login_page, page, sources_cell, table, tag
 from memory_agent.api.limits import lookup_tenant
+from memory_agent.api.queries import KeyQueries
 from memory_agent.consolidation import list_notes
-from memory_agent.db.connector import fetch_all
 
 
 @router.get("/login")
@@ -57,8 +57,8 @@ async def users(request: Request) -> Response:
     who = await seen(request)
     if who is None:
         return login()
-    params = {"tenant_id": who.tenant, "limit": LIST_LIMIT + 1}  # one more: whether the list goes on
-    rows = await in_tenant(request, who, lambda conn: fetch_all(conn, "inspect_tenant_users", params))
+    # One more than shown: whether the list goes on.
+    rows = await in_tenant(request, who, lambda conn: KeyQueries.tenant_users(conn, who.tenant, LIST_LIMIT + 1))
     cells = (
         (
             (
@@ -80,17 +80,17 @@ async def users(request: Request) -> Response:
 async def _user_rows(conn: psycopg.AsyncConnection[Any], tenant: str, user_id: str) -> tuple[list[Row], ...] | None:
     if not await user_known(conn, tenant, user_id):
         return None
-    scope = {"tenant_id": tenant, "user_id": user_id, "limit": LIST_LIMIT + 1}  # one more: whether a list goes on
+    scope, limit = {"tenant_id": tenant, "user_id": user_id}, LIST_LIMIT + 1  # one more: whether a list goes on
     notes = [
         note
         for period in ("monthly", "weekly", "daily")
         for note in await list_notes(conn, period, tenant_id=tenant, user_id=user_id, limit=20)
     ]
     return (
-        await fetch_all(conn, "inspect_user_items", scope),
-        await fetch_all(conn, "inspect_user_conversations", scope),
+        await KeyQueries.user_items(conn, scope, limit),
+        await KeyQueries.user_conversations(conn, scope, limit),
         notes,
-        await fetch_all(conn, "inspect_user_spend", scope),
+        await KeyQueries.user_spend(conn, scope, limit),
     )
 
 

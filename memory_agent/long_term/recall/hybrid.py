@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -64,24 +65,50 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
     return row["kind"], row["conversation_id"], row["sequence_number"], row["item_id"]
 
 
+@dataclass(frozen=True)
+class Scale:
+    """What a hit's scores are measured against in the fusion of full text with vectors: the best BM25 score of
+    the re-ranked hits, and the lowest and highest similarity among their vectors."""
+
+    best_bm25: float
+    low: float
+    high: float
+
+    def lexical(self, bm25: float | None) -> float:
+        """A BM25 score as a share of the best one (0 without one)."""
+        return bm25 / self.best_bm25 if bm25 is not None and self.best_bm25 > 0 else 0.0
+
+    def vector(self, similarity: float | None) -> float:
+        """A similarity placed between the lowest (0) and the highest (1) of the re-ranked hits' vectors (1 when
+        they are all equal); 0 without a vector."""
+        if similarity is None:
+            return 0.0
+        if self.high <= self.low:
+            return 1.0 if similarity >= self.high else 0.0
+        return min(1.0, max(0.0, (similarity - self.low) / (self.high - self.low)))
+
+
 async def reranked(
     conn: AsyncConnection[Any],
     rows: list[dict[str, Any]],
     scope: dict[str, Any],
     vector: dict[str, Any],
     settings: RecallSettings,
-) -> list[dict[str, Any]]:
-    """`rows` (full text's and trigrams' fused hits) re-ranked with the query's vector: the turn or item vector of
+) -> tuple[list[dict[str, Any]], Scale | None]:
+    """`rows` (full text's and trigrams' fused hits) re-scored with the query's vector: the turn or item vector of
     each of the first `rerank_hits` is read (`recall_vector_distances`: a lookup a hit, none of the user's other
-    vectors), and a hit's rank by cosine distance among them adds `vector_weight / (rrf_k + rank)` to its score,
-    as a vector rank does in `recall_search`'s fusion. Key insights, batch summaries and the hits after the first
-    `rerank_hits` keep their scores. `scope`: the user's `tenant_id` and `user_id`; `vector`: the query's
-    `query_vector` and the embedder's `model`."""
+    vectors), and each of them scores the convex combination `(1 − vector_weight) × bm25 / best bm25 +
+    vector_weight × (similarity − lowest) / (highest − lowest)` of its scores, each normalized over these hits
+    (min-max: what the two scores say, not only their ranks; a hit without a BM25 score, found by trigrams, has
+    its share of the best fused score instead). The hits after the first `rerank_hits` follow them in their order.
+    Returns the rows and the scale a hit only the vector path found is scored on (None when none of the hits has
+    a vector: the rows are returned as they were). `scope`: the user's `tenant_id` and `user_id`; `vector`: the
+    query's `query_vector` and the embedder's `model`."""
     first = rows[: settings.rerank_hits]  # the same hits whatever the caller's limit (the statement returns more)
     turns = [(row["conversation_id"], row["sequence_number"]) for row in first if row["kind"] == "turn"]
     items = [row["item_id"] for row in first if row["kind"] == "item"]
     if not turns and not items:
-        return rows
+        return rows, None
     found = await in_recall_transaction(
         conn,
         settings,
@@ -97,44 +124,57 @@ async def reranked(
             "vector_min_similarity": settings.vector_min_similarity,
         },
     )
-    # Nearest first; among equal distances turns before items, as the vector path ranks them.
-    found.sort(key=lambda near: (near["distance"], near["kind"] != "turn"))
-    rank_of = {_key(near): rank for rank, near in enumerate(found, 1)}
+    if not found:
+        return rows, None
+    similarity = {_key(near): 1 - near["distance"] for near in found}
+    bm25 = [row["bm25"] for row in first if row["bm25"] is not None]
+    # A turn or item without a vector above the floor lies below it: the scale starts at the floor then, so that
+    # one vector found among such hits counts fully (not min = max, which would count none).
+    below = len(found) < len(turns) + len(items)
+    low = settings.vector_min_similarity if below else min(similarity.values())
+    scale = Scale(max(bm25, default=0.0), low, max(similarity.values()))
+    best = max((row["score"] for row in first), default=0.0)
+    weight = settings.vector_weight
     rescored = []
-    for row in rows:
-        rank = rank_of.get(_key(row))
-        if rank is not None:
-            score = row["score"] + settings.vector_weight / (settings.rrf_k + rank)
-            row = {**row, "score": score, "paths": sorted([*row["paths"], "vector"])}
-        rescored.append({**row, "vector_hits": len(found)})
-    return sorted(rescored, key=_row_order)
+    for index, row in enumerate(rows):
+        if index >= len(first):  # after the re-ranked hits, in their order (their fused scores are below 1)
+            rescored.append({**row, "score": row["score"] - 1, "vector_hits": len(found)})
+            continue
+        near = similarity.get(_key(row))
+        lexical = scale.lexical(row["bm25"]) if row["bm25"] is not None else row["score"] / best if best else 0.0
+        paths = sorted([*row["paths"], "vector"]) if near is not None else row["paths"]
+        score = (1 - weight) * lexical + weight * scale.vector(near)
+        rescored.append({**row, "score": score, "paths": paths, "similarity": near, "vector_hits": len(found)})
+    return sorted(rescored, key=_row_order), scale
 
 
-def can_place_vector_hits(rows: list[dict[str, Any]], block_rows: int, settings: RecallSettings) -> bool:
-    """Whether a hit only the vector path finds could rank among the first `block_rows`: a full-text or trigram
-    hit scores at least `1 / (rrf_k + candidates)`, a hit of vectors alone at most `vector_weight / (rrf_k + 1)`,
-    so with the defaults (0.5 / 61 < 1 / 110) such a hit only fills places full text left empty, and the pass over
-    all of the user's vectors (docs/measurements/code.md) runs only when there are some."""
-    lexical = sum(1 for row in rows if row["kind"])
-    below = settings.vector_weight / (settings.rrf_k + 1) < 1 / (settings.rrf_k + settings.candidates)
-    return lexical < block_rows or not below
+def can_place_vector_hits(rows: list[dict[str, Any]], block_rows: int) -> bool:
+    """Whether the pass over all of the user's vectors runs: when full text and trigrams returned fewer hits than
+    the rows the block and the ranking use (`block_rows`). A hit only vectors find scores at most `vector_weight`
+    (no BM25 share) and could outrank full text's, but running the pass on every recall gained next to nothing on
+    the LoCoMo development split for much more of the server's CPU a round (docs/measurements/code.md)."""
+    return sum(1 for row in rows if row["kind"]) < block_rows
 
 
 def vector_only(params: dict[str, Any], rows: int) -> dict[str, Any]:
     """`recall_search`'s parameters for its vector path alone (full text, trigrams and the latest turns off): the
     user's nearest turns, items and summaries ranked among `candidates`, the first `rows` of them with their rows
-    (text, neighbours, date). A hit only vectors found scores at most `vector_weight / 61`, under the 10th of full
-    text's: only the nearest few can reach the block, and each row costs its neighbours' lookups."""
+    (text, neighbours, date, similarity); each row costs its neighbours' lookups."""
     return {**params, "use_fts": False, "trgm_always": False, "trgm_fallback": False, "recent": 0, "fused_limit": rows}
 
 
 def fused(
-    lexical: list[dict[str, Any]], nearest: list[dict[str, Any]], conversation_id: str | None
+    lexical: list[dict[str, Any]],
+    nearest: list[dict[str, Any]],
+    conversation_id: str | None,
+    scale: Scale | None,
+    weight: float,
 ) -> list[dict[str, Any]]:
-    """Full text's and trigrams' fused rows (`lexical`, re-ranked by their own vectors) and the hits only the
-    vector path found (`nearest`, scored `vector_weight / (rrf_k + rank)` among all of the user's vectors by the
-    same statement) in one ranking. Turns of other conversations that vectors found are kept only when full text's
-    scope was the whole user (its `user_wide`)."""
+    """Full text's and trigrams' rows (`lexical`, re-scored with their own vectors on `scale`) and the hits only
+    the vector path found (`nearest`) in one ranking: such a hit scores `weight` × its similarity on `scale` (it has
+    no BM25 share); without a scale (no re-ranked hit had a vector), `weight / (rrf_k + rank)` among all of the
+    user's vectors, as the statement scored it. Turns of other conversations that vectors found are kept only when
+    full text's scope was the whole user (its `user_wide`)."""
     first = lexical[0]
     user_wide = bool(first["user_wide"])
     counts = {"vector_hits": max(first["vector_hits"], nearest[0]["vector_hits"] if nearest else 0)}
@@ -148,7 +188,8 @@ def fused(
         if row["kind"] == "turn" and not user_wide and row["conversation_id"] != conversation_id:
             continue
         if _key(row) not in merged:  # full text's hits have their vector score from their own vector (reranked)
-            merged[_key(row)] = {**row, **{k: first[k] for k in COUNTS}, **counts}
+            score = row["score"] if scale is None else weight * scale.vector(row["similarity"])
+            merged[_key(row)] = {**row, **{k: first[k] for k in COUNTS}, **counts, "score": score}
     rows = sorted(merged.values(), key=_row_order)
     return rows or [{**first, **counts}]
 

@@ -193,9 +193,10 @@ async def recall(
     }
     # With an embedder: vectors on every recall (hybrid, `vectors_always`), or as a fallback. Hybrid embeds the
     # query (tens of milliseconds for a local model, in a thread) while full text and trigrams run; when they found
-    # enough, their first `rerank_hits` fused hits are re-ranked with their own vectors (hybrid.reranked), then
-    # the statement runs its vector path alone (all of the user's vectors) and the hits only it found join the
-    # ranking at their vector rank's score (hybrid.fused): a turn that shares no word with the query is found.
+    # enough, their first `rerank_hits` fused hits are re-scored with their own vectors (hybrid.reranked: BM25 and
+    # cosine similarity, each normalized, in a convex combination), then, when they left places in the block, the
+    # statement runs its vector path alone (all of the user's vectors) and the hits only it found join the ranking
+    # on the same scale (hybrid.fused): a turn that shares no word with the query is found.
     # When they found too little (either mode), the statement runs again with every path, vectors included.
     # A vector weight of 0 fuses nothing: then vectors are only the fallback.
     block_rows = params["fused_limit"]
@@ -221,10 +222,10 @@ async def recall(
                 "query_vector": vector,
             }
             if vector is not None and rows is not None and enough:
-                rows = await reranked(conn, rows, params, vectors, settings)
-                if can_place_vector_hits(rows, block_rows, settings):
+                rows, scale = await reranked(conn, rows, params, vectors, settings)
+                if can_place_vector_hits(rows, block_rows):
                     nearest = await _search(conn, vector_only(params, block_rows), settings, vectors=vectors)
-                    rows = fused(rows, nearest, conversation_id)
+                    rows = fused(rows, nearest, conversation_id, scale, settings.vector_weight)
             elif vector is not None:
                 rows = await _search(conn, params, settings, vectors=vectors)
     finally:  # not awaited when the check failed or the server has no pgvector

@@ -1,0 +1,97 @@
+"""What real providers answer besides the happy path, through the real LangChain client: a rate limit with
+Retry-After, JSON written in text the way small and reasoning models write it."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import httpx
+import openai
+import pytest
+from langchain_core.messages import HumanMessage
+
+from memory_agent.llm import chat_model_from_setting
+from memory_agent.llm.structured import learned_method
+from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage
+from memory_agent.summarize.failures import retry_after_s
+
+WINDOW = {
+    "previous_summary": None,
+    "base_end_sequence": None,
+    "new_messages": [SequencedMessage(0, HumanMessage("I like green tea"))],
+    "window_start_seq": 0,
+    "window_end_seq": 0,
+}
+
+
+def agent() -> MemoryAgent:
+    return MemoryAgent(chat_model_from_setting("limited-model", variable="MEMORY_AGENT_MEMORY_MODEL"))
+
+
+async def test_a_rate_limited_provider_is_not_asked_before_its_retry_after(fake_openai):
+    """HTTP 429 with Retry-After: the next attempt waits as long (before: 3 calls within the 1 s backoffs), and
+    when the wait does not fit in the time the summary has, it fails at once with the provider's error."""
+    fake_openai.mode, fake_openai.retry_after = "rate_limited", "0.4"
+    started = time.monotonic()
+    with pytest.raises(openai.RateLimitError):
+        await agent().summarize_with_retries(Retries(2, 5.0, 0.01, budget_s=10.0), "m", **WINDOW)
+    assert len(fake_openai.structured_requests()) == 2 and time.monotonic() - started >= 0.4
+    fake_openai.requests.clear()
+    fake_openai.retry_after = "30"
+    started = time.monotonic()
+    with pytest.raises(openai.RateLimitError, match="Rate limit reached"):
+        await agent().summarize_with_retries(Retries(3, 5.0, 0.01, budget_s=10.0), "m", **WINDOW)
+    assert len(fake_openai.structured_requests()) == 1 and time.monotonic() - started < 5
+
+
+async def test_json_in_text_as_small_and_reasoning_models_write_it(fake_openai):
+    """A server without tools or response_format, whose model thinks aloud with braces first and writes the call
+    of the schema out: the summary is read (before: no JSON object found, the summary failed)."""
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = True
+    fake_openai.text_answer = (
+        '<think>The user likes {tea}. Draft: {"summary": "draft"}</think>\n'
+        'Sure! {"name": "MemorySummaryOutput", "arguments": {"summary": "The user likes green tea 🍵."}}\n'
+        "Let me know if you need {anything} else."
+    )
+    result = await agent().summarize(**WINDOW)
+    assert result.text == "The user likes green tea 🍵."
+
+
+def test_retry_after_in_each_form_a_provider_sends():
+    class Refused(Exception):
+        def __init__(self, **headers: str) -> None:
+            self.response = httpx.Response(429, headers=headers)
+
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=60), usegmt=True)
+    assert retry_after_s(Refused(**{"retry-after": "7"})) == 7
+    assert retry_after_s(Refused(**{"retry-after-ms": "250", "retry-after": "1"})) == 0.25
+    assert 50 < (retry_after_s(Refused(**{"retry-after": later})) or 0) <= 60
+    assert retry_after_s(Refused(**{"retry-after": "soon"})) is None and retry_after_s(Refused()) is None
+    assert retry_after_s(RuntimeError("no response")) is None
+
+
+async def test_a_server_refusing_tools_with_http_500_degrades(fake_openai):
+    """llama.cpp's server without --jinja answers HTTP 500 "tools param requires --jinja flag" to a request with
+    tools: the JSON-schema format is asked next and remembered (before: every summary failed with that 500)."""
+    fake_openai.refuse_tools, fake_openai.refusal = True, (500, "tools param requires --jinja flag")
+    summarizer = agent()
+    for _ in range(2):
+        assert (await summarizer.summarize(**WINDOW)).text
+    assert [bool(r.get("tools")) for r in fake_openai.requests] == [True, False, False]
+
+
+async def test_a_model_pulled_late_gets_tool_calling(fake_openai):
+    """The server does not have the model yet (HTTP 404 "model ... not found"): the summary fails with that, and
+    once the model is there tool calling is asked again (before: tools and the JSON-schema format counted as
+    refused for good, and every later summary went through JSON in text)."""
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = True
+    fake_openai.refusal = (404, "model 'limited-model' not found, try pulling it first")
+    summarizer = agent()
+    with pytest.raises(openai.NotFoundError):
+        await summarizer.summarize(**WINDOW)
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = False
+    fake_openai.requests.clear()
+    assert (await summarizer.summarize(**WINDOW)).text
+    assert learned_method(summarizer.model) == "tools" and len(fake_openai.requests) == 1
