@@ -37,6 +37,7 @@ from memory_agent.long_term import (
     remember,
 )
 from memory_agent.schemas.items import StructuredItems, SummaryItem
+from memory_agent.schemas.keys import UserKey
 
 RESULTS = Path(__file__).parent / "results" / "long_term_items.json"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -144,10 +145,12 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     )
     await conn.execute("ANALYZE items")
     out[f"list_items_current_{items_per_user}_items_{users}_users"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1"))
+        await timed(50, lambda n: list_items(conn, UserKey("t", "bulk1")))
     )
     out[f"list_items_as_of_{items_per_user}_items"] = ms(
-        await timed(50, lambda n: list_items(conn, "t", "bulk1", where=ItemFilter(as_of=T0 + timedelta(hours=1))))
+        await timed(
+            50, lambda n: list_items(conn, UserKey("t", "bulk1"), where=ItemFilter(as_of=T0 + timedelta(hours=1)))
+        )
     )
 
     allergies = Cluster("t", "u0", "", "", "fact", "allergies")
@@ -165,8 +168,7 @@ async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict
     started = time.perf_counter()
     report = await forget_conversation(
         conn,
-        "t",
-        "forgetful",
+        UserKey("t", "forgetful"),
         "erase-me",
         summaries=ClusterSummaries(offline_cluster_summarizer),
         now=T0 + timedelta(days=20),

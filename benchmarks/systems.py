@@ -32,6 +32,7 @@ from benchmarks.fakes import (
     user_message,
 )
 from memory_agent.db.round_queries import StoredRound
+from memory_agent.db.round_rows import TriggerRule
 from memory_agent.schemas.keys import ConversationKey
 
 POOL_SIZE = 10
@@ -186,6 +187,14 @@ class MemoryAgentSystem(System):
         history = scripted_history(n_messages)
         rounds = [history[i : i + 2] for i in range(0, len(history), 2)]
         backend = self.memory.backend
+        # No summary while seeding (a threshold no conversation reaches): the one summary is made below.
+        seeding = TriggerRule(
+            window=self.memory.settings.memory.rolling_window_size,
+            summarize_after=2**31 - 1,
+            min_new=1,
+            timeout_s=self.memory.settings.jobs.processing_timeout_s,
+            pick_up=False,
+        )
 
         async def store() -> None:
             async with backend.transaction() as conn:
@@ -195,8 +204,8 @@ class MemoryAgentSystem(System):
                         ConversationKey.of(thread_id),
                         StoredRound(*serialize_round(messages)),
                         holder=None,
-                        window=self.memory.settings.memory.rolling_window_size,
                         now=datetime.now(UTC),
+                        rule=seeding,
                     )
 
         await self.memory.loop.arun(store())

@@ -82,8 +82,10 @@ BEGIN
     IF to_regprocedure('begin_round(text, text, text, text, float8, text[], integer)') IS NOT NULL THEN
         ALTER FUNCTION begin_round(text, text, text, text, float8, text[], integer) RESET plan_cache_mode;
     END IF;
-    IF to_regprocedure('end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz)') IS NOT NULL THEN
-        ALTER FUNCTION end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz)
+    IF to_regprocedure('end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz, jsonb, integer, '
+                       'integer, float8, boolean)') IS NOT NULL THEN
+        ALTER FUNCTION end_round(text, text, text, text, jsonb, integer, timestamptz, timestamptz, jsonb, integer,
+                                 integer, float8, boolean)
             RESET plan_cache_mode;
     END IF;
 END

@@ -51,7 +51,7 @@ from memory_agent.long_term import (
     tenant_transaction,
 )
 from memory_agent.schemas import MemoryRecord
-from memory_agent.schemas.keys import default_user_id
+from memory_agent.schemas.keys import UserKey, default_user_id
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 
@@ -135,7 +135,7 @@ def create_app(
     ) -> Any:
         """The user's current long-term items (with cluster summaries), or those held at `as_of`; a user the key's
         tenant holds nothing of answers 404."""
-        checked_user(user_id)
+        key = UserKey(tenant, checked_user(user_id))  # the tenant is the API key's, checked when it was made
         if as_of is not None and as_of.utcoffset() is None:
             raise unprocessable("query", "as_of", "as_of needs a time zone (e.g. 2026-01-31T12:00:00Z)")
 
@@ -143,7 +143,7 @@ def create_app(
             async with tenant_transaction(conn, tenant):
                 if not await user_known(conn, tenant, user_id):
                     return None
-                return await list_items(conn, tenant, user_id, where=ItemFilter(as_of=as_of))
+                return await list_items(conn, key, where=ItemFilter(as_of=as_of))
 
         found = await on_pool(memory_of(request), read, tenant)
         if found is None:
@@ -153,11 +153,11 @@ def create_app(
     @app.delete("/users/{user_id}", response_model=ForgetUserResult, responses={**UNAUTHORIZED, **NOT_FOUND})
     async def delete_user(user_id: UserId, tenant: Tenant, request: Request) -> ForgetUserResult:
         """Forget the user in the key's tenant: every long-term item with its lineage, and every conversation."""
-        checked_user(user_id)
+        key = UserKey(tenant, checked_user(user_id))  # the tenant is the API key's, checked when it was made
 
         async def forget(conn: psycopg.AsyncConnection[Any]) -> tuple[ForgetUserResult, int]:
-            async with tenant_transaction(conn, tenant):
-                report = await forget_user(conn, tenant, user_id)
+            async with tenant_transaction(conn, key):
+                report = await forget_user(conn, key)
             result = ForgetUserResult(
                 user_id=user_id,
                 items_deleted=len(report.items_deleted),
@@ -169,7 +169,7 @@ def create_app(
         result, notes_deleted = await on_pool(memory, forget, tenant)
         # After the erasure committed, each in a transaction of its own (forget.release_threads says why).
         with tenant_scope(tenant):
-            await memory.loop.arun(release_threads(memory.backend.connection, tenant, user_id))
+            await memory.loop.arun(release_threads(memory.backend.connection, key))
         if not (result.items_deleted or result.conversations_deleted or notes_deleted):
             raise no_such_user()
         return result

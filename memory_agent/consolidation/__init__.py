@@ -8,8 +8,8 @@ injectable clock: SQL gets `now` as a parameter, so a test drives days of schedu
 goes through model.call_consolidation_model (one per period or batch, never per message), which returns its
 token counts.
 The tenant guards (guards.py: cooldown, summary jobs per run, concurrent-job slots, monthly cost ceiling) wrap
-the schedules, and every model call is recorded in the cost ledger (memory_agent/ledger.py).
-May import: db/, long_term/, llm/, schemas, ledger, settings, errors, resources. Never jobs/, integrations/,
+the schedules, and every model call is recorded in the cost ledger (memory_agent/long_term/ledger.py).
+May import: db/, long_term/ (the ledger included), llm/, schemas, settings, errors, resources. Never jobs/, integrations/,
 cli/, observability/ nor service/ (jobs/ registers this package's tasks, not the other way round).
 """
 

@@ -27,6 +27,7 @@ from memory_agent.llm import LLMCall
 from memory_agent.long_term import expire_item
 from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity
+from memory_agent.schemas.keys import UserKey
 
 BATCH_JOB = "batch_summaries"
 
@@ -76,7 +77,7 @@ async def run_batch_summaries(
             report.summaries.append(summary_id)
     expired = now - timedelta(days=config.consolidation.keep_original_days)
     for item_id in await ConsolidationQueries.expired_originals(conn, scope, expired):
-        forgotten = await expire_item(conn, tenant_id, user_id, item_id, now=now)
+        forgotten = await expire_item(conn, UserKey(tenant_id, user_id), item_id, now=now)
         report.forgotten.extend(forgotten.items_deleted)
     if report.stopped is not None:
         return report

@@ -33,13 +33,13 @@ from langchain_core.language_models import BaseChatModel
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
-from memory_agent import ledger
 from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.model import call_consolidation_model, consolidation_prompt
 from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.db.connector import Connector
 from memory_agent.errors import MemoryAgentError
 from memory_agent.llm import CallLog, LLMCall, Purpose, model_name
+from memory_agent.long_term import ledger
 from memory_agent.long_term.lineage import ledger_user
 
 logger = logging.getLogger("memory_agent.consolidation")

@@ -2,7 +2,7 @@
 injected into the messages.
 
 The memory text is model output, the recalled block quotes stored text: both are quoted by one rule in every mode
-(framing.py), so that neither can close the frame it is injected in.
+(schemas/framing.py), so that neither can close the frame it is injected in.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
-from memory_agent.conversation.framing import neutral_text, without_tags
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connector import Row
 from memory_agent.errors import ConfigurationError
 from memory_agent.schemas import ConversationContext
+from memory_agent.schemas.framing import neutral_text, without_tags
 from memory_agent.schemas.keys import ConversationKey
 
 logger = logging.getLogger("memory_agent")

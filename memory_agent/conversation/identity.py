@@ -24,34 +24,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from memory_agent.conversation.messages import check_key_part, validate_conversation_id
 from memory_agent.errors import InvalidInputError
-from memory_agent.schemas.keys import CONVERSATION_SCOPE_PREFIX
+from memory_agent.schemas.keys import MAX_IDENTITY_BYTES as MAX_IDENTITY_BYTES
+from memory_agent.schemas.keys import validate_conversation_id, validate_identity, validate_user_id
 
 logger = logging.getLogger(__name__)
 
-# A user or tenant id sits beside the thread id in every key: half its room.
-MAX_IDENTITY_BYTES = 512
 AUTH_USER_ID_KEY = "langgraph_auth_user_id"  # set by the LangGraph server from its auth handler
 AUTH_USER_KEY = "langgraph_auth_user"
 RUNTIME_KEY = "__pregel_runtime"  # where LangGraph's runner keeps a run's Runtime (langgraph.runtime.get_runtime)
-
-
-def validate_identity(value: Any, what: str) -> str:
-    """A tenant id (or any id beside a user's; `what` names its config key): a non-empty string of at most
-    MAX_IDENTITY_BYTES in UTF-8, without NUL."""
-    return check_key_part(value, what, MAX_IDENTITY_BYTES)
-
-
-def validate_user_id(value: Any, what: str = "user_id") -> str:
-    """A user id a caller gives: as validate_identity, and not in the reserved implicit-scope form."""
-    user_id = validate_identity(value, what)
-    if user_id.startswith(CONVERSATION_SCOPE_PREFIX):
-        raise InvalidInputError(
-            f"{what} {user_id[:80]!r} starts with {CONVERSATION_SCOPE_PREFIX!r}, which is reserved for the scope of "
-            "conversations run without a user; choose a user id without that prefix"
-        )
-    return user_id
 
 
 def _field(source: Any, key: str) -> Any:

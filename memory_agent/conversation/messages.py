@@ -14,16 +14,13 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict
 
 from memory_agent.errors import InvalidInputError
+from memory_agent.schemas.keys import MAX_CONVERSATION_ID_BYTES as MAX_CONVERSATION_ID_BYTES
+from memory_agent.schemas.keys import check_key_part as check_key_part
+from memory_agent.schemas.keys import utf8_size as _utf8_size
+from memory_agent.schemas.keys import validate_conversation_id as validate_conversation_id
+from memory_agent.schemas.text import storable_text as storable_text
 
-MAX_CONVERSATION_ID_BYTES = 1024
 MAX_MESSAGE_ID_BYTES = 512  # message ids are in an index key too
-
-
-def storable_text(text: str) -> str:
-    """`text` as PostgreSQL can store it: NUL (which `text` columns refuse) becomes U+FFFD, and a lone
-    surrogate (which UTF-8 cannot encode) becomes `?`. For model output and error messages, which must
-    always reach their row."""
-    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
 def role_of(message: BaseMessage) -> str:
@@ -36,41 +33,6 @@ def role_of(message: BaseMessage) -> str:
     if isinstance(message, SystemMessage):
         return "system"
     return message.type
-
-
-def _utf8_size(text: str, what: str) -> int:
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(
-            f"{what} contains a lone surrogate ({text[exc.start]!r} at character {exc.start}), which is not "
-            "valid Unicode and cannot be stored; encode the text correctly"
-        ) from None
-
-
-def check_key_part(value: Any, what: str, max_bytes: int) -> str:
-    """A part of every row's key (a thread, user or tenant id; `what` names it): a non-empty string without NUL
-    of at most `max_bytes` in UTF-8."""
-    if not isinstance(value, str):
-        raise InvalidInputError(
-            f"{what} must be a non-empty string, got {type(value).__name__}; "
-            f'pass config={{"configurable": {{"{what}": "..."}}}}'
-        )
-    if not value.strip():
-        raise InvalidInputError(f"{what} must be a non-empty string, got an empty or blank one")
-    if "\x00" in value:
-        raise InvalidInputError(f"{what} contains a NUL character, which PostgreSQL text cannot store")
-    size = _utf8_size(value, what)
-    if size > max_bytes:
-        # Bytes, not characters: the id is in every index key, whose size PostgreSQL limits.
-        raise InvalidInputError(
-            f"{what} is {size} bytes long in UTF-8 ({len(value)} characters); at most {max_bytes} bytes are allowed"
-        )
-    return value
-
-
-def validate_conversation_id(conversation_id: Any) -> str:
-    return check_key_part(conversation_id, "thread_id", MAX_CONVERSATION_ID_BYTES)
 
 
 def _check_message(message: Any, position: int) -> BaseMessage:

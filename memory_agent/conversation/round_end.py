@@ -1,10 +1,12 @@
 """A round's end: the round stored whole, the trigger rule applied and the metrics recorded (`finish`), or the
 metrics row of a round that failed (`record_failed`).
 
-`finish` is one write transaction in two round trips: the first gives the lease back, stores the round and reads
-the trigger rule's state (one statement, end_round, given the StoredRound assembled here); the second records the
-round's metrics, claiming a summary in the same statement when one is due, and commits. The new `processing` row
-is dispatched after commit. The round's start is round_start.py.
+`finish` is one write transaction in one round trip: one statement (end_round, given the StoredRound assembled here)
+gives the lease back, stores the round, applies the trigger rule (claiming a due summary) and records the round's
+metrics, run alone in autocommit (its own transaction; with the tenant named per transaction, in a pipeline with
+BEGIN and COMMIT). A statement that needs its row first (the cost ledger's app calls, a job queue that enqueues the
+claim in the transaction) makes it a transaction of two round trips. The new `processing` row is dispatched after commit.
+The round's start is round_start.py.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -26,9 +29,11 @@ from memory_agent.conversation.messages import (
 from memory_agent.conversation.round_rows import round_metrics_row
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.db.connector import rows_of
 from memory_agent.db.round_queries import StoredRound
+from memory_agent.db.round_rows import saved_round
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import RoundInfo, RoundSaved, SummaryClaim, TriggerResult
+from memory_agent.schemas import RoundInfo, RoundSaved, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
 from memory_agent.settings import GuardSettings
 
@@ -78,56 +83,62 @@ class RoundEnd:
         info: RoundInfo | None,
         graph_ended: float,
     ) -> tuple[RoundSaved | None, TriggerResult]:
-        conversation_id, user_id = key.conversation_id, key.user_id
+        # Built before the statement that stores the round: end_round fills in the round's sequences and the
+        # trigger rule's outcome.
+        metrics = round_metrics_row(info, None, None, graph_ended) if info is not None else None
+        started_on = info.conversation_created_at if info is not None else None
+        stored = stored._replace(produced=_produced(info), started_on=started_on, metrics=metrics)
+        holder = info.lease if info is not None else None
+        alone = self.app_prices is None and not self.trigger.enqueues
+        if alone and not self.backend.tenant_per_transaction:
+            # The statement alone, in autocommit, is the round's transaction: no BEGIN, COMMIT or pipeline to
+            # send (each cost a pass through the event loop's selector: docs/measurements/code.md).
+            async with self.backend.connection() as conn:
+                sent = await self.backend.end_round(
+                    conn, key, stored, holder=holder, now=self.clock(), rule=self.trigger.rule
+                )
+                saved, trigger = await self._ended(key, sent)
+            await self.trigger.dispatch(key, trigger)
+            return saved, trigger
         async with self.backend.round_transaction() as conn:
-            saved, state = await self.backend.end_round(
-                conn,
-                key,
-                stored._replace(
-                    produced=_produced(info), started_on=info.conversation_created_at if info is not None else None
-                ),
-                holder=info.lease if info is not None else None,
-                window=self.trigger.rule.window_size,
-                now=self.clock(),
+            sent = await self.backend.end_round(
+                conn, key, stored, holder=holder, now=self.clock(), rule=self.trigger.rule
             )
-            if state["erased"]:  # a delete or forget won the race: the lease given back, nothing else written
-                logger.warning(
-                    "Round of %s not stored: the conversation was erased while the round ran (delete_conversation "
-                    "or forget_user); its messages and metrics were dropped",
-                    conversation_id,
-                )
-                return None, TriggerResult(outcome="conversation_erased")
-            if saved is None:
-                logger.info("Round of %s: every message was stored already; nothing written", conversation_id)
-                return None, TriggerResult(outcome="nothing_new")
-            decision = await self.trigger.decide(conn, key, saved.last_sequence, saved.first_sequence, state)
-            recorded = None
-            if info is not None:  # the metrics row claims a due summary in the same statement
-                recorded = await self.backend.insert_round_metrics(
-                    conn,
-                    round_metrics_row(info, saved, decision, graph_ended),
-                    tenant_id=key.tenant_id,
-                    user_id=user_id,
-                    claim=decision if isinstance(decision, SummaryClaim) else None,
-                    pick_up=self.trigger.pick_up,
-                )
-            if self.app_prices is not None:
-                await self.backend.record_app_calls(
-                    conn,
-                    saved,
-                    key,
-                    prices=self.app_prices,
-                    app_model=self.guards.app_model,
-                    now=self.clock(),
-                )
-            trigger = None
-            if recorded is None or self.trigger.enqueues:  # the claim's id is needed before COMMIT
-                trigger = await self.trigger.claimed(conn, key, decision, recorded)
+            ended = None
+            if not alone:  # these need the round's row before COMMIT
+                ended = await self._ended(key, sent)
+                saved, trigger = ended
+                if saved is not None and self.app_prices is not None:
+                    await self.backend.record_app_calls(
+                        conn,
+                        saved,
+                        key,
+                        prices=self.app_prices,
+                        app_model=self.guards.app_model,
+                        now=self.clock(),
+                    )
                 await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
-        if trigger is None:  # the metrics statement's reply came with COMMIT's
-            trigger = await self.trigger.claimed(None, key, decision, recorded)
+        # Else the statement's reply came with COMMIT's (the tenant named per transaction): one round trip.
+        saved, trigger = ended if ended is not None else await self._ended(key, sent)
         await self.trigger.dispatch(key, trigger)
         return saved, trigger
+
+    async def _ended(self, key: ConversationKey, sent: Any) -> tuple[RoundSaved | None, TriggerResult]:
+        """The round and the trigger rule's outcome from end_round's row (`sent`: its cursor)."""
+        rows = await rows_of(sent)
+        row = rows[0]  # one row always
+        if row["erased"]:  # a delete or forget won the race: the lease given back, nothing else written
+            logger.warning(
+                "Round of %s not stored: the conversation was erased while the round ran (delete_conversation "
+                "or forget_user); its messages and metrics were dropped",
+                key.conversation_id,
+            )
+            return None, TriggerResult(outcome="conversation_erased")
+        saved = saved_round(key.conversation_id, row)
+        if saved is None:
+            logger.info("Round of %s: every message was stored already; nothing written", key.conversation_id)
+            return None, TriggerResult(outcome="nothing_new")
+        return saved, self.trigger.ended(key, row)
 
     async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         row = round_metrics_row(info, None, None)

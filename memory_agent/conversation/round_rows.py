@@ -9,8 +9,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from memory_agent.long_term.recall.round_start import RoundRecall
 from memory_agent.schemas import RoundInfo, RoundSaved, SummaryClaim, TriggerResult
+from memory_agent.schemas.recall import absent_recall_metrics
 
 
 def round_metrics_row(
@@ -20,11 +20,11 @@ def round_metrics_row(
     graph_ended: float | None = None,
 ) -> dict[str, Any]:
     """The round_metrics row for a round (saved and trigger are None when it failed before being stored). A
-    SummaryClaim's outcome is recorded by the statement that claims it (insert_round_metrics)."""
+    SummaryClaim's outcome is recorded by the statement that claims it (end_round)."""
     if isinstance(trigger, SummaryClaim):
         trigger = None
     ended = time.perf_counter() if graph_ended is None else graph_ended
-    recall = {**RoundRecall().metrics(""), **info.recall}
+    recall = {**absent_recall_metrics(), **info.recall}
     return {
         **recall,
         "latency_llm_ms": (ended - info.prepared) * 1000 if info.prepared is not None else None,

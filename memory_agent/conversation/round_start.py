@@ -1,7 +1,8 @@
 """A round's start: its context (`prepare`), read-only context (`context`), and the lease given back (`release`).
 
 `prepare` takes the conversation's lease, reads the latest *completed* memory and the gap after it in one
-statement (and, beside it, recalls the user's long-term memory: long_term/recall/round_start.py), and builds the
+statement (and, beside it, recalls the user's long-term memory through the recaller the service hands it:
+schemas/recall.py), and builds the
 model's context (tool calls closed, memory and recalled block injected, token budget applied). The round's input
 is every message the caller holds that is not stored yet: stored is a fact of the database (message ids), not a
 guess from message shapes. The round's end is round_end.py.
@@ -16,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 
 from memory_agent.conversation.budget import apply_budget, close_unanswered_tool_calls
@@ -36,11 +36,11 @@ from memory_agent.conversation.messages import (
 )
 from memory_agent.conversation.round_rows import not_stored
 from memory_agent.db.backend import MemoryBackend
-from memory_agent.long_term.recall.round_start import RoundRecall, recall_query, recalls, round_recall
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, fingerprint
 from memory_agent.schemas.keys import ConversationKey, default_user_id
-from memory_agent.settings import RecallSettings, RoundSettings
+from memory_agent.schemas.recall import NothingRecalled, Recalled, RoundRecaller, recall_query
+from memory_agent.settings import RoundSettings
 
 logger = logging.getLogger("memory_agent")
 
@@ -48,13 +48,11 @@ logger = logging.getLogger("memory_agent")
 @dataclass(frozen=True)
 class StartOptions:
     """What a round start reads of the settings, as one value (built where the settings are read: the service's
-    wiring): the rounds group, recall's group (None: MEMORY_AGENT_RECALL off), the gap cap
-    (MemorySettings.gap_message_cap) and the monthly cost ceiling recall checks (MEMORY_AGENT_MONTHLY_COST_CEILING)."""
+    wiring): the rounds group and the gap cap (MemorySettings.gap_message_cap). Recall's settings are the
+    recaller's, handed in beside them."""
 
     rounds: RoundSettings
-    recall: RecallSettings | None
     gap_cap: int
-    cost_ceiling: float | None
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,7 @@ class StartRead:
     lease: str
     context: ConversationContext
     stored_ids: set[str]
-    recalled: RoundRecall
+    recalled: Recalled
     started: float
     conversation_created_at: datetime | None  # the stored conversation's row (None: nothing stored)
 
@@ -81,19 +79,17 @@ class RoundStart:
         loop: MemoryLoop,
         leases: RoundLeases,
         *,
-        embedder: Embeddings | None = None,
+        recall: RoundRecaller | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.options = options
         # The service's clock: the month recall checks the cost ceiling against.
         self.clock = clock or (lambda: datetime.now(UTC))
         self.gap_warnings = GapWarnings(self.clock)
-        self.embedder = embedder  # recall's vector fallback; None: off
+        self.recall = recall  # the service's (long-term memory's); None: the round never recalls
         self.backend = backend
         self.loop = loop
         self.leases = leases
-        # A bad setting is a ConfigurationError at open; None: recall is off.
-        self.recall_settings = options.recall
 
     async def context(self, key: ConversationKey, current_messages: Sequence[BaseMessage]) -> ConversationContext:
         """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
@@ -123,24 +119,15 @@ class RoundStart:
 
     async def _begin(
         self, key: ConversationKey, messages: list[BaseMessage], query: str, lease: str | None
-    ) -> tuple[str, tuple[ConversationContext, set[str], datetime | None], RoundRecall]:
+    ) -> tuple[str, tuple[ConversationContext, set[str], datetime | None], Recalled]:
         """The lease, memory + gap read with it in one round trip, and recall beside them on a connection of
         its own: recall adds its excess over the round start, not its whole time. A failing start cancels
         recall."""
         message_ids = [m.id for m in messages if m.id]
-        recalling: asyncio.Future[RoundRecall] | None = None
-        if recalls(key, query, self.recall_settings):  # no task on the round path when nothing is recalled
-            recalling = asyncio.ensure_future(
-                round_recall(
-                    self.backend,
-                    key,
-                    query,
-                    self.recall_settings,
-                    cost_ceiling=self.options.cost_ceiling,
-                    now=self.clock(),
-                    embedder=self.embedder,
-                )
-            )
+        recalling: asyncio.Future[Recalled] | None = None
+        recall = self.recall
+        if recall is not None and recall.recalls(key, query):  # no task on the round path when nothing is recalled
+            recalling = asyncio.ensure_future(recall(key, query, self.clock()))
 
         async def attempt(token: str) -> tuple[ConversationContext, set[str], datetime | None] | None:
             rows = await self.backend.begin_round(
@@ -156,7 +143,7 @@ class RoundStart:
             if recalling is not None:
                 recalling.cancel()
             raise
-        return token, loaded, await recalling if recalling is not None else RoundRecall()
+        return token, loaded, await recalling if recalling is not None else NothingRecalled()
 
     async def _prepare(
         self, key: ConversationKey, messages: list[BaseMessage], start: StartRead, query: str

@@ -1,6 +1,7 @@
 """The trigger rule at a round end, and the sweep that reclaims stale `processing` rows.
 
-The rule itself is `window.summary_due`: here it is applied to what the database holds, a stale row is
+The rule itself is `window.summary_due` (a round end applies it in SQL, inside end_round: `rule` and `ended`
+below). Here it is applied to what the database holds, a stale row is
 reclaimed (marked `failed`) before a new one is claimed, and a new `processing` row is handed on twice: to
 `enqueue` inside the transaction that claimed it (a job queue in PostgreSQL defers its job there, so the row
 and its job commit together) and to `dispatch` after commit (an in-process executor starts it then).
@@ -12,9 +13,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from memory_agent.conversation.window import TriggerRule, calculate_summary_range, summary_due
+from memory_agent.conversation.window import TriggerOptions, calculate_summary_range, summary_due
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.connector import rows_of
+from memory_agent.db.round_rows import TriggerRule
 from memory_agent.db.summary_queries import StartedSummary, picked_up_by_claim
 from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
@@ -37,36 +39,79 @@ class SummaryTrigger:
 
     def __init__(
         self,
-        rule: TriggerRule,
+        options: TriggerOptions,
         backend: MemoryBackend,
         dispatch: Dispatch,
         enqueue: Enqueue | None = None,
         *,
         pick_up: bool = False,
     ) -> None:
-        self.rule = rule
+        self.options = options
         self.backend = backend
         self._dispatch = dispatch
         self._enqueue = enqueue
         self.pick_up = pick_up
 
     def _due(self, last_saved_seq: int, state: dict[str, Any]) -> TriggerOutcome | None:
-        rule = self.rule
+        options = self.options
         in_flight = state["processing_memory_id"] is not None
         return summary_due(
             last_saved_seq,
-            summarize_after_seq=rule.summarize_after_seq,
-            min_new_messages=rule.min_new_messages,
+            summarize_after_seq=options.summarize_after_seq,
+            min_new_messages=options.min_new_messages,
             processing_age_s=state["processing_age_s"] if in_flight else None,
-            processing_timeout_s=rule.processing_timeout_s,
+            processing_timeout_s=options.processing_timeout_s,
             base_end_sequence=state["base_end_sequence"],
         )
 
+    @property
+    def rule(self) -> TriggerRule:
+        """The rule's settings for end_round, which applies it in the round's statement (sql/definitions)."""
+        options = self.options
+        return TriggerRule(
+            window=options.window_size,
+            summarize_after=options.summarize_after_seq,
+            min_new=options.min_new_messages,
+            timeout_s=options.processing_timeout_s,
+            pick_up=self.pick_up,
+        )
+
+    def ended(self, key: ConversationKey, row: dict[str, Any]) -> TriggerResult:
+        """The outcome end_round's row reports (the rule applied and the claim made in the round's statement)."""
+        conversation_id = key.conversation_id
+        reclaimed = [row["reclaimed_memory_id"]] if row["reclaimed_memory_id"] is not None else []
+        for reclaimed_id in reclaimed:
+            logger.warning("Reclaimed stale memory %s of %s (processing past timeout)", reclaimed_id, conversation_id)
+        outcome, memory_id = row["trigger_outcome"], row["triggered_memory_id"]
+        if outcome == "already_processing":
+            logger.debug("Summarization already in progress for %s", conversation_id)
+        if outcome != "started":  # already_processing names the row in flight when the rule found one
+            return TriggerResult(outcome=outcome, memory_id=row["in_flight_memory_id"], reclaimed_memory_ids=reclaimed)
+        claim = SummaryClaim(
+            start_sequence=row["summary_start_sequence"],
+            end_sequence=row["last_sequence"],
+            base_memory_id=row["base_memory_id"],
+            reclaimed_memory_ids=reclaimed,
+        )
+        result = claim.result(memory_id)
+        if self.pick_up:  # the statement picked the row up as it claimed it
+            result._picked_up = picked_up_by_claim(
+                row,
+                memory_id=memory_id,
+                tenant_id=key.tenant_id,
+                user_id=key.user_id,
+                conversation_id=conversation_id,
+                start_sequence=claim.start_sequence,
+                end_sequence=claim.end_sequence,
+                base_memory_id=claim.base_memory_id,
+            )
+        return result
+
     async def is_due(self, key: ConversationKey, last_saved_seq: int) -> bool:
         """What `decide` would find now, without writing: a stale `processing` row does not count."""
-        if last_saved_seq < self.rule.summarize_after_seq:
+        if last_saved_seq < self.options.summarize_after_seq:
             return False
-        window = self.rule.window_size
+        window = self.options.window_size
         async with self.backend.connection() as conn:
             state = await self.backend.trigger_state(
                 conn, key.conversation_id, last_saved_seq, window, user_id=key.user_id
@@ -84,12 +129,12 @@ class SummaryTrigger:
         """The rule inside the caller's transaction on `conn`, up to the claim: a stale row is reclaimed here;
         a due summary comes back as the SummaryClaim to make (`claimed`). `state`: trigger_state as the caller
         read it in this transaction (else read here)."""
-        rule = self.rule
-        if last_saved_seq < rule.summarize_after_seq:
+        options = self.options
+        if last_saved_seq < options.summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
         conversation_id, user_id = key.conversation_id, key.user_id
         if state is None:
-            window = rule.window_size
+            window = options.window_size
             state = await self.backend.trigger_state(conn, conversation_id, last_saved_seq, window, user_id=user_id)
         outcome = self._due(last_saved_seq, state)
         if outcome == "already_processing":
@@ -97,7 +142,9 @@ class SummaryTrigger:
             return TriggerResult(outcome="already_processing", memory_id=state["processing_memory_id"])
         reclaimed: list[int] = []
         if state["processing_memory_id"] is not None:  # stale: reclaimed before anything else
-            rows = await self.backend.reclaim_stale(rule.processing_timeout_s, conversation_id, conn, user_id=user_id)
+            rows = await self.backend.reclaim_stale(
+                options.processing_timeout_s, conversation_id, conn, user_id=user_id
+            )
             reclaimed = [row["memory_id"] for row in rows]
             for reclaimed_id in reclaimed:
                 logger.warning(
@@ -109,7 +156,7 @@ class SummaryTrigger:
         round_starts = list(state["round_starts"] or [])
         if round_first_seq is not None:
             round_starts.append(round_first_seq)
-        start_seq, end_seq = calculate_summary_range(last_saved_seq, rule.window_size, round_starts or None)
+        start_seq, end_seq = calculate_summary_range(last_saved_seq, options.window_size, round_starts or None)
         return SummaryClaim(
             start_sequence=start_seq,
             end_sequence=end_seq,
@@ -182,7 +229,7 @@ class SummaryTrigger:
                 trigger.memory_id,
                 key.conversation_id,
                 exc,
-                self.rule.processing_timeout_s,
+                self.options.processing_timeout_s,
             )
 
     async def trigger(self, key: ConversationKey, last_saved_seq: int) -> TriggerResult:
@@ -195,7 +242,7 @@ class SummaryTrigger:
 
     async def sweep(self) -> list[int]:
         """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
-        rows = await self.backend.reclaim_stale(self.rule.processing_timeout_s)
+        rows = await self.backend.reclaim_stale(self.options.processing_timeout_s)
         for row in rows:
             logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
         keys = {ConversationKey(row["conversation_id"], row["user_id"], row["tenant_id"]) for row in rows}

@@ -2,7 +2,8 @@
 
 Sequence numbers count a conversation's stored messages from 0; with user/assistant pairs round 1 is
 seq 0-1, round 2 is seq 2-3, and so on. The database side of the trigger rule (what is in `processing`,
-which row is stale) is in trigger.py and decides through `summary_due` below.
+which row is stale) is in trigger.py and decides through `summary_due` below; a round end applies the same rule
+in its statement (sql/definitions: due_summary, held to these functions' answers by tests).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from memory_agent.schemas import TriggerOutcome
 
 
 @dataclass(frozen=True)
-class TriggerRule:
+class TriggerOptions:
     """What the trigger rule reads of the settings, as one value (built where the settings are read: the
     service's wiring): MEMORY_AGENT_MEMORY_SUMMARIZE_AFTER_SEQ, the window (MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE),
     the summary cadence (MemorySettings.summary_cadence) and MEMORY_AGENT_PROCESSING_TIMEOUT_S."""

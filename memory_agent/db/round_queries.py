@@ -12,13 +12,13 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_agent.db.connector import Connector, Row, execute_query, fetch_one, send
+from memory_agent.db.connector import Connector, Row, execute_query, send
 from memory_agent.db.round_rows import (
     StoredRound,
+    TriggerRule,
     claim_params,
     lease_params,
     round_json,
-    saved_round,
     timestamp_text,
 )
 from memory_agent.errors import (
@@ -127,29 +127,29 @@ class RoundQueries(Connector):
         stored: StoredRound,
         *,
         holder: str | None,
-        window: int,
         now: datetime,
-    ) -> tuple[RoundSaved | None, Row]:
-        """A round end's first statement, on `conn` (a round_transaction): give the lease back (when `holder`
-        holds it), store the messages (serialize_round's JSON texts) not stored yet (same id and content; None
-        when every one of them was) and read the trigger rule's state after them (over the last `window`
-        messages). One statement (the SQL function end_round), read at once: BEGIN travels with it. `now`: the
-        service's clock (the conversation's updated_at). The round's `produced`: see round_json; `started_on`: see
-        StoredRound."""
-        conversation_id = key.conversation_id
+        rule: TriggerRule,
+    ) -> psycopg.AsyncCursor[Row]:
+        """A round end in one statement (the SQL function end_round), on `conn` (autocommit: the statement alone is
+        the round's transaction; or a round_transaction): give the
+        lease back (when `holder` holds it), store the messages (serialize_round's JSON texts) not stored yet (same
+        id and content), apply the trigger rule after them (`rule`'s settings), claiming a due summary, and write
+        the round's metrics row (`stored.metrics`; None: none). The
+        cursor comes back unread (in a round_transaction, COMMIT travels with the statement); its row: saved_round's, the rule's
+        outcome, and with `rule.pick_up` what the claimed summary reads. `now`: the service's clock (the
+        conversation's updated_at). The round's `produced`: see round_json; `started_on`: see StoredRound."""
         params = {
             "tenant_id": key.tenant_id,
             "user_id": key.user_id,
-            "conversation_id": conversation_id,
+            "conversation_id": key.conversation_id,
             "holder": holder,
             "round": round_json(stored),
-            "window": window,
             "now": now,
             "started_on": timestamp_text(stored.started_on),
+            "metrics": json.dumps(stored.metrics) if stored.metrics is not None else None,
+            **rule._asdict(),
         }
-        row = await fetch_one(conn, "end_round", params, prepare=True)
-        assert row is not None  # one row always
-        return saved_round(conversation_id, row), row
+        return await send(conn, "end_round", params, prepare=True)
 
     async def trigger_state(
         self, conn: psycopg.AsyncConnection[Row], conversation_id: str, last_sequence: int, window: int, *, user_id: str
@@ -211,7 +211,7 @@ class RoundQueries(Connector):
         app_model: str | None,
         now: datetime,
     ) -> None:
-        """The cost ledger's 'app' rows: one per answer of the round that reports its usage (memory_agent/ledger.py)."""
+        """The cost ledger's 'app' rows: one per answer of the round that reports its usage (memory_agent/long_term/ledger.py)."""
         params = {
             "tenant_id": key.tenant_id,
             "user_id": key.user_id,
@@ -238,27 +238,3 @@ class RoundQueries(Connector):
         }
         found = await self.fetch_one("record_failed_round", params)
         return bool(found and found["recorded"])
-
-    async def insert_round_metrics(
-        self,
-        conn: psycopg.AsyncConnection[Row],
-        row: dict[str, Any],
-        *,
-        tenant_id: str,
-        user_id: str,
-        claim: SummaryClaim | None = None,
-        pick_up: bool = False,
-    ) -> psycopg.AsyncCursor[Row] | None:
-        """The round's metrics row; with `claim`, the same statement (record_round_claim) claims the due summary
-        and records the outcome, and with `pick_up` picks the claimed row up and reads what its summary needs (see
-        picked_up_by_claim). On `conn` the cursor comes back unread (with a claim its row: `triggered_memory_id`
-        and those reads), so a round end reads it with COMMIT's reply."""
-        params = {**row, "tenant_id": tenant_id, "user_id": user_id}
-        if claim is not None:
-            claiming = {**claim_params(row["conversation_id"], claim), "tenant_id": tenant_id, "user_id": user_id}
-            claiming.update(pick_up=pick_up, metrics=json.dumps(row))
-            return await send(conn, "record_round_claim", claiming, prepare=True)
-        for column in ("truncation", "recall_hits"):
-            if params.get(column) is not None:
-                params[column] = Jsonb(params[column])
-        return await send(conn, "insert_round_metrics", params, prepare=True)

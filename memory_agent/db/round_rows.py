@@ -33,17 +33,32 @@ def claim_params(conversation_id: str, claim: SummaryClaim | None) -> dict[str, 
     }
 
 
+class TriggerRule(NamedTuple):
+    """The trigger rule's settings, as end_round applies them (sql/definitions: due_summary): the window
+    (rolling_window_size), the threshold (summarize_after_seq), the new messages a summary needs after the latest
+    one (summary_cadence), the quiet time after which a `processing` row is stale, and whether the claim picks the
+    row up (the inline executor)."""
+
+    window: int
+    summarize_after: int
+    min_new: int
+    timeout_s: float
+    pick_up: bool
+
+
 class StoredRound(NamedTuple):
     """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order,
     `produced` (see round_json) and `started_on`: the created_at of the conversation row the round started on
     (RoundInfo.conversation_created_at; None: nothing stored then). When that row was erased since, nothing is
-    stored and end_round's row says `erased`."""
+    stored and end_round's row says `erased`. `metrics`: the round's metrics row (round_metrics_row; None: none),
+    whose sequences and trigger outcome end_round fills in."""
 
     roles: Sequence[str]
     contents: Sequence[str]
     messages: Sequence[str]
     produced: tuple[int, int] | None = None
     started_on: datetime | None = None
+    metrics: dict[str, Any] | None = None
 
 
 def round_json(stored: StoredRound) -> str:
@@ -51,7 +66,7 @@ def round_json(stored: StoredRound) -> str:
     message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. The round's
     `produced` (first position, last sequence stored at round start): those messages carry "after", so only a copy
     stored after the round started (the same round stored twice) keeps them from being stored."""
-    roles, contents, messages, produced, _ = stored
+    roles, contents, messages, produced, *_ = stored
     first, after = produced if produced is not None else (len(messages), -1)
     items = (
         f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'

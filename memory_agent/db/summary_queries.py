@@ -27,7 +27,7 @@ def picked_up_by_claim(
     base_memory_id: int | None,
 ) -> StartedSummary:
     """What start_memory would have answered, from the round's metrics statement that claimed the row with
-    `pick_up` (insert_round_metrics: base_memory_text, base_end_sequence, picked_sequences, picked_messages)."""
+    `pick_up` (end_round: base_memory_text, base_end_sequence, picked_sequences, picked_messages)."""
     row = {
         "memory_id": memory_id,
         "user_id": user_id,

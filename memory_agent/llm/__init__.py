@@ -1,7 +1,7 @@
 """The LLM call path, one of each: the record of a call and the log a job keeps of them, the token counter and
 the model's name (calls.py), structured output that degrades (structured.py), the model a setting names for each role (models.py), the offline model (offline.py, its
 item extraction in extract.py). The prompts are files in prompts/ (resources.prompt); the cost ledger
-(ledger.py) prices and writes the calls.
+(long_term/ledger.py) prices and writes the calls.
 May import: errors, resources, settings, schemas. Nothing else of the package: every layer that calls a model
 (summarize/, consolidation/, conversation/ for the app's calls, the ledger) imports this one.
 """

@@ -1,7 +1,7 @@
 """One model call as memory_agent records it (LLMCall), the log of the calls a job made (CallLog, collected in a
 context variable so concurrent jobs on one model never mix their calls), the one token counter (usage_of: the
 provider's usage, else an estimate) and the one name of a chat model (model_name). Model code notes its calls
-here; the cost ledger (ledger.py) prices and writes them.
+here; the cost ledger (long_term/ledger.py) prices and writes them.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """Per-user long-term memory: items with validity over time, their lineage, cluster summaries, forgetting.
 
 Owns the tables of sql/migrations/0008_long_term.sql and sql/migrations/0011_store.sql, the queries of sql/queries/long_term.sql and
-sql/queries/store.sql, MemoryStore (a LangGraph BaseStore over the items), and recall (recall/: the search every read surface runs). Every function takes the
-caller's psycopg AsyncConnection (search_path on the memory_agent schema) and runs in its transaction, so the
-summary job can write a memory version and its items together. LongTermMemory (memory.py) is the facade
+sql/queries/store.sql, MemoryStore (a LangGraph BaseStore over the items), recall (recall/: the search every read
+surface runs) and the cost ledger (ledger.py). LongTermQueries (queries.py) is the one module here that runs
+statements. Every function takes the caller's psycopg AsyncConnection (search_path on the memory_agent schema) and
+runs in its transaction, so the summary job can write a memory version and its items together; a user's
+functions take a UserKey checked when it was built (schemas/keys.py). LongTermMemory (memory.py) is the facade
 MemoryService hands out (`memory.long_term`): it runs those functions on the memory loop, in the tenant's
-transaction. May import: db/, runtime, schemas, errors, resources, conversation/ (identity: the one validator of
-user ids; recall at round start reads this package), this package.
+transaction. May import: db/, runtime, schemas, errors, resources, llm/, settings, tokens, this package. Never
+conversation/: recall at round start is handed to it (schemas/recall.py).
 """
 
 from memory_agent.long_term.cluster_text import offline_cluster_summarizer, summary_rejection

@@ -26,12 +26,11 @@ from typing import Any, Literal
 import psycopg
 from psycopg import errors
 
-from memory_agent.db.connector import fetch_all as fetch
-from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.cluster_text import ClusterSummarizer, summary_rejection
 from memory_agent.long_term.embeddings import drop_item_vector
 from memory_agent.long_term.lineage import sources_held
+from memory_agent.long_term.queries import QUERIES as Q
 from memory_agent.long_term.scope import Cluster, check_now
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError, RememberOutcome
 from memory_agent.schemas.items import normalize_content
@@ -135,13 +134,13 @@ async def _refresh(
     params = cluster.params()
     # Refreshers of one cluster take turns, the model call included: the second one then finds the summary
     # made and, the members unchanged, calls no model. The lock is the one writers of the summary's slot take.
-    await fetch(conn, "lock_item_slot", {**params, "value_slot": "summary"})
-    summary = await fetch_one(conn, "lock_cluster_summary", params)
-    members = await fetch(conn, "cluster_members", params)
+    await Q.lock_item_slot(conn, {**params, "value_slot": "summary"})
+    summary = await Q.lock_cluster_summary(conn, params)
+    members = await Q.cluster_members(conn, params)
     if len(members) < min_items:
         if summary is None:
             return ClusterOutcome("too_small", cluster)
-        await fetch(conn, "delete_items", {**params, "item_ids": [summary["item_id"]]})
+        await Q.delete_items(conn, params, [summary["item_id"]])
         return ClusterOutcome("deleted", cluster, summary["item_id"])
     member_ids = [m["item_id"] for m in members]
     weight = {
@@ -149,7 +148,7 @@ async def _refresh(
         "confidence": min(m["confidence"] for m in members),
     }
     if summary is not None and list(summary["source_item_ids"]) == member_ids:
-        await fetch(conn, "set_cluster_weight", {**params, **weight, "item_id": summary["item_id"]})
+        await Q.set_cluster_weight(conn, {**params, **weight, "item_id": summary["item_id"]})
         return ClusterOutcome("unchanged", cluster, summary["item_id"])
     texts = [m["content"] for m in _shown_members(members, max_members)]
     try:
@@ -173,10 +172,10 @@ async def _refresh(
         "now": now,
     }
     if summary is None:
-        row = await fetch_one(conn, "insert_cluster_summary", values)
+        row = await Q.insert_cluster_summary(conn, values)
         assert row is not None
         return ClusterOutcome("created", cluster, row["item_id"])
-    await fetch(conn, "update_cluster_summary", {**values, "item_id": summary["item_id"]})
+    await Q.update_cluster_summary(conn, {**values, "item_id": summary["item_id"]})
     await drop_item_vector(conn, tenant_id=cluster.tenant_id, user_id=cluster.user_id, item_id=summary["item_id"])
     return ClusterOutcome("refreshed", cluster, summary["item_id"])
 
@@ -199,7 +198,7 @@ async def _unusable(
     drop: bool,
 ) -> ClusterOutcome:
     if drop and summary is not None:
-        await fetch(conn, "delete_items", {**cluster.params(), "item_ids": [summary["item_id"]]})
+        await Q.delete_items(conn, cluster.params(), [summary["item_id"]])
     return ClusterOutcome(outcome, cluster, summary["item_id"] if summary else None, reason)
 
 
@@ -214,9 +213,8 @@ async def pending_clusters(
     """Clusters whose summary is missing, stale (other members) or due for deletion: what the periodic safety
     net hands to refresh_cluster(). tenant_id/user_id None: every tenant / user this connection may read."""
     _check_min(min_items)
-    rows = await fetch(
+    rows = await Q.pending_clusters(
         conn,
-        "pending_clusters",
         {"tenant_id": tenant_id, "user_id": user_id, "min_items": min_items, "limit": limit},
     )
     return [Cluster(**row) for row in rows]

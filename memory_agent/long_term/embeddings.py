@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
 
-from memory_agent.db.connector import execute_many, execute_query, fetch_all, fetch_one
 from memory_agent.errors import ConfigurationError
+from memory_agent.long_term.queries import QUERIES as Q
+from memory_agent.long_term.queries import Row
 from memory_agent.long_term.reference_texts import REFERENCE_TEXTS
 from memory_agent.long_term.tenancy import tenant_transaction
 
@@ -55,24 +57,23 @@ def to_vector_literal(values: Any) -> str:
 
 
 async def vectors_available(conn: AsyncConnection[Any]) -> bool:
-    row = await fetch_one(conn, "vectors_available")
-    return bool(row and row["available"])
+    return await Q.vectors_available(conn)
 
 
 async def vector_center(conn: AsyncConnection[Any], embedder: Embeddings) -> list[float]:
     """The center of `embedder`'s vectors, stored once per model (the first writer's; every writer computes the
     same): the mean of its vectors of REFERENCE_TEXTS. The compact copies of the model's vectors are the signs of
     each vector minus it."""
-    keys = {"model": model_name(embedder)}
+    model = model_name(embedder)
     async with conn.transaction():  # no tenant's row: a model's center holds no user's data
-        row = await fetch_one(conn, "vector_center", keys)
+        row = await Q.vector_center(conn, model)
     if row is None:
         vectors = await embedder.aembed_documents(list(REFERENCE_TEXTS))
         mean = [math.fsum(column) / len(vectors) for column in zip(*vectors, strict=True)]
         async with conn.transaction():
-            await execute_query(conn, "save_vector_center", {**keys, "center": to_vector_literal(mean)})
+            await Q.save_vector_center(conn, model, to_vector_literal(mean))
         async with conn.transaction():
-            row = await fetch_one(conn, "vector_center", keys)
+            row = await Q.vector_center(conn, model)
     assert row is not None  # written above, or by a concurrent writer first
     return [float(v) for v in json.loads(row["center"])]
 
@@ -100,12 +101,11 @@ async def index_items(
     center = await vector_center(conn, embedder)
     keys = {"tenant_id": tenant_id, "user_id": user_id, "model": model_name(embedder), "batch": batch}
     async with tenant_transaction(conn, tenant_id):  # the compact copies of vectors stored before they existed
-        for fill in ("fill_item_bits", "fill_turn_bits"):
-            await execute_query(conn, fill, keys)
+        await Q.fill_bits(conn, keys)
     written = 0
     for read, save, key_columns in (
-        ("items_to_embed", "save_item_embedding", ("item_id",)),
-        ("turns_to_embed", "save_turn_embedding", ("conversation_id", "sequence_number")),
+        (Q.items_to_embed, Q.save_item_embeddings, ("item_id",)),
+        (Q.turns_to_embed, Q.save_turn_embeddings, ("conversation_id", "sequence_number")),
     ):
         while True:
             rows = await _embed_batch(conn, embedder, read, keys, key_columns, to_vector_literal(center))
@@ -113,8 +113,8 @@ async def index_items(
                 async with tenant_transaction(conn, tenant_id):
                     # Forgetting wins (lineage.py): a forget of the user in progress is waited for, and each
                     # statement then writes only onto the row that still holds the text it embedded.
-                    await fetch_one(conn, "share_forget_lock", {"tenant_id": tenant_id, "user_id": user_id})
-                    written += await execute_many(conn, save, rows)
+                    await Q.share_forget_lock(conn, {"tenant_id": tenant_id, "user_id": user_id})
+                    written += await save(conn, rows)
             if len(rows) < batch:
                 break
     return written
@@ -123,7 +123,7 @@ async def index_items(
 async def _embed_batch(
     conn: AsyncConnection[Any],
     embedder: Embeddings,
-    read: str,
+    read: Callable[[AsyncConnection[Any], dict[str, Any]], Awaitable[list[Row]]],
     keys: dict[str, Any],
     key_columns: tuple[str, ...],
     center: str,
@@ -132,7 +132,7 @@ async def _embed_batch(
     parameters of its save statement (a vector of another dimension than the center's gets no compact copy: recall
     ranks it exactly)."""
     async with tenant_transaction(conn, keys["tenant_id"]):
-        rows = await fetch_all(conn, read, keys)
+        rows = await read(conn, keys)
     if not rows:
         return []
     vectors = await embedder.aembed_documents([row["content"] for row in rows])
@@ -158,7 +158,7 @@ async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, use
     if not await vectors_available(conn):
         return 0
     await vector_center(conn, embedder)  # users whose vectors lack their compact copies are found with it
-    rows = await fetch_all(conn, "users_to_embed", {"model": model_name(embedder), "limit": users})
+    rows = await Q.users_to_embed(conn, model_name(embedder), users)
     pending = [(r["tenant_id"], r["user_id"]) for r in rows]
     written = 0
     for tenant_id, user_id in pending:
@@ -170,6 +170,4 @@ async def drop_item_vector(conn: AsyncConnection[Any], *, tenant_id: str, user_i
     """A summary refreshed in place (same item_id, new text) loses its vector: it was the old text's (and may
     encode a member that was forgotten); the next indexing embeds the new text."""
     if await vectors_available(conn):
-        await execute_query(
-            conn, "delete_item_embedding", {"tenant_id": tenant_id, "user_id": user_id, "item_id": item_id}
-        )
+        await Q.delete_item_embedding(conn, {"tenant_id": tenant_id, "user_id": user_id, "item_id": item_id})

@@ -1,4 +1,5 @@
 """Forgetting with lineage: erase what was asked and every row derived from it, in the caller's transaction.
+Each function takes the user's UserKey, checked when it was built (schemas/keys.py), and does not check it again.
 
 - forget_conversation: the conversation's lineage rows; the items no other source is left for (an item the user
   also stated elsewhere stays, minus this lineage); the consolidation notes and batch summaries made from the
@@ -10,7 +11,8 @@
 - Both clear the recalled blocks (what `memory-agent at` shows a round was given) that quoted what they erased.
 - forget_user: every long-term row of the user (consolidation notes and batch summaries too), every
   conversation of theirs, every round metrics row and lease, their jobs' rows; their cost-ledger rows move to
-  user '' (no user).
+  user '' (no user). One fixed set of statements, each over all the user's rows of its tables, however many
+  conversations they have.
 - release_threads: after one of these committed, the owner rows of the erased threads (keyed by thread id, on
   Citus on other shards than the user's), each in a transaction of its own. In this order a failure between the
   two leaves an owner row and nothing it could lead to; the thread stays the user's until the erasure is run
@@ -36,12 +38,12 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.db.connector import fetch_all as fetch
-from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.clusters import ClusterSummaries, refresh_cluster
-from memory_agent.long_term.scope import Cluster, check_identity, check_now
+from memory_agent.long_term.queries import QUERIES as Q
+from memory_agent.long_term.scope import Cluster, check_now
 from memory_agent.long_term.tenancy import tenant_transaction
+from memory_agent.schemas.keys import UserKey
 
 
 @dataclass(frozen=True)
@@ -58,37 +60,36 @@ class ForgetReport:
 
 async def forget_conversation(
     conn: psycopg.AsyncConnection[Any],
-    tenant_id: str,
-    user_id: str,
+    key: UserKey,
     conversation_id: str,
     *,
     summaries: ClusterSummaries | None = None,
     now: datetime | None = None,
 ) -> ForgetReport:
-    """Erase a conversation of the user and everything derived from it; the cluster summaries built from its
-    items are made again by `summaries` (None: deleted)."""
-    check_identity(tenant_id, user_id)
+    """Erase a conversation of the user `key` and everything derived from it; the cluster summaries built from
+    its items are made again by `summaries` (None: deleted)."""
     if not isinstance(conversation_id, str) or not conversation_id:
         raise InvalidInputError(f"conversation_id must be a non-empty string, got {conversation_id!r}")
-    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    scope = key.params()
     async with conn.transaction():
         # First: a summary job writing this conversation's items commits before the lineage is read, or after
         # the conversation is gone (and then writes nothing).
-        await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": conversation_id})
-        await fetch(conn, "lock_forget", scope)
+        await Q.lock_user_conversations(conn, scope, conversation_id)
+        await Q.lock_forget(conn, scope)
         deleted = await _erase_conversation_lineage(conn, scope, conversation_id)
         rederived = await _rederive(conn, scope, deleted, summaries, now)
         notes, batches = await _drop_derived(conn, scope, deleted, [conversation_id])
         await _erase_jobs(conn, scope, conversation_id)
-        erased = await _erase_conversation_rows(conn, scope, conversation_id)
-        await _clear_recalled(conn, scope, [*deleted, *rederived[0], *rederived[1]])
+        rows = await Q.erase_conversation_rows(conn, scope, conversation_id)
+        await Q.erase_conversation_traces(conn, scope, conversation_id)
+        erased = tuple(row["conversation_id"] for row in rows)
+        await Q.clear_recalled_blocks(conn, scope, [*deleted, *rederived[0], *rederived[1]])
     return ForgetReport(tuple(deleted), *rederived, erased, notes, batches)
 
 
 async def forget_item(
     conn: psycopg.AsyncConnection[Any],
-    tenant_id: str,
-    user_id: str,
+    key: UserKey,
     item_id: int,
     *,
     summaries: ClusterSummaries | None = None,
@@ -96,64 +97,60 @@ async def forget_item(
 ) -> ForgetReport:
     """Erase one item version of the user (a summary: with its members) and everything derived from it; the
     cluster summaries built from it are made again by `summaries` (None: deleted). Unknown ids erase nothing."""
-    return await _forget_item(conn, {"tenant_id": tenant_id, "user_id": user_id}, item_id, summaries, now)
+    return await _forget_item(conn, key, item_id, summaries, now)
 
 
 async def expire_item(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str, item_id: int, *, now: datetime | None = None
+    conn: psycopg.AsyncConnection[Any], key: UserKey, item_id: int, *, now: datetime | None = None
 ) -> ForgetReport:
     """The batch summaries' TTL pass: erase an original a batch summary stands for, as forget_item does, but
     keep the notes and batch summaries made from it (they are what is kept of it)."""
-    return await _forget_item(conn, {"tenant_id": tenant_id, "user_id": user_id}, item_id, None, now, retention=True)
+    return await _forget_item(conn, key, item_id, None, now, retention=True)
 
 
 async def _forget_item(
     conn: psycopg.AsyncConnection[Any],
-    scope: dict[str, Any],
+    key: UserKey,
     item_id: int,
     summaries: ClusterSummaries | None,
     now: datetime | None,
     *,
     retention: bool = False,
 ) -> ForgetReport:
-    tenant_id, user_id = scope["tenant_id"], scope["user_id"]
-    check_identity(tenant_id, user_id)
     if not isinstance(item_id, int) or isinstance(item_id, bool):
         raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")
-    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    scope = key.params()
     async with conn.transaction():
-        await fetch(conn, "lock_forget", scope)
-        rows = await fetch(conn, "delete_items", {**scope, "item_ids": [item_id]})
+        await Q.lock_forget(conn, scope)
+        rows = await Q.delete_items(conn, scope, [item_id])
         members = [m for row in rows if row["is_summary"] for m in row["source_item_ids"]]
         if members:
-            rows += await fetch(conn, "delete_items", {**scope, "item_ids": members})
+            rows += await Q.delete_items(conn, scope, members)
         deleted = [row["item_id"] for row in rows]
         refreshed, summaries_deleted = await _rederive(conn, scope, deleted, summaries, now)
         notes, batches = ((), ()) if retention else await _drop_derived(conn, scope, deleted, [])
-        await _clear_recalled(conn, scope, [*deleted, *refreshed, *summaries_deleted])
+        await Q.clear_recalled_blocks(conn, scope, [*deleted, *refreshed, *summaries_deleted])
     summaries_deleted += tuple(row["item_id"] for row in rows if row["is_summary"])
     return ForgetReport(
         tuple(i for i in deleted if i not in summaries_deleted), refreshed, summaries_deleted, (), notes, batches
     )
 
 
-async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str) -> ForgetReport:
+async def forget_user(conn: psycopg.AsyncConnection[Any], key: UserKey) -> ForgetReport:
     """Erase every long-term row of the user (consolidation notes and batch summaries included) and every
-    conversation of theirs; then (after the caller's transaction) release_threads."""
-    check_identity(tenant_id, user_id)
-    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    conversation of theirs; then (after the caller's transaction) release_threads. A fixed set of statements,
+    however many conversations the user has: each erases all of the user's rows of its tables."""
+    scope = key.params()
     async with conn.transaction():
-        await fetch(conn, "lock_user_conversations", {**scope, "conversation_id": None})
-        await fetch(conn, "lock_forget", scope)
-        conversations = [row["conversation_id"] for row in await fetch(conn, "user_conversations", scope)]
+        await Q.lock_user_conversations(conn, scope, None)
+        await Q.lock_forget(conn, scope)
         await _erase_jobs(conn, scope, None)
-        items = await fetch(conn, "delete_user_items", scope)
-        notes = await fetch(conn, "delete_user_consolidation", scope)
-        erased: list[str] = []
-        for conversation_id in sorted(conversations):
-            erased.extend(await _erase_conversation_rows(conn, scope, conversation_id))
-        await fetch(conn, "erase_user_traces", scope)
-        await fetch(conn, "pseudonymise_user_ledger", scope)
+        items = await Q.delete_user_items(conn, scope)
+        notes = await Q.delete_user_consolidation(conn, scope)
+        # In a statement of its own, before the traces: see erase_user_conversations (sql/queries/long_term.sql).
+        erased = sorted(row["conversation_id"] for row in await Q.erase_user_conversations(conn, scope))
+        await Q.erase_user_traces(conn, scope)
+        await Q.pseudonymise_user_ledger(conn, scope)
     return ForgetReport(
         items_deleted=tuple(row["item_id"] for row in items),
         conversations_deleted=tuple(erased),
@@ -163,8 +160,7 @@ async def forget_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_i
 
 async def release_threads(
     connection: Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]],
-    tenant_id: str,
-    user_id: str,
+    key: UserKey,
     conversation_id: str | None = None,
 ) -> tuple[str, ...]:
     """After forget_user (or forget_conversation of `conversation_id`) committed: release the owner rows naming the
@@ -172,38 +168,25 @@ async def release_threads(
     connection of its own from `connection` (a pool's or a backend's `connection`): a transaction that wrote
     several threads' rows would, on Citus, commit in two phases. A thread the user stored a conversation in since,
     or holds a round's lease of (a round that began after the erasure), stays theirs. The threads released."""
-    check_identity(tenant_id, user_id)
-    scope = {"tenant_id": tenant_id, "user_id": user_id}
+    scope = key.params()
     if conversation_id is not None:
         threads = [conversation_id]
     else:
-        async with connection() as conn, tenant_transaction(conn, tenant_id):
-            threads = [row["conversation_id"] for row in await fetch(conn, "user_threads", scope)]
+        async with connection() as conn, tenant_transaction(conn, key):
+            threads = [row["conversation_id"] for row in await Q.user_threads(conn, scope)]
     released: list[str] = []
     for thread in threads:
-        async with connection() as conn, tenant_transaction(conn, tenant_id):
-            row = await fetch_one(conn, "release_thread", {**scope, "conversation_id": thread})
-        if row and row["released"]:
-            released.append(thread)
+        async with connection() as conn, tenant_transaction(conn, key):
+            if await Q.release_thread(conn, scope, thread):
+                released.append(thread)
     return tuple(released)
-
-
-async def _erase_conversation_rows(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], conversation_id: str
-) -> tuple[str, ...]:
-    """The conversation tier of one conversation (the conversation, then its metrics, lease and owner): the
-    erased conversation's id, or nothing when it was not stored."""
-    params = {**scope, "conversation_id": conversation_id}
-    rows = await fetch(conn, "erase_conversation_rows", params)
-    await fetch(conn, "erase_conversation_traces", params)
-    return tuple(row["conversation_id"] for row in rows)
 
 
 async def _drop_derived(
     conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], item_ids: list[int], conversation_ids: list[str]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Erase the notes and batch summaries made from the erased items or conversations: (note ids, batch ids)."""
-    rows = await fetch(conn, "drop_derived", {**scope, "item_ids": item_ids, "conversation_ids": conversation_ids})
+    rows = await Q.drop_derived(conn, {**scope, "item_ids": item_ids, "conversation_ids": conversation_ids})
     notes = tuple(row["note_id"] for row in rows if row["note_id"] is not None)
     return notes, tuple(row["batch_id"] for row in rows if row["batch_id"] is not None)
 
@@ -211,34 +194,20 @@ async def _drop_derived(
 async def _erase_jobs(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], conversation_id: str | None) -> None:
     """The job rows (waiting or finished; procrastinate's, when installed) whose arguments name the user and a
     memory version erased here, or (a whole user) the user in this tenant."""
-    installed = await fetch_one(conn, "procrastinate_installed", {})
-    if not (installed and installed["installed"]):
+    if not await Q.procrastinate_installed(conn):
         return
-    memory_ids = [
-        row["memory_id"] for row in await fetch(conn, "user_memory_ids", {**scope, "conversation_id": conversation_id})
-    ]
+    memory_ids = [row["memory_id"] for row in await Q.user_memory_ids(conn, scope, conversation_id)]
     whole_user = conversation_id is None
-    await fetch(conn, "erase_user_jobs", {**scope, "memory_ids": memory_ids, "whole_user": whole_user})
-
-
-async def _clear_recalled(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], item_ids: list[int]) -> None:
-    """The recalled blocks of the user's rounds that quoted anything erased or rewritten go (the erased rows are
-    found missing; `item_ids` names the summaries rewritten in place)."""
-    await fetch(conn, "clear_recalled_blocks", {**scope, "item_ids": item_ids})
+    await Q.erase_user_jobs(conn, {**scope, "memory_ids": memory_ids, "whole_user": whole_user})
 
 
 async def _erase_conversation_lineage(
     conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], conversation_id: str
 ) -> list[int]:
-    touched = sorted(
-        {
-            row["item_id"]
-            for row in await fetch(conn, "erase_conversation_sources", {**scope, "conversation_id": conversation_id})
-        }
-    )
+    touched = sorted({row["item_id"] for row in await Q.erase_conversation_sources(conn, scope, conversation_id)})
     if not touched:
         return []
-    return [row["item_id"] for row in await fetch(conn, "delete_unsourced_items", {**scope, "item_ids": touched})]
+    return [row["item_id"] for row in await Q.delete_unsourced_items(conn, scope, touched)]
 
 
 async def _rederive(
@@ -254,9 +223,9 @@ async def _rederive(
     now = check_now(now) if now is not None else datetime.now(UTC)
     refreshed: list[int] = []
     dropped: list[int] = []
-    for row in await fetch(conn, "summaries_over", {**scope, "item_ids": deleted}):
+    for row in await Q.summaries_over(conn, scope, deleted):
         if summaries is None:
-            await fetch(conn, "delete_items", {**scope, "item_ids": [row["item_id"]]})
+            await Q.delete_items(conn, scope, [row["item_id"]])
             dropped.append(row["item_id"])
             continue
         cluster = Cluster(

@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.db.connector import fetch_one
+from memory_agent.long_term.queries import QUERIES as Q
 
 
 @dataclass
@@ -67,28 +67,20 @@ async def sources_held(
     forget of the user is in progress; write nothing."""
     who = {"tenant_id": scope["tenant_id"], "user_id": scope["user_id"]}
     if wait:
-        await fetch_one(conn, "share_forget_lock", who)
-    else:
-        held = await fetch_one(conn, "try_share_forget_lock", who)
-        if held is None or not held["held"]:
-            return False
-    row = await fetch_one(
-        conn,
-        "sources_present",
-        {
-            **who,
-            "item_ids": sorted(set(item_ids)),
-            "memory_ids": sorted(set(memory_ids)),
-            "note_ids": sorted(set(note_ids)),
-        },
-    )
-    return bool(row and row["present"])
+        await Q.share_forget_lock(conn, who)
+    elif not await Q.try_share_forget_lock(conn, who):
+        return False
+    sources = {
+        "item_ids": sorted(set(item_ids)),
+        "memory_ids": sorted(set(memory_ids)),
+        "note_ids": sorted(set(note_ids)),
+    }
+    return await Q.sources_present(conn, {**who, **sources})
 
 
 async def ledger_user(conn: psycopg.AsyncConnection[Any], scope: dict[str, Any]) -> str:
     """Whom a model call made for the user is recorded under, in the transaction that records it: the user, or
     '' (no user) once forget_user erased them, so a call answered after the forget names nobody."""
     who = {"tenant_id": scope["tenant_id"], "user_id": scope["user_id"]}
-    await fetch_one(conn, "share_forget_lock", who)
-    row = await fetch_one(conn, "user_present", who)
-    return who["user_id"] if row and row["present"] else ""
+    await Q.share_forget_lock(conn, who)
+    return who["user_id"] if await Q.user_present(conn, who) else ""

@@ -14,7 +14,6 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from memory_agent.conversation.identity import validate_identity, validate_user_id
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
@@ -34,15 +33,13 @@ from memory_agent.long_term.stated import remember_stated, stated_items
 from memory_agent.long_term.tenancy import tenant_transaction
 from memory_agent.long_term.writer import RememberOutcome
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey
+from memory_agent.schemas.keys import ConversationKey, UserKey
 
 
 def user_scope(user_id: Any, tenant_id: Any) -> tuple[str, str]:
     """(tenant, user) of a call that names a user: both validated, no tenant → 'default'."""
-    validate_user_id(user_id)
-    if tenant_id is not None:
-        validate_identity(tenant_id, "tenant_id")
-    return (tenant_id or DEFAULT_TENANT_ID), user_id
+    key = UserKey.of(user_id, tenant_id)
+    return key.tenant_id, key.user_id
 
 
 class LongTermMemory:
@@ -73,13 +70,13 @@ class LongTermMemory:
     ) -> list[LongTermItem]:
         """The user's long-term items current now (cluster summaries included), or those held at `as_of`
         (items only: summaries are a view of the present); most important first."""
-        tenant, user = user_scope(user_id, tenant_id)
+        key = UserKey.of(user_id, tenant_id)
 
         async def read() -> list[LongTermItem]:
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
-                return await list_items(conn, tenant, user, where=ItemFilter(as_of=as_of))
+            async with self.backend.connection() as conn, tenant_transaction(conn, key):
+                return await list_items(conn, key, where=ItemFilter(as_of=as_of))
 
-        with tenant_scope(tenant):
+        with tenant_scope(key.tenant_id):
             return await self.loop.arun(read())
 
     async def remember(
@@ -97,64 +94,62 @@ class LongTermMemory:
         `key` ("home_city") a new value of that key replaces the current one (valid_to set, history kept); without
         one each distinct content is an item of its own (key 'note'). Its vector and cluster summary follow with
         the periodic catch-up (the worker's refresh task), as for extracted items."""
-        tenant, user = user_scope(user_id, tenant_id)
+        who = UserKey.of(user_id, tenant_id)
         items = stated_items(content, item_type=item_type, key=key, importance=importance)
 
         async def write() -> RememberOutcome:
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
-                return await remember_stated(conn, ItemScope(tenant, user), items, now=self.clock())
+            async with self.backend.connection() as conn, tenant_transaction(conn, who):
+                return await remember_stated(conn, ItemScope(who.tenant_id, who.user_id), items, now=self.clock())
 
-        with tenant_scope(tenant):
+        with tenant_scope(who.tenant_id):
             return await self.loop.arun(write(), shield=True)
 
     async def forget_item(self, user_id: str, item_id: int, *, tenant_id: str | None = None) -> ForgetReport:
         """Erase one item version of the user (a cluster summary: with the members it stands for) and regenerate
         the summaries built from it; an unknown id erases nothing."""
-        tenant, user = user_scope(user_id, tenant_id)
+        key = UserKey.of(user_id, tenant_id)
         if not isinstance(item_id, int) or isinstance(item_id, bool):
             raise InvalidInputError(f"item_id must be an integer, got {item_id!r}")
 
         async def forget() -> ForgetReport:
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
+            async with self.backend.connection() as conn, tenant_transaction(conn, key):
                 return await forget_item(
                     conn,
-                    tenant,
-                    user,
+                    key,
                     item_id,
                     summaries=ClusterSummaries(self.cluster_summarizer, min_items=self.min_cluster_items),
                     now=self.clock(),
                 )
 
-        with tenant_scope(tenant):
+        with tenant_scope(key.tenant_id):
             return await self.loop.arun(forget(), shield=True)
 
     async def forget_user(self, user_id: str, *, tenant_id: str | None = None) -> ForgetReport:
         """Erase every long-term row of the user in the tenant and every conversation of theirs."""
-        tenant, user = user_scope(user_id, tenant_id)
+        key = UserKey.of(user_id, tenant_id)  # checked once: below, the key is taken as it is
 
         async def forget() -> ForgetReport:
-            async with self.backend.connection() as conn, tenant_transaction(conn, tenant):
-                report = await forget_user(conn, tenant, user)
-            await release_threads(self.backend.connection, tenant, user)
+            async with self.backend.connection() as conn, tenant_transaction(conn, key):
+                report = await forget_user(conn, key)
+            await release_threads(self.backend.connection, key)
             return report
 
-        with tenant_scope(tenant):
+        with tenant_scope(key.tenant_id):
             return await self.loop.arun(forget(), shield=True)
 
     async def forget_conversation(self, key: ConversationKey) -> bool:
         """The conversation and everything derived from it, in one transaction; False when it did not exist."""
 
         async def forget() -> bool:
-            async with self.backend.connection() as conn, tenant_transaction(conn, key.tenant_id):
+            async with self.backend.connection() as conn, tenant_transaction(conn, key.user):
                 report = await forget_conversation(
                     conn,
-                    key.tenant_id,
-                    key.user_id,
+                    key.user,
                     key.conversation_id,
                     summaries=ClusterSummaries(self.cluster_summarizer, min_items=self.min_cluster_items),
                     now=self.clock(),
                 )
-            await release_threads(self.backend.connection, key.tenant_id, key.user_id, key.conversation_id)
+            await release_threads(self.backend.connection, key.user, key.conversation_id)
             return bool(report.conversations_deleted)
 
         with tenant_scope(key.tenant_id):

@@ -13,9 +13,10 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
-from memory_agent.long_term.scope import ItemScope, Row, check_identity, check_now
+from memory_agent.long_term.queries import QUERIES as Q
+from memory_agent.long_term.scope import ItemScope, Row, check_now
+from memory_agent.schemas.keys import UserKey
 
 
 @dataclass(frozen=True)
@@ -77,18 +78,14 @@ class ItemFilter:
 
 
 async def list_items(
-    conn: psycopg.AsyncConnection[Any],
-    tenant_id: str,
-    user_id: str,
-    where: ItemFilter | None = None,
+    conn: psycopg.AsyncConnection[Any], key: UserKey, where: ItemFilter | None = None
 ) -> list[LongTermItem]:
-    """The user's items current now (with cluster summaries unless told otherwise), or held at `as_of`; most
-    important first."""
-    check_identity(tenant_id, user_id)
+    """The items of the user `key` current now (with cluster summaries unless told otherwise), or held at `as_of`;
+    most important first."""
     where = where or ItemFilter()
     if where.as_of is not None:
         check_now(where.as_of)
-    rows = await fetch(conn, "list_items", {"tenant_id": tenant_id, "user_id": user_id, **dataclasses.asdict(where)})
+    rows = await Q.list_items(conn, {**key.params(), **dataclasses.asdict(where)})
     return [_item(row) for row in rows]
 
 
@@ -96,8 +93,7 @@ async def item_history(
     conn: psycopg.AsyncConnection[Any], scope: ItemScope, item_type: str, key: str
 ) -> list[LongTermItem]:
     """Every version of one key of `scope`, oldest first: closed ones with their valid_to, then the current ones."""
-    check_identity(scope.tenant_id, scope.user_id)
     if not key:
         raise InvalidInputError("key must be a non-empty string")
-    rows = await fetch(conn, "item_history", {**dataclasses.asdict(scope), "item_type": item_type, "key": key})
+    rows = await Q.item_history(conn, {**dataclasses.asdict(scope), "item_type": item_type, "key": key})
     return [_item(row) for row in rows]

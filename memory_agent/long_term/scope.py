@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memory_agent.conversation.identity import validate_identity
 from memory_agent.errors import InvalidInputError
+from memory_agent.schemas.keys import validate_identity
 
 Row = dict[str, Any]
 MAX_PARTITION_CHARS = 256  # the settings' max_length of project and environment
@@ -27,6 +27,11 @@ class ItemScope:
     user_id: str
     project: str = ""
     environment: str = ""
+
+    def __post_init__(self) -> None:
+        # Checked once, when built: the functions that take a scope do not check it again.
+        check_identity(self.tenant_id, self.user_id)
+        check_partition(self.project, self.environment)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ from langgraph.store.base import (
 )
 from psycopg_pool import AsyncConnectionPool
 
-from memory_agent.conversation.identity import validate_identity
 from memory_agent.db.connector import Connector
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.long_term.recall import RecallSettings
@@ -51,7 +50,7 @@ from memory_agent.long_term.store_rows import (
     search_rows,
 )
 from memory_agent.long_term.tenancy import tenant_transaction
-from memory_agent.schemas.keys import DEFAULT_TENANT_ID
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID, validate_identity
 
 T = TypeVar("T")
 

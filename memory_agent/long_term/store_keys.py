@@ -13,10 +13,10 @@ from typing import Any
 from langgraph.store.base import ListNamespacesOp, MatchCondition
 from langgraph.store.base.embed import get_text_at_path
 
-from memory_agent.conversation.identity import validate_user_id
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.scope import Row
 from memory_agent.schemas.items import ITEM_LISTS, ItemType
+from memory_agent.schemas.keys import validate_user_id
 
 # The key a search with a query gives an item that was not put through the store (store_recall.py): a UUID (LangMem
 # updates and deletes by UUID) of version 8 (RFC 9562's custom layout) holding the item id in its last 48 bits.

@@ -25,7 +25,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import SearchItem
 
-from memory_agent.db.connector import fetch_all as fetch
+from memory_agent.long_term.queries import QUERIES as Q
 from memory_agent.long_term.recall import SEARCH_PATHS, RecallSettings, recall
 from memory_agent.long_term.recall.block import RecallHit
 from memory_agent.long_term.store_keys import derived_item_key, user_of
@@ -76,9 +76,7 @@ async def recall_search(
     item_ids = [hit.item_ids[0] for hit in found.results if hit.item_ids]
     stored = {
         row["item_id"]: row
-        for row in await fetch(
-            conn, "store_rows_by_id", {"tenant_id": tenant_id, "user_id": user_id, "item_ids": item_ids}
-        )
+        for row in await Q.store_rows_by_id(conn, {"tenant_id": tenant_id, "user_id": user_id, "item_ids": item_ids})
     }
     results: list[SearchItem] = []
     for hit in found.results:

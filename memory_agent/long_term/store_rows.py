@@ -23,10 +23,9 @@ import psycopg
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
-from memory_agent.db.connector import fetch_all as fetch
-from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.forget import ForgetReport, forget_item
+from memory_agent.long_term.queries import QUERIES as Q
 from memory_agent.long_term.scope import Row
 from memory_agent.long_term.store_keys import (
     DERIVED_ITEM_KEY,
@@ -37,6 +36,7 @@ from memory_agent.long_term.store_keys import (
 )
 from memory_agent.long_term.writer import MAX_ATTEMPTS, LongTermWriteError
 from memory_agent.schemas.items import normalize_content
+from memory_agent.schemas.keys import UserKey
 
 logger = logging.getLogger("memory_agent.long_term")
 
@@ -45,7 +45,7 @@ TRGM_THRESHOLD = 0.3  # word_similarity a trigram hit needs; short CJK queries s
 
 
 async def get_row(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> Row | None:
-    return await fetch_one(conn, "store_get", at.params())
+    return await Q.store_get(conn, at.params())
 
 
 async def put_row(
@@ -66,15 +66,15 @@ async def put_row(
     for _ in range(MAX_ATTEMPTS):
         try:
             async with conn.transaction():
-                await fetch(conn, "lock_item_slot", params)
+                await Q.lock_item_slot(conn, params)
                 if await derived_item(conn, at) is not None:
                     raise InvalidInputError(
                         f"{at.key!r} is a memory the summaries extracted, shown by search; the store cannot update "
                         "it: put the new memory under a key of its own, and delete this one to forget it"
                     )
-                current = await fetch_one(conn, "store_lock_current", params)
+                current = await Q.store_lock_current(conn, params)
                 if current and current["item_id"] is not None and current["value"] == value:
-                    await fetch(conn, "store_touch", {**params, "item_id": current["item_id"], "now": now})
+                    await Q.store_touch(conn, {**params, "item_id": current["item_id"], "now": now})
                     return "unchanged"
                 valid_from = now
                 if current and current["until"] is not None:
@@ -82,10 +82,9 @@ async def put_row(
                 superseded = bool(current and current["item_id"] is not None)
                 if current and superseded:
                     valid_from = max(valid_from, current["valid_from"] + ONE_TICK)
-                    await fetch(conn, "close_item", {**params, "item_id": current["item_id"], "until": valid_from})
-                await fetch(
+                    await Q.close_item(conn, {**params, "item_id": current["item_id"], "until": valid_from})
+                await Q.store_insert(
                     conn,
-                    "store_insert",
                     {
                         **params,
                         "content": content,
@@ -107,7 +106,7 @@ async def derived_item(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> int 
     match = DERIVED_ITEM_KEY.match(at.key)
     if match is None or len(at.namespace) != 2:
         return None
-    row = await fetch_one(conn, "store_derived_item", {**at.params(), "item_id": int(match[1], 16)})
+    row = await Q.store_derived_item(conn, {**at.params(), "item_id": int(match[1], 16)})
     return row["item_id"] if row else None
 
 
@@ -117,12 +116,12 @@ async def delete_rows(conn: psycopg.AsyncConnection[Any], at: StoreKey) -> Forge
     params = at.params()
     deleted: list[int] = []
     async with conn.transaction():
-        await fetch(conn, "lock_item_slot", params)
-        versions = [row["item_id"] for row in await fetch(conn, "store_versions", params)]
+        await Q.lock_item_slot(conn, params)
+        versions = [row["item_id"] for row in await Q.store_versions(conn, params)]
         if not versions and (item_id := await derived_item(conn, at)) is not None:
             versions = [item_id]
         for item_id in versions:
-            report = await forget_item(conn, at.tenant_id, at.user_id, item_id)
+            report = await forget_item(conn, UserKey(at.tenant_id, at.user_id), item_id)
             deleted.extend(report.items_deleted)
     return ForgetReport(items_deleted=tuple(deleted))
 
@@ -151,9 +150,8 @@ async def search_rows(
     if query is not None and not isinstance(query, str):
         raise InvalidInputError(f"query must be a string or None, got {type(query).__name__}")
     equal = equality_filter(filter)
-    return await fetch(
+    return await Q.store_search(
         conn,
-        "store_search",
         {
             "tenant_id": tenant_id,
             "user_id": user_id,
@@ -184,5 +182,5 @@ def equality_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 async def namespaces_of(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str) -> list[tuple[str, ...]]:
-    rows = await fetch(conn, "store_namespaces", {"tenant_id": tenant_id, "user_id": user_id})
+    rows = await Q.store_namespaces(conn, {"tenant_id": tenant_id, "user_id": user_id})
     return [tuple(row["namespace"]) for row in rows]

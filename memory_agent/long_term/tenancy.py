@@ -15,23 +15,24 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from memory_agent.conversation.identity import validate_identity
-from memory_agent.db.connector import fetch_all as fetch
 from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.queries import QUERIES as Q
+from memory_agent.schemas.keys import UserKey, validate_identity
 
 
-async def set_tenant(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> None:
-    """SET LOCAL memory_agent.tenant_id for the rest of the open transaction."""
-    validate_identity(tenant_id, "tenant_id")
+async def set_tenant(conn: psycopg.AsyncConnection[Any], tenant: str | UserKey) -> None:
+    """SET LOCAL memory_agent.tenant_id for the rest of the open transaction: a key's tenant (checked when the
+    key was built), or a tenant id, checked here."""
+    tenant_id = tenant.tenant_id if isinstance(tenant, UserKey) else validate_identity(tenant, "tenant_id")
     if conn.info.transaction_status != pq.TransactionStatus.INTRANS:
         # Outside a transaction SET LOCAL lasts one statement: the next one would run with no tenant.
         raise InvalidInputError("set_tenant needs an open transaction (use tenant_transaction)")
-    await fetch(conn, "set_tenant", {"tenant_id": tenant_id})
+    await Q.set_tenant(conn, tenant_id)
 
 
 @asynccontextmanager
-async def tenant_transaction(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> AsyncIterator[None]:
-    """A transaction (or savepoint) whose statements row-level security scopes to `tenant_id`."""
+async def tenant_transaction(conn: psycopg.AsyncConnection[Any], tenant: str | UserKey) -> AsyncIterator[None]:
+    """A transaction (or savepoint) whose statements row-level security scopes to the tenant (of a key)."""
     async with conn.transaction():
-        await set_tenant(conn, tenant_id)
+        await set_tenant(conn, tenant)
         yield

@@ -28,10 +28,9 @@ from typing import Any, Literal
 import psycopg
 from psycopg import errors
 
-from memory_agent.db.connector import fetch_all as fetch
-from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError, MemoryAgentError
-from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope, check_identity, check_now, check_partition
+from memory_agent.long_term.queries import QUERIES as Q
+from memory_agent.long_term.scope import Cluster, ItemOrigin, ItemScope, check_now
 from memory_agent.schemas.items import ItemType, StructuredItems, SummaryItem, is_single_valued, normalize_content
 
 logger = logging.getLogger("memory_agent.long_term")
@@ -86,9 +85,7 @@ async def remember(
     else in its own."""
     tenant_id, user_id, project, environment = scope.tenant_id, scope.user_id, scope.project, scope.environment
     conversation_id, memory_id, confidence = source.conversation_id, source.memory_id, source.confidence
-    check_identity(tenant_id, user_id)
-    check_partition(project, environment)
-    check_now(now)
+    check_now(now)  # the scope was checked when it was built
     if not isinstance(items, StructuredItems):
         raise InvalidInputError(f"items must be StructuredItems, got {type(items).__name__}")
     if not 0.0 <= confidence <= 1.0:
@@ -148,22 +145,21 @@ async def _write(
         "sequences": _sequences(item),
     }
     cluster = _cluster(base, item_type, item.key)
-    await fetch(conn, "lock_item_slot", slot)
-    current = await fetch_one(conn, "lock_current_item", slot)
+    await Q.lock_item_slot(conn, slot)
+    current = await Q.lock_current_item(conn, slot)
     closed: tuple[int, ...] = ()
     if current and current["item_id"] is not None and current["content_norm"] == content_norm:
-        await fetch(conn, "restate_item", {**slot, "item_id": current["item_id"], "importance": item.importance})
+        await Q.restate_item(conn, {**slot, "item_id": current["item_id"], "importance": item.importance})
         return RememberOutcome("unchanged", cluster, current["item_id"], item.content)
     valid_from = base["now"]
     if current and current["until"] is not None:
         valid_from = max(valid_from, current["until"])
     if current and current["item_id"] is not None:
         valid_from = max(valid_from, current["valid_from"] + ONE_TICK)
-        await fetch(conn, "close_item", {**slot, "item_id": current["item_id"], "until": valid_from})
+        await Q.close_item(conn, {**slot, "item_id": current["item_id"], "until": valid_from})
         closed = (current["item_id"],)
-    row = await fetch_one(
+    row = await Q.insert_item(
         conn,
-        "insert_item",
         {
             **slot,
             "content": item.content,
@@ -180,11 +176,11 @@ async def _close_todo(
     conn: psycopg.AsyncConnection[Any], base: dict[str, Any], item_type: ItemType, item: SummaryItem
 ) -> RememberOutcome:
     cluster = _cluster(base, item_type, item.key)
-    rows = await fetch(conn, "close_key", {**base, "item_type": item_type, "key": item.key, "until": base["now"]})
+    rows = await Q.close_key(conn, {**base, "item_type": item_type, "key": item.key, "until": base["now"]})
     closed = tuple(row["item_id"] for row in rows)
     if closed:
         # Why the todo closed stays on record with it.
-        await fetch(conn, "add_item_sources", {**base, "item_ids": list(closed), "sequences": _sequences(item)})
+        await Q.add_item_sources(conn, {**base, "item_ids": list(closed), "sequences": _sequences(item)})
     return RememberOutcome("closed" if closed else "nothing_to_close", cluster, None, item.content, closed)
 
 

@@ -3,7 +3,9 @@
 conversation.py: a memory version (MemoryRecord), what the summarizer returns (MemorySummaryOutput), what a round
 starts from (ConversationContext) and its results (RoundInfo, RoundSaved, TriggerResult); keys.py: the key of
 every row (a tenant and a user, the per-conversation scope when a round names none); items.py: a summary's
-structured items and the rules that make two statements of one fact the same item.
+structured items and the rules that make two statements of one fact the same item; recall.py: what a round start
+needs of recall (the RoundRecaller protocol); framing.py: how stored text is quoted into the context; text.py:
+text as PostgreSQL can store it.
 May import: errors. Nothing else of memory_agent: db/, conversation/, long_term/ and the rest import these shapes.
 """
 
@@ -21,7 +23,7 @@ from memory_agent.schemas.conversation import (
     new_messages,
 )
 from memory_agent.schemas.items import StructuredItems, SummaryItem
-from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey, default_user_id
+from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey, UserKey, default_user_id
 
 __all__ = [
     "DEFAULT_TENANT_ID",
@@ -37,6 +39,7 @@ __all__ = [
     "SummaryItem",
     "TriggerOutcome",
     "TriggerResult",
+    "UserKey",
     "default_user_id",
     "fingerprint",
     "new_messages",

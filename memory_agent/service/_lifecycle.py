@@ -29,9 +29,11 @@ from memory_agent.jobs.executor import make_executor
 from memory_agent.llm import chat_model
 from memory_agent.long_term.embedders import embedder_from_setting
 from memory_agent.long_term.memory import LongTermMemory
+from memory_agent.long_term.queries import LongTermQueries
 from memory_agent.long_term.recall import check_recall_settings
+from memory_agent.long_term.recall.round_start import LongTermRecall
 from memory_agent.runtime import MemoryLoop, PeriodicTask
-from memory_agent.service._wiring import start_options, summary_options, trigger_rule, worker_options
+from memory_agent.service._wiring import start_options, summary_options, trigger_options, worker_options
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.runner import SummaryRunner
@@ -129,17 +131,24 @@ class Lifecycle:
             # An in-process executor: rows are picked up by their claim, nothing is enqueued in the round's
             # transaction (so the claim's id is read with COMMIT's reply).
             trigger = SummaryTrigger(
-                trigger_rule(settings),
+                trigger_options(settings),
                 backend,
                 dispatch=executor.dispatch,
                 enqueue=None if executor.runs_in_process else executor.enqueue,
                 pick_up=executor.runs_in_process,
             )
             leases = RoundLeases(settings.rounds, backend, loop)  # shared: a lease the start took, the end gives back
-            start = RoundStart(start_options(settings), backend, loop, leases, embedder=embedder, clock=self.clock)
-            end = RoundEnd(settings.guards, backend, loop, trigger, leases, self.clock)
             recall = settings.recall
-            await check_recall_settings(backend, recall)
+            # A bad setting is a ConfigurationError at open; settings off: the rounds never recall.
+            round_recall = LongTermRecall(
+                backend,
+                recall if settings.rounds.recall else None,
+                cost_ceiling=settings.guards.monthly_cost_ceiling,
+                embedder=embedder,
+            )
+            start = RoundStart(start_options(settings), backend, loop, leases, recall=round_recall, clock=self.clock)
+            end = RoundEnd(settings.guards, backend, loop, trigger, leases, self.clock)
+            await check_recall_settings(LongTermQueries(backend), recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(
                 settings.jobs.analyze_interval_s, [("Analyzing young tables", backend.analyze_young_tables)], logger

@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from memory_agent.conversation.round_start import StartOptions
-from memory_agent.conversation.window import TriggerRule
+from memory_agent.conversation.window import TriggerOptions
 from memory_agent.jobs.executor import WorkerOptions
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.options import SummaryOptions
 
 
-def trigger_rule(settings: MemorySettings) -> TriggerRule:
-    return TriggerRule(
+def trigger_options(settings: MemorySettings) -> TriggerOptions:
+    return TriggerOptions(
         summarize_after_seq=settings.memory.summarize_after_seq,
         window_size=settings.memory.rolling_window_size,
         min_new_messages=settings.summary_cadence,
@@ -24,12 +24,7 @@ def trigger_rule(settings: MemorySettings) -> TriggerRule:
 
 
 def start_options(settings: MemorySettings) -> StartOptions:
-    return StartOptions(
-        rounds=settings.rounds,
-        recall=settings.recall if settings.rounds.recall else None,
-        gap_cap=settings.gap_message_cap,
-        cost_ceiling=settings.guards.monthly_cost_ceiling,
-    )
+    return StartOptions(rounds=settings.rounds, gap_cap=settings.gap_message_cap)
 
 
 def summary_options(settings: MemorySettings) -> SummaryOptions:

@@ -14,10 +14,11 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from memory_agent import ledger, long_term
+from memory_agent import long_term
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.errors import JobFailedError
 from memory_agent.llm import LLMCall, collecting
+from memory_agent.long_term import ledger
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.embeddings import index_items, index_pending
 from memory_agent.long_term.lineage import ledger_user

@@ -26,13 +26,14 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import messages_from_dict
 from psycopg.types.json import Jsonb
 
-from memory_agent import ledger, long_term
+from memory_agent import long_term
 from memory_agent.conversation.messages import storable_text
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.db.summary_queries import StartedSummary
 from memory_agent.db.tenancy import current_tenant, tenant_scope
 from memory_agent.errors import InvalidInputError, JobFailedError, SummarizationError, is_transient
 from memory_agent.llm import CallLog, OfflineModel, collecting
+from memory_agent.long_term import ledger
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult

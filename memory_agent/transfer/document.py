@@ -18,23 +18,14 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.long_term.tenancy import set_tenant
+from memory_agent.transfer.queries import QUERIES as Q
+from memory_agent.transfer.queries import SECTIONS as SECTIONS
 
 FORMAT = "memory_agent.user_memory"
 SCHEMA_VERSION = 1
 
 # The document's lists: (its key, the query that reads it).
-SECTIONS = (
-    ("conversations", "export_conversations"),
-    ("messages", "export_messages"),
-    ("memory_versions", "export_memory"),
-    ("items", "export_items"),
-    ("item_sources", "export_item_sources"),
-    ("consolidation_notes", "export_notes"),
-    ("batch_summaries", "export_batch_summaries"),
-    ("consolidation_schedules", "export_schedules"),
-)
 
 # The fields of each section's records: the columns its query reads (the batch summary's own id is not needed to
 # write it back: nothing refers to it).
@@ -142,10 +133,10 @@ async def read_user(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id:
     fresh = conn.info.transaction_status == pq.TransactionStatus.IDLE  # else a transaction the pool opened
     async with conn.transaction():
         if fresh:
-            await execute_query(conn, "snapshot_reads")
+            await Q.snapshot_reads(conn)
         await set_tenant(conn, tenant_id)  # row-level security: the tenant's rows
         for section, name in SECTIONS:
-            document[section] = [jsonable(dict(row)) for row in await fetch_all(conn, name, who)]
+            document[section] = [jsonable(dict(row)) for row in await Q.export_section(conn, name, who)]
     return document
 
 

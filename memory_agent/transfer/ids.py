@@ -11,8 +11,8 @@ from typing import Any
 
 import psycopg
 
-from memory_agent.db.connector import fetch_one
 from memory_agent.errors import InvalidInputError
+from memory_agent.transfer.queries import QUERIES as Q
 
 
 def checked_id(value: Any, where: str, name: str) -> int:
@@ -52,9 +52,7 @@ class Ids:
             return None
         old = checked_id(old, where, name)
         if old not in self.known:
-            row = await fetch_one(self.conn, "new_ids", {"table": self.table, "column": self.column, "count": 1})
-            assert row is not None
-            self.known[old] = row["id"]
+            self.known[old] = await Q.new_id(self.conn, self.table, self.column)
         return self.known[old]
 
     async def many(self, old: Any, where: str, name: str) -> list[int] | None:

@@ -24,11 +24,11 @@ from psycopg.types.json import Jsonb
 
 from memory_agent.conversation.imports import parse_time
 from memory_agent.conversation.messages import validate_conversation_id
-from memory_agent.db.connector import execute_many, fetch_all, fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.tenancy import set_tenant
 from memory_agent.transfer.document import COLUMNS, FORMAT, SCHEMA_VERSION, SECTIONS
 from memory_agent.transfer.ids import Ids
+from memory_agent.transfer.queries import QUERIES as Q
 
 TIMES = {
     "created_at",
@@ -121,9 +121,8 @@ async def write_user(
     report = ImportedUser(tenant_id, user_id)
     async with conn.transaction():
         await set_tenant(conn, tenant_id)
-        await fetch_one(conn, "lock_forget", who)
-        held = await fetch_one(conn, "tenant_user_known", who)  # read after the lock: a forget has committed
-        if held and held["known"]:
+        await Q.lock_forget(conn, who)
+        if await Q.tenant_user_known(conn, who):  # read after the lock: a forget has committed
             raise InvalidInputError(
                 f"user {user_id!r} of tenant {tenant_id!r} holds memory already; import into a user without any "
                 "(or forget_user first)"
@@ -170,18 +169,14 @@ class _Writer:
         row["conversation_id"] = self.thread(row["conversation_id"], where)
         if row["conversation_id"] in self.messages_of:
             raise InvalidInputError(f"{where}: conversation {row['conversation_id']!r} is in the document twice")
-        owner = await fetch_one(self.conn, "import_owner", {**self.who, **row, "now": row["created_at"]})
+        owner = await Q.import_owner(self.conn, {**self.who, **row, "now": row["created_at"]})
         if owner is None or (owner["tenant_id"], owner["user_id"]) != (self.who["tenant_id"], self.who["user_id"]):
             raise InvalidInputError(
                 f"{where}: thread id {row['conversation_id']!r} belongs to another user of this database; import "
                 "with a conversation prefix"
             )
         self.messages_of[row["conversation_id"]] = []
-        await fetch_one(
-            self.conn,
-            "import_conversation",
-            {**self.who, **row, "next_sequence": 0, "now": row["created_at"]},
-        )
+        await Q.import_conversation(self.conn, {**self.who, **row, "next_sequence": 0, "now": row["created_at"]})
 
     async def messages(self, record: dict[str, Any], where: str) -> None:
         row = _row(record, COLUMNS["messages"], where)
@@ -204,7 +199,7 @@ class _Writer:
         row["conversation_id"] = self.thread(row["conversation_id"], where)
         self.memory_ids.check_new(record["memory_id"], where, "memory_id")
         row["base_memory_id"] = await self.memory_ids.one(row["base_memory_id"], where, "base_memory_id")
-        created = await fetch_one(self.conn, "import_memory", {**self.who, **row})
+        created = await Q.import_memory(self.conn, {**self.who, **row})
         assert created is not None
         self.memory_ids.define(record["memory_id"], created["memory_id"], where, "memory_id")
 
@@ -212,7 +207,7 @@ class _Writer:
         await self._flush_messages()
         row = _row(record, COLUMNS["items"], where)
         self.item_ids.check_new(row["item_id"], where, "item_id")
-        created = await fetch_one(self.conn, "import_item", {**self.who, **row})
+        created = await Q.import_item(self.conn, {**self.who, **row})
         assert created is not None
         self.item_ids.define(record["item_id"], created["item_id"], where, "item_id")
         if row["source_item_ids"]:
@@ -225,7 +220,7 @@ class _Writer:
         if row["conversation_id"] is not None:
             row["conversation_id"] = self.thread(row["conversation_id"], where)
         row["memory_id"] = await self.memory_ids.one(row["memory_id"], where, "memory_id")
-        await fetch_all(self.conn, "import_item_source", {**self.who, **row})
+        await Q.import_item_source(self.conn, {**self.who, **row})
 
     async def consolidation_notes(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
@@ -235,7 +230,7 @@ class _Writer:
         row["source_memory_ids"] = await self.memory_ids.many(row["source_memory_ids"], where, "source_memory_ids")
         row["source_note_ids"] = await self.note_ids.many(row["source_note_ids"], where, "source_note_ids")
         row["source_conversation_ids"] = self._threads(row["source_conversation_ids"], where)
-        created = await fetch_one(self.conn, "import_note", {**self.who, **row})
+        created = await Q.import_note(self.conn, {**self.who, **row})
         assert created is not None
         self.note_ids.define(record["note_id"], created["note_id"], where, "note_id")
 
@@ -245,12 +240,12 @@ class _Writer:
         row["first_item_id"] = await self.item_ids.one(row["first_item_id"], where, "first_item_id")
         row["summarized_ids"] = await self.item_ids.many(row["summarized_ids"], where, "summarized_ids")
         row["source_conversation_ids"] = self._threads(row["source_conversation_ids"], where)
-        await fetch_all(self.conn, "import_batch_summary", {**self.who, **row})
+        await Q.import_batch_summary(self.conn, {**self.who, **row})
 
     async def consolidation_schedules(self, record: dict[str, Any], where: str) -> None:
         await self._flush_members()
         row = _row(record, COLUMNS["consolidation_schedules"], where)
-        await fetch_all(self.conn, "import_schedule", {**self.who, **row})
+        await Q.import_schedule(self.conn, {**self.who, **row})
 
     def _threads(self, ids: list[Any] | None, where: str) -> list[str] | None:
         return None if ids is None else [self.thread(value, where) for value in ids]
@@ -260,16 +255,15 @@ class _Writer:
         for conversation_id, rows in self.messages_of.items():
             if rows:
                 try:
-                    await execute_many(self.conn, "import_message", rows)
+                    await Q.import_messages(self.conn, rows)
                 except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
                     raise InvalidInputError(
                         f"messages of conversation {conversation_id!r}: the database refused them "
                         f"({exc.diag.message_primary}); nothing was imported"
                     ) from None
                 next_sequence = max(row["sequence_number"] for row in rows) + 1
-                await fetch_all(
+                await Q.import_next_sequence(
                     self.conn,
-                    "import_next_sequence",
                     {**self.who, "conversation_id": conversation_id, "next_sequence": next_sequence},
                 )
             rows.clear()
@@ -278,9 +272,7 @@ class _Writer:
         """Cluster summaries' members, once every item has its new id."""
         for item_id, members, where in self.members:
             mapped = await self.item_ids.many(members, where, "source_item_ids")
-            await fetch_all(
-                self.conn, "import_item_members", {**self.who, "item_id": item_id, "source_item_ids": mapped}
-            )
+            await Q.import_item_members(self.conn, {**self.who, "item_id": item_id, "source_item_ids": mapped})
         self.members.clear()
 
     async def finish(self) -> None:

@@ -290,7 +290,7 @@ $$;
 -- claim_summary: claim the conversation's single in-flight slot (the partial unique index on `processing` rows
 -- decides between racing rounds) for the summary of start_sequence-end_sequence: one row, the new row's memory_id,
 -- null when another process holds the slot. The trigger rule's claim (claim_summary, a named query) and the round
--- end (RoundQueries.insert_round_metrics, before the metrics row) apply it. `p_picked_up`: the claimer also picks
+-- end (end_round, before the metrics row) apply it. `p_picked_up`: the claimer also picks
 -- the row up (as start_memory does: started now, first attempt), because its process runs the summary right after
 -- commit (the inline executor), and the row carries what start_memory would read for it: the base memory's text and
 -- end, and the messages to summarize (incremental: after the base memory, never before the window start), oldest
@@ -381,20 +381,62 @@ BEGIN
 END
 $$;
 
--- end_round: the round end's statements before the trigger rule decides, in one call: store the round's messages
--- that are not stored yet (same id and same content) with sequence numbers allocated under the conversation row
--- lock, give the lease back (when `p_holder` holds it), then trigger_state over the window that ends at the round's
--- last message. One row; nothing new: `stored` 0 and null state. `p_round`: the round's messages in order, a JSON
--- array of {role, content, message} (one parameter: three text arrays of message JSON cost the client ~115 µs to
--- encode, escaping every quote; this ~4 µs). `p_now`: the service's clock (the conversation's updated_at).
--- `p_started_on`: the created_at of the conversation row the round started on (round_context's
--- conversation_created_at; null: nothing was stored, or no round start is known). Forgetting wins the race against a
--- round in flight: when that row is gone or is another one since (delete_conversation or forget_user erased it, and
--- maybe a later round made it anew), nothing is stored and `erased` is true. The test is the conversation row's
--- update (its lock), so an erasure either committed before it or waits for the round's commit and erases the round
--- too. A round that only outlived its lease (another round took it over) finds its row and stores. A new row's
--- created_at is the wall clock at its insert (clock_timestamp()): a row made again after an erasure is never taken
--- for the erased one.
+-- due_summary: the trigger rule on trigger_state's reading, the design's meaning as memory_agent/conversation/window.py
+-- states it (summary_due, then calculate_summary_range with the round starts; tests hold the two to the same answers):
+-- `outcome` null when a summary is due, with the window to claim (`start_sequence`-`p_last_sequence`), else why
+-- not: below_threshold, already_processing (a `processing` row quiet for at most `p_timeout_s`), no_new_messages
+-- (fewer than `p_min_new` messages after the latest completed memory's end). The window starts at the first round
+-- that begins inside the last `p_window` messages, else at the last round that begins before them (a round is never
+-- split); without round starts, at the next even sequence (user/assistant pairs). Scalar arguments, no table read.
+CREATE FUNCTION due_summary(
+    p_last_sequence integer, p_summarize_after integer, p_min_new integer, p_processing_age_s float8,
+    p_timeout_s float8, p_base_end_sequence integer, p_window integer, p_round_starts integer[]
+)
+RETURNS TABLE (outcome text, start_sequence integer)
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v_start integer := GREATEST(0, p_last_sequence - p_window + 1);
+BEGIN
+    IF p_last_sequence < p_summarize_after THEN
+        RETURN QUERY SELECT 'below_threshold'::text, NULL::integer;
+    ELSIF p_processing_age_s IS NOT NULL AND NOT p_processing_age_s > p_timeout_s THEN
+        RETURN QUERY SELECT 'already_processing'::text, NULL::integer;
+    ELSIF p_base_end_sequence IS NOT NULL AND p_last_sequence - p_base_end_sequence < p_min_new THEN
+        RETURN QUERY SELECT 'no_new_messages'::text, NULL::integer;
+    ELSIF p_round_starts IS NULL OR cardinality(p_round_starts) = 0 THEN
+        RETURN QUERY SELECT NULL::text, v_start + v_start % 2;
+    ELSE
+        RETURN QUERY
+        SELECT NULL::text,
+               COALESCE(min(s) FILTER (WHERE s BETWEEN v_start AND p_last_sequence),
+                        max(s) FILTER (WHERE s <= p_last_sequence))
+        FROM unnest(p_round_starts) AS s;
+    END IF;
+END
+$$;
+
+-- end_round: a round end in one call: store the round's messages that are not stored yet (same id and same content)
+-- with sequence numbers allocated under the conversation row lock, give the lease back (when `p_holder` holds it),
+-- apply the trigger rule (trigger_state over the window that ends at the round's last message, decided by
+-- due_summary with `p_summarize_after`, `p_min_new` and `p_timeout_s`): a stale `processing` row is reclaimed, a due
+-- summary is claimed (claim_summary, picked up too with `p_pick_up`), and write the round's metrics row
+-- (`p_metrics`: its columns as a JSON object; null: none) with the round's sequences and the rule's outcome. One
+-- row: the round (nothing new: `stored` 0, nothing else written), the outcome (`trigger_outcome`: 'started' with
+-- `triggered_memory_id` and the claimed window, or why not; a claim another process won is 'already_processing'),
+-- the reclaimed row's id, what claim_summary read for a picked-up row, and the `processing` row the rule found in
+-- flight (`in_flight_memory_id`). Run alone in autocommit it is the round's transaction: a round end is one round
+-- trip.
+-- `p_round`: the round's messages in order, a JSON array of {role, content, message} (one parameter: three text
+-- arrays of message JSON cost the client ~115 µs to encode, escaping every quote; this ~4 µs). `p_now`: the
+-- service's clock (the conversation's updated_at). `p_started_on`: the created_at of the conversation row the round
+-- started on (round_context's conversation_created_at; null: nothing was stored, or no round start is known).
+-- Forgetting wins the race against a round in flight: when that row is gone or is another one since
+-- (delete_conversation or forget_user erased it, and maybe a later round made it anew), nothing is stored and
+-- `erased` is true. The test is the conversation row's update (its lock), so an erasure either committed before it
+-- or waits for the round's commit and erases the round too. A round that only outlived its lease (another round
+-- took it over) finds its row and stores. A new row's created_at is the wall clock at its insert (clock_timestamp()):
+-- a row made again after an erasure is never taken for the erased one.
 -- Plain statements, each naming the user (no modifying CTE): on Citus each one is routed to the user's shard, and
 -- the round's writes commit on one node.
 -- One generic plan per connection for its statements, as begin_round: the store was planned at every round end
@@ -402,11 +444,14 @@ $$;
 -- in full, the round's messages are one JSON value).
 CREATE FUNCTION end_round(
     p_tenant_id text, p_user_id text, p_conversation_id text, p_holder text, p_round jsonb, p_window integer,
-    p_now timestamptz, p_started_on timestamptz
+    p_now timestamptz, p_started_on timestamptz, p_metrics jsonb, p_summarize_after integer, p_min_new integer,
+    p_timeout_s float8, p_pick_up boolean
 )
 RETURNS TABLE (first_sequence integer, last_sequence integer, round_number integer, stored integer,
-               stored_positions integer[], processing_memory_id integer, processing_age_s float8,
-               base_memory_id integer, base_end_sequence integer, round_starts integer[], erased boolean)
+               stored_positions integer[], trigger_outcome text, triggered_memory_id integer,
+               summary_start_sequence integer, base_memory_id integer, reclaimed_memory_id integer,
+               base_memory_text text, base_end_sequence integer, picked_sequences integer[],
+               picked_messages jsonb[], in_flight_memory_id integer, erased boolean)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 SET plan_cache_mode = force_generic_plan
@@ -420,6 +465,20 @@ DECLARE
     v_item jsonb;
     v_position bigint;
     v_erased boolean := false;
+    v_processing_id integer;
+    v_processing_age_s float8;
+    v_base_id integer;
+    v_base_end integer;
+    v_round_starts integer[];
+    v_outcome text := 'below_threshold';
+    v_start integer;
+    v_reclaimed integer;
+    v_claimed_id integer;
+    v_claimed_base_text text;
+    v_claimed_base_end integer;
+    v_picked_sequences integer[];
+    v_picked_messages jsonb[];
+    r round_metrics;
 BEGIN
     SELECT jsonb_agg(r.item || jsonb_build_object('ord', r.ord) ORDER BY r.ord), count(*)
     INTO v_fresh, v_count
@@ -478,13 +537,60 @@ BEGIN
         PERFORM release_round_lease(p_user_id, p_conversation_id, p_holder);
     END IF;
     IF v_count = 0 THEN
-        RETURN QUERY SELECT NULL::integer, NULL::integer, NULL::integer, 0, NULL::integer[], NULL::integer,
-            NULL::float8, NULL::integer, NULL::integer, NULL::integer[], v_erased;
+        RETURN QUERY SELECT NULL::integer, NULL::integer, NULL::integer, 0, NULL::integer[], NULL::text,
+            NULL::integer, NULL::integer, NULL::integer, NULL::integer, NULL::text, NULL::integer, NULL::integer[],
+            NULL::jsonb[], NULL::integer, v_erased;
         RETURN;
     END IF;
+    -- The trigger rule, after the round's messages (its window ends at the round's last one).
+    IF v_next - 1 >= p_summarize_after THEN
+        SELECT t.processing_memory_id, t.processing_age_s, t.base_memory_id, t.base_end_sequence, t.round_starts
+        INTO v_processing_id, v_processing_age_s, v_base_id, v_base_end, v_round_starts
+        FROM trigger_state(p_user_id, p_conversation_id, v_next - 1, p_window) AS t;
+        SELECT d.outcome, d.start_sequence INTO v_outcome, v_start
+        FROM due_summary(v_next - 1, p_summarize_after, p_min_new, v_processing_age_s, p_timeout_s, v_base_end,
+                         p_window, v_round_starts || (v_next - v_count)) AS d;
+    END IF;
+    IF v_processing_id IS NOT NULL AND v_outcome IS DISTINCT FROM 'already_processing' THEN
+        -- Stale (quiet past the timeout): failed before anything else, as the reclaimer fails it (reclaim_stale);
+        -- the conversation holds one `processing` row at most (the partial unique index).
+        UPDATE memory AS m
+        SET status = 'failed',
+            finished_at = now(),
+            error = format('reclaimed: processing for %s s without finishing (timeout %s s); the summarizer that '
+                           'owned it stopped or hung',
+                           round(EXTRACT(EPOCH FROM now() - COALESCE(m.started_at, m.created_at)))::int,
+                           p_timeout_s::int)
+        WHERE m.user_id = p_user_id AND m.conversation_id = p_conversation_id AND m.status = 'processing'
+          AND memory_is_stuck(m.status, m.started_at, m.created_at, make_interval(secs => p_timeout_s), now())
+        RETURNING m.memory_id INTO v_reclaimed;
+    END IF;
+    IF v_outcome IS NULL THEN
+        -- The claim is the database's: another process that claimed the slot since trigger_state read wins it.
+        SELECT c.memory_id, c.base_memory_text, c.base_end_sequence, c.picked_sequences, c.picked_messages
+        INTO v_claimed_id, v_claimed_base_text, v_claimed_base_end, v_picked_sequences, v_picked_messages
+        FROM claim_summary(p_tenant_id, p_user_id, p_conversation_id, v_start, v_next - 1, v_base_id,
+                           p_pick_up) AS c;
+        v_outcome := CASE WHEN v_claimed_id IS NULL THEN 'already_processing' ELSE 'started' END;
+    END IF;
+    IF p_metrics IS NOT NULL THEN
+        r := jsonb_populate_record(NULL::round_metrics, p_metrics);
+        r.round_number := v_round;
+        r.first_sequence := v_next - v_count;
+        r.last_sequence := v_next - 1;
+        r.summary_triggered := v_outcome = 'started';
+        r.trigger_outcome := v_outcome;
+        r.triggered_memory_id := v_claimed_id;
+        -- The client measured up to sending this statement; the round is persisted once it has run.
+        r.latency_round_ms := r.latency_round_ms + EXTRACT(EPOCH FROM clock_timestamp() - statement_timestamp()) * 1000;
+        PERFORM store_round_metrics(p_tenant_id, p_user_id, p_conversation_id, r);
+    END IF;
     RETURN QUERY SELECT v_next - v_count, v_next - 1, v_round, v_count,
-                        ARRAY(SELECT (e ->> 'ord')::integer FROM jsonb_array_elements(v_fresh) AS e), t.*, false
-                 FROM trigger_state(p_user_id, p_conversation_id, v_next - 1, p_window) AS t;
+                        ARRAY(SELECT (e ->> 'ord')::integer FROM jsonb_array_elements(v_fresh) AS e), v_outcome,
+                        v_claimed_id, v_start, v_base_id, v_reclaimed, v_claimed_base_text, v_claimed_base_end,
+                        v_picked_sequences, v_picked_messages,
+                        CASE WHEN v_outcome = 'already_processing' AND v_reclaimed IS NULL THEN v_processing_id END,
+                        false;
 END
 $$;
 

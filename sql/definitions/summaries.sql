@@ -88,7 +88,7 @@ END
 $$;
 
 -- store_round_metrics: one round_metrics row from `r`'s columns (its id and created_at are the table's defaults), in
--- one plain VALUES insert (routed to the user's shard on Citus). record_round_claim and record_failed_round apply it.
+-- one plain VALUES insert (routed to the user's shard on Citus). end_round and record_failed_round apply it.
 CREATE FUNCTION store_round_metrics(p_tenant_id text, p_user_id text, p_conversation_id text, r round_metrics)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -137,36 +137,5 @@ BEGIN
     PERFORM store_round_metrics(p_tenant_id, p_user_id, p_conversation_id,
                                 jsonb_populate_record(NULL::round_metrics, p_metrics));
     RETURN QUERY SELECT true;
-END
-$$;
-
--- record_round_claim: a round end whose trigger rule found a summary due, in one call: claim it (claim_summary, with
--- `p_pick_up` picked up too) and write the round's metrics row (`p_metrics`: the row's columns as a JSON object) with
--- the outcome, 'started' and the new row's id, or 'already_processing' when another process holds the slot. Returns
--- claim_summary's row with its id as `triggered_memory_id`. One statement for the client (a round end that starts a
--- summary stays two round trips), plain routed statements inside (on Citus an INSERT with a subquery is refused).
-CREATE FUNCTION record_round_claim(
-    p_tenant_id text, p_user_id text, p_conversation_id text, p_start_sequence integer, p_end_sequence integer,
-    p_base_memory_id integer, p_pick_up boolean, p_metrics jsonb
-)
-RETURNS TABLE (triggered_memory_id integer, base_memory_text text, base_end_sequence integer,
-               picked_sequences integer[], picked_messages jsonb[])
-LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
-AS $$
-DECLARE
-    claimed record;
-    r round_metrics;
-BEGIN
-    SELECT * INTO claimed
-    FROM claim_summary(p_tenant_id, p_user_id, p_conversation_id, p_start_sequence, p_end_sequence,
-                       p_base_memory_id, p_pick_up);
-    r := jsonb_populate_record(NULL::round_metrics, p_metrics);
-    r.summary_triggered := claimed.memory_id IS NOT NULL;
-    r.trigger_outcome := CASE WHEN claimed.memory_id IS NULL THEN 'already_processing' ELSE 'started' END;
-    r.triggered_memory_id := claimed.memory_id;
-    PERFORM store_round_metrics(p_tenant_id, p_user_id, p_conversation_id, r);
-    RETURN QUERY SELECT claimed.memory_id, claimed.base_memory_text, claimed.base_end_sequence,
-                        claimed.picked_sequences, claimed.picked_messages;
 END
 $$;

@@ -71,11 +71,14 @@ LEFT JOIN LATERAL (
 WHERE c.user_id = %(user_id)s AND c.conversation_id = %(conversation_id)s;
 
 -- end_round --
--- Round end (end_round, sql/definitions): give the lease back, store the round's messages not stored yet, and read
--- the trigger rule's state after them. One row (`stored` 0 when nothing was new; `erased` when the conversation the
--- round started on was erased meanwhile: nothing stored). `now`: the service's clock.
+-- Round end (end_round, sql/definitions): give the lease back, store the round's messages not stored yet, apply the
+-- trigger rule after them (reclaim a stale row, claim a due summary) and write the metrics row (`metrics` null:
+-- none). One row (`stored` 0 when nothing was new; `erased` when the conversation the round started on was erased
+-- meanwhile: nothing stored). `now`: the service's clock.
 SELECT * FROM end_round(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(holder)s, %(round)s::jsonb,
-                        %(window)s::integer, %(now)s::timestamptz, %(started_on)s::timestamptz);
+                        %(window)s::integer, %(now)s::timestamptz, %(started_on)s::timestamptz, %(metrics)s::jsonb,
+                        %(summarize_after)s::integer, %(min_new)s::integer, %(timeout_s)s::float8,
+                        %(pick_up)s::boolean);
 
 -- trigger_state --
 -- The trigger rule's state (trigger_state, sql/definitions) for the window of `window` messages that ends at
@@ -136,37 +139,11 @@ SELECT * FROM memory WHERE user_id = %(user_id)s AND memory_id = %(memory_id)s;
 -- Every memory version of a conversation, oldest first.
 SELECT * FROM memory WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s ORDER BY memory_id;
 
--- insert_round_metrics --
--- Round end: the round's metrics row, written in the same transaction as its messages, with the trigger rule's
--- outcome given (a round whose summary is due goes through record_round_claim instead). One plain VALUES row (no
--- subquery: on Citus an INSERT is routed to the user's shard only as such).
-INSERT INTO round_metrics (
-    tenant_id, user_id, conversation_id, round_number, first_sequence, last_sequence, memory_id, memory_end_sequence,
-    gap_start_sequence, gap_end_sequence, gap_size, context_messages, context_tokens, truncated, truncation,
-    retrieval_path, latency_load_ms, latency_round_ms, summary_triggered, trigger_outcome,
-    triggered_memory_id, error_stage, error, query, fts_hits, trgm_hits, used_fallback, recall_path, context_items,
-    estimated_tokens, recall_truncated, latency_retrieval_ms, latency_llm_ms, recall_status, recall_block, recall_hits)
-VALUES (
-    %(tenant_id)s, %(user_id)s, %(conversation_id)s, %(round_number)s, %(first_sequence)s, %(last_sequence)s, %(memory_id)s,
-    %(memory_end_sequence)s, %(gap_start_sequence)s, %(gap_end_sequence)s, %(gap_size)s,
-    %(context_messages)s, %(context_tokens)s, %(truncated)s, %(truncation)s, %(retrieval_path)s,
-    %(latency_load_ms)s, %(latency_round_ms)s, %(summary_triggered)s, %(trigger_outcome)s, %(triggered_memory_id)s,
-    %(error_stage)s, %(error)s, %(query)s, %(fts_hits)s, %(trgm_hits)s, %(used_fallback)s,
-    %(recall_path)s, %(context_items)s, %(estimated_tokens)s, %(recall_truncated)s, %(latency_retrieval_ms)s,
-    %(latency_llm_ms)s, %(recall_status)s, %(recall_block)s, %(recall_hits)s);
-
 -- record_failed_round --
 -- A failed round's metrics row (record_failed_round, sql/definitions), unless the conversation it started on was
 -- erased since: `recorded` false, nothing written.
 SELECT * FROM record_failed_round(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(started_on)s::timestamptz,
                                   %(metrics)s::jsonb);
-
--- record_round_claim --
--- Round end with a summary due: claim it and write the metrics row with the outcome (record_round_claim,
--- sql/definitions); the claimed id (null: another process holds the slot) and, with `pick_up`, what its summary reads.
-SELECT * FROM record_round_claim(%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(start_sequence)s::integer,
-                                 %(end_sequence)s::integer, %(base_memory_id)s::integer, %(pick_up)s::boolean,
-                                 %(metrics)s::jsonb);
 
 -- schema_clash --
 -- Tables with memory_agent's names in the schema when memory_agent's migrations table is not there.

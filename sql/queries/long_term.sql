@@ -201,19 +201,20 @@ WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
 ORDER BY conversation_id
 FOR UPDATE;
 
--- user_conversations --
--- The conversations of a user, and those its lineage names (a conversation of another scope that fed its items).
-SELECT conversation_id FROM conversations WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
-UNION
-SELECT conversation_id FROM item_sources
-WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id IS NOT NULL;
-
 -- erase_conversation_rows --
 -- The conversation tier of one conversation, first step: the conversation (messages and memory versions cascade), in
 -- a statement of its own. A round end that made the row after lock_user_conversations looked holds it until it
 -- commits: this waits for it, so the next statement (erase_conversation_traces, a later snapshot) sees its metrics.
 DELETE FROM conversations
 WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s AND conversation_id = %(conversation_id)s
+RETURNING conversation_id;
+
+-- erase_user_conversations --
+-- forget_user's conversation tier, first step: every conversation of the user (messages and memory versions
+-- cascade), in one statement of its own. A round end that made a row after lock_user_conversations looked holds it
+-- until it commits: this waits for it, so the next statement (erase_user_traces, a later snapshot) sees its metrics.
+DELETE FROM conversations
+WHERE user_id = %(user_id)s AND tenant_id = %(tenant_id)s
 RETURNING conversation_id;
 
 -- erase_conversation_traces --

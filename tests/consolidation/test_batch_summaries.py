@@ -7,6 +7,7 @@ import asyncio
 
 from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
 from memory_agent.long_term import ItemOrigin, ItemScope, list_items, remember
+from memory_agent.schemas.keys import UserKey
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day
@@ -67,7 +68,7 @@ async def test_batches_oldest_first_then_ttl(conn, pool, database_url):
     await write_decision(conn, 30)
     report = await run_batch_summaries(conn, "acme", "alice", day(40), run=ConsolidationRun(model, CONFIG))
     assert sorted(report.forgotten) == sorted([*ids, other])
-    remaining = await list_items(conn, "acme", "alice")
+    remaining = await list_items(conn, UserKey("acme", "alice"))
     assert [item.content for item in remaining] == ["Decided to ship step 30"]
     assert query(database_url, "SELECT count(*) FROM item_sources") == [(1,)]
     rows = summaries(database_url)

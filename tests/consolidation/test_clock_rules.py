@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from langchain_core.messages import HumanMessage
 
-from memory_agent import ledger, llm, with_memory
+from memory_agent import llm, with_memory
 from memory_agent.consolidation import ConsolidationRun, ManualClock, run_nightly
 from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.long_term import ledger
 from memory_agent.settings import MemorySettings, ModelPrice
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day

@@ -13,6 +13,7 @@ from memory_agent import MemoryService, with_memory
 from memory_agent.consolidation import ConsolidationRun, ManualClock, run_batch_summaries, run_nightly
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, forget_item, remember
+from memory_agent.schemas.keys import UserKey
 from memory_agent.settings import MemorySettings
 from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day
@@ -145,7 +146,7 @@ async def test_a_note_written_before_lineage_was_recorded_goes_with_any_forget_o
     # As a database upgraded to lineage holds them: the older rows have none.
     execute(database_url, "UPDATE consolidation_notes SET source_item_ids = NULL, source_conversation_ids = NULL")
     (first,) = query(database_url, "SELECT item_id FROM items ORDER BY item_id LIMIT 1")[0]
-    report = await forget_item(conn, "default", "ana", first)
+    report = await forget_item(conn, UserKey("default", "ana"), first)
     assert len(report.notes_deleted) == 2 and query(database_url, "SELECT count(*) FROM consolidation_notes") == [(0,)]
     # Made again, with lineage, from what is left.
     again = await run_nightly(conn, "default", "ana", day(2, 7), run=ConsolidationRun(CountingModel(), NIGHTLY))

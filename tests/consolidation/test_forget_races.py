@@ -23,6 +23,7 @@ from memory_agent.long_term import (
     refresh_cluster,
     remember,
 )
+from memory_agent.schemas.keys import UserKey
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day
@@ -76,7 +77,7 @@ async def test_a_daily_note_answered_after_forget_user_is_not_written(conn, conn
     await write_secret(conn, canary, 0)
     model = HeldModel()
     report = await answered_after(
-        forget_user(await connect(), "acme", "ana"),
+        forget_user(await connect(), UserKey("acme", "ana")),
         run_nightly(conn, "acme", "ana", day(1, 6), run=ConsolidationRun(model, CONFIG)),
         model,
     )
@@ -99,7 +100,7 @@ async def test_a_run_in_flight_when_forget_item_drops_notes_writes_nothing_more(
     (item_id,) = query(database_url, "SELECT item_id FROM items WHERE content LIKE %s", [f"%{canary}%"])[0]
     model = HeldModel()
     report = await answered_after(
-        forget_item(await connect(), "acme", "ana", item_id),
+        forget_item(await connect(), UserKey("acme", "ana"), item_id),
         run_nightly(conn, "acme", "ana", day(6, 6), run=ConsolidationRun(model, CONFIG)),
         model,
     )
@@ -120,7 +121,7 @@ async def test_a_batch_summary_answered_after_forget_user_is_not_written(conn, c
     model = HeldModel()
     config = MemorySettings(consolidation_enabled=False, batch_summaries_enabled=True, min_age_days=1)
     report = await answered_after(
-        forget_user(await connect(), "acme", "ana"),
+        forget_user(await connect(), UserKey("acme", "ana")),
         run_batch_summaries(conn, "acme", "ana", day(8), run=ConsolidationRun(model, config)),
         model,
     )
@@ -143,7 +144,7 @@ async def test_a_first_cluster_summary_answered_after_forget_user_is_not_written
     cluster = Cluster("acme", "ana", "", "", "fact", "allergies")
     running = asyncio.ensure_future(refresh_cluster(conn, cluster, ClusterSummaries(held_summarizer), now=day(4)))
     await asyncio.wait_for(asked.wait(), 30)
-    await forget_user(await connect(), "acme", "ana")
+    await forget_user(await connect(), UserKey("acme", "ana"))
     answer.set()
     outcome = await asyncio.wait_for(running, 30)
     assert outcome.outcome == "failed" and outcome.reason == "members being forgotten"

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from memory_agent import ledger, llm
+from memory_agent import llm
 from memory_agent.consolidation import ConsolidationRunner
 from memory_agent.consolidation.guards import TenantBusy, claim_scheduler_run, tenant_slot
 from memory_agent.errors import ConfigurationError, SummarizationError
-from memory_agent.long_term import ItemOrigin, ItemScope, remember
+from memory_agent.long_term import ItemOrigin, ItemScope, ledger, remember
 from memory_agent.settings import MemorySettings, ModelPrice
 from tests.conftest import query
 from tests.consolidation.conftest import CountingModel, day, write_day

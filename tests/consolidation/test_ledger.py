@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
-from memory_agent import ledger, llm, with_memory
+from memory_agent import llm, with_memory
 from memory_agent.consolidation import ConsolidationRun, ConsolidationRunner, run_batch_summaries
 from memory_agent.db.backend import MemoryBackend
 from memory_agent.llm.offline import OfflineSummaryModel
@@ -20,6 +20,7 @@ from memory_agent.long_term import (
     ClusterSummaries,
     ItemOrigin,
     ItemScope,
+    ledger,
     offline_cluster_summarizer,
     refresh_clusters,
     remember,

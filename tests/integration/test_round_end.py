@@ -1,4 +1,4 @@
-"""The round end: one transaction in two round trips, all or nothing, and the summary claim recorded by the
+"""The round end: one transaction in one round trip, all or nothing, and the summary claim recorded by the
 statement that makes it (its outcome in round_metrics is the outcome the round returns)."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory_agent.conversation.messages import serialize_round
+from memory_agent.db.connector import rows_of
 from memory_agent.db.round_queries import StoredRound
+from memory_agent.db.round_rows import TriggerRule, saved_round
 from memory_agent.schemas.keys import DEFAULT_TENANT_ID, ConversationKey, default_user_id
 from tests.conftest import query
 from tests.support import GatedSummaryModel
@@ -66,7 +68,7 @@ async def test_the_metrics_row_records_the_outcome_the_round_returns(open_memory
 
 async def test_a_claim_lost_to_another_process_is_recorded_as_already_processing(open_memory, database_url):
     """The trigger rule read no summary in flight, but another process claimed the slot before this round's
-    metrics statement did: the unique index decides, and the round records what happened."""
+    statement claimed it: the unique index decides, and the round records what happened."""
     memory = await open_memory()
     for n in range(3):
         await one_round(memory, "lost", n)
@@ -86,7 +88,7 @@ async def test_a_claim_lost_to_another_process_is_recorded_as_already_processing
             waiting = query(
                 database_url,
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                ["%record_round_claim(%"],
+                ["%end_round(%"],
             )
             if waiting == [(1,)]:
                 break
@@ -104,9 +106,8 @@ async def test_a_claim_lost_to_another_process_is_recorded_as_already_processing
 async def traced_round_end(memory: Any, thread: str) -> tuple[Any, list[str], int]:
     """Round 4 of `thread` ended under a protocol trace, the summary it starts (if any) drained: the trigger result,
     the traced messages, and where the round end's messages end (they come first: the connection is the round
-    end's until COMMIT is answered). Asserts the round end is two round trips: BEGIN and end_round, then a Flush to
-    read end_round's row; the metrics statement and COMMIT, then a Sync (psycopg follows a Sync with a Flush, which
-    asks for nothing more)."""
+    end's until it is answered). Asserts the round end is one round trip: end_round, then a Sync (psycopg follows a
+    Sync with a Flush, which asks for nothing more): no Flush before it to read a reply."""
     user = HumanMessage("question 3")
     _, info = await memory.conversations.prepare_round(thread, [user])
     fd, path = tempfile.mkstemp(suffix=".trace")
@@ -123,20 +124,28 @@ async def traced_round_end(memory: Any, thread: str) -> tuple[Any, list[str], in
     end = messages.index("B ReadyForQuery")
     sent = [m for m in messages[:end] if m.startswith("F ")]
     waits = [m for i, m in enumerate(sent) if m == "F Sync" or (m == "F Flush" and sent[i - 1] != "F Sync")]
-    assert waits == ["F Flush", "F Sync"], messages[:end]
+    assert waits == ["F Sync"], messages[:end]
     return trigger, messages, end
 
 
-async def test_a_round_end_is_two_round_trips(open_memory):
+async def test_a_round_end_is_one_round_trip(open_memory, database_url):
     memory = await open_memory(model=GatedSummaryModel(), pool_min_size=1, pool_max_size=1)
     for n in range(3):
         await one_round(memory, "trips", n)
     trigger, messages, end = await traced_round_end(memory, "trips")
     assert trigger.outcome == "already_processing"  # the summary claimed at round 3 is gated
-    assert messages[:end].count("B CommandComplete") == 4  # BEGIN, end_round, the metrics statement, COMMIT
+    in_flight = "SELECT memory_id FROM memory WHERE conversation_id = 'trips' AND status = 'processing'"
+    assert [(trigger.memory_id,)] == query(database_url, in_flight)
+    assert messages[:end].count("B CommandComplete") == 1  # end_round alone: its own transaction
+    # The metrics row written by end_round records the round and the rule's outcome.
+    assert query(
+        database_url,
+        "SELECT round_number, first_sequence, last_sequence, trigger_outcome, latency_round_ms > 0 FROM round_metrics"
+        " WHERE conversation_id = 'trips' ORDER BY round_number DESC LIMIT 1",
+    ) == [(4, 6, 7, "already_processing", True)]
 
 
-async def test_a_round_end_that_starts_a_summary_is_two_round_trips(open_memory, database_url):
+async def test_a_round_end_that_starts_a_summary_is_one_round_trip(open_memory, database_url):
     """The claim's id and what the summary reads come back with COMMIT's reply (nothing is enqueued in the
     transaction by the inline executor), and the claim picks the row up: the summary needs no pick-up statement."""
     memory = await open_memory(pool_min_size=1, pool_max_size=1)
@@ -164,14 +173,16 @@ async def test_a_failure_inside_the_round_transaction_leaves_nothing(open_memory
 
     async def fail() -> None:
         async with backend.round_transaction() as conn:
-            saved, _ = await backend.end_round(
+            key = ConversationKey.of("atomic")
+            sent = await backend.end_round(
                 conn,
-                ConversationKey.of("atomic"),
+                key,
                 StoredRound(roles, contents, payloads),
                 holder=None,
-                window=14,
                 now=datetime.now(UTC),
+                rule=TriggerRule(window=14, summarize_after=5, min_new=1, timeout_s=300.0, pick_up=False),
             )
+            saved = saved_round(key.conversation_id, (await rows_of(sent))[0])
             assert saved is not None and saved.first_sequence == 2  # stored, inside the transaction
             if failure == "python":
                 raise RuntimeError("the caller failed after storing")

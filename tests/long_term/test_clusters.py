@@ -24,6 +24,7 @@ from memory_agent.long_term import (
     touched_clusters,
 )
 from memory_agent.long_term.cluster_text import offline_cluster_summary_text
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import execute, query
 from tests.long_term.conftest import at, items
 
@@ -56,7 +57,7 @@ async def allergy(conn, what: str, day: float, importance: float = 0.5):
 
 
 async def summaries(conn):
-    return [i for i in await list_items(conn, "acme", "alice") if i.is_summary]
+    return [i for i in await list_items(conn, UserKey("acme", "alice")) if i.is_summary]
 
 
 async def test_a_cluster_gets_its_summary_at_three_members_and_keeps_it_in_place(conn):
@@ -92,20 +93,22 @@ async def test_deleted_members_drop_out_and_below_three_the_summary_goes(conn):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin", "latex")):
         await allergy(conn, what, n)
     await refresh_cluster(conn, ALLERGIES, ClusterSummaries(offline_cluster_summarizer), now=at(5))
-    members = sorted((i.item_id, i.content) for i in await list_items(conn, "acme", "alice") if not i.is_summary)
+    members = sorted(
+        (i.item_id, i.content) for i in await list_items(conn, UserKey("acme", "alice")) if not i.is_summary
+    )
 
     report = await forget_item(
-        conn, "acme", "alice", members[1][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(6)
+        conn, UserKey("acme", "alice"), members[1][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(6)
     )
     (summary,) = await summaries(conn)
     assert report.items_deleted == (members[1][0],) and report.summaries_refreshed == (summary.item_id,)
     assert summary.content == "The user is allergic to peanuts, penicillin and latex"
 
     report = await forget_item(
-        conn, "acme", "alice", members[0][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(7)
+        conn, UserKey("acme", "alice"), members[0][0], summaries=ClusterSummaries(offline_cluster_summarizer), now=at(7)
     )
     assert report.summaries_deleted == (summary.item_id,) and await summaries(conn) == []
-    assert [i.content for i in await list_items(conn, "acme", "alice")] == [m[1] for m in members[2:]]
+    assert [i.content for i in await list_items(conn, UserKey("acme", "alice"))] == [m[1] for m in members[2:]]
 
 
 @pytest.mark.parametrize(
@@ -202,8 +205,10 @@ async def test_summaries_are_a_view_of_the_present(conn):
     for n, what in enumerate(("peanuts", "shellfish", "penicillin")):
         await allergy(conn, what, n)
     await refresh_cluster(conn, ALLERGIES, ClusterSummaries(offline_cluster_summarizer), now=at(3))
-    assert len(await list_items(conn, "acme", "alice")) == 4
-    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(include_summaries=False))) == 3
+    assert len(await list_items(conn, UserKey("acme", "alice"))) == 4
+    assert len(await list_items(conn, UserKey("acme", "alice"), where=ItemFilter(include_summaries=False))) == 3
     # As of a date the members were held, the summary (refreshed in place, so of no fixed date) is not read.
-    assert all(not i.is_summary for i in await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(10))))
-    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(10)))) == 3
+    assert all(
+        not i.is_summary for i in await list_items(conn, UserKey("acme", "alice"), where=ItemFilter(as_of=at(10)))
+    )
+    assert len(await list_items(conn, UserKey("acme", "alice"), where=ItemFilter(as_of=at(10)))) == 3

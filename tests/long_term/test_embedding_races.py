@@ -18,6 +18,7 @@ from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, forget_item, remember
 from memory_agent.long_term.embedders import HashingEmbeddings
 from memory_agent.long_term.embeddings import index_items
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import execute, query
 from tests.long_term.conftest import at, items
 from tests.long_term.test_forget import rounds
@@ -123,7 +124,7 @@ async def test_an_item_forgotten_while_its_batch_is_embedded_costs_its_own_vecto
     embedder = HeldEmbeddings(canary)
 
     async def forget_the_second() -> None:
-        report = await forget_item(await connect(), "acme", "ana", ids[1])
+        report = await forget_item(await connect(), UserKey("acme", "ana"), ids[1])
         assert report.items_deleted == (ids[1],)
 
     written = await embedded_while(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
+import psycopg
 from langchain_core.messages import HumanMessage
 from psycopg import sql
 
@@ -24,6 +25,7 @@ from memory_agent.long_term import (
     remember,
     touched_clusters,
 )
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 from tests.support import EchoChat
@@ -113,7 +115,7 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
         await refresh_clusters(
             conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(day)
         )
-    (summary,) = [i for i in await list_items(conn, "default", "ana") if i.is_summary]
+    (summary,) = [i for i in await list_items(conn, UserKey("default", "ana")) if i.is_summary]
     assert canary in summary.content and len(summary.source_item_ids) == 4
     assert set(tables_holding(database_url, canary)) >= {
         "messages.content",
@@ -124,14 +126,18 @@ async def test_canary_forget_conversation_leaves_no_trace_in_any_column(open_mem
     }
 
     report = await forget_conversation(
-        conn, "default", "ana", "secret-thread", summaries=ClusterSummaries(offline_cluster_summarizer), now=at(3)
+        conn,
+        UserKey("default", "ana"),
+        "secret-thread",
+        summaries=ClusterSummaries(offline_cluster_summarizer),
+        now=at(3),
     )
     assert report.conversations_deleted == ("secret-thread",) and len(report.items_deleted) == 1
     assert report.summaries_refreshed == (summary.item_id,)
     assert tables_holding(database_url, canary) == []
 
     # What the user also said elsewhere stays, with that lineage only; the summary speaks of what is left.
-    held = {i.content: i for i in await list_items(conn, "default", "ana")}
+    held = {i.content: i for i in await list_items(conn, UserKey("default", "ana"))}
     assert held["The user lives in Lisbon"].sources and all(
         s.conversation_id == "other-thread" for s in held["The user lives in Lisbon"].sources
     )
@@ -157,10 +163,10 @@ async def test_forget_without_a_summarizer_deletes_the_summaries_it_touched(conn
             conn, touched_clusters(outcomes), ClusterSummaries(offline_cluster_summarizer), now=at(n)
         )
     assert "items.content" in tables_holding(database_url, canary)
-    report = await forget_conversation(conn, "t", "ana", "c1")
+    report = await forget_conversation(conn, UserKey("t", "ana"), "c1")
     assert len(report.summaries_deleted) == 1 and report.conversations_deleted == ()
     assert tables_holding(database_url, canary) == []
-    assert sorted(i.content for i in await list_items(conn, "t", "ana")) == [
+    assert sorted(i.content for i in await list_items(conn, UserKey("t", "ana"))) == [
         "The user is allergic to latex",
         "The user is allergic to peanuts",
         "The user is allergic to shellfish",
@@ -191,11 +197,11 @@ async def test_forgetting_a_summary_forgets_what_it_stands_for(conn):
         now=at(4),
         items=items(facts=[("home_city", "The user lives in Lisbon")]),
     )
-    (summary,) = [i for i in await list_items(conn, "t", "ana") if i.is_summary]
-    report = await forget_item(conn, "t", "ana", summary.item_id)
+    (summary,) = [i for i in await list_items(conn, UserKey("t", "ana")) if i.is_summary]
+    report = await forget_item(conn, UserKey("t", "ana"), summary.item_id)
     assert report.summaries_deleted == (summary.item_id,) and len(report.items_deleted) == 3
-    assert [i.content for i in await list_items(conn, "t", "ana")] == ["The user lives in Lisbon"]
-    assert (await forget_item(conn, "t", "ana", 10**9)).items_deleted == ()
+    assert [i.content for i in await list_items(conn, UserKey("t", "ana"))] == ["The user lives in Lisbon"]
+    assert (await forget_item(conn, UserKey("t", "ana"), 10**9)).items_deleted == ()
 
 
 async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database_url, conn):
@@ -222,11 +228,11 @@ async def test_forget_user_erases_the_user_and_nobody_else(open_memory, database
         now=at(0),
     )
 
-    report = await forget_user(conn, "t", "ana")
+    report = await forget_user(conn, UserKey("t", "ana"))
     assert report.conversations_deleted == ("ana-1",) and len(report.items_deleted) == 1
     assert tables_holding(database_url, "Lisbon") == []
-    assert [i.content for i in await list_items(conn, "t", "bob")] == ["The user lives in Porto"]
-    assert [i.content for i in await list_items(conn, "t2", "ana")] == ["The user lives in Faro"]
+    assert [i.content for i in await list_items(conn, UserKey("t", "bob"))] == ["The user lives in Porto"]
+    assert [i.content for i in await list_items(conn, UserKey("t2", "ana"))] == ["The user lives in Faro"]
     assert query(database_url, "SELECT conversation_id FROM conversations") == [("bob-1",)]
 
 
@@ -240,7 +246,7 @@ async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
     try:
         async with conn.transaction():  # the caller's transaction, which dies before it commits
             report = await forget_conversation(
-                conn, "t", "ana", "c1", summaries=ClusterSummaries(offline_cluster_summarizer)
+                conn, UserKey("t", "ana"), "c1", summaries=ClusterSummaries(offline_cluster_summarizer)
             )
             assert len(report.items_deleted) == 3 and len(report.summaries_deleted) == 1
             raise Crash
@@ -248,3 +254,30 @@ async def test_a_forget_that_fails_midway_erases_nothing(conn, database_url):
         pass
     assert query(database_url, "SELECT item_id, content FROM items ORDER BY item_id") == before
     assert query(database_url, "SELECT count(*) FROM item_sources") == [(3,)]
+
+
+class CountingCursor(psycopg.AsyncCursor[Any]):
+    """A cursor that notes every statement it runs (the connector runs each named statement through one)."""
+
+    statements: ClassVar[list[str]] = []
+
+    async def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        CountingCursor.statements.append(query if isinstance(query, str) else repr(query))
+        return await super().execute(query, params, **kwargs)
+
+
+async def test_forget_user_runs_the_same_statements_however_many_conversations(open_memory, conn):
+    memory = await open_memory(model=OfflineSummaryModel())
+    app = with_memory(EchoChat().graph, memory)
+    for thread in ("one-1", "many-1", "many-2", "many-3", "many-4", "many-5"):
+        await rounds(app, thread, ["I live in Lisbon."], user=thread.split("-")[0], tenant="t")
+    assert await memory.drain(timeout=10)
+    conn.cursor_factory = CountingCursor
+    counts = {}
+    for user in ("one", "many"):
+        CountingCursor.statements = []
+        report = await forget_user(conn, UserKey("t", user))
+        counts[user] = len(CountingCursor.statements)
+        assert len(report.conversations_deleted) == (1 if user == "one" else 5)
+    # One set of statements for the user, not two more for each of their conversations.
+    assert counts["many"] == counts["one"], counts

@@ -8,7 +8,7 @@ import pytest
 from memory_agent import InvalidInputError
 from memory_agent.conversation.identity import MAX_IDENTITY_BYTES, validate_identity, validate_user_id
 from memory_agent.long_term import ItemOrigin, ItemScope, list_items, remember
-from memory_agent.schemas.keys import ConversationKey
+from memory_agent.schemas.keys import ConversationKey, UserKey
 from tests.conftest import query
 from tests.long_term.conftest import T0, items
 
@@ -37,7 +37,7 @@ async def test_an_id_a_round_accepts_the_long_term_tier_accepts(conn, database_u
         source=ItemOrigin(conversation_id=None, memory_id=None),
         now=T0,
     )
-    assert [item.content for item in await list_items(conn, tenant_id=user_id, user_id=user_id)] == [
+    assert [item.content for item in await list_items(conn, UserKey.checked(user_id, user_id))] == [
         "The user lives in Lyon"
     ]
     assert query(database_url, "SELECT count(*) FROM items WHERE user_id = %s", (user_id,)) == [(1,)]
@@ -58,7 +58,7 @@ async def test_an_id_a_round_refuses_the_long_term_tier_refuses_alike(conn, data
         )
     assert str(by_long_term.value) == str(by_round.value)
     with pytest.raises(InvalidInputError):
-        await list_items(conn, tenant_id=user_id, user_id="alice")
+        await list_items(conn, UserKey.checked(user_id, "alice"))
     assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
 
 

@@ -17,6 +17,7 @@ from memory_agent.long_term import (
     set_tenant,
     tenant_transaction,
 )
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 
@@ -40,10 +41,10 @@ async def seed(conn) -> None:
 
 async def test_reads_are_scoped_by_tenant_and_user(conn):
     await seed(conn)
-    assert {i.content for i in await list_items(conn, "A", "alice")} >= {"The user lives in Lisbon"}
-    assert "The user lives in Faro" not in {i.content for i in await list_items(conn, "A", "alice")}
-    assert {i.tenant_id for i in await list_items(conn, "B", "alice")} == {"B"}
-    assert await list_items(conn, "A", "bob") == []
+    assert {i.content for i in await list_items(conn, UserKey("A", "alice"))} >= {"The user lives in Lisbon"}
+    assert "The user lives in Faro" not in {i.content for i in await list_items(conn, UserKey("A", "alice"))}
+    assert {i.tenant_id for i in await list_items(conn, UserKey("B", "alice"))} == {"B"}
+    assert await list_items(conn, UserKey("A", "bob")) == []
 
 
 async def test_a_non_owner_role_for_tenant_a_reads_nothing_of_tenant_b(conn, app_role, database_url):
@@ -52,7 +53,7 @@ async def test_a_non_owner_role_for_tenant_a_reads_nothing_of_tenant_b(conn, app
         await app.execute("SET search_path TO memory_agent, public")
         # No tenant named: nothing at all.
         assert await (await app.execute("SELECT count(*) FROM items")).fetchone() == (0,)
-        assert await list_items(app, "A", "alice") == []
+        assert await list_items(app, UserKey("A", "alice")) == []
         with pytest.raises(InvalidInputError, match="open transaction"):
             await set_tenant(app, "A")
 
@@ -60,11 +61,13 @@ async def test_a_non_owner_role_for_tenant_a_reads_nothing_of_tenant_b(conn, app
             tenants = await (await app.execute("SELECT DISTINCT tenant_id FROM items")).fetchall()
             sources = await (await app.execute("SELECT DISTINCT tenant_id FROM item_sources")).fetchall()
             assert tenants == [("A",)] and sources == [("A",)]
-            assert await list_items(app, "B", "bob") == [] and await list_items(app, "B", "alice") == []
-            assert len(await list_items(app, "A", "alice")) == 4
+            assert (
+                await list_items(app, UserKey("B", "bob")) == [] and await list_items(app, UserKey("B", "alice")) == []
+            )
+            assert len(await list_items(app, UserKey("A", "alice"))) == 4
             assert {c.tenant_id for c in await pending_clusters(app)} == {"A"}
             # Writes and erasures of tenant B are refused or find nothing.
-            assert (await forget_user(app, "B", "bob")).items_deleted == ()
+            assert (await forget_user(app, UserKey("B", "bob"))).items_deleted == ()
             await remember(
                 app,
                 scope=ItemScope(tenant_id="A", user_id="alice"),

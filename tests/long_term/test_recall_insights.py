@@ -14,6 +14,7 @@ from memory_agent.evaluation import store_conversation
 from memory_agent.long_term.forget import forget_user
 from memory_agent.long_term.lineage import Lineage
 from memory_agent.long_term.recall import RecallSettings, recall
+from memory_agent.schemas.keys import UserKey
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 from tests.long_term.test_forget import tables_holding
 
@@ -122,7 +123,7 @@ async def test_forget_user_erases_the_notes_and_recall_no_longer_finds_them(conn
     await write_note(conn, period="daily", start=date(2025, 3, 4), insights=[MARATHON])
     await write_note(conn, period="weekly", start=date(2025, 3, 3), insights=["Bob plays chess"], user_id="bob")
 
-    await forget_user(conn, TENANT, USER)
+    await forget_user(conn, UserKey(TENANT, USER))
 
     result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Lisbon marathon")
     assert insights_of(result) == []

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from memory_agent.errors import ConversationOwnerError
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import forget_user, release_threads, tenant_transaction
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import query
 from tests.long_term.test_forget import tables_holding
 
@@ -54,7 +55,7 @@ async def test_an_erasure_stopped_before_its_threads_were_released_is_finished_b
     await one_round(memory, "b1", "I live in Porto.", "ben")
     # The erasure's transaction commits; the process stops before release_threads.
     async with memory.backend.connection() as conn, tenant_transaction(conn, "acme"):
-        await forget_user(conn, "acme", "ana")
+        await forget_user(conn, UserKey("acme", "ana"))
     assert rows_of(database_url, "ana") == {"conversation_owners": 2}
     assert tables_holding(database_url, "Lisbon") == []
     # The thread is still ana's: nobody else takes it, and nothing of ana's is read through it.
@@ -74,10 +75,10 @@ async def test_a_thread_used_again_since_the_erasure_stays_its_users(open_memory
     memory = await open_memory(model=OfflineSummaryModel())
     await one_round(memory, "t1", "I live in Lisbon.", "ana")
     async with memory.backend.connection() as conn, tenant_transaction(conn, "acme"):
-        await forget_user(conn, "acme", "ana")
+        await forget_user(conn, UserKey("acme", "ana"))
     await one_round(memory, "t1", "I moved to Faro.", "ana")
     _, running = await memory.conversations.prepare_round("t2", [HumanMessage("Hi.")], user_id="ana", tenant_id="acme")
-    assert await memory.loop.arun(release_threads(memory.backend.connection, "acme", "ana")) == ()
+    assert await memory.loop.arun(release_threads(memory.backend.connection, UserKey("acme", "ana"))) == ()
     await memory.conversations.finish_round("t2", [HumanMessage("Hi."), AIMessage("Hello.")], running)
     assert rows_of(database_url, "ana")["conversation_owners"] == 2
     assert await memory.delete_conversation("t1", user_id="ana", tenant_id="acme") is True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 
 from memory_agent.long_term import ItemOrigin, ItemScope, list_items, remember
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import query
 from tests.long_term.conftest import at, items
 
@@ -27,7 +28,7 @@ async def test_extensions_serve_every_schema_of_the_database(open_memory, databa
             now=at(0),
             items=items(facts=[("home_city", "The user lives in Lisbon")]),
         )
-        assert [i.content for i in await list_items(conn, "t", "u")] == ["The user lives in Lisbon"]
+        assert [i.content for i in await list_items(conn, UserKey("t", "u"))] == ["The user lives in Lisbon"]
         assert (await (await conn.execute("SELECT similarity('Lisbon', 'Lisboa') > 0.3")).fetchone()) == (True,)
     assert query(database_url, "SELECT count(*) FROM memory_agent.items") == [(0,)]
 

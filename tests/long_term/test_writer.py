@@ -10,6 +10,7 @@ import pytest
 
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term import ItemFilter, ItemOrigin, ItemScope, item_history, list_items, remember
+from memory_agent.schemas.keys import UserKey
 from tests.conftest import query
 from tests.long_term.conftest import T0, at, items
 
@@ -46,7 +47,7 @@ async def test_the_same_statement_100_times_is_one_row(conn, database_url):
         assert [o.outcome for o in outcomes] == (["inserted"] if n == 0 else ["unchanged"])
     rows = query(database_url, "SELECT count(*), max(importance)::float8 FROM items")
     assert rows == [(1, pytest.approx(0.599, abs=1e-3))]
-    (item,) = await list_items(conn, "acme", "alice")
+    (item,) = await list_items(conn, UserKey("acme", "alice"))
     assert len(item.sources) == 100 and {s.conversation_id for s in item.sources} == {f"c{i}" for i in range(7)}
 
 
@@ -60,9 +61,9 @@ async def test_a_new_value_closes_the_previous_version_and_as_of_reads_the_past(
         ("The user lives in Paris", at(20), None),
     ]
     for day, city in ((-1, None), (0, "Lyon"), (9.9, "Lyon"), (10, "Berlin"), (25, "Paris")):
-        held = await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(day), key="home_city"))
+        held = await list_items(conn, UserKey("acme", "alice"), where=ItemFilter(as_of=at(day), key="home_city"))
         assert [i.content for i in held] == ([f"The user lives in {city}"] if city else [])
-    (current,) = await list_items(conn, "acme", "alice")
+    (current,) = await list_items(conn, UserKey("acme", "alice"))
     assert current.content == "The user lives in Paris" and current.is_current
     # Restating the current value changes nothing; restating an old one is a new version.
     assert [
@@ -88,7 +89,7 @@ async def test_only_the_same_key_is_ever_closed(conn):
     )
     outcomes = await say(conn, items(facts=[("home_city", "The user lives in Berlin")]), now=at(1))
     assert [(o.outcome, o.cluster.key) for o in outcomes] == [("superseded", "home_city")]
-    current = {(i.key, i.content) for i in await list_items(conn, "acme", "alice")}
+    current = {(i.key, i.content) for i in await list_items(conn, UserKey("acme", "alice"))}
     assert current == {
         ("home_city", "The user lives in Berlin"),
         ("allergies", "The user is allergic to peanuts"),
@@ -99,11 +100,13 @@ async def test_only_the_same_key_is_ever_closed(conn):
     await say(conn, items(preferences=[("home_city", "The user would rather live in Rome")]), now=at(2))
     await say(conn, items(facts=[("home_city", "The user lives in Oslo")]), now=at(2), project="p2")
     await say(conn, items(facts=[("home_city", "The user lives in Kyiv")]), now=at(2), environment="staging")
-    assert len(await list_items(conn, "acme", "alice", where=ItemFilter(key="home_city"))) == 4
+    assert len(await list_items(conn, UserKey("acme", "alice"), where=ItemFilter(key="home_city"))) == 4
     assert [
         i.content
         for i in await list_items(
-            conn, "acme", "alice", where=ItemFilter(item_type="fact", key="home_city", project="", environment="")
+            conn,
+            UserKey("acme", "alice"),
+            where=ItemFilter(item_type="fact", key="home_city", project="", environment=""),
         )
     ] == ["The user lives in Berlin"]
 
@@ -122,14 +125,14 @@ async def test_todos_close_when_done_and_decisions_accumulate(conn):
     assert done.outcome == "closed" and len(done.closed_item_ids) == 1
     (again,) = await say(conn, items(todos=[("todo_call_mom", "done: call mom")]), now=at(3))
     assert again.outcome == "nothing_to_close"
-    current = sorted((i.key, i.content) for i in await list_items(conn, "acme", "alice"))
+    current = sorted((i.key, i.content) for i in await list_items(conn, UserKey("acme", "alice")))
     assert current == [
         ("decisions", "Decided: ship on Fridays"),
         ("decisions", "Decided: use Postgres"),
         ("decisions", "Decided: write tests first"),
         ("todo_pay_rent", "Remind the user to pay rent"),
     ]
-    (was,) = await list_items(conn, "acme", "alice", where=ItemFilter(as_of=at(1), key="todo_call_mom"))
+    (was,) = await list_items(conn, UserKey("acme", "alice"), where=ItemFilter(as_of=at(1), key="todo_call_mom"))
     assert was.content == "Remind the user to call mom" and was.valid_to == at(2)
     # The todo can come back later: a new open version after the closed one.
     (reopened,) = await say(conn, items(todos=[("todo_call_mom", "Remind the user to call mom")]), now=at(4))
@@ -255,5 +258,5 @@ async def test_a_todo_said_done_in_the_users_words_closes(conn):
         [Statement(6, "user", "Remind me to water the plants."), Statement(8, "user", "done: water the plants")]
     )
     assert sorted(o.outcome for o in await say(conn, both, now=at(2))) == ["closed", "inserted"]
-    assert [i.content for i in await list_items(conn, "acme", "alice")] == ["Remind the user to buy milk"]
+    assert [i.content for i in await list_items(conn, UserKey("acme", "alice"))] == ["Remind the user to buy milk"]
     assert len(await item_history(conn, ItemScope("acme", "alice"), "todo", "todo_water_the_plants")) == 1

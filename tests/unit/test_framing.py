@@ -1,4 +1,4 @@
-"""The one quoting rule of stored text in the model's context (conversation/framing.py), over generated hostile turns:
+"""The one quoting rule of stored text in the model's context (schemas/framing.py), over generated hostile turns:
 whatever a recalled turn, item key or memory text holds, the frame it is injected in ends where the frame ends (no
 look-alike of `</long_term_memory>` or of `]` reaches the model), a line break in it cannot start a line that reads
 as another hit, and an ordinary block carries no backslash escape. Cuts fall after a word."""
@@ -170,7 +170,7 @@ def test_the_issue_example_is_cut_after_flights():
 
 
 def test_the_fast_path_misses_no_character_the_rule_changes():
-    from memory_agent.conversation import framing
+    from memory_agent.schemas import framing
 
     planes = [*range(0x80, 0x20000), *range(0xE0000, 0xE1000)]
     changed = [code for code in planes if framing._as_read(chr(code)) != chr(code)]

@@ -90,7 +90,7 @@ def test_round_memories_take_what_the_protocol_passes(implementation):
 # Every module of memory_agent is a unit here: a top-level module, or a sub-package with all its modules. A unit
 # not named below fails test_every_module_is_placed_in_a_layer, so a new module starts by choosing its layer.
 UNITS = {
-    "__init__", "__main__", "errors", "resources", "tracing", "settings", "schemas", "runtime", "tokens", "ledger", "llm", "db",
+    "__init__", "__main__", "errors", "resources", "tracing", "settings", "schemas", "runtime", "tokens", "llm", "db",
     "conversation", "long_term", "summarize", "jobs",
     "consolidation", "evaluation", "integrations", "observability", "service", "testing", "langgraph_server",
     "transfer",
@@ -111,7 +111,7 @@ def only(*allowed: str) -> tuple[str, ...]:
 # What each unit must not import (each package's __init__ docstring says the same): lower layers never reach up.
 FORBIDDEN = {
     # The base modules, below every package: errors, where the SQL and prompt files are, settings, the shared data
-    # shapes, the memory loop, the token estimate, the cost ledger.
+    # shapes, the memory loop, the token estimate.
     "errors": only(),
     "resources": only(),
     "tracing": only("errors"),  # spans through opentelemetry-api, for every tier
@@ -119,13 +119,13 @@ FORBIDDEN = {
     "schemas": only("errors"),
     "runtime": only("errors"),
     "tokens": only(),  # the one token estimate
-    "ledger": only("errors", "resources", "db", "schemas", "llm", "tokens", *SETTINGS),
     # The LLM call path (the call record, the counter, the default and offline models), under every caller.
     "llm": only("errors", "resources", "schemas", "tokens", *SETTINGS),
     # The tiers and what runs them.
     "db": ("conversation", "long_term", "summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
-    "conversation": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
-    "long_term": ("summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
+    # The two tiers never import each other: recall reaches the round start as a RoundRecaller the service wires.
+    "conversation": ("long_term", "summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
+    "long_term": ("conversation", "summarize", "jobs", "consolidation", "integrations", "observability", *TOP),
     "summarize": ("jobs", "consolidation", "integrations", "observability", *TOP),
     "consolidation": ("jobs", "conversation", "integrations", "observability", *TOP),
     "jobs": ("conversation", "summarize", "integrations", "observability", *TOP),
@@ -198,3 +198,19 @@ def test_lower_layers_never_import_higher_ones():
                 if any(module == f"memory_agent.{f}" or module.startswith(f"memory_agent.{f}.") for f in forbidden):
                     broken.append(f"{path.relative_to(root)} imports {module}")
     assert broken == []
+
+
+def test_no_two_units_import_each_other():
+    from pathlib import Path
+
+    import memory_agent
+
+    root = Path(memory_agent.__file__).parent
+    imports: dict[str, set[str]] = {}
+    for unit, paths in _units(root).items():
+        for path in paths:
+            for module in _imported_modules(path):
+                if module.startswith("memory_agent."):
+                    imports.setdefault(unit, set()).add(module.split(".")[1])
+    both = sorted((a, b) for a in imports for b in imports[a] if a < b and a in imports.get(b, set()))
+    assert both == []

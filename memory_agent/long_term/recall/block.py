@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from langchain_core.messages import SystemMessage
 
-from memory_agent.conversation.framing import quoted_label, quoted_line
 from memory_agent.long_term.recall.query_text import cut_at_word
+from memory_agent.schemas.framing import quoted_label, quoted_line
 from memory_agent.tokens import count_tokens
 
 Kind = Literal["turn", "item", "summary"]
@@ -180,7 +180,7 @@ def without_repeats(hits: Sequence[RecallHit]) -> list[RecallHit]:
 
 def format_hit(hit: RecallHit) -> str:
     """One hit as lines of the block. Stored text (the hit's, its neighbours', a thread id, an item key) is quoted
-    (conversation/framing.py): it holds no square bracket and no tag, and its line breaks are indented, so it can
+    (schemas/framing.py): it holds no square bracket and no tag, and its line breaks are indented, so it can
     neither end the block's frame nor start a line that reads as another hit."""
     text = quoted_line(hit.text)
     if hit.kind == "turn":

@@ -11,34 +11,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.messages import BaseMessage, HumanMessage
 
-from memory_agent import ledger
 from memory_agent.db.backend import MemoryBackend
+from memory_agent.long_term import ledger
 from memory_agent.long_term.recall.block import estimate_tokens, format_block
 from memory_agent.long_term.recall.search import RecallResult, recall
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.schemas.keys import ConversationKey, default_user_id
+from memory_agent.schemas.recall import absent_recall_metrics
+from memory_agent.schemas.recall import recall_query as recall_query
 
 logger = logging.getLogger("memory_agent")
-
-
-def recall_query(messages: Sequence[BaseMessage]) -> str:
-    """The text recall searches: the newest user message of the round (its text parts)."""
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            content = message.content
-            if isinstance(content, str):
-                return content.strip()
-            parts = [p if isinstance(p, str) else p.get("text", "") for p in content if isinstance(p, str | dict)]
-            return " ".join(part for part in parts if part).strip()
-    return ""
 
 
 @dataclass
@@ -76,20 +64,7 @@ class RoundRecall:
         """The round_metrics fields of recall (all null when the round did not recall)."""
         result = self.result
         if result is None:
-            return {
-                "query": query if self.error is not None else None,
-                "fts_hits": None,
-                "trgm_hits": None,
-                "used_fallback": None,
-                "recall_path": None,
-                "context_items": None,
-                "estimated_tokens": None,
-                "recall_truncated": None,
-                "latency_retrieval_ms": self.latency_ms,
-                "recall_status": None,
-                "recall_block": None,
-                "recall_hits": None,
-            }
+            return absent_recall_metrics(query if self.error is not None else None, self.latency_ms)
         return {
             "query": result.query,
             "fts_hits": result.fts_hits,
@@ -154,3 +129,22 @@ async def round_recall(
         )
     status = "over_budget" if budget.over else None
     return RoundRecall(result, None, (time.perf_counter() - started) * 1000, status)
+
+
+@dataclass(frozen=True)
+class LongTermRecall:
+    """Recall at round start as the service hands it to the round (schemas.recall.RoundRecaller): the user's
+    long-term memory and other conversations, within the tenant's cost ceiling."""
+
+    backend: MemoryBackend
+    settings: RecallSettings | None  # None: recall is off
+    cost_ceiling: float | None = None
+    embedder: Embeddings | None = None
+
+    def recalls(self, key: ConversationKey, query: str) -> bool:
+        return recalls(key, query, self.settings)
+
+    async def __call__(self, key: ConversationKey, query: str, now: datetime) -> RoundRecall:
+        return await round_recall(
+            self.backend, key, query, self.settings, cost_ceiling=self.cost_ceiling, now=now, embedder=self.embedder
+        )

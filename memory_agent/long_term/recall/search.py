@@ -28,10 +28,9 @@ from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection, sql
 
 from memory_agent import resources
-from memory_agent.conversation.messages import storable_text
-from memory_agent.db.connector import fetch_all
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.embeddings import model_name, vectors_available
+from memory_agent.long_term.queries import QUERIES as Q
 from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
 from memory_agent.long_term.recall.dated import with_date_boost
 from memory_agent.long_term.recall.hybrid import (
@@ -52,6 +51,7 @@ from memory_agent.long_term.recall.query_text import (
 )
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
+from memory_agent.schemas.text import storable_text
 from memory_agent.tracing import traced_recall
 
 RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
@@ -266,9 +266,8 @@ async def source_turns(
     """The stored turns behind a hit (its provenance re-expanded), only ever the user's own."""
     if not hit.sources:
         return []
-    return await fetch_all(
+    return await Q.recall_source_turns(
         conn,
-        "recall_source_turns",
         {
             "tenant_id": tenant_id,
             "user_id": user_id,

@@ -11,15 +11,15 @@ from memory_agent.errors import ConfigurationError
 from memory_agent.settings import RecallSettings
 
 if TYPE_CHECKING:  # query_text.py, imported early by long_term/, brings this package in before db/ is ready
-    from memory_agent.db.backend import MemoryBackend
+    from memory_agent.long_term.queries import LongTermQueries
 
 __all__ = ["RecallSettings", "check_recall_settings"]
 
 
-async def check_recall_settings(backend: MemoryBackend, settings: RecallSettings) -> None:
+async def check_recall_settings(queries: LongTermQueries, settings: RecallSettings) -> None:
     """At open: the text-search configuration exists on the server (a typo would otherwise fail every recall)."""
     try:
-        await backend.fetch_one("check_text_search_config", {"config": settings.text_search_config})
+        await queries.check_text_search_config(settings.text_search_config)
     except psycopg.errors.UndefinedObject as exc:
         raise ConfigurationError(
             f"MEMORY_AGENT_RECALL_TEXT_SEARCH_CONFIG (got {settings.text_search_config!r}): the server has no such "

@@ -9,8 +9,8 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection, sql
 
-from memory_agent.db.connector import execute_query, fetch_all
 from memory_agent.errors import ConfigurationError
+from memory_agent.long_term.queries import QUERIES as Q
 from memory_agent.long_term.recall.settings import RecallSettings
 
 _STORED_CONFIGS = ("english", "pg_catalog.english")
@@ -41,9 +41,8 @@ async def in_recall_transaction(
             await stack.enter_async_context(conn.pipeline())
             if not conn.autocommit:
                 await stack.enter_async_context(conn.transaction())
-            await execute_query(conn, "recall_settings", settings_params)
             # Prepared at once: the generic plan is made once per connection and reused.
-            return await fetch_all(conn, statement, params, prepare=stored)
+            return await Q.recall_rows(conn, settings_params, statement, params, stored)
     except psycopg.errors.UndefinedObject as exc:
         raise ConfigurationError(
             f"recall cannot use text search configuration {settings.text_search_config!r} "

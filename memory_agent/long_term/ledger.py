@@ -10,7 +10,8 @@ without an answer records nothing: no usage is known.
 
 Model code has no SQL: it notes each answer's usage in the CallLog of the job it runs in (llm/calls.py), and the
 job writes the log with record_calls.
-May import: errors, db.connector, settings, llm/. Imported by summarize/, consolidation/, conversation/.
+Its statements are LongTermQueries'. May import: errors, settings, llm/, tokens, this package's queries. Imported by
+summarize/, consolidation/, and recall at round start.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from typing import Any
 import psycopg
 from langchain_core.messages import BaseMessage
 
-from memory_agent.db.connector import execute_query, fetch_one
 from memory_agent.errors import InvalidInputError
 from memory_agent.llm.calls import PURPOSES, CallLog, LLMCall, Purpose
+from memory_agent.long_term.queries import QUERIES as Q
 from memory_agent.settings import ModelPrice
 from memory_agent.tokens import count_tokens
 
@@ -93,9 +94,9 @@ async def record_calls(
         return Decimal(0)
     params = call_params(tenant_id, user_id, calls, now=now, prices=prices)
     if reservation is not None and reservation.reservation_id is not None:
-        await execute_query(conn, "settle_budget", {**params, "reservation_id": reservation.reservation_id})
+        await Q.settle_budget(conn, {**params, "reservation_id": reservation.reservation_id})
     else:
-        await execute_query(conn, "record_llm_calls", params)
+        await Q.record_llm_calls(conn, params)
     return params["cost"]
 
 
@@ -154,9 +155,8 @@ async def reserve(
     tenant's month row stays locked until the transaction ends."""
     if ceiling is None:
         return Reservation(tenant_id, None, amount)
-    row = await fetch_one(
+    row = await Q.reserve_budget(
         conn,
-        "reserve_budget",
         {
             "tenant_id": tenant_id,
             "now": now,
@@ -176,9 +176,7 @@ async def release(conn: psycopg.AsyncConnection[Any], reservation: Reservation) 
     if reservation.reservation_id is None:
         return
     try:
-        await execute_query(
-            conn, "release_budget", {"tenant_id": reservation.tenant_id, "reservation_id": reservation.reservation_id}
-        )
+        await Q.release_budget(conn, {"tenant_id": reservation.tenant_id, "reservation_id": reservation.reservation_id})
     except Exception as exc:
         logger.warning(
             "Cost reservation %s of %s not released: %s", reservation.reservation_id, reservation.tenant_id, exc
@@ -187,7 +185,7 @@ async def release(conn: psycopg.AsyncConnection[Any], reservation: Reservation) 
 
 async def tenant_spend(conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime) -> Decimal:
     """What memory_agent's calls cost the tenant in the calendar month (UTC) of `now`."""
-    row = await fetch_one(conn, "tenant_month_spend", {"tenant_id": tenant_id, "now": now})
+    row = await Q.tenant_month_spend(conn, tenant_id, now)
     return Decimal(row["cost"]) if row else Decimal(0)
 
 
