@@ -1,5 +1,6 @@
 """The layout measures of tools/layout.py that hold today (issue "one seam per concern"): a small service surface,
-a short README, short modules. The others (who runs statements, mixins, package cycles) join as they hold."""
+a short README, short modules, one statement-running module per package outside db/, no package cycles. The
+others (the number of statement-running modules in all, mixins) join as they hold."""
 
 from __future__ import annotations
 
@@ -35,6 +36,17 @@ def test_the_readme_stays_short():
 
 def test_no_module_is_over_320_lines():
     assert layout.long_modules() == {}
+
+
+def test_at_most_one_module_per_package_outside_db_runs_statements():
+    crowded = {
+        unit: modules for unit, modules in layout.statement_modules().items() if unit != "db" and len(modules) > 1
+    }
+    assert crowded == {}
+
+
+def test_no_two_packages_import_each_other():
+    assert layout.import_cycles() == []
 
 
 def test_the_checker_sees_what_it_measures(tmp_path):
