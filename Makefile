@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo lint docs test bench clean
+.PHONY: install demo lint docs layout test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("memory_agent needs Python 3.11+") if sys.version_info < (3, 11) else None'
@@ -43,6 +43,10 @@ lint: $(STAMP)
 # (Not --quiet: mkdocs 1.6 then no longer counts warnings, and --strict passes whatever they say.)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
+
+# The layout's measures (who runs statements, mixins, package cycles, the service's surface, long modules).
+layout: $(STAMP)
+	$(BIN)/python tools/layout.py
 
 test: lint docs
 	$(BIN)/python -m pytest -q

@@ -41,7 +41,7 @@ from memory_agent.long_term import (
     touched_clusters,
 )
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems
-from memory_agent.service.memory import MemoryService
+from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 
 LOADS = (("replay", False), ("replay", True), ("offline", True))

@@ -414,7 +414,7 @@ async def recall_latency(
 
 def render_round_start(cost: dict[str, Any]) -> list[str]:
     labels = {"off": "recall off", "none": "recall, no embedder", "e5": "recall, bundled e5"}
-    lines = [f"- MemoryService.prepare_round, {cost['rounds_per_variant']} rounds each, interleaved:"]
+    lines = [f"- memory.conversations.prepare_round, {cost['rounds_per_variant']} rounds each, interleaved:"]
     for name, figure in cost["figures"].items():
         added = cost["added_p95_ms"].get(name)
         more = f"; added p95 {added:.2f} ms" if added is not None else ""

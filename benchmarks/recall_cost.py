@@ -1,4 +1,4 @@
-"""What recall adds to a round start, measured as a user meets it: `MemoryService.prepare_round` (lease, memory +
+"""What recall adds to a round start, measured as a user meets it: `memory.conversations.prepare_round` (lease, memory +
 gap, context built) of a conversation whose user has 10,000 items, 5,000 turns and two years of notes, by three
 services on the same database in the same run, taking turns: recall off, recall on with no embedder, recall on
 with the bundled e5 (its query embedded in the round, as configured). Added p95 = p95 with recall - p95 without.
@@ -99,11 +99,13 @@ async def round_start_cost(
                 message = HumanMessage(query, id=str(uuid.uuid4()))
                 process_cpu, server_cpu = time.process_time(), _server_cpu_s(pids)
                 started = time.perf_counter()
-                _, info = await service.prepare_round(conversation, [message], user_id=user, tenant_id=TENANT)
+                _, info = await service.conversations.prepare_round(
+                    conversation, [message], user_id=user, tenant_id=TENANT
+                )
                 elapsed = (time.perf_counter() - started) * 1000
                 cpu[name][0] += time.process_time() - process_cpu
                 cpu[name][1] += _server_cpu_s(pids) - server_cpu
-                await service.release_round(info)
+                await service.conversations.release_round(info)
                 if i < warm:
                     continue
                 samples[name].append(elapsed)

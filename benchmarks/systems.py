@@ -208,12 +208,12 @@ class MemoryAgentSystem(System):
                     )
 
         await self.memory.loop.arun(store())
-        await self.memory.trigger_summarization_if_needed(thread_id, n_messages - 3)
+        await self.memory.conversations.trigger_summarization_if_needed(thread_id, n_messages - 3)
         await self.drain()
 
     async def load(self, thread_id: str) -> None:
-        _, info = await self.memory.prepare_round(thread_id, [HumanMessage(user_message(10**6))])
-        await self.memory.release_round(info)  # a load without its round end: give the conversation back
+        _, info = await self.memory.conversations.prepare_round(thread_id, [HumanMessage(user_message(10**6))])
+        await self.memory.conversations.release_round(info)  # a load without its round end: give the conversation back
 
     async def query(self, sql: str, params: Any) -> list[dict[str, Any]]:
         async def run() -> list[dict[str, Any]]:

@@ -56,7 +56,7 @@ def main(turns: list[str] | None = None, thread_id: str = "chat-app-demo") -> li
             replies.append(result["messages"][-1].text)
             print(f"you> {text}\nbot> {replies[-1]}\n")
         memory.call_sync(memory.drain(timeout=60))  # let the last summary finish before closing
-        for version in memory.call_sync(memory.get_memory_history(thread_id)):
+        for version in memory.call_sync(memory.conversations.get_memory_history(thread_id)):
             print(
                 f"memory {version.memory_id} ({version.status}) covers sequences "
                 f"{version.start_sequence}-{version.end_sequence}"

@@ -64,7 +64,7 @@ async def memory_history(thread_id: str, request: Request) -> list[dict[str, Any
     """Every memory version of the conversation, oldest first (the audit trail)."""
     memory: MemoryService = request.app.state.memory
     try:
-        versions = await memory.get_memory_history(thread_id)
+        versions = await memory.conversations.get_memory_history(thread_id)
     except InvalidInputError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
     return [

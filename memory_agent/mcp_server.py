@@ -109,7 +109,7 @@ def build_server(memory: MemoryService, identity: Identity) -> MCPServer:
         if not 1 <= limit <= 50:
             raise ToolError(f"limit must be between 1 and 50, got {limit!r}")
         found = await guarded(
-            lambda: memory.recall_result(user, query, tenant_id=tenant, limit=limit, recent_fallback=False)
+            lambda: memory.long_term.recall(user, query, tenant_id=tenant, limit=limit, recent_fallback=False)
         )
         hits = [
             {
@@ -135,7 +135,7 @@ def build_server(memory: MemoryService, identity: Identity) -> MCPServer:
         `item_type`: fact | preference | decision | todo | entity. Returns the item's id and what happened."""
         user, tenant = await whose(ctx, user_id)
         outcome = await guarded(
-            lambda: memory.remember(
+            lambda: memory.long_term.remember(
                 user, content, tenant_id=tenant, key=key, item_type=item_type, importance=importance
             )
         )
@@ -150,7 +150,7 @@ def build_server(memory: MemoryService, identity: Identity) -> MCPServer:
         user, tenant = await whose(ctx, user_id)
         if not 1 <= item_id <= MAX_ITEM_ID:
             raise ToolError(f"item_id must be an item's id (a positive integer as list_memories shows), got {item_id}")
-        report = await guarded(lambda: memory.forget_item(user, item_id, tenant_id=tenant))
+        report = await guarded(lambda: memory.long_term.forget_item(user, item_id, tenant_id=tenant))
         if not report.items_deleted:
             raise ToolError(f"no item {item_id} of this user: nothing erased")
         return json.dumps(
@@ -167,7 +167,7 @@ def build_server(memory: MemoryService, identity: Identity) -> MCPServer:
     async def list_memories(ctx: Context, user_id: str | None = None) -> str:
         """The user's current long-term items (cluster summaries included), most important first."""
         user, tenant = await whose(ctx, user_id)
-        items = await guarded(lambda: memory.list_items(user, tenant_id=tenant))
+        items = await guarded(lambda: memory.long_term.list_items(user, tenant_id=tenant))
         return json.dumps([_item(item) for item in items], ensure_ascii=False)
 
     return server

@@ -4,7 +4,7 @@ By default (event_loop "own") it runs on a thread of its own: the same MemorySer
 script, `ainvoke` from any event loop (FastAPI's included), and summarizer work (HTTP, parsing) does not run on
 the application's loop. Every round then makes two trips between threads (its start and its end), and the two
 threads take turns at the interpreter lock. With event_loop "caller" it is the loop that ran `aopen()`: a round
-awaited on that loop runs its statements there, with no trip (about 8 % less round time, measured), and calls
+awaited on that loop runs its statements there, with no trip (measured: docs/measurements/code.md), and calls
 from other threads or loops travel to it as they would to the own thread, while it runs.
 PeriodicTask: background steps every few seconds on that loop (the inline sweep, the young tables' statistics).
 """
@@ -94,8 +94,8 @@ class MemoryLoop:
         (commit and dispatch) even when the request that started it is cancelled.
 
         A round makes two of these trips (start, end), so they carry no concurrent.futures.Future: the task is
-        started on the memory loop and settles a future of the caller's loop directly (~30 µs of the ~120 µs
-        that `run_coroutine_threadsafe` + `wrap_future` cost a trip, measured).
+        started on the memory loop and settles a future of the caller's loop directly, cheaper than
+        `run_coroutine_threadsafe` + `wrap_future` (docs/measurements/code.md).
         """
         caller = asyncio.get_running_loop()
         if caller is self.loop:

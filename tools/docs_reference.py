@@ -387,7 +387,8 @@ def _signature(obj: Any) -> str:
 def public_names() -> list[tuple[str, Any]]:
     import memory_agent
 
-    return [(name, getattr(memory_agent, name)) for name in memory_agent.__all__]
+    names = [*memory_agent.__all__, *sorted(memory_agent.DESIGN_NAMES)]
+    return [(name, getattr(memory_agent, name)) for name in names]
 
 
 def _members(klass: type) -> Iterator[tuple[str, Any]]:
@@ -402,6 +403,29 @@ def _members(klass: type) -> Iterator[tuple[str, Any]]:
             seen.add(name)
             if isinstance(member, property | staticmethod | classmethod) or inspect.isfunction(member):
                 yield name, member
+
+
+def _member_rows(klass: type) -> list[str]:
+    rows = []
+    for member_name, member in sorted(_members(klass)):
+        target = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+        call = (
+            ""
+            if isinstance(member, property)
+            else _signature(target).replace("(self, ", "(").replace("(self)", "()").replace("(cls, ", "(")
+        )
+        rows.append(f"| {cell(f'`{member_name}{call}`')} | {cell(_summary(target))} |")
+    return ["| Member | What it does |", "|---|---|", *rows, ""] if rows else []
+
+
+def facades() -> list[tuple[str, type]]:
+    """The tiers' facades an open MemoryService hands out: (its attribute, its class)."""
+    from memory_agent.service import MemoryService
+
+    return [
+        (name, inspect.signature(getattr(MemoryService, name).fget, eval_str=True).return_annotation)
+        for name in ("conversations", "long_term", "transfers")
+    ]
 
 
 def python_reference() -> str:
@@ -421,17 +445,10 @@ def python_reference() -> str:
                 )
             out.append("")
         elif inspect.isclass(obj):
-            rows = []
-            for member_name, member in sorted(_members(obj)):
-                target = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
-                call = (
-                    ""
-                    if isinstance(member, property)
-                    else _signature(target).replace("(self, ", "(").replace("(self)", "()").replace("(cls, ", "(")
-                )
-                rows.append(f"| {cell(f'`{member_name}{call}`')} | {cell(_summary(target))} |")
-            if rows:
-                out += ["| Member | What it does |", "|---|---|", *rows, ""]
+            out += _member_rows(obj)
+    for attribute, klass in facades():
+        out += [f"### memory.{attribute}", "", f"`class {klass.__module__}.{klass.__name__}`", "", _summary(klass), ""]
+        out += _member_rows(klass)
     return "\n".join(out)
 
 
@@ -459,6 +476,18 @@ def modules_reference() -> str:
     return "\n".join(out) + "\n"
 
 
+def imports_reference() -> str:
+    """What each first-level part of memory_agent may import: the layer rules tests/unit/test_layers.py enforces."""
+    from tests.unit.test_layers import FORBIDDEN, UNITS
+
+    out = ["| Part | May import (besides itself) |", "|---|---|"]
+    for unit in sorted(FORBIDDEN, key=lambda name: (len(UNITS - set(FORBIDDEN[name])), name)):
+        allowed = sorted(UNITS - set(FORBIDDEN[unit]) - {unit, "__init__", "__main__"})
+        shown = ", ".join(f"`{name}`" for name in allowed) or "nothing of memory_agent"
+        out.append(f"| `{unit}` | {shown} |")
+    return "\n".join(out) + "\n"
+
+
 GENERATORS = {
     "settings": settings_reference,
     "cli": cli_reference,
@@ -467,6 +496,7 @@ GENERATORS = {
     "python": python_reference,
     "routes": routes_table,
     "modules": modules_reference,
+    "imports": imports_reference,
 }
 
 

@@ -121,7 +121,7 @@ def create_app(
             raise HTTPException(404, "no such conversation")
         # A conversation run without a user is its own scope: named by its tenant alone (the scope's id is reserved).
         user_id = None if owner[1] == default_user_id(conversation_id) else owner[1]
-        return await service.get_memory_history(conversation_id, user_id=user_id, tenant_id=owner[0])
+        return await service.conversations.get_memory_history(conversation_id, user_id=user_id, tenant_id=owner[0])
 
     @app.get("/users/{user_id}/items", response_model=list[LongTermItem], responses={**UNAUTHORIZED, **NOT_FOUND})
     async def user_items(

@@ -1,5 +1,5 @@
 """GET /users/{user_id}/export: everything stored of a user of the key's tenant as one JSON document (the right of
-access), as MemoryService.export_user writes it: the same bytes for the same rows. A user the tenant does not hold
+access), as memory.transfers.export_user writes it: the same bytes for the same rows. A user the tenant does not hold
 answers 404, as on the other user routes."""
 
 from __future__ import annotations
@@ -49,5 +49,5 @@ async def export_route(user_id: UserId, tenant: Tenant, request: Request) -> Res
 
     if not await on_pool(memory, known, tenant):
         raise no_such_user()
-    document = await memory.export_user(user_id, tenant_id=tenant)
+    document = await memory.transfers.export_user(user_id, tenant_id=tenant)
     return Response(content=dumps(document), media_type="application/json")

@@ -1,6 +1,6 @@
 """GET /users/{user_id}/recall: recall over HTTP, for applications that are not in Python.
 
-The same recall a round starts with (MemoryService.recall_result: the service's MEMORY_AGENT_RECALL_* settings
+The same recall a round starts with (memory.long_term.recall: the service's MEMORY_AGENT_RECALL_* settings
 and embedder), for a user of the key's tenant: the ranked memories with their provenance, and the block as a
 round would inject it. A user the tenant does not hold answers 404, as on the other user routes.
 """
@@ -111,7 +111,7 @@ async def recall_route(
 
     if not await on_pool(memory, known, tenant):
         raise no_such_user()
-    found = await memory.recall_result(user_id, q, tenant_id=tenant, limit=limit, as_of=as_of)
+    found = await memory.long_term.recall(user_id, q, tenant_id=tenant, limit=limit, as_of=as_of)
     return RecallAnswer(
         user_id=user_id,
         query=found.query,

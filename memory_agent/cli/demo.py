@@ -146,7 +146,7 @@ async def demo_lock(memory: MemoryService) -> AsyncIterator[None]:
 
 async def _clean(memory: MemoryService, thread_id: str) -> int:
     """Remove everything the demo wrote (its tenant's user and her conversations); the conversations removed."""
-    forgotten = await memory.forget_user(USER_ID, tenant_id=DEMO_TENANT)
+    forgotten = await memory.long_term.forget_user(USER_ID, tenant_id=DEMO_TENANT)
     removed = len(forgotten.conversations_deleted)
     # Earlier versions ran the demo in the default tenant, where its thread ids would now belong to another owner.
     for thread in (thread_id, f"{thread_id}-2"):
@@ -169,7 +169,9 @@ async def _run(rounds: int, thread_id: str, console: Console, clean: bool = Fals
     async with MemoryService.from_settings(settings, model=summarizer) as memory, demo_lock(memory):
         removed = await _clean(memory, thread_id)
         if clean:
-            removed += len((await memory.forget_user(MONTH_USER_ID, tenant_id=DEMO_TENANT)).conversations_deleted)
+            removed += len(
+                (await memory.long_term.forget_user(MONTH_USER_ID, tenant_id=DEMO_TENANT)).conversations_deleted
+            )
             console.print(f"removed the demo's memory (tenant {DEMO_TENANT!r}: {removed} conversations)")
             return
         await _converse(memory, summarizer, rounds, thread_id, console, removed)
@@ -210,7 +212,7 @@ async def _converse(
         console.print(f"\n[bold]Round {number}[/bold]")
         await _print_round(console, memory, thread_id, number, text, result["messages"][-1].text)
         await memory.drain(timeout=120)  # only so the printed table is settled; rounds never wait
-        records = await memory.get_memory_history(thread_id, user_id=USER_ID, tenant_id=DEMO_TENANT)
+        records = await memory.conversations.get_memory_history(thread_id, user_id=USER_ID, tenant_id=DEMO_TENANT)
         if records:
             latest = records[-1]
             base = "null" if latest.base_memory_id is None else f"#{latest.base_memory_id}"
@@ -218,13 +220,13 @@ async def _converse(
                 f"  summary : #{latest.memory_id} {latest.status}, messages {latest.start_sequence}-"
                 f"{latest.end_sequence}, built on {base}"
             )
-    records = await memory.get_memory_history(thread_id, user_id=USER_ID, tenant_id=DEMO_TENANT)
+    records = await memory.conversations.get_memory_history(thread_id, user_id=USER_ID, tenant_id=DEMO_TENANT)
     console.print()
     console.print(memory_table(records, title=f"Memory Table Evolution ({thread_id})"))
     if records:
         console.print("\n[bold]Latest memory text[/bold]")
         console.print(records[-1].memory_text, markup=False)
-    items = await memory.list_items(USER_ID, tenant_id=DEMO_TENANT)
+    items = await memory.long_term.list_items(USER_ID, tenant_id=DEMO_TENANT)
     console.print(f"\n[bold]Long-term items of user {USER_ID!r}[/bold] (written by the summaries, never in a round)")
     for item in items:
         said = sorted({(s.conversation_id, s.sequence_number) for s in item.sources}, key=str)

@@ -78,7 +78,7 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
     totals = {"daily": 0, "weekly": 0, "monthly": 0, "compacted": 0}
     # The demo's lock: two runs at once would forget each other's user and interleave their nights.
     async with MemoryService(settings, model=OfflineModel(), clock=clock) as memory, demo_lock(memory):
-        forgotten = await memory.forget_user(USER, tenant_id=TENANT)
+        forgotten = await memory.long_term.forget_user(USER, tenant_id=TENANT)
         if forgotten.items_deleted or forgotten.notes_deleted:
             console.print(f"(forgot the previous run's user {USER!r}: its items, notes and conversations)")
         app = with_memory(_chat_graph(ScriptedChatModel()), memory)

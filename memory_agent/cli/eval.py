@@ -39,7 +39,7 @@ async def run_recall_eval(
     from memory_agent.evaluation.rounds import ReplayClock, long_term_volume
     from memory_agent.llm import OfflineSummaryModel
     from memory_agent.long_term.embedders import embedder_from_setting
-    from memory_agent.service.memory import MemoryService
+    from memory_agent.service import MemoryService
     from memory_agent.settings import MemorySettings
     from memory_agent.testing.queries import create_database, drop_database
 

@@ -48,7 +48,7 @@ def import_thread(
         messages = parse_jsonl(text.split("\n"), name)
         with MemoryService.from_settings(MemorySettings()) as memory:
             report = memory.call_sync(
-                memory.import_messages(thread, messages, user_id=user, tenant_id=tenant, summarize=summarize)
+                memory.transfers.import_messages(thread, messages, user_id=user, tenant_id=tenant, summarize=summarize)
             )
     except MemoryAgentError as exc:
         raise _fail(str(exc)) from exc
@@ -71,7 +71,7 @@ def export(
     nothing changes. `memory-agent import-user` writes it into a database."""
     with _opened() as memory:
         try:
-            document = memory.call_sync(memory.export_user(user, tenant_id=tenant))
+            document = memory.call_sync(memory.transfers.export_user(user, tenant_id=tenant))
         except MemoryAgentError as exc:
             raise _fail(str(exc)) from exc
     data = dumps(document)
@@ -100,7 +100,7 @@ def import_user(
     with _opened() as memory:
         try:
             report = memory.call_sync(
-                memory.import_user(text, user_id=user, tenant_id=tenant, conversation_prefix=prefix)
+                memory.transfers.import_user(text, user_id=user, tenant_id=tenant, conversation_prefix=prefix)
             )
         except MemoryAgentError as exc:
             raise _fail(str(exc)) from exc

@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 
 from memory_agent.consolidation.clock import check_aware
+from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import OVER_BUDGET, call_within_budget
 from memory_agent.consolidation.model import BATCH_PROMPT, BatchSummaryOutput
 from memory_agent.consolidation.nightly import FORGOTTEN
@@ -27,7 +28,6 @@ from memory_agent.long_term import expire_item
 from memory_agent.long_term.lineage import sources_held
 from memory_agent.long_term.scope import check_identity
 from memory_agent.schemas.keys import UserKey
-from memory_agent.settings import MemorySettings
 
 BATCH_JOB = "batch_summaries"
 
@@ -88,7 +88,7 @@ async def run_batch_summaries(
 
 
 async def _advance_batches(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], now: datetime, config: MemorySettings
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], now: datetime, config: ConsolidationConfig
 ) -> None:
     await ConsolidationQueries.advance_schedule(
         conn,

@@ -33,6 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
+from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.model import call_consolidation_model, consolidation_prompt
 from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.db.connector import Connector
@@ -40,7 +41,6 @@ from memory_agent.errors import MemoryAgentError
 from memory_agent.llm import CallLog, LLMCall, Purpose, model_name
 from memory_agent.long_term import ledger
 from memory_agent.long_term.lineage import ledger_user
-from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.consolidation")
 
@@ -82,7 +82,7 @@ async def claim_scheduler_run(
 
 
 async def open_tenant(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, config: MemorySettings
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, config: ConsolidationConfig
 ) -> str | None:
     """Whether a scheduler run may work for the tenant: None, or why not ('cooldown: ...', 'over_budget: ...')."""
     last = await claim_scheduler_run(conn, tenant_id, now, config.guards.tenant_cooldown_s)
@@ -95,7 +95,7 @@ async def open_tenant(
 
 
 async def over_budget(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, config: MemorySettings
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, now: datetime, config: ConsolidationConfig
 ) -> str | None:
     """'over_budget: ...' (and a WARNING) when the tenant's month reached its cost ceiling, else None."""
     budget = await ledger.tenant_budget(conn, tenant_id, config.guards.monthly_cost_ceiling, now)
@@ -110,7 +110,7 @@ async def call_within_budget(
     scope: dict[str, Any],
     purpose: Purpose,
     now: datetime,
-    config: MemorySettings,
+    config: ConsolidationConfig,
     call: tuple[BaseChatModel, str, str, type[BaseModel]],
     cap: SummaryJobCap | None = None,
     project: str = "",

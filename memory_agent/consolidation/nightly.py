@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 
 from memory_agent.consolidation.claims import NIGHTLY, Covered, claimed_note, schedule_held
 from memory_agent.consolidation.clock import check_aware
+from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import (
     CAPPED,
     OVER_BUDGET,
@@ -43,7 +44,6 @@ from memory_agent.llm import LLMCall
 from memory_agent.llm.calls import model_name
 from memory_agent.long_term.lineage import Lineage, sources_held
 from memory_agent.long_term.scope import check_identity
-from memory_agent.settings import MemorySettings
 from memory_agent.tracing import memory_span, record
 
 FORGOTTEN = "forgotten"
@@ -164,7 +164,7 @@ class _Job:
     """How one period is consolidated: the model, the settings, and the run's guards."""
 
     model: BaseChatModel
-    config: MemorySettings
+    config: ConsolidationConfig
     force: bool
     cap: SummaryJobCap | None
     covered: Covered | None  # the run's schedule as it left it (None: a manual run)
@@ -266,7 +266,7 @@ async def _consolidate(
 
 
 async def _material(
-    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, config: MemorySettings
+    conn: psycopg.AsyncConnection[Any], scope: dict[str, Any], period: Period, config: ConsolidationConfig
 ) -> tuple[list[str], str, int, Lineage]:
     """The period's input as '- ' lines for the model, the raw text a daily note keeps until compacted, how
     many notes it consolidates (a daily's inputs, a weekly's dailies, a monthly's weeklies), and its lineage."""

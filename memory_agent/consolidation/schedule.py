@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from memory_agent.consolidation.batches import BATCH_JOB, run_batch_summaries
 from memory_agent.consolidation.clock import check_aware
+from memory_agent.consolidation.config import ConsolidationConfig
 from memory_agent.consolidation.guards import SummaryJobCap, TenantBusy, open_tenant, over_budget, tenant_slot
 from memory_agent.consolidation.nightly import NIGHTLY, run_nightly
 from memory_agent.consolidation.periods import cron_for
@@ -34,7 +35,6 @@ from memory_agent.consolidation.run import ConsolidationRun
 from memory_agent.db.connector import Connector
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
-from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.consolidation")
 
@@ -49,7 +49,7 @@ class ConsolidationRunner:
 
     pool: AsyncConnectionPool[Any]
     model: BaseChatModel
-    config: MemorySettings
+    config: ConsolidationConfig
 
     @property
     def jobs(self) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.errors import RoundInProgressError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas.keys import ConversationKey
-from memory_agent.settings import MemorySettings
+from memory_agent.settings import RoundSettings
 
 T = TypeVar("T")
 
@@ -22,8 +22,8 @@ T = TypeVar("T")
 class RoundLeases:
     """The leases this process takes and gives back."""
 
-    def __init__(self, settings: MemorySettings, queries: ConversationQueries, loop: MemoryLoop) -> None:
-        self.settings = settings
+    def __init__(self, rounds: RoundSettings, queries: ConversationQueries, loop: MemoryLoop) -> None:
+        self.rounds = rounds  # MEMORY_AGENT_MULTITASK_STRATEGY and MEMORY_AGENT_MULTITASK_TIMEOUT_S
         self.queries = queries
         self.loop = loop
         # Leases this process could not give back (the database was away when its round failed): ours to
@@ -36,20 +36,20 @@ class RoundLeases:
         """The conversation's lease for a new round, and what `attempt` read with it. `attempt(token)` takes
         the lease (None while another round holds it) and reads the round start in the same round trip. A
         resumed round passes the token it holds and gets it renewed. Runs on the memory loop."""
-        settings = self.settings
+        rounds = self.rounds
         conversation_id = key.conversation_id
         token = token or self._unreleased.get(conversation_id) or uuid.uuid4().hex
-        deadline = time.monotonic() + settings.rounds.multitask_timeout_s
+        deadline = time.monotonic() + rounds.multitask_timeout_s
         delay = 0.01
         while (taken := await attempt(token)) is None:
-            if settings.rounds.multitask_strategy == "reject":
+            if rounds.multitask_strategy == "reject":
                 raise RoundInProgressError(
                     f"another round of conversation {conversation_id!r} is running; wait for it to finish "
                     "(MEMORY_AGENT_MULTITASK_STRATEGY=reject; 'enqueue' waits instead)"
                 )
             if time.monotonic() + delay > deadline:
                 raise RoundInProgressError(
-                    f"waited {settings.rounds.multitask_timeout_s}s for the running round of conversation "
+                    f"waited {rounds.multitask_timeout_s}s for the running round of conversation "
                     f"{conversation_id!r} to finish (MEMORY_AGENT_MULTITASK_TIMEOUT_S)"
                 )
             await asyncio.sleep(delay)

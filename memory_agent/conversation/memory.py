@@ -75,12 +75,11 @@ def _round_end_attributes(saved: RoundSaved | None, trigger: TriggerResult) -> d
 
 
 class ConversationMemory:
-    """Round start and end, the trigger rule, and a conversation's memory versions.
+    """Round start and end, the trigger rule, and a conversation's memory versions: `memory.conversations`.
 
-    Each method is also a MemoryService method, with this signature and docstring: context is
-    get_context_for_workflow, prepare prepare_round, release release_round, finish finish_round, record_failed
-    record_failed_round, summary_due should_trigger_summary, trigger_summary trigger_summarization_if_needed,
-    history get_memory_history; sweep and get_memory keep their names."""
+    The names are the design's (get_context_for_workflow, should_trigger_summary,
+    trigger_summarization_if_needed) and the round path's (prepare_round, finish_round, release_round,
+    record_failed_round: the RoundMemory protocol of integrations/base.py); each is written here only."""
 
     def __init__(
         self, loop: MemoryLoop, queries: ConversationQueries, start: RoundStart, end: RoundEnd, trigger: SummaryTrigger
@@ -106,7 +105,7 @@ class ConversationMemory:
                 owner = await self.loop.arun(lookup)
         return ConversationKey(conversation_id, owner[1], owner[0]) if owner else key
 
-    async def context(
+    async def get_context_for_workflow(
         self,
         conversation_id: str,
         current_messages: Sequence[BaseMessage] | None = None,
@@ -119,14 +118,14 @@ class ConversationMemory:
 
         The design computed the gap by position in `current_messages`; here the gap is what the database holds
         after the memory, and `current_messages` (the graph's messages, earlier rounds included or not) gives the
-        round's input: `context.current_messages` are those not stored yet, detected by message id as `prepare`
+        round's input: `context.current_messages` are those not stored yet, detected by message id as `prepare_round`
         does. Read only: no lease is taken, nothing is stored, no budget is applied.
         """
         key = await self.owned(conversation_id, user_id, tenant_id)
         with tenant_scope(key.tenant_id):
             return await self.start.context(key, current_messages or [])
 
-    async def prepare(
+    async def prepare_round(
         self,
         conversation_id: str,
         messages: Sequence[BaseMessage],
@@ -153,12 +152,12 @@ class ConversationMemory:
             record(span, **_round_start_attributes(info))
             return context, info
 
-    async def release(self, info: RoundInfo) -> None:
+    async def release_round(self, info: RoundInfo) -> None:
         """Give the conversation's lease back (a round that failed, was cancelled or interrupted)."""
         with tenant_scope(info.key.tenant_id):
             await self.start.release(info)
 
-    async def finish(
+    async def finish_round(
         self,
         conversation_id: str,
         messages: Sequence[BaseMessage],
@@ -175,7 +174,7 @@ class ConversationMemory:
         erased meanwhile (delete_conversation, forget_user), nothing is written either: (None, outcome
         "conversation_erased"), and a WARNING is logged. The summary (if one is due) starts after
         commit; this call never waits for it. The round's user is the one it started with (`info`), else
-        `user_id` / `tenant_id` as for `prepare`.
+        `user_id` / `tenant_id` as for `prepare_round`.
         """
         if info is not None and info.conversation_id != conversation_id:
             raise InvalidInputError(
@@ -191,12 +190,12 @@ class ConversationMemory:
             record(span, **_round_end_attributes(saved, trigger))
             return saved, trigger
 
-    async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
+    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         """Best effort: a metrics row for a round that failed at `stage` (nothing of it was stored)."""
         with tenant_scope(info.key.tenant_id):
             await self.end.record_failed(info, stage, error)
 
-    async def summary_due(
+    async def should_trigger_summary(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> bool:
         """The trigger rule, as the round end applies it, without claiming anything: enough messages, new ones
@@ -206,7 +205,7 @@ class ConversationMemory:
         with tenant_scope(key.tenant_id):
             return await self.loop.arun(self.trigger.is_due(key, last_saved_seq))
 
-    async def trigger_summary(
+    async def trigger_summarization_if_needed(
         self, conversation_id: str, last_saved_seq: int, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> TriggerResult:
         """Apply the trigger rule after a round whose last stored message is `last_saved_seq`: a summary claimed
@@ -219,7 +218,7 @@ class ConversationMemory:
         """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
         return await self.loop.arun(self.trigger.sweep())
 
-    async def history(
+    async def get_memory_history(
         self, conversation_id: str, *, user_id: str | None = None, tenant_id: str | None = None
     ) -> list[MemoryRecord]:
         """Every memory version of a conversation, oldest first (its owner's unless a user is named)."""

@@ -66,7 +66,7 @@ def serialize_round(messages: Sequence[Any]) -> tuple[list[str], list[str], list
         _check_message(message, position)
         what = f"message {position} ({type(message).__name__})"
         payload = json.dumps(message_to_dict(message), default=str, ensure_ascii=False)  # JSON types only
-        if "\\u0000" in payload and _JSON_NUL.search(payload):  # the substring test first: 0.1 µs, not 12
+        if "\\u0000" in payload and _JSON_NUL.search(payload):  # the substring test first: far cheaper
             raise InvalidInputError(
                 f"{what} contains a NUL character, which PostgreSQL cannot store; remove it before sending the message"
             )

@@ -34,7 +34,7 @@ from memory_agent.db.connector import rows_of
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import RoundInfo, RoundSaved, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
-from memory_agent.settings import MemorySettings
+from memory_agent.settings import GuardSettings
 
 logger = logging.getLogger("memory_agent")
 
@@ -44,14 +44,14 @@ class RoundEnd:
 
     def __init__(
         self,
-        settings: MemorySettings,
+        guards: GuardSettings,
         queries: ConversationQueries,
         loop: MemoryLoop,
         trigger: SummaryTrigger,
         leases: RoundLeases,
         clock: Callable[[], datetime],
     ) -> None:
-        self.settings = settings
+        self.guards = guards  # the app model's prices and name (MEMORY_AGENT_LLM_PRICES, MEMORY_AGENT_APP_MODEL)
         self.queries = queries
         self.loop = loop
         self.trigger = trigger
@@ -59,8 +59,8 @@ class RoundEnd:
         self.clock = clock  # the ledger time of the app model's calls, the round's `now`
         # The app model's answers go to the cost ledger once prices or the app's model are configured.
         self.app_prices = (
-            {model: price.model_dump() for model, price in settings.guards.llm_prices.items()}
-            if settings.guards.llm_prices or settings.guards.app_model
+            {model: price.model_dump() for model, price in guards.llm_prices.items()}
+            if guards.llm_prices or guards.app_model
             else None
         )
 
@@ -91,7 +91,7 @@ class RoundEnd:
         alone = self.app_prices is None and not self.trigger.enqueues
         if alone and not self.queries.connector.tenant_per_transaction:
             # The statement alone, in autocommit, is the round's transaction: no BEGIN, COMMIT or pipeline to
-            # send (each cost a pass through the event loop's selector, ~0.2 ms together, measured).
+            # send (each cost a pass through the event loop's selector: docs/measurements/code.md).
             async with self.queries.connector.session() as conn:
                 sent = await self.queries.end_round(
                     conn, key, stored, holder=holder, now=self.clock(), rule=self.trigger.rule
@@ -113,7 +113,7 @@ class RoundEnd:
                         saved,
                         key,
                         prices=self.app_prices,
-                        app_model=self.settings.guards.app_model,
+                        app_model=self.guards.app_model,
                         now=self.clock(),
                     )
                 await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit

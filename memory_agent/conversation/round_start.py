@@ -40,9 +40,19 @@ from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, RoundInfo, fingerprint
 from memory_agent.schemas.keys import ConversationKey, default_user_id
 from memory_agent.schemas.recall import NothingRecalled, Recalled, RoundRecaller, recall_query
-from memory_agent.settings import MemorySettings
+from memory_agent.settings import RoundSettings
 
 logger = logging.getLogger("memory_agent")
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """What a round start reads of the settings, as one value (built where the settings are read: the service's
+    wiring): the rounds group and the gap cap (MemorySettings.gap_message_cap). Recall's settings are the
+    recaller's, handed in beside them."""
+
+    rounds: RoundSettings
+    gap_cap: int
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,7 @@ class RoundStart:
 
     def __init__(
         self,
-        settings: MemorySettings,
+        options: StartOptions,
         queries: ConversationQueries,
         loop: MemoryLoop,
         leases: RoundLeases,
@@ -72,7 +82,7 @@ class RoundStart:
         recall: RoundRecaller | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self.settings = settings
+        self.options = options
         # The service's clock: the month recall checks the cost ceiling against.
         self.clock = clock or (lambda: datetime.now(UTC))
         self.gap_warnings = GapWarnings(self.clock)
@@ -85,7 +95,7 @@ class RoundStart:
         """Memory + gap as stored, and `current_messages` not stored yet as the round's input."""
         messages = validate_round_input(list(current_messages), need_user=False)
         context, stored_ids = await self.loop.arun(
-            load_context(self.queries, key, [m.id for m in messages if m.id], self.settings.gap_message_cap)
+            load_context(self.queries, key, [m.id for m in messages if m.id], self.options.gap_cap)
         )
         return context.model_copy(update={"current_messages": not_stored(messages, stored_ids)})
 
@@ -121,7 +131,7 @@ class RoundStart:
 
         async def attempt(token: str) -> tuple[ConversationContext, set[str], datetime | None] | None:
             rows = await self.queries.begin_round(
-                key, token, self.settings.rounds.round_lease_s, message_ids, self.settings.gap_message_cap
+                key, token, self.options.rounds.round_lease_s, message_ids, self.options.gap_cap
             )
             if rows is None:
                 return None
@@ -138,7 +148,7 @@ class RoundStart:
     async def _prepare(
         self, key: ConversationKey, messages: list[BaseMessage], start: StartRead, query: str
     ) -> tuple[list[BaseMessage], RoundInfo]:
-        settings = self.settings
+        rounds = self.options.rounds
         context, recalled, started = start.context, start.recalled, start.started
         conversation_id = key.conversation_id
         incoming = not_stored(messages, start.stored_ids)
@@ -151,11 +161,9 @@ class RoundStart:
         budget = apply_budget(
             gap,
             current,
-            lambda messages: inject_context(
-                context.memory_text, recalled.block, messages, settings.rounds.injection_mode
-            ),
-            max_context_tokens=settings.rounds.max_context_tokens,
-            max_message_tokens=settings.rounds.max_message_tokens,
+            lambda messages: inject_context(context.memory_text, recalled.block, messages, rounds.injection_mode),
+            max_context_tokens=rounds.max_context_tokens,
+            max_message_tokens=rounds.max_message_tokens,
         )
         workflow = budget.context
         if budget.applied:
@@ -174,7 +182,7 @@ class RoundStart:
             truncation = {**(truncation or {}), "closed_tool_calls": closed}
         if context.gap_capped_messages:
             cap = await self.loop.arun(
-                gap_cap_record(self.queries, key, context, settings.gap_message_cap, self.gap_warnings)
+                gap_cap_record(self.queries, key, context, self.options.gap_cap, self.gap_warnings)
             )
             truncation = {**(truncation or {}), "gap_cap": cap}
         kept_gap = [m for m in budget.gap if not (m.id or "").startswith("memory_agent:closed:")]

@@ -15,12 +15,11 @@ from typing import Any
 
 from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.query_rows import TriggerRule
-from memory_agent.conversation.window import calculate_summary_range, summary_due
+from memory_agent.conversation.window import TriggerOptions, calculate_summary_range, summary_due
 from memory_agent.db.connector import rows_of
 from memory_agent.schemas import SummaryClaim, TriggerOutcome, TriggerResult
 from memory_agent.schemas.keys import ConversationKey
 from memory_agent.schemas.started import StartedSummary, picked_up_by_claim
-from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent")
 
@@ -40,40 +39,40 @@ class SummaryTrigger:
 
     def __init__(
         self,
-        settings: MemorySettings,
+        options: TriggerOptions,
         queries: ConversationQueries,
         dispatch: Dispatch,
         enqueue: Enqueue | None = None,
         *,
         pick_up: bool = False,
     ) -> None:
-        self.settings = settings
+        self.options = options
         self.queries = queries
         self._dispatch = dispatch
         self._enqueue = enqueue
         self.pick_up = pick_up
 
     def _due(self, last_saved_seq: int, state: dict[str, Any]) -> TriggerOutcome | None:
-        settings = self.settings
+        options = self.options
         in_flight = state["processing_memory_id"] is not None
         return summary_due(
             last_saved_seq,
-            summarize_after_seq=settings.memory.summarize_after_seq,
-            min_new_messages=settings.summary_cadence,
+            summarize_after_seq=options.summarize_after_seq,
+            min_new_messages=options.min_new_messages,
             processing_age_s=state["processing_age_s"] if in_flight else None,
-            processing_timeout_s=settings.jobs.processing_timeout_s,
+            processing_timeout_s=options.processing_timeout_s,
             base_end_sequence=state["base_end_sequence"],
         )
 
     @property
     def rule(self) -> TriggerRule:
         """The rule's settings for end_round, which applies it in the round's statement (sql/definitions)."""
-        settings = self.settings
+        options = self.options
         return TriggerRule(
-            window=settings.memory.rolling_window_size,
-            summarize_after=settings.memory.summarize_after_seq,
-            min_new=settings.summary_cadence,
-            timeout_s=settings.jobs.processing_timeout_s,
+            window=options.window_size,
+            summarize_after=options.summarize_after_seq,
+            min_new=options.min_new_messages,
+            timeout_s=options.processing_timeout_s,
             pick_up=self.pick_up,
         )
 
@@ -110,9 +109,9 @@ class SummaryTrigger:
 
     async def is_due(self, key: ConversationKey, last_saved_seq: int) -> bool:
         """What `decide` would find now, without writing: a stale `processing` row does not count."""
-        if last_saved_seq < self.settings.memory.summarize_after_seq:
+        if last_saved_seq < self.options.summarize_after_seq:
             return False
-        window = self.settings.memory.rolling_window_size
+        window = self.options.window_size
         async with self.queries.connector.session() as conn:
             state = await self.queries.trigger_state(
                 conn, key.conversation_id, last_saved_seq, window, user_id=key.user_id
@@ -130,12 +129,12 @@ class SummaryTrigger:
         """The rule inside the caller's transaction on `conn`, up to the claim: a stale row is reclaimed here;
         a due summary comes back as the SummaryClaim to make (`claimed`). `state`: trigger_state as the caller
         read it in this transaction (else read here)."""
-        settings = self.settings
-        if last_saved_seq < settings.memory.summarize_after_seq:
+        options = self.options
+        if last_saved_seq < options.summarize_after_seq:
             return TriggerResult(outcome="below_threshold")
         conversation_id, user_id = key.conversation_id, key.user_id
         if state is None:
-            window = settings.memory.rolling_window_size
+            window = options.window_size
             state = await self.queries.trigger_state(conn, conversation_id, last_saved_seq, window, user_id=user_id)
         outcome = self._due(last_saved_seq, state)
         if outcome == "already_processing":
@@ -144,7 +143,7 @@ class SummaryTrigger:
         reclaimed: list[int] = []
         if state["processing_memory_id"] is not None:  # stale: reclaimed before anything else
             rows = await self.queries.reclaim_stale(
-                settings.jobs.processing_timeout_s, conversation_id, conn, user_id=user_id
+                options.processing_timeout_s, conversation_id, conn, user_id=user_id
             )
             reclaimed = [row["memory_id"] for row in rows]
             for reclaimed_id in reclaimed:
@@ -157,9 +156,7 @@ class SummaryTrigger:
         round_starts = list(state["round_starts"] or [])
         if round_first_seq is not None:
             round_starts.append(round_first_seq)
-        start_seq, end_seq = calculate_summary_range(
-            last_saved_seq, settings.memory.rolling_window_size, round_starts or None
-        )
+        start_seq, end_seq = calculate_summary_range(last_saved_seq, options.window_size, round_starts or None)
         return SummaryClaim(
             start_sequence=start_seq,
             end_sequence=end_seq,
@@ -232,7 +229,7 @@ class SummaryTrigger:
                 trigger.memory_id,
                 key.conversation_id,
                 exc,
-                self.settings.jobs.processing_timeout_s,
+                self.options.processing_timeout_s,
             )
 
     async def trigger(self, key: ConversationKey, last_saved_seq: int) -> TriggerResult:
@@ -245,7 +242,7 @@ class SummaryTrigger:
 
     async def sweep(self) -> list[int]:
         """Reclaim stale `processing` rows everywhere and re-run the trigger rule for their conversations."""
-        rows = await self.queries.reclaim_stale(self.settings.jobs.processing_timeout_s)
+        rows = await self.queries.reclaim_stale(self.options.processing_timeout_s)
         for row in rows:
             logger.warning("Reclaimed stale memory %s of %s", row["memory_id"], row["conversation_id"])
         keys = {ConversationKey(row["conversation_id"], row["user_id"], row["tenant_id"]) for row in rows}

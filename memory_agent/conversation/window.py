@@ -9,8 +9,21 @@ in its statement (sql/definitions: due_summary, held to these functions' answers
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memory_agent.schemas import TriggerOutcome
+
+
+@dataclass(frozen=True)
+class TriggerOptions:
+    """What the trigger rule reads of the settings, as one value (built where the settings are read: the
+    service's wiring): MEMORY_AGENT_MEMORY_SUMMARIZE_AFTER_SEQ, the window (MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE),
+    the summary cadence (MemorySettings.summary_cadence) and MEMORY_AGENT_PROCESSING_TIMEOUT_S."""
+
+    summarize_after_seq: int
+    window_size: int
+    min_new_messages: int
+    processing_timeout_s: float
 
 
 def calculate_summary_range(
@@ -42,8 +55,9 @@ def calculate_summary_range(
     return (max(earlier), end_seq)
 
 
-def should_trigger_summary(last_saved_seq: int, summarize_after_seq: int = 5, already_processing: bool = False) -> bool:
-    """The design's trigger rule as a pure function; MemoryService.should_trigger_summary asks the database."""
+def passes_trigger_rule(last_saved_seq: int, summarize_after_seq: int = 5, already_processing: bool = False) -> bool:
+    """The design's two checks as a pure function of what was read; `memory.conversations.should_trigger_summary`
+    (the design's name) reads them from the database for a conversation."""
     return last_saved_seq >= summarize_after_seq and not already_processing
 
 
@@ -71,7 +85,7 @@ def summary_due(
     the latest completed memory (`base_end_sequence`).
     """
     processing = processing_age_s is not None and not processing_is_stuck(processing_age_s, processing_timeout_s)
-    if not should_trigger_summary(last_saved_seq, summarize_after_seq, already_processing=processing):
+    if not passes_trigger_rule(last_saved_seq, summarize_after_seq, already_processing=processing):
         return "already_processing" if processing and last_saved_seq >= summarize_after_seq else "below_threshold"
     if base_end_sequence is not None and last_saved_seq - base_end_sequence < min_new_messages:
         return "no_new_messages"

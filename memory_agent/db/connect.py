@@ -16,7 +16,7 @@ from memory_agent.db.migrations import MigrationReport
 from memory_agent.db.pooled import create_pool
 from memory_agent.db.schema import SchemaManager
 from memory_agent.errors import ConfigurationError
-from memory_agent.settings import MemorySettings
+from memory_agent.settings import DatabaseSettings
 
 C = TypeVar("C", bound=Connector)
 
@@ -51,31 +51,34 @@ async def check_database(url: str, timeout: float) -> None:
     await conn.close()
 
 
-async def open_connector(url: str, settings: MemorySettings, make: Callable[[AsyncConnectionPool, str], C]) -> C:
-    """`make(pool, schema)` (a Connector) on an open pool, its schema checked as ours and migrated, and the way
-    its connections name their tenant settled. The caller closes its `pool`."""
-    await check_database(url, settings.database.connect_timeout_s)
+async def open_connector(
+    url: str, database: DatabaseSettings, make: Callable[[AsyncConnectionPool, str], C], *, processing_timeout_s: float
+) -> C:
+    """`make(pool, schema)` (a Connector) on an open pool (the database group: schema, pool sizes, connect timeout,
+    migrations), its schema checked as ours and migrated, and the way its connections name their tenant settled.
+    The caller closes its `pool`."""
+    await check_database(url, database.connect_timeout_s)
     pool = create_pool(
         url,
-        settings.database.db_schema,
-        min_size=settings.database.pool_min_size,
-        max_size=settings.database.pool_max_size,
-        timeout=settings.database.connect_timeout_s,
-        processing_timeout_s=settings.jobs.processing_timeout_s,
+        database.db_schema,
+        min_size=database.pool_min_size,
+        max_size=database.pool_max_size,
+        timeout=database.connect_timeout_s,
+        processing_timeout_s=processing_timeout_s,
     )
     try:
-        await pool.open(wait=True, timeout=settings.database.connect_timeout_s)
+        await pool.open(wait=True, timeout=database.connect_timeout_s)
     except Exception as exc:
         await pool.close()
         raise ConfigurationError(
-            f"cannot connect to PostgreSQL within {settings.database.connect_timeout_s}s: {exc}; "
+            f"cannot connect to PostgreSQL within {database.connect_timeout_s}s: {exc}; "
             "check MEMORY_AGENT_DATABASE_URL (unset it to use the embedded database)"
         ) from exc
     try:
-        connector = make(pool, settings.database.db_schema)
+        connector = make(pool, database.db_schema)
         schema = SchemaManager(connector)
         await schema.check_schema_is_ours()
-        await schema.migrate(apply=settings.database.auto_migrate)
+        await schema.migrate(apply=database.auto_migrate)
         await schema.name_tenants()
     except BaseException:
         await pool.close()

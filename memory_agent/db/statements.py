@@ -15,8 +15,8 @@ Statement = str | sql.Composable | bytes
 _QUERIES = resources.queries()
 
 # psycopg finds a statement's %(name)s placeholders anew at every call when the statement is longer than this (it
-# caches shorter ones: psycopg._queries.MAX_CACHED_STATEMENT_LENGTH): for recall's 15 kB statement that was
-# ~0.7 ms of CPU per call. Such a statement is numbered once here ($1, $2, ...) and sent as it is.
+# caches shorter ones: psycopg._queries.MAX_CACHED_STATEMENT_LENGTH), a cost recall's 15 kB statement paid on
+# every call (docs/measurements/code.md). Such a statement is numbered once here ($1, $2, ...) and sent as it is.
 PARSED_EVERY_CALL = 4096
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)s|%%")
 

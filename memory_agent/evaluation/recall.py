@@ -35,7 +35,7 @@ from memory_agent.long_term.embeddings import index_items, model_name
 from memory_agent.long_term.recall import RecallSettings, SearchPath, recall
 from memory_agent.long_term.recall.round_start import round_recall
 from memory_agent.schemas.keys import ConversationKey
-from memory_agent.service.memory import MemoryService
+from memory_agent.service import MemoryService
 
 __all__ = ["EvalReport", "evaluate", "ingest_directly", "load_dataset", "store_conversation", "store_item"]
 
@@ -106,7 +106,7 @@ async def evaluate(
     user through `round_recall`. `per_path` also measures each path alone."""
     embedder, settings, ingest = direct.embedder, direct.settings, direct.ingest
     if memory is not None:
-        backend, embedder, settings = memory.backend, memory.embedder, settings or memory.recall_settings
+        backend, embedder, settings = memory.backend, memory.embedder, settings or memory.settings.recall
     settings = settings or RecallSettings()
     report = EvalReport(Score(), {}, {}, {}, {}, [], [], {})
     for sample in samples:

@@ -22,7 +22,7 @@ from psycopg import AsyncConnection
 from memory_agent.evaluation.dataset import EVAL_TENANT, Sample, Session
 from memory_agent.integrations.langgraph import with_memory
 from memory_agent.long_term.embeddings import model_name, vectors_available
-from memory_agent.service.memory import MemoryService
+from memory_agent.service import MemoryService
 from memory_agent.testing import queries as direct
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Coroutine, Iterable, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -14,38 +14,23 @@ from langgraph.errors import GraphBubbleUp
 
 from memory_agent.schemas import RoundInfo, fingerprint, new_messages
 
+if TYPE_CHECKING:
+    from memory_agent.conversation.memory import ConversationMemory
+
 T = TypeVar("T")
 
 
 @runtime_checkable
 class RoundMemory(Protocol):
     """A memory that prepares and finishes rounds: all `with_memory`, the memory nodes and MemoryMiddleware
-    use. MemoryService implements it; so can a stand-in (memory_agent.testing.NoopMemory)."""
+    use. MemoryService implements it; so can a stand-in (memory_agent.testing.NoopMemory).
 
-    async def prepare_round(
-        self,
-        conversation_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        lease: str | None = None,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
-    ) -> tuple[list[BaseMessage], RoundInfo]:
-        """Round start: the model's context (memory + gap + this round's input) and the round's record."""
-        ...
+    The round operations are the conversation tier's, written once there (conversation/memory.py:
+    prepare_round, finish_round, release_round, record_failed_round): `conversations` is that tier."""
 
-    async def finish_round(
-        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
-    ) -> Any:
-        """Round end: store the input and what the graph produced as one round."""
-        ...
-
-    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
-        """A round that failed or was cancelled at `stage`: recorded, its conversation freed."""
-        ...
-
-    async def release_round(self, info: RoundInfo) -> None:
-        """A round paused by an interrupt: its conversation freed until it resumes."""
+    @property
+    def conversations(self) -> ConversationMemory:
+        """The conversation tier the rounds run through (looked up at each round: the service opens later)."""
         ...
 
     def call_sync(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -100,9 +85,9 @@ def with_fresh_ids(produced: Sequence[BaseMessage], taken: Iterable[BaseMessage]
 async def persist_round(memory: RoundMemory, info: RoundInfo, produced: list[BaseMessage]) -> None:
     """Round end for the graph nodes and the agent middleware: store input + produced messages."""
     try:
-        await memory.finish_round(info.conversation_id, [*info.input_messages, *produced], info)
+        await memory.conversations.finish_round(info.conversation_id, [*info.input_messages, *produced], info)
     except Exception as exc:
-        await memory.record_failed_round(info, "save", exc)
+        await memory.conversations.record_failed_round(info, "save", exc)
         raise
 
 
@@ -111,8 +96,8 @@ async def record_interrupted(memory: RoundMemory, info: RoundInfo, error: BaseEx
     round is stored whole when it is resumed and completes."""
     if isinstance(error, GraphBubbleUp):
         # Paused, not failed: the conversation is free meanwhile; the resumed run takes its lease again.
-        await asyncio.shield(memory.release_round(info))
+        await asyncio.shield(memory.conversations.release_round(info))
         return
     stage = "cancelled" if isinstance(error, asyncio.CancelledError) else "graph"
     # Shielded: a cancelled caller still gets its row written.
-    await asyncio.shield(memory.record_failed_round(info, stage, error))
+    await asyncio.shield(memory.conversations.record_failed_round(info, stage, error))

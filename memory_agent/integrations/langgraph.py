@@ -44,7 +44,7 @@ class MemoryRoundState(TypedDict, total=False):
 
 async def _load(memory: RoundMemory, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
     conversation_id, user_id, tenant_id = memory.round_identity(config)
-    workflow, info = await memory.prepare_round(
+    workflow, info = await memory.conversations.prepare_round(
         conversation_id, list(state.get("messages") or []), user_id=user_id, tenant_id=tenant_id
     )
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info.to_state()}
@@ -93,7 +93,7 @@ def _with_messages(state: Any, messages: list[BaseMessage]) -> Any:
 
 class _RoundNode(Runnable[Any, Any]):
     """The round node's runnable. Like the nodes LangGraph makes of plain functions, it starts no run of its own
-    in the callbacks (no child task, no callback manager per round: 0.3-0.5 ms of a round, measured): the
+    in the callbacks (no child task, no callback manager per round: docs/measurements/code.md): the
     wrapped graph's runs are children of the node's task, and its streams reach the caller as before."""
 
     def __init__(
@@ -127,12 +127,14 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
     """One node for a whole round: load memory + gap, run `graph` on that context, persist the round.
 
     Its update carries only the messages `graph` added, which is all a caller's stream shows. One node
-    instead of load → graph → save saves LangGraph two steps (about 1.5 ms) on every round.
+    instead of load → graph → save saves LangGraph two steps on every round.
     """
 
     def begin(state: Any, config: RunnableConfig) -> Any:
         conversation_id, user_id, tenant_id = memory.round_identity(config)
-        return memory.prepare_round(conversation_id, _messages_of(state), user_id=user_id, tenant_id=tenant_id)
+        return memory.conversations.prepare_round(
+            conversation_id, _messages_of(state), user_id=user_id, tenant_id=tenant_id
+        )
 
     def produced(state: Any, workflow: list[BaseMessage], output: Any, info: RoundInfo) -> list[BaseMessage]:
         if not isinstance(output, dict):
@@ -175,8 +177,8 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
     "Nothing could tell": a plain invoke (no stream mode, context or interrupt options), no checkpointer,
     store, cache or interrupt nodes on this graph or the wrapped one, no step timeout or retry policy, no
     callback handler (tracing included), not running inside another graph (integrations/direct.py decides).
-    Then LangGraph's runner around the one node adds nothing but its cost (about 0.6 ms a round, measured:
-    the no-op floor of `make bench`); the input and the node's update go through a fresh "messages" channel
+    Then LangGraph's runner around the one node adds nothing but its cost (docs/measurements/code.md: the
+    no-op floor of `make bench`); the input and the node's update go through a fresh "messages" channel
     of this graph, so the result is the runner's, an interrupt included (the round paused, its interrupts in
     the result). Anything else (streams, `Command`, a checkpointer set later, tracing) takes the runner.
     """

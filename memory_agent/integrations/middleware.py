@@ -78,7 +78,9 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
 
     async def _start(self, config: Any, messages: list[BaseMessage]) -> dict[str, Any]:
         conversation_id, user_id, tenant_id = self.memory.round_identity(config)
-        context, info = await self.memory.prepare_round(conversation_id, messages, user_id=user_id, tenant_id=tenant_id)
+        context, info = await self.memory.conversations.prepare_round(
+            conversation_id, messages, user_id=user_id, tenant_id=tenant_id
+        )
         token = uuid.uuid4().hex
         self._remember(token, context)
         return {"memory_round": {"token": token, "info": info.to_state(), "start": [fingerprint(m) for m in messages]}}
@@ -88,7 +90,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         start messages (the memory may be newer than the one the run started with)."""
         start = set(round_["start"])
         info = round_["info"]
-        context, _ = await self.memory.prepare_round(
+        context, _ = await self.memory.conversations.prepare_round(
             info["conversation_id"],
             [m for m in messages if fingerprint(m) in start],
             lease=info.get("lease"),

@@ -6,7 +6,7 @@ Each Document is one recalled memory (a turn, an item, a cluster, batch or conso
 order, its text as `page_content` and where it came from in `metadata` (the hit's provenance: kind,
 is_summary, score, paths, conversation_id and sequences, item ids, source item ids, note or batch summary,
 source turns). It depends on the Recaller protocol (MemoryService implements it), not on the service: the
-recall it runs is the long-term tier's (`memory.long_term.recall`, the one behind `memory.recall`).
+recall it runs is the long-term tier's (`memory.long_term.recall`).
 """
 
 from __future__ import annotations

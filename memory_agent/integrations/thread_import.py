@@ -1,4 +1,4 @@
-"""A LangGraph checkpointer thread's messages with the times they were written, for MemoryService.import_thread.
+"""A LangGraph checkpointer thread's messages with the times they were written, for memory.transfers.import_thread.
 
 The thread's messages are those of its latest checkpoint (its state's `messages` channel, the root graph's); each
 is dated by the first checkpoint that holds it (by id), whose `ts` is when the step that wrote it ended. Any

@@ -19,9 +19,9 @@ import psycopg
 from memory_agent.db.connector import Connector
 from memory_agent.db.schema import SchemaManager
 from memory_agent.jobs.base import SummaryJobs
+from memory_agent.jobs.executor import WorkerOptions
 from memory_agent.jobs.retry import RETRY_TRANSIENT
 from memory_agent.schemas.started import StartedSummary
-from memory_agent.settings import MemorySettings
 
 logger = logging.getLogger("memory_agent.jobs")
 
@@ -31,10 +31,10 @@ SWEEP_TASK = "memory_agent.sweep"
 REFRESH_CLUSTERS_TASK = "memory_agent.refresh_clusters"
 
 
-def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> procrastinate.App:
+def build_app(jobs: SummaryJobs, options: WorkerOptions, pool: Any = None) -> procrastinate.App:
     """A procrastinate App whose tasks run `jobs`. Its connector is opened on the service's own pool (autocommit
     connections whose search_path is the memory_agent schema): no second pool. With that pool and consolidation
-    or batch summaries enabled, the consolidation schedules are registered too."""
+    or batch summaries enabled (`options.consolidation`), the consolidation schedules are registered too."""
     app = procrastinate.App(connector=procrastinate.PsycopgConnector())
 
     @app.task(name=SUMMARIZE_TASK, queue=QUEUE, retry=RETRY_TRANSIENT)
@@ -45,19 +45,17 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> 
         # the summary reads its tenant from its memory row (jobs deferred by an older release have none).
         return await jobs.run_summary(memory_id, user_id, strict=True)
 
-    @app.periodic(cron=settings.jobs.sweep_cron, periodic_id="memory_agent.sweep")
+    @app.periodic(cron=options.jobs.sweep_cron, periodic_id="memory_agent.sweep")
     @app.task(name=SWEEP_TASK, queue=QUEUE, queueing_lock=SWEEP_TASK)
     async def sweep(timestamp: int) -> list[int]:
         return await jobs.sweep()
 
-    if pool is not None and (
-        settings.consolidation.consolidation_enabled or settings.consolidation.batch_summaries_enabled
-    ):
-        register_consolidation(app, settings, pool)
+    if pool is not None and options.consolidation is not None:
+        register_consolidation(app, options.consolidation(pool))
     refresh = jobs.refresh_clusters
     if refresh is not None:
 
-        @app.periodic(cron=settings.jobs.sweep_cron, periodic_id=REFRESH_CLUSTERS_TASK)
+        @app.periodic(cron=options.jobs.sweep_cron, periodic_id=REFRESH_CLUSTERS_TASK)
         @app.task(name=REFRESH_CLUSTERS_TASK, queue=QUEUE, queueing_lock=REFRESH_CLUSTERS_TASK)
         async def refresh_clusters(timestamp: int) -> int:
             return await refresh()
@@ -65,15 +63,10 @@ def build_app(jobs: SummaryJobs, settings: MemorySettings, pool: Any = None) -> 
     return app
 
 
-def register_consolidation(app: procrastinate.App, settings: MemorySettings, pool: Any) -> None:
+def register_consolidation(app: procrastinate.App, runner: Any) -> None:
     # Imported here: only workers of deployments that enable it load the consolidation package.
-    from memory_agent.consolidation import (
-        ConsolidationRunner,
-        register_tasks,
-    )
-    from memory_agent.llm import default_chat_model
+    from memory_agent.consolidation import register_tasks
 
-    runner = ConsolidationRunner(pool, default_chat_model(settings, "consolidation"), settings)
     register_tasks(app, runner, queue=QUEUE, retry=RETRY_TRANSIENT)
 
 
@@ -82,15 +75,15 @@ class ProcrastinateExecutor:
 
     runs_in_process = False  # a worker process picks the row up (start_memory)
 
-    def __init__(self, jobs: SummaryJobs, settings: MemorySettings, backend: Connector) -> None:
+    def __init__(self, jobs: SummaryJobs, options: WorkerOptions, backend: Connector) -> None:
         self.jobs = jobs
-        self.settings = settings
+        self.options = options
         self.backend = backend
         self.app: procrastinate.App | None = None
 
     async def start(self) -> None:
-        await SchemaManager(self.backend).migrate_procrastinate(apply=self.settings.database.auto_migrate)
-        self.app = build_app(self.jobs, self.settings, pool=self.backend.pool)
+        await SchemaManager(self.backend).migrate_procrastinate(apply=self.options.auto_migrate)
+        self.app = build_app(self.jobs, self.options, pool=self.backend.pool)
         await self.app.open_async(pool=self.backend.pool)
 
     async def enqueue(self, conn: Any, memory_id: int, user_id: str, tenant_id: str) -> None:

@@ -13,14 +13,14 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from memory_agent.errors import ConfigurationError
 from memory_agent.llm.offline import OFFLINE_CONSOLIDATOR, OFFLINE_SUMMARIZER, OfflineModel
-from memory_agent.settings import MemorySettings
+from memory_agent.settings import ConsolidationSettings, MemoryWindowSettings, SummarySettings
 
 ModelRole = Literal["summary", "consolidation"]
 OFFLINE = "offline"
@@ -141,7 +141,21 @@ def chat_model_from_setting(
         raise unusable(variable, name, f"{provider} could not make the model: {type(exc).__name__}: {exc}") from None
 
 
-def default_chat_model(settings: MemorySettings, role: ModelRole = "summary") -> BaseChatModel:
+class ModelConfig(Protocol):
+    """What choosing a model reads of the settings: the summary model (MEMORY_AGENT_MEMORY_MODEL), the
+    consolidation model and the summary timeout. MemorySettings has these groups (an entry point passes it)."""
+
+    @property
+    def memory(self) -> MemoryWindowSettings: ...
+
+    @property
+    def summary(self) -> SummarySettings: ...
+
+    @property
+    def consolidation(self) -> ConsolidationSettings: ...
+
+
+def default_chat_model(settings: ModelConfig, role: ModelRole = "summary") -> BaseChatModel:
     """The model of `role` when none is passed: the summarizer is memory_model (no client retries: the runner's
     are recorded on the memory row); consolidation is consolidation_model, default memory_model (one client
     retry)."""
@@ -160,9 +174,7 @@ def default_chat_model(settings: MemorySettings, role: ModelRole = "summary") ->
     )
 
 
-def chat_model(
-    model: BaseChatModel | str | None, settings: MemorySettings, role: ModelRole = "summary"
-) -> BaseChatModel:
+def chat_model(model: BaseChatModel | str | None, settings: ModelConfig, role: ModelRole = "summary") -> BaseChatModel:
     """The model an application passed (a chat model, or a setting's value as a string), else the settings'."""
     if isinstance(model, str):
         timeout = settings.summary.timeout_s

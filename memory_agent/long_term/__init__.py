@@ -6,7 +6,7 @@ surface runs) and the cost ledger (ledger.py). LongTermQueries (queries.py) is t
 statements. Every function takes the caller's psycopg AsyncConnection (search_path on the memory_agent schema) and
 runs in its transaction, so the summary job can write a memory version and its items together; a user's
 functions take a UserKey checked when it was built (schemas/keys.py). LongTermMemory (memory.py) is the facade
-MemoryService delegates to (`memory.long_term`): it runs those functions on the memory loop, in the tenant's
+MemoryService hands out (`memory.long_term`): it runs those functions on the memory loop, in the tenant's
 transaction. May import: db/, runtime, schemas, errors, resources, llm/, settings, tokens, this package. Never
 conversation/: recall at round start is handed to it (schemas/recall.py).
 """

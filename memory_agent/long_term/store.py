@@ -63,9 +63,16 @@ class Loop(Protocol):
     async def arun(self, coro: Coroutine[Any, Any, T]) -> T: ...
 
 
+class Recall(Protocol):
+    """Recall's settings and embedder, as the long-term tier holds them (a search with a query is recall)."""
+
+    recall_settings: RecallSettings
+    embedder: Embeddings | None
+
+
 class Service(Protocol):
-    """What from_service needs of a MemoryService: its loop, its backend's pool, and recall's settings and
-    embedder (a search with a query is recall)."""
+    """What from_service needs of a MemoryService: its loop, its backend's pool, and its long-term tier's recall
+    settings and embedder."""
 
     @property
     def loop(self) -> Loop: ...
@@ -74,10 +81,7 @@ class Service(Protocol):
     def backend(self) -> Connector: ...
 
     @property
-    def recall_settings(self) -> RecallSettings: ...
-
-    @property
-    def embedder(self) -> Embeddings | None: ...
+    def long_term(self) -> Recall: ...
 
 
 class MemoryStore(BaseStore):
@@ -239,7 +243,7 @@ class MemoryStore(BaseStore):
             raise InvalidInputError(f"limit and offset must be integers >= 0, got {op.limit!r} and {op.offset!r}")
         equal = equality_filter(op.filter)
         if self._service is not None:
-            settings, embedder = self._service.recall_settings, self._service.embedder
+            settings, embedder = self._service.long_term.recall_settings, self._service.long_term.embedder
         else:
             settings, embedder = RecallSettings(text_search_config=self.text_search_config), None
         tenant, query = self.tenant_id, op.query or ""

@@ -1,5 +1,7 @@
-"""MemorySettings: every knob of memory_agent, in groups each package reads directly (`settings.database`,
-`settings.memory`, `settings.recall`, …), each setting read from its MEMORY_AGENT_* environment variable.
+"""MemorySettings: every knob of memory_agent, in groups (`settings.database`, `settings.memory`,
+`settings.recall`, …), each setting read from its MEMORY_AGENT_* environment variable when MemorySettings is built:
+at the edges only (the service, the CLI, the servers). Each component takes its own group, or an options value
+the service's wiring (service/_wiring.py) makes from several; none holds the whole MemorySettings.
 
 A setting has one name: its variable is MEMORY_AGENT_ plus its group's prefix plus its field's name
 (`settings.memory.rolling_window_size` is MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE, `settings.database.db_schema`

@@ -45,8 +45,8 @@ class RecallSettings(SettingsGroup):
         ge=16,
         le=100_000,
         description="With an embedder, at most this many characters of the query (its start, cut at a word "
-        "boundary) are embedded at round start: a local model's time grows with the text (the bundled e5: ~45 ms "
-        "for 140 characters, ~950 ms for 2,000 on one core).",
+        "boundary) are embedded at round start: a local model's time grows with the text (the bundled e5's "
+        "figures: docs/measurements/code.md).",
     )
     embedding_timeout_s: float = Field(
         default=1.0,

@@ -134,10 +134,11 @@ class MemoryAgent:
         self.max_tokens = max_tokens if max_tokens is not None else SUMMARY_TOKENS_PER_WORD * max_words
         # One tool the model must call, else the provider's JSON-schema format, else JSON in text (StructuredCaller);
         # the arguments are parsed here. LangChain's with_structured_output chain does the tool call through a
-        # parallel map, fallbacks and a parser: about 2.4 ms more client CPU per summary, paid by the process
-        # serving the rounds.
+        # parallel map, fallbacks and a parser: client CPU per summary (docs/measurements/code.md), paid by the
+        # process serving the rounds.
         # The schema goes terse (types and bounds; the system prompt explains each field): sent with every call,
-        # its descriptions were ~1,200 of a summary's ~3,000 input tokens. parse_summary validates in full.
+        # its descriptions were a large share of a summary's input tokens (docs/measurements/code.md).
+        # parse_summary validates in full.
         self._caller = StructuredCaller(model, MemorySummaryOutput, tool=SUMMARY_TOOL)
 
     def build_prompt(

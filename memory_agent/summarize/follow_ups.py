@@ -22,7 +22,7 @@ from memory_agent.long_term import ledger
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.embeddings import index_items, index_pending
 from memory_agent.long_term.lineage import ledger_user
-from memory_agent.settings import MemorySettings
+from memory_agent.summarize.options import SummaryOptions
 
 logger = logging.getLogger("memory_agent")
 
@@ -37,13 +37,13 @@ class LongTermFollowUps:
 
     def __init__(
         self,
-        settings: MemorySettings,
+        options: SummaryOptions,
         connector: Connector,
         cluster_summarizer: ClusterSummarizer,
         embedder: Embeddings | None,
         clock: Callable[[], datetime],
     ) -> None:
-        self.settings = settings
+        self.options = options
         self.connector = connector
         self.cluster_summarizer = cluster_summarizer
         self.embedder = embedder
@@ -81,19 +81,17 @@ class LongTermFollowUps:
         first (ledger.reserve: the database admits concurrent callers one at a time) and settled with the calls
         it made; what it did, or None, with a WARNING and no call, when the ceiling (spent plus calls in flight)
         is reached."""
-        model = getattr(self.cluster_summarizer, "model_name", None) or self.settings.memory.model
-        estimate = ledger.price(
-            LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.settings.guards.llm_prices
-        )
+        model = getattr(self.cluster_summarizer, "model_name", None) or self.options.model_name
+        estimate = ledger.price(LLMCall("cluster_summary", model, *CLUSTER_CALL_TOKENS), self.options.guards.llm_prices)
         reservation = await ledger.reserve(
-            conn, cluster.tenant_id, self.settings.guards.monthly_cost_ceiling, estimate[0], now
+            conn, cluster.tenant_id, self.options.guards.monthly_cost_ceiling, estimate[0], now
         )
         if reservation is None:
             logger.warning(
                 "tenant %r reached its monthly cost ceiling %s (spent and reserved by calls in flight): no cluster "
                 "summary is written for this tenant (recall reads raw items)",
                 cluster.tenant_id,
-                self.settings.guards.monthly_cost_ceiling,
+                self.options.guards.monthly_cost_ceiling,
             )
             return None
         with collecting() as log:
@@ -104,15 +102,15 @@ class LongTermFollowUps:
                         cluster,
                         long_term.ClusterSummaries(
                             self.cluster_summarizer,
-                            min_items=self.settings.summary.min_cluster_items,
-                            max_members=self.settings.summary.max_cluster_members,
+                            min_items=self.options.summary.min_cluster_items,
+                            max_members=self.options.summary.max_cluster_members,
                         ),
                         now=now,
                     )
             except BaseException:
                 await ledger.release(conn, reservation)
                 raise
-        prices = self.settings.guards.llm_prices
+        prices = self.options.guards.llm_prices
         async with long_term.tenant_transaction(conn, cluster.tenant_id):
             user = await ledger_user(conn, cluster.params())  # answered after forget_user: under no user
             await ledger.record_log(conn, cluster.tenant_id, user, log, now=now, prices=prices, reservation=reservation)
@@ -125,7 +123,7 @@ class LongTermFollowUps:
         many it handled. Then, with an embedder, the catch-up of vectors (index_pending). A cluster whose summary
         failed or was rejected, or a catch-up that failed, does not stop the rest; JobFailedError at the end says
         what was left for the next run (not retryable: the next run is the retry)."""
-        if not self.settings.long_term.long_term:
+        if not self.options.long_term.long_term:
             return 0
         handled, unusable = await self._refresh_pending_clusters(limit)
         problems = [f"{len(unusable)} cluster summaries not written ({'; '.join(unusable[:3])})"] if unusable else []
@@ -144,15 +142,15 @@ class LongTermFollowUps:
 
     async def _refresh_pending_clusters(self, limit: int) -> tuple[int, list[str]]:
         """How many clusters were handled, and why each unusable summary was not written."""
-        settings, now = self.settings, self.clock()
+        options, now = self.options, self.clock()
         per_scope: Counter[tuple[str, str, str]] = Counter()
         over: set[str] = set()
         handled, unusable = 0, []
         async with self.connector.session() as conn:
-            pending = await long_term.pending_clusters(conn, min_items=settings.summary.min_cluster_items, limit=limit)
+            pending = await long_term.pending_clusters(conn, min_items=options.summary.min_cluster_items, limit=limit)
             for cluster in pending:
                 scope = (cluster.tenant_id, cluster.user_id, cluster.project)
-                if cluster.tenant_id in over or per_scope[scope] >= settings.guards.max_summary_jobs_per_run:
+                if cluster.tenant_id in over or per_scope[scope] >= options.guards.max_summary_jobs_per_run:
                     continue  # the next run takes it
                 outcome = await self._refresh_within_budget(conn, cluster, now)
                 if outcome is None:

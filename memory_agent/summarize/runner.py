@@ -30,10 +30,10 @@ from memory_agent.long_term import ledger
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.schemas.started import StartedSummary
-from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult
 from memory_agent.summarize.failures import FailingConversations, Outcome, describe
 from memory_agent.summarize.follow_ups import LongTermFollowUps
+from memory_agent.summarize.options import SummaryOptions
 from memory_agent.summarize.queries import SummaryQueries
 from memory_agent.tracing import record, summary_attributes, summary_span
 
@@ -49,7 +49,7 @@ class SummaryRunner:
 
     def __init__(
         self,
-        settings: MemorySettings,
+        options: SummaryOptions,
         queries: SummaryQueries,
         agent: MemoryAgent,
         *,
@@ -57,7 +57,7 @@ class SummaryRunner:
         cluster_summarizer: ClusterSummarizer | None = None,
         embedder: Embeddings | None = None,
     ) -> None:
-        self.settings = settings
+        self.options = options
         self.queries = queries
         self.agent = agent
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -67,7 +67,7 @@ class SummaryRunner:
         summarizer = cluster_summarizer or (
             long_term.offline_cluster_summarizer if offline else agent.summarize_cluster
         )
-        self.follow_ups = LongTermFollowUps(settings, queries.connector, summarizer, embedder, self.clock)
+        self.follow_ups = LongTermFollowUps(options, queries.connector, summarizer, embedder, self.clock)
 
     async def run_summary(
         self, memory_id: int, user_id: str, started: StartedSummary | None = None, *, strict: bool = False
@@ -93,7 +93,7 @@ class SummaryRunner:
                     async with self.queries.connector.session() as conn, conn.transaction():
                         user = await ledger_user(conn, {"tenant_id": log.tenant_id, "user_id": user_id})
                         await ledger.record_log(
-                            conn, log.tenant_id, user, log, now=self.clock(), prices=self.settings.guards.llm_prices
+                            conn, log.tenant_id, user, log, now=self.clock(), prices=self.options.guards.llm_prices
                         )
             except Exception as exc:  # the database may be away; the summary itself is done
                 logger.warning("Memory %s: LLM calls not recorded in the ledger: %s", memory_id, exc)
@@ -136,14 +136,14 @@ class SummaryRunner:
                 logger.debug("No new messages to summarize for %s", conversation_id)
                 raise SummarizationError(f"no stored messages in {new_start}-{end_seq}")
             new_messages = [SequencedMessage(r["sequence_number"], messages_from_dict([r["message"]])[0]) for r in rows]
-            settings = self.settings
+            options = self.options
             result: SummaryResult | None = await self.agent.summarize_with_retries(
                 Retries(
-                    settings.summary.max_attempts,
-                    settings.summary.timeout_s,
-                    settings.summary.retry_backoff_s,
+                    options.summary.max_attempts,
+                    options.summary.timeout_s,
+                    options.summary.retry_backoff_s,
                     # A margin under the stale-row timeout for the writes that complete the version.
-                    budget_s=0.8 * settings.jobs.processing_timeout_s,
+                    budget_s=0.8 * options.processing_timeout_s,
                 ),
                 f"Memory {memory_id}",
                 previous_summary=row["base_memory_text"],
@@ -227,7 +227,7 @@ class SummaryRunner:
         (nothing written), the error text when a write failed (rolled back)."""
         user_id, tenant_id, memory_id = row["user_id"], row["tenant_id"], row["memory_id"]
         items, over_cap = result.items.within(row["start_sequence"], row["end_sequence"]).capped(
-            self.settings.summary.max_items
+            self.options.summary.max_items
         )
         stored = items.model_dump(mode="json")
         dropped = list(result.dropped_items)
@@ -237,7 +237,7 @@ class SummaryRunner:
             logger.warning("Memory %s: %s items over the cap dropped", memory_id, over_cap)
             dropped.insert(
                 0,
-                f"{over_cap} items over the cap of {self.settings.summary.max_items} per version "
+                f"{over_cap} items over the cap of {self.options.summary.max_items} per version "
                 "(MEMORY_AGENT_SUMMARY_MAX_ITEMS): the most important were kept",
             )
         if dropped:
@@ -247,7 +247,7 @@ class SummaryRunner:
         outcomes: list[long_term.RememberOutcome] = []
         now = self.clock()
         calls = list(log.calls)
-        remembering = self.settings.long_term.long_term and not items.is_empty()
+        remembering = self.options.long_term.long_term and not items.is_empty()
         completing = {
             "user_id": user_id,
             "tenant_id": tenant_id,
@@ -264,7 +264,7 @@ class SummaryRunner:
             "finished_at": now,
         }
         try:
-            ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.settings.guards.llm_prices)
+            ledger_rows = ledger.call_params(tenant_id, user_id, calls, now=now, prices=self.options.guards.llm_prices)
             if not remembering:
                 # Nothing for the long-term tier: one statement (the version and its calls), no transaction.
                 if not await self.queries.complete_memory(None, calls=ledger_rows, **completing):
@@ -279,8 +279,8 @@ class SummaryRunner:
                         scope=long_term.ItemScope(
                             tenant_id=tenant_id,
                             user_id=user_id,
-                            project=self.settings.long_term.project,
-                            environment=self.settings.long_term.environment,
+                            project=self.options.long_term.project,
+                            environment=self.options.long_term.environment,
                         ),
                         source=long_term.ItemOrigin(conversation_id=row["conversation_id"], memory_id=memory_id),
                         items=items,

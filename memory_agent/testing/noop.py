@@ -16,43 +16,54 @@ from typing import Any, TypeVar
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from memory_agent.conversation.memory import ConversationMemory
 from memory_agent.integrations.base import RoundMemory
-from memory_agent.schemas import RoundInfo
+from memory_agent.schemas import RoundInfo, TriggerResult
+from memory_agent.schemas.keys import ConversationKey
 
 T = TypeVar("T")
 
 
-class NoopMemory(RoundMemory):
-    """A RoundMemory with no database and no summaries: nothing is stored, nothing is recalled."""
+class _NoopRounds:
+    """The round start and end ConversationMemory runs (conversation/round_start.py, round_end.py), with nothing
+    stored and nothing recalled: each round's model context is the messages given, unchanged."""
 
-    async def prepare_round(
-        self,
-        conversation_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        lease: str | None = None,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
+    async def prepare(
+        self, key: ConversationKey, messages: Sequence[BaseMessage], lease: str | None
     ) -> tuple[list[BaseMessage], RoundInfo]:
         incoming = list(messages)
         return incoming, RoundInfo(
-            conversation_id=conversation_id,
-            user_id=user_id,
-            tenant_id=tenant_id,
+            conversation_id=key.conversation_id,
+            user_id=key.user_id,
+            tenant_id=key.tenant_id,
             input_messages=incoming,
             started=time.perf_counter(),
         )
 
-    async def finish_round(
-        self, conversation_id: str, messages: Sequence[BaseMessage], info: RoundInfo | None = None
-    ) -> None:
+    async def finish(
+        self, key: ConversationKey, messages: Sequence[BaseMessage], info: RoundInfo | None
+    ) -> tuple[None, TriggerResult]:
+        return None, TriggerResult(outcome="nothing_new")
+
+    async def release(self, info: RoundInfo) -> None:
         return None
 
-    async def record_failed_round(self, info: RoundInfo, stage: str, error: BaseException) -> None:
+    async def record_failed(self, info: RoundInfo, stage: str, error: BaseException) -> None:
         return None
 
-    async def release_round(self, info: RoundInfo) -> None:
-        return None
+
+class NoopMemory(RoundMemory):
+    """A RoundMemory with no database and no summaries: nothing is stored, nothing is recalled. Its rounds run
+    through the conversation tier's own methods (their signatures written once, there)."""
+
+    def __init__(self) -> None:
+        rounds: Any = _NoopRounds()
+        nothing: Any = None  # no memory loop, no database, no trigger: the rounds above touch none
+        self._conversations = ConversationMemory(nothing, nothing, rounds, rounds, nothing)
+
+    @property
+    def conversations(self) -> ConversationMemory:
+        return self._conversations
 
     def round_identity(self, config: RunnableConfig | None) -> tuple[str, str | None, str | None]:
         configurable = (config or {}).get("configurable") or {}

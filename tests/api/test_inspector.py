@@ -32,8 +32,8 @@ async def _ana_in_acme(open_memory: Any) -> Any:
     for n in range(1, 5):
         await app.ainvoke({"messages": [HumanMessage(f"I live in Lisbon, round {n}")]}, config)
         assert await memory.drain(timeout=10)  # round 4 is served the summary of rounds 1-3
-    await memory.remember("ana", "Ana lives in Porto", key="home_city", tenant_id="acme")
-    await memory.remember("bob", "Bob likes jazz", tenant_id="globex")
+    await memory.long_term.remember("ana", "Ana lives in Porto", key="home_city", tenant_id="acme")
+    await memory.long_term.remember("bob", "Bob likes jazz", tenant_id="globex")
     slashed = {"configurable": {"thread_id": "desk/42?#", "user_id": "ana/x", "tenant_id": "acme"}}
     await app.ainvoke({"messages": [HumanMessage("a thread id with a slash")]}, slashed)
     return memory

@@ -17,10 +17,10 @@ AT = datetime(2025, 12, 1, 9, tzinfo=UTC)
 async def test_ids_shaped_like_page_paths_reach_their_own_pages(open_memory):
     memory = await open_memory()
     for user in ("bob", "bob/forget", "bob/items/1/forget"):
-        await memory.remember(user, f"{user} likes jazz", tenant_id="acme")
+        await memory.long_term.remember(user, f"{user} likes jazz", tenant_id="acme")
     for thread in ("trip", "trip/rounds/1", "trip/forget"):
         said = [(HumanMessage(f"said in {thread}"), AT), (AIMessage("ok"), AT)]
-        await memory.import_messages(thread, said, user_id="ana", tenant_id="acme", summarize=False)
+        await memory.transfers.import_messages(thread, said, user_id="ana", tenant_id="acme", summarize=False)
     async with serve(memory) as served:
         header = {"Authorization": f"Bearer {await served.key('acme')}"}
         base = f"{served.url}/inspect"
@@ -41,8 +41,8 @@ async def test_ids_shaped_like_page_paths_reach_their_own_pages(open_memory):
         csrf = confirm.text.split('name="csrf" value="')[1].split('"')[0]
         erased = httpx.post(f"{base}/users/bob%2Fforget/forget", headers=header, data={"csrf": csrf})
         assert erased.status_code == 200, erased.text[-400:]
-        assert [i.content for i in await memory.list_items("bob", tenant_id="acme")] == ["bob likes jazz"]
-        assert await memory.list_items("bob/forget", tenant_id="acme") == []
+        assert [i.content for i in await memory.long_term.list_items("bob", tenant_id="acme")] == ["bob likes jazz"]
+        assert await memory.long_term.list_items("bob/forget", tenant_id="acme") == []
         # An id no row can hold is nobody's page (it failed in the database: 500).
         for path in ("users/a%00b", "conversations/t%00", "users/a%00b/forget", "conversations/t%00/rounds/1"):
             assert httpx.get(f"{base}/{path}", headers=header).status_code == 404
@@ -55,8 +55,8 @@ async def test_a_cut_list_says_so(open_memory, monkeypatch):
         monkeypatch.setattr(module, "LIST_LIMIT", 3)
     memory = await open_memory()
     for n in range(4):
-        await memory.remember("many", f"fact number {n}", tenant_id="acme")
-    await memory.remember("few", "one fact", tenant_id="acme")
+        await memory.long_term.remember("many", f"fact number {n}", tenant_id="acme")
+    await memory.long_term.remember("few", "one fact", tenant_id="acme")
     async with serve(memory) as served:
         header = {"Authorization": f"Bearer {await served.key('acme')}"}
         many = httpx.get(f"{served.url}/inspect/users/many", headers=header).text

@@ -17,7 +17,7 @@ async def test_recall_returns_what_memory_recall_returns_with_provenance(served)
         response = await http.get("/users/ana/recall", params={"q": "Remember what I am allergic to?"})
         assert response.status_code == 200, response.text
         body = response.json()
-        expected = await served.memory.recall("ana", "Remember what I am allergic to?")
+        expected = (await served.memory.long_term.recall("ana", "Remember what I am allergic to?")).results
         assert [r["text"] for r in body["results"]] == [hit.text for hit in expected]
         first = body["results"][0]
         assert (first["kind"], first["conversation_id"], first["sequences"]) == ("turn", "dinner", [0])

@@ -86,11 +86,11 @@ async def test_an_erasure_commits_on_the_users_node_and_forget_user_moves_the_le
     counted = {"delete_conversation": two_phase_commits(notices)}
     notices.clear()
     # forget_user, its ledger beside the rows of no user: none either.
-    await memory.forget_user(near, tenant_id="acme")
+    await memory.long_term.forget_user(near, tenant_id="acme")
     counted["forget_user, ledger on the same node"] = two_phase_commits(notices)
     notices.clear()
     # forget_user, its ledger on the other node: the ledger's move is one two-phase commit, on those two nodes.
-    await memory.forget_user(far, tenant_id="acme")
+    await memory.long_term.forget_user(far, tenant_id="acme")
     counted["forget_user, ledger on another node"] = two_phase_commits(notices)
     print(f"\ntwo-phase commits (count, nodes prepared): {counted}")
 

@@ -56,7 +56,7 @@ async def test_recall_and_the_store(open_memory):
     await talk(app, "trip", "ana", ["I live in Lisbon.", "I'm allergic to peanuts.", "I like green tea.", "Bye."])
     await talk(app, "other", "ben", ["I'm allergic to shellfish.", "I live in Porto.", "Fine.", "Bye."])
     assert await memory.drain(timeout=30)
-    hits = await memory.recall("ana", "peanuts allergy", tenant_id="acme")
+    hits = (await memory.long_term.recall("ana", "peanuts allergy", tenant_id="acme")).results
     assert hits and all("shellfish" not in hit.text for hit in hits)
     assert {"turn", "item"} <= {hit.kind for hit in hits}
     assert any("peanuts" in hit.text for hit in hits if hit.kind == "item")
@@ -83,7 +83,7 @@ async def test_hybrid_recall_with_an_embedder(open_memory):
     await talk(app, "trip", "ana", ["I live in Lisbon.", "I'm allergic to peanuts.", "I like green tea.", "Bye."])
     await talk(app, "other", "ben", ["I'm allergic to shellfish.", "I live in Porto.", "Fine.", "Bye."])
     assert await memory.drain(timeout=30)
-    result = await memory.recall_result("ana", "peanuts allergy", tenant_id="acme")
+    result = await memory.long_term.recall("ana", "peanuts allergy", tenant_id="acme")
     assert result.fts_hits >= 2 and result.vector_hits >= 1
     assert any(hit.paths == ["fts", "vector"] for hit in result.ranked)
     assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in result.ranked)
@@ -107,15 +107,15 @@ async def test_forgetting_leaves_no_canary(open_memory, citus_url, schema):
     for canary in (item_canary, thread_canary, user_canary):
         assert "items.content" in columns_holding(citus_url, schema, canary)
 
-    (item,) = [i for i in await memory.list_items("ana", tenant_id="acme") if item_canary in i.content]
-    await memory.forget_item("ana", item.item_id, tenant_id="acme")
-    assert [i for i in await memory.list_items("ana", tenant_id="acme") if item_canary in i.content] == []
+    (item,) = [i for i in await memory.long_term.list_items("ana", tenant_id="acme") if item_canary in i.content]
+    await memory.long_term.forget_item("ana", item.item_id, tenant_id="acme")
+    assert [i for i in await memory.long_term.list_items("ana", tenant_id="acme") if item_canary in i.content] == []
     assert "items.content" not in columns_holding(citus_url, schema, item_canary)
 
     assert await memory.delete_conversation("secret", user_id="ana", tenant_id="acme")
     assert columns_holding(citus_url, schema, thread_canary) == []
 
-    await memory.forget_user("ben", tenant_id="acme")
+    await memory.long_term.forget_user("ben", tenant_id="acme")
     assert columns_holding(citus_url, schema, user_canary) == []
     assert query(citus_url, schema, "SELECT count(*) FROM messages WHERE user_id = 'ben'") == [(0,)]
     # ana's other conversation is untouched.

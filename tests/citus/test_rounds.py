@@ -135,7 +135,7 @@ async def test_rounds_through_with_memory_and_inline_summaries(open_memory, citu
     # The next round is given the latest summary.
     state = await app.ainvoke({"messages": [HumanMessage("what did I say?")]}, config("ana-a", "ana"))
     assert state["messages"][-1].content.startswith("reply")
-    context = await memory.get_context_for_workflow("ana-a", user_id="ana", tenant_id="acme")
+    context = await memory.conversations.get_context_for_workflow("ana-a", user_id="ana", tenant_id="acme")
     assert context.memory_text and "ana apples" in context.memory_text
     # Every round's metrics row, on its user's shard; the users' rows spread over more than one node.
     assert query(citus_url, schema, "SELECT count(*) FROM round_metrics") == [(len(USERS) * 2 * 8 + 1,)]
@@ -198,13 +198,15 @@ async def test_a_round_whose_thread_is_deleted_meanwhile_stores_nothing(open_mem
     for n in range(6):
         await app.ainvoke({"messages": [HumanMessage(f"I like pears {n}")]}, config("gone", "ana"))
         assert await memory.drain(timeout=30)
-    _, late = await memory.prepare_round("gone", [HumanMessage("late")], user_id="ana", tenant_id="acme")
-    await memory.release_round(late)  # a second round in flight beside it
-    _, failing = await memory.prepare_round("gone", [HumanMessage("failing")], user_id="ana", tenant_id="acme")
+    _, late = await memory.conversations.prepare_round("gone", [HumanMessage("late")], user_id="ana", tenant_id="acme")
+    await memory.conversations.release_round(late)  # a second round in flight beside it
+    _, failing = await memory.conversations.prepare_round(
+        "gone", [HumanMessage("failing")], user_id="ana", tenant_id="acme"
+    )
     assert late.memory_id is not None
     assert await memory.delete_conversation("gone", user_id="ana", tenant_id="acme") is True
-    saved, result = await memory.finish_round("gone", [HumanMessage("late"), AIMessage("answer")], late)
+    saved, result = await memory.conversations.finish_round("gone", [HumanMessage("late"), AIMessage("answer")], late)
     assert saved is None and result.outcome == "conversation_erased"
-    await memory.record_failed_round(failing, "graph", RuntimeError("gave up"))
+    await memory.conversations.record_failed_round(failing, "graph", RuntimeError("gave up"))
     for table in ("conversations", "messages", "memory", "round_metrics"):
         assert query(citus_url, schema, f"SELECT count(*) FROM {table} WHERE conversation_id = 'gone'") == [(0,)]

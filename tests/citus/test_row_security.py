@@ -99,13 +99,13 @@ async def test_a_role_bound_by_the_policies_serves_each_tenant_and_reads_no_othe
     await say(memory, "acme-1", "ana", "acme", ["I live in Lisbon.", "My violin teacher is Ingrid.", "Bye."])
     await say(memory, "globex-1", "ben", "globex", ["I live in Porto.", "My violin teacher is Carla.", "Bye."])
     # Summaries ran as that role: items written, each for its tenant.
-    acme_items = {item.content for item in await memory.list_items("ana", tenant_id="acme")}
+    acme_items = {item.content for item in await memory.long_term.list_items("ana", tenant_id="acme")}
     assert "The user lives in Lisbon" in acme_items and not any("Porto" in c for c in acme_items)
-    assert await memory.list_items("ana", tenant_id="globex") == []
+    assert await memory.long_term.list_items("ana", tenant_id="globex") == []
     # Recall finds the tenant's items (not only turns), and nothing of the other tenant's.
-    hits = await memory.recall("ana", "Where do I live?", tenant_id="acme")
+    hits = (await memory.long_term.recall("ana", "Where do I live?", tenant_id="acme")).results
     assert any(hit.kind == "item" and "Lisbon" in hit.text for hit in hits)
-    assert await memory.recall("ben", "Where do I live?", tenant_id="acme") == []
+    assert (await memory.long_term.recall("ben", "Where do I live?", tenant_id="acme")).results == []
     (given,) = await say(memory, "acme-2", "ana", "acme", ["Where do I live?"])
     assert "The user lives in Lisbon" in given[0].text and "Porto" not in given[0].text
 
@@ -144,7 +144,7 @@ async def test_a_role_bound_by_the_policies_serves_each_tenant_and_reads_no_othe
         assert {name: rows for name, rows in tenants_seen(node, schema, tables, None).items() if rows} == {}, node
 
     # Forgetting works as that role, and leaves the other tenant's rows alone.
-    report = await memory.forget_user("ana", tenant_id="acme")
+    report = await memory.long_term.forget_user("ana", tenant_id="acme")
     assert report.items_deleted and set(report.conversations_deleted) == {"acme-1", "acme-2"}
     assert query(citus_url, schema, "SELECT DISTINCT tenant_id FROM messages") == [("globex",)]
     assert query(citus_url, schema, "SELECT DISTINCT tenant_id FROM items") == [("globex",)]

@@ -56,7 +56,9 @@ def weekly_notes(url: str) -> list[tuple[Any, ...]]:
 
 
 async def recalled(memory: MemoryService, canary: str) -> list[str]:
-    return [hit.text for hit in await memory.recall("ana", f"allergic {canary}") if canary in hit.text]
+    return [
+        hit.text for hit in (await memory.long_term.recall("ana", f"allergic {canary}")).results if canary in hit.text
+    ]
 
 
 async def test_delete_conversation_erases_the_notes_and_batch_summaries_made_from_it(open_service, conn, database_url):
@@ -109,9 +111,9 @@ async def test_forget_item_erases_the_notes_and_batch_summaries_made_from_it(ope
     assert NOTE_COLUMNS | {"batch_summaries.content", "items.content"} <= set(tables_holding(database_url, canary))
     assert await recalled(memory, canary)
 
-    holding = [i for i in await memory.list_items("ana") if canary in i.content]
+    holding = [i for i in await memory.long_term.list_items("ana") if canary in i.content]
     for item in holding:
-        report = await memory.forget_item("ana", item.item_id)
+        report = await memory.long_term.forget_item("ana", item.item_id)
         assert report.items_deleted == (item.item_id,)
     assert holding and tables_holding(database_url, canary) == []
     assert await recalled(memory, canary) == []

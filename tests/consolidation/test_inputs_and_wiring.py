@@ -21,6 +21,7 @@ from memory_agent.db.schema import SchemaManager
 from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.procrastinate_executor import build_app
+from memory_agent.service._wiring import worker_options
 from memory_agent.settings import MemorySettings
 from tests.conftest import execute, query
 from tests.consolidation.conftest import CountingModel, day
@@ -29,7 +30,7 @@ from tests.consolidation.conftest import CountingModel, day
 async def test_a_days_conversation_memory_is_daily_material(open_memory, conn, database_url):
     memory = await open_memory()
     for n in range(4):
-        await memory.finish_round(
+        await memory.conversations.finish_round(
             "trip", [HumanMessage(f"Planning the Lisbon trip, part {n}"), AIMessage("noted")], user_id="alice"
         )
     assert await memory.drain(timeout=10)
@@ -60,11 +61,11 @@ def test_the_executor_app_schedules_the_tick_at_schedule_time():
 
     jobs = SummaryJobs(run_summary, sweep)
     enabled = MemorySettings(consolidation_enabled=True, schedule_time="04:30", executor="procrastinate")
-    app = build_app(jobs, enabled, pool=object())
+    app = build_app(jobs, worker_options(enabled), pool=object())
     assert {TICK_TASK, USER_TASK} <= set(app.tasks)
     crons = {task.periodic_id: task.cron for task in app.periodic_registry.periodic_tasks.values()}
     assert crons[TICK_TASK] == "30 4 * * *"
-    assert TICK_TASK not in build_app(jobs, MemorySettings(), pool=object()).tasks  # off by default
+    assert TICK_TASK not in build_app(jobs, worker_options(MemorySettings()), pool=object()).tasks  # off by default
 
 
 def test_settings_and_inputs_are_checked():

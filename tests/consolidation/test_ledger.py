@@ -4,6 +4,7 @@ its monthly ceiling gets recall without summaries, visibly."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from decimal import Decimal
 from typing import Any
@@ -194,7 +195,8 @@ async def test_cluster_summary_calls_are_noted_and_the_safety_net_obeys_the_guar
     )
     assert await runner.follow_ups.refresh_pending() == 1
     # Over the ceiling, the safety net writes no summary.
-    runner.follow_ups.settings = runner.follow_ups.settings.replace(monthly_cost_ceiling=0.0)
+    guards = runner.follow_ups.options.guards.model_copy(update={"monthly_cost_ceiling": 0.0})
+    runner.follow_ups.options = dataclasses.replace(runner.follow_ups.options, guards=guards)
     await remember_three_facts(conn, "food", at(2))
     assert await runner.follow_ups.refresh_pending() == 0
 

@@ -75,7 +75,7 @@ async def test_forgetting_a_recalled_item_clears_the_blocks_that_quoted_it(open_
     for text in (FACT, "What should I cook tonight?", "Thanks."):
         await ask(memory, chat, "dinner", text)
     assert await memory.drain(timeout=10)
-    (item,) = await memory.list_items("ana")
+    (item,) = await memory.long_term.list_items("ana")
     await ask(memory, chat, "music", "I play the cello on Sundays.")
     await ask(memory, chat, "tea", "Which day do I play the cello?")
     await ask(memory, chat, "lunch", "Snack ideas? I am allergic to what again?")
@@ -84,7 +84,7 @@ async def test_forgetting_a_recalled_item_clears_the_blocks_that_quoted_it(open_
     assert "tea" in before and "lunch" in before
     hits = query(database_url, "SELECT recall_hits FROM round_metrics WHERE conversation_id = 'lunch'")[0][0]
     assert any(hit.get("item_ids") == [item.item_id] for hit in hits)
-    await memory.forget_item("ana", item.item_id)
+    await memory.long_term.forget_item("ana", item.item_id)
     assert query(
         database_url, "SELECT recall_block, recall_hits FROM round_metrics WHERE conversation_id = 'lunch'"
     ) == [(None, None)]

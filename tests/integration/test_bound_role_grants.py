@@ -164,7 +164,7 @@ async def test_the_documented_setup_is_least_privilege_and_enough(open_memory, d
         ("acme", "completed"),
         ("globex", "completed"),
     ]
-    hits = await memory.recall("ana", "Where do I live?", tenant_id="acme")
+    hits = (await memory.long_term.recall("ana", "Where do I live?", tenant_id="acme")).results
     assert any(hit.kind == "item" and "Lisbon" in hit.text for hit in hits)
     assert not any("Porto" in hit.text for hit in hits)
     # The shared and ledger rows, written by now, as the role: nothing changes them.
@@ -188,7 +188,7 @@ async def test_the_documented_setup_is_least_privilege_and_enough(open_memory, d
     spend = "SELECT tenant_id, sum(cost), sum(calls) FROM tenant_monthly_spend GROUP BY 1 ORDER BY 1"
     before = query(database_url, spend)
     assert [(t, calls) for t, _, calls in before] == [("acme", 1), ("globex", 1)]  # the first summaries' calls
-    report = await memory.forget_user("ana", tenant_id="acme")
+    report = await memory.long_term.forget_user("ana", tenant_id="acme")
     assert report.conversations_deleted == ("acme-1",)
     assert query(database_url, waiting, (SUMMARIZE_TASK,)) == [("globex",)]
     # The ledger of the forgotten user moved to user '' (through the owner's function): the spend is whole.

@@ -79,7 +79,7 @@ async def test_between_two_summaries_each_input_extends_the_last(open_memory, mo
     monkeypatch.delenv(CADENCE_ENV, raising=False)
     memory = await open_memory()
     seen = await rounds(memory, "cadence", [f"question {n}" for n in range(1, 31)])
-    history = await memory.get_memory_history("cadence")
+    history = await memory.conversations.get_memory_history("cadence")
     assert [(m.status, m.end_sequence) for m in history] == [("completed", e) for e in (5, 17, 29, 41, 53)]
     # A new memory is served in the round after each summary (rounds 3, 9, 15, 21, 27 end at 5, 17, ...):
     # there the memory block changes and the prefix is new; in every other round both hold.

@@ -53,7 +53,7 @@ def test_the_demo_keeps_to_its_tenant_and_prints_what_the_model_received(databas
 
     async def recall_in_default_tenant() -> list:
         async with MemoryService(MemorySettings(database_url=database_url), model=OfflineModel()) as memory:
-            return await memory.recall(USER_ID, "shellfish allergy Lisbon trip")
+            return (await memory.long_term.recall(USER_ID, "shellfish allergy Lisbon trip")).results
 
     assert asyncio.run(recall_in_default_tenant()) == []
     # The printed recall is the stored one, round by round (the demo once ran a recall of its own).

@@ -44,8 +44,8 @@ async def test_rows_carry_the_rounds_user_and_tenant(open_memory, database_url):
         ("t2", "default", "conversation:t2"),
     ]
     # Reads by thread id act on its recorded owner.
-    assert [r.end_sequence for r in await memory.get_memory_history("t1")] != []
-    context = await memory.get_context_for_workflow("t1")
+    assert [r.end_sequence for r in await memory.conversations.get_memory_history("t1")] != []
+    context = await memory.conversations.get_context_for_workflow("t1")
     assert context.gap_messages or context.memory_text
 
 
@@ -97,7 +97,7 @@ async def test_the_same_user_id_in_two_tenants_is_two_users(open_memory, databas
     await app.ainvoke({"messages": [HumanMessage("in a")]}, config("ta", user_id="u", tenant_id="a"))
     await app.ainvoke({"messages": [HumanMessage("in b")]}, config("tb", user_id="u", tenant_id="b"))
     assert keys(database_url, "messages") == {("a", "u", "ta"), ("b", "u", "tb")}
-    context = await memory.get_context_for_workflow("tb")
+    context = await memory.conversations.get_context_for_workflow("tb")
     assert [m.text for m in context.gap_messages] == ["in b", "reply 2"]
 
 

@@ -39,10 +39,10 @@ async def test_a_caller_cannot_name_a_conversations_own_scope(open_memory, datab
     assert query(database_url, "SELECT count(*) FROM messages") == before
     # Every other door refuses the same id: the service's reads, forgetting, recall and the store.
     for call in (
-        memory.list_items("conversation:private-thread"),
-        memory.recall("conversation:private-thread", "PIN"),
-        memory.forget_user("conversation:private-thread"),
-        memory.get_memory_history("private-thread", user_id="conversation:private-thread"),
+        memory.long_term.list_items("conversation:private-thread"),
+        memory.long_term.recall("conversation:private-thread", "PIN"),
+        memory.long_term.forget_user("conversation:private-thread"),
+        memory.conversations.get_memory_history("private-thread", user_id="conversation:private-thread"),
     ):
         with pytest.raises(InvalidInputError, match="reserved"):
             await call
@@ -50,7 +50,7 @@ async def test_a_caller_cannot_name_a_conversations_own_scope(open_memory, datab
     with pytest.raises(InvalidInputError, match="reserved"):
         await store.asearch(("memories", "conversation:private-thread"), query="PIN")
     # The owner's own reads by thread id still work.
-    assert [m.text for m in (await memory.get_context_for_workflow("private-thread")).gap_messages] == [
+    assert [m.text for m in (await memory.conversations.get_context_for_workflow("private-thread")).gap_messages] == [
         "my PIN is 4321",
         "reply 1",
     ]

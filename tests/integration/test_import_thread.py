@@ -56,12 +56,12 @@ def counts(url: str) -> list[int]:
 
 async def test_an_imported_turn_keeps_its_date_in_the_recalled_block(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
-    report = await memory.import_messages("old-trip", records(), user_id="ana")
+    report = await memory.transfers.import_messages("old-trip", records(), user_id="ana")
     assert (report.messages, report.rounds, report.first_at) == (6, 3, SEPT)
     rows = stored(database_url)
     assert [row[5] for row in rows] == [SEPT + timedelta(minutes=n) for n in range(6)]
     assert [row[2] for row in rows] == [1, 1, 2, 2, 3, 3]
-    found = await memory.recall_result("ana", "Kyoto trip")
+    found = await memory.long_term.recall("ana", "Kyoto trip")
     assert "14 September 2023" in found.block
     assert f"{NOW:%d %B %Y}" not in found.block
     # At a round's start too: the block the model was given dates the imported turn.
@@ -78,8 +78,8 @@ async def test_an_import_is_summarized_window_by_window(open_memory, database_ur
     memory = await open_memory(
         model=OfflineSummaryModel(), clock=clock, memory_rolling_window_size=4, memory_summarize_after_seq=3
     )
-    report = await memory.import_messages("long", records(12), user_id="ana")
-    versions = await memory.get_memory_history("long", user_id="ana")
+    report = await memory.transfers.import_messages("long", records(12), user_id="ana")
+    versions = await memory.conversations.get_memory_history("long", user_id="ana")
     assert [v.memory_id for v in versions] == list(report.memory_ids)
     assert [(v.status, v.end_sequence) for v in versions] == [("completed", 3), ("completed", 7), ("completed", 11)]
     assert [v.base_memory_id for v in versions] == [None, versions[0].memory_id, versions[1].memory_id]
@@ -94,7 +94,7 @@ def test_summary_points_end_rounds_every_window():
 async def test_messages_and_pairs_import_as_records_do(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
     pairs = [(HumanMessage("hello", id="h1"), SEPT), (AIMessage("hi", id="a1"), SEPT + timedelta(seconds=5))]
-    await memory.import_messages("pairs", pairs, user_id="ana", summarize=False)
+    await memory.transfers.import_messages("pairs", pairs, user_id="ana", summarize=False)
     assert [(r[3], r[4], r[5]) for r in stored(database_url)] == [
         ("user", "hello", SEPT),
         ("assistant", "hi", SEPT + timedelta(seconds=5)),
@@ -143,15 +143,15 @@ async def test_bad_input_writes_nothing(open_memory, database_url):
     ]
     for messages, error in cases:
         with pytest.raises(InvalidInputError, match=error.replace("(", r"\(")):
-            await memory.import_messages("bad", messages, user_id="ana")
+            await memory.transfers.import_messages("bad", messages, user_id="ana")
     assert counts(database_url) == before
     # A thread that has messages is not merged into, and another user's is refused: nothing written either.
-    await memory.import_messages("taken", records(), user_id="bo", summarize=False)
+    await memory.transfers.import_messages("taken", records(), user_id="bo", summarize=False)
     before = counts(database_url)
     with pytest.raises(ConversationOwnerError):
-        await memory.import_messages("taken", records(), user_id="ana")
+        await memory.transfers.import_messages("taken", records(), user_id="ana")
     with pytest.raises(InvalidInputError, match="has messages already"):
-        await memory.import_messages("taken", records(4), user_id="bo")
+        await memory.transfers.import_messages("taken", records(4), user_id="bo")
     assert counts(database_url) == before
 
 
@@ -167,9 +167,9 @@ async def test_a_checkpointer_thread_imports_with_its_checkpoint_times(open_memo
         await app.ainvoke({"messages": [HumanMessage("And to Osaka after.")]}, config)
         checkpoints = [c async for c in saver.alist(config)]
         memory = await open_memory(model=OfflineSummaryModel())
-        report = await memory.import_thread(saver, "lg-1", user_id="ana")
+        report = await memory.transfers.import_thread(saver, "lg-1", user_id="ana")
         with pytest.raises(InvalidInputError, match="no checkpoint of thread 'missing'"):
-            await memory.import_thread(saver, "missing", user_id="ana")
+            await memory.transfers.import_thread(saver, "missing", user_id="ana")
     rows = stored(database_url)
     assert [(r[0], r[3], r[4]) for r in rows] == [
         ("lg-1", "user", "We plan a trip to Kyoto."),
@@ -185,7 +185,9 @@ async def test_a_checkpointer_thread_imports_with_its_checkpoint_times(open_memo
     from langgraph.checkpoint.postgres import PostgresSaver
 
     with PostgresSaver.from_conn_string(database_url) as sync_saver:
-        await memory.import_thread(sync_saver, "lg-1", conversation_id="lg-1-again", user_id="bo", summarize=False)
+        await memory.transfers.import_thread(
+            sync_saver, "lg-1", conversation_id="lg-1-again", user_id="bo", summarize=False
+        )
     again = stored(database_url, user="bo")
     assert [(r[3], r[4], r[5]) for r in again] == [(r[3], r[4], r[5]) for r in rows]
 
@@ -193,11 +195,11 @@ async def test_a_checkpointer_thread_imports_with_its_checkpoint_times(open_memo
 async def test_an_import_racing_forget_user_never_outlives_it(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
     for attempt in range(6):
-        await memory.import_messages(f"kept-{attempt}", records(), user_id="ana", summarize=False)
+        await memory.transfers.import_messages(f"kept-{attempt}", records(), user_id="ana", summarize=False)
         imported, _ = await asyncio.gather(
             # Summarized every other time: a summary claimed after the forget finds the conversation gone.
-            memory.import_messages(f"new-{attempt}", records(40), user_id="ana", summarize=attempt % 2 == 0),
-            memory.forget_user("ana"),
+            memory.transfers.import_messages(f"new-{attempt}", records(40), user_id="ana", summarize=attempt % 2 == 0),
+            memory.long_term.forget_user("ana"),
         )
         threads = {row[0] for row in stored(database_url)}
         # Either the import committed first and the forget erased it with the rest, or it waited for the forget
@@ -205,4 +207,4 @@ async def test_an_import_racing_forget_user_never_outlives_it(open_memory, datab
         assert threads in (set(), {f"new-{attempt}"})
         if threads:
             assert len(stored(database_url)) == imported.messages == 40
-            await memory.forget_user("ana")
+            await memory.long_term.forget_user("ana")

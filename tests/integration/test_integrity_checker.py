@@ -14,7 +14,7 @@ pytestmark = pytest.mark.no_integrity_check  # these tests break the store on pu
 async def healthy_store(open_memory, database_url: str) -> None:
     memory = await open_memory()
     for n in range(5):
-        await memory.finish_round("c", [HumanMessage(f"user {n}"), AIMessage(f"reply {n}")])
+        await memory.conversations.finish_round("c", [HumanMessage(f"user {n}"), AIMessage(f"reply {n}")])
         assert await memory.drain(timeout=10)
     await memory.aclose()
     assert query(database_url, "SELECT count(*) FROM memory WHERE status = 'completed'") == [(3,)]

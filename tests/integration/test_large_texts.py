@@ -27,7 +27,7 @@ def distinct_words(n_bytes: int, seed: int = 7) -> str:
 async def test_a_round_of_a_megabyte_of_distinct_words_is_stored_and_its_start_searchable(open_memory, database_url):
     memory = await open_memory(recall=False)
     huge = "zanzibarian " + distinct_words(1_100_000) + " quokkafinale"
-    saved, _ = await memory.finish_round("huge", [HumanMessage(huge), AIMessage("noted")], user_id="ana")
+    saved, _ = await memory.conversations.finish_round("huge", [HumanMessage(huge), AIMessage("noted")], user_id="ana")
     assert saved is not None and saved.stored_positions == [0, 1]
     ((length,),) = query(database_url, "SELECT length(content) FROM messages WHERE role = 'user'")
     assert length == len(huge)  # stored whole
@@ -39,7 +39,7 @@ async def test_a_round_of_a_megabyte_of_distinct_words_is_stored_and_its_start_s
             [config, config, "zanzibarian"],
         )
         assert found == [(1,)]
-    result = await memory.recall("ana", "zanzibarian")
+    result = (await memory.long_term.recall("ana", "zanzibarian")).results
     assert [hit.conversation_id for hit in result if hit.kind == "turn"][:1] == ["huge"]
     # Past the indexed prefix a word is not in the vector (trigrams still see the text).
     assert query(

@@ -73,7 +73,7 @@ def test_sync_invoke_from_a_plain_script(database_url):
             result = agent.invoke({"messages": [HumanMessage(f"question {n} tools:1:par")]}, config("sync"))
             assert result["messages"][-1].text == "final answer after 1 tool results"
             assert memory.call_sync(memory.drain(timeout=10))
-        history = memory.call_sync(memory.get_memory_history("sync"))
+        history = memory.call_sync(memory.conversations.get_memory_history("sync"))
     assert [(m.status, m.start_sequence, m.end_sequence) for m in history] == [
         ("completed", 0, 7),
         ("completed", 0, 11),

@@ -268,7 +268,7 @@ async def test_a_backoff_is_its_tenants_own_and_carries_no_answer_text(fake_open
         error for _, error in query(database_url, "SELECT status, error FROM memory") if "not attempted" in error
     ]
     assert backed_off and all("HTTP 500" in error and "secret" not in error for error in backed_off)
-    await memory.forget_user("u1", tenant_id="a")
+    await memory.long_term.forget_user("u1", tenant_id="a")
     fake_openai.mode = "ok"
     await rounds("b", 6)
     assert query(database_url, "SELECT DISTINCT tenant_id, status, error FROM memory") == [("b", "completed", None)]

@@ -45,7 +45,7 @@ async def extracted_allergy(open_memory: Any) -> Any:
     """A service whose summary job extracted the allergy item from a conversation of ana's (no store put)."""
     memory = await open_memory(model=OfflineSummaryModel())
     await chat(memory, "dinner", "ana", ["I'm allergic to peanuts.", "What should I cook tonight?", "Thanks."])
-    assert [item.content for item in await memory.list_items("ana")] == [ALLERGY]
+    assert [item.content for item in await memory.long_term.list_items("ana")] == [ALLERGY]
     return memory
 
 
@@ -76,8 +76,8 @@ def search_graph(store: MemoryStore, *, asynchronous: bool) -> Any:
 async def test_a_graph_node_finds_what_the_summary_job_extracted_through_the_store(open_memory):
     memory = await extracted_allergy(open_memory)
     store = MemoryStore.from_service(memory)
-    (item,) = await memory.list_items("ana")
-    expected = await memory.recall("ana", QUESTION)
+    (item,) = await memory.long_term.list_items("ana")
+    expected = (await memory.long_term.recall("ana", QUESTION)).results
     for asynchronous in (True, False):
         graph = search_graph(store, asynchronous=asynchronous)
         state = {"user_id": "ana", "question": QUESTION}
@@ -139,7 +139,7 @@ async def old_batch(memory: Any) -> int:
         return summary_id
 
     summary_id: int = await memory.loop.arun(run())
-    assert await memory.list_items("ana") == []
+    assert await memory.long_term.list_items("ana") == []
     return summary_id
 
 
@@ -147,7 +147,7 @@ async def test_a_batch_summary_reaches_the_store_and_the_retriever_after_its_ori
     memory = await open_memory()
     summary_id = await old_batch(memory)
     question = "Where did I book in Kyoto?"
-    (hit,) = await memory.recall("ana", question)
+    (hit,) = (await memory.long_term.recall("ana", question)).results
     assert hit.batch_summary_id == summary_id and hit.is_summary and len(hit.source_item_ids) == 2
 
     (found,) = await MemoryStore.from_service(memory).asearch(("memories", "ana"), query=question)
@@ -179,7 +179,9 @@ async def test_a_retriever_tool_and_a_chain_read_the_users_memory(open_memory):
     system = value.to_messages()[0].text
     assert f"{ALLERGY} (item)" in system and "I'm allergic to peanuts. (turn)" in system
     documents = await retriever.ainvoke(QUESTION)
-    assert [d.page_content for d in documents] == [h.text for h in await memory.recall("ana", QUESTION, limit=3)]
+    assert [d.page_content for d in documents] == [
+        h.text for h in (await memory.long_term.recall("ana", QUESTION, limit=3)).results
+    ]
     assert await memory.as_retriever(user_id="bob").ainvoke(QUESTION) == []
     try:
         memory.as_retriever(user_id="")
@@ -192,7 +194,7 @@ async def test_a_retriever_tool_and_a_chain_read_the_users_memory(open_memory):
 async def test_langmem_deletes_an_extracted_item_it_found_and_cannot_overwrite_it(open_memory, database_url):
     memory = await extracted_allergy(open_memory)
     store = MemoryStore.from_service(memory)
-    (item,) = await memory.list_items("ana")
+    (item,) = await memory.long_term.list_items("ana")
     key = derived_item_key(item.item_id)
     # An update through the store would leave the extracted item beside a copy: refused, nothing written.
     try:
@@ -201,18 +203,18 @@ async def test_langmem_deletes_an_extracted_item_it_found_and_cannot_overwrite_i
         assert "extracted" in str(exc)
     else:
         raise AssertionError("a put over an extracted item was accepted")
-    assert [i.content for i in await memory.list_items("ana")] == [ALLERGY]
+    assert [i.content for i in await memory.long_term.list_items("ana")] == [ALLERGY]
     assert await store.aget(("memories", "ana"), key) is None
     # Another user's namespace cannot reach it; a deeper namespace is not the derived key's.
     await store.adelete(("memories", "bob"), key)
     await store.adelete(("memories", "ana", "work"), key)
-    assert [i.item_id for i in await memory.list_items("ana")] == [item.item_id]
+    assert [i.item_id for i in await memory.long_term.list_items("ana")] == [item.item_id]
     # LangMem's delete of what its search found forgets the item with its lineage.
     tools = [create_manage_memory_tool(("memories", "{langgraph_user_id}"))]
     model = ScriptModel(replies=[call("manage_memory", {"action": "delete", "id": key}, "c1"), AIMessage("ok")])
     agent = create_agent(model, tools, store=store)
     await agent.ainvoke({"messages": [HumanMessage("forget it")]}, {"configurable": {"langgraph_user_id": "ana"}})
-    assert await memory.list_items("ana") == []
+    assert await memory.long_term.list_items("ana") == []
     assert query(database_url, "SELECT count(*) FROM items WHERE content = %s", [ALLERGY]) == [(0,)]
     # A key of that shape that the application put itself is an ordinary store row.
     await store.aput(("memories", "ana"), "6d656d6f-7279-8000-8000-0000000f423f", {"content": "mine"})
@@ -225,10 +227,10 @@ async def test_queries_the_driver_would_refuse_and_queries_that_match_nothing(op
     memory = await extracted_allergy(open_memory)
     store = MemoryStore.from_service(memory)
     for query_text in ("allergic\x00peanuts", "allergic \ud800 peanuts"):  # as the round stores such a message
-        assert ALLERGY in [hit.text for hit in await memory.recall("ana", query_text)]
+        assert ALLERGY in [hit.text for hit in (await memory.long_term.recall("ana", query_text)).results]
         assert ALLERGY in [hit.value["content"] for hit in await store.asearch(("memories", "ana"), query=query_text)]
     # Nothing matches: the round start falls back to the latest turns (paths ['recent']); a search answers nothing.
-    assert {tuple(hit.paths) for hit in await memory.recall("ana", "zzyzx qwvv")} == {("recent",)}
+    assert {tuple(hit.paths) for hit in (await memory.long_term.recall("ana", "zzyzx qwvv")).results} == {("recent",)}
     assert await store.asearch(("memories", "ana"), query="zzyzx qwvv") == []
     assert await memory.as_retriever(user_id="ana").ainvoke("zzyzx qwvv") == []
     for bad in (0, -1, True, "3"):

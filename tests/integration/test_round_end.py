@@ -28,8 +28,8 @@ METRICS = (
 
 async def one_round(memory, thread: str, n: int):
     user = HumanMessage(f"question {n}")
-    _, info = await memory.prepare_round(thread, [user])
-    return await memory.finish_round(thread, [user, AIMessage(f"answer {n}")], info)
+    _, info = await memory.conversations.prepare_round(thread, [user])
+    return await memory.conversations.finish_round(thread, [user, AIMessage(f"answer {n}")], info)
 
 
 def protocol(trace_path: str) -> list[str]:
@@ -73,13 +73,15 @@ async def test_a_claim_lost_to_another_process_is_recorded_as_already_processing
         await one_round(memory, "lost", n)
     assert await memory.drain(timeout=10)  # round 3's summary is complete: the next round end finds one due
     user = HumanMessage("question 3")
-    _, info = await memory.prepare_round("lost", [user])
+    _, info = await memory.conversations.prepare_round("lost", [user])
     with psycopg.connect(database_url) as other:
         other.execute("SET search_path TO memory_agent, public")
         other.execute(
             "SELECT claim_summary(%s, %s, %s, 2, 7, NULL)", [DEFAULT_TENANT_ID, default_user_id("lost"), "lost"]
         )  # not committed yet: the round's claim waits on its index entry
-        finishing = asyncio.ensure_future(memory.finish_round("lost", [user, AIMessage("answer 3")], info))
+        finishing = asyncio.ensure_future(
+            memory.conversations.finish_round("lost", [user, AIMessage("answer 3")], info)
+        )
         waiting: list[tuple[int]] = []
         for _ in range(250):
             waiting = query(
@@ -106,11 +108,11 @@ async def traced_round_end(memory: Any, thread: str) -> tuple[Any, list[str], in
     end's until it is answered). Asserts the round end is one round trip: end_round, then a Sync (psycopg follows a
     Sync with a Flush, which asks for nothing more): no Flush before it to read a reply."""
     user = HumanMessage("question 3")
-    _, info = await memory.prepare_round(thread, [user])
+    _, info = await memory.conversations.prepare_round(thread, [user])
     fd, path = tempfile.mkstemp(suffix=".trace")
     try:
         await memory.loop.arun(trace(memory, fd, True))
-        _, trigger = await memory.finish_round(thread, [user, AIMessage("answer 3")], info)
+        _, trigger = await memory.conversations.finish_round(thread, [user, AIMessage("answer 3")], info)
         if trigger.started:  # its summary in the trace too
             assert await memory.drain(timeout=10)
         await memory.loop.arun(trace(memory, fd, False))

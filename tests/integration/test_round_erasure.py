@@ -29,8 +29,8 @@ async def with_served_memory(
     """Rounds of `thread` (the canary in the first) until a completed memory version is served to the next."""
     for n in range(8):
         text = f"I'm allergic to {canary}." if n == 0 else f"round {n} of {thread}"
-        _, info = await memory.prepare_round(thread, [HumanMessage(text)], user_id=user)
-        await memory.finish_round(thread, [HumanMessage(text), AIMessage(f"noted {n}")], info)
+        _, info = await memory.conversations.prepare_round(thread, [HumanMessage(text)], user_id=user)
+        await memory.conversations.finish_round(thread, [HumanMessage(text), AIMessage(f"noted {n}")], info)
         assert await memory.drain(timeout=10)
         if query(url, "SELECT 1 FROM memory WHERE conversation_id = %s AND status = 'completed'", [thread]):
             return
@@ -57,12 +57,12 @@ async def erased_round(open_memory, database_url, caplog, erase) -> None:
     thread, user = "raced", "ana"
     secret, late = f"zq{uuid.uuid4().hex[:10]}secret", f"zq{uuid.uuid4().hex[:10]}late"
     await with_served_memory(memory, database_url, thread, secret, user)
-    _, info = await memory.prepare_round(thread, [HumanMessage(f"what about {late}?")], user_id=user)
+    _, info = await memory.conversations.prepare_round(thread, [HumanMessage(f"what about {late}?")], user_id=user)
     assert info.memory_id is not None
 
     await erase(memory, thread, user)  # between the round's start and its end
     with caplog.at_level(logging.WARNING, logger="memory_agent"):
-        saved, result = await memory.finish_round(
+        saved, result = await memory.conversations.finish_round(
             thread, [HumanMessage(f"what about {late}?"), AIMessage(f"{late}, as your memory says")], info
         )
     assert saved is None and result.outcome == "conversation_erased"
@@ -70,9 +70,9 @@ async def erased_round(open_memory, database_url, caplog, erase) -> None:
     assert_round_dropped(database_url, thread, info.memory_id, [secret, late])
 
     # The thread starts over cleanly: the next round is round 1 of a new conversation.
-    _, info = await memory.prepare_round(thread, [HumanMessage("hello again")], user_id=user)
+    _, info = await memory.conversations.prepare_round(thread, [HumanMessage("hello again")], user_id=user)
     assert info.memory_id is None
-    saved, _ = await memory.finish_round(thread, [HumanMessage("hello again"), AIMessage("hi")], info)
+    saved, _ = await memory.conversations.finish_round(thread, [HumanMessage("hello again"), AIMessage("hi")], info)
     assert saved is not None and (saved.round_number, saved.first_sequence) == (1, 0)
 
 
@@ -85,7 +85,7 @@ async def test_round_ending_after_delete_conversation_stores_nothing(open_memory
 
 async def test_round_ending_after_forget_user_stores_nothing(open_memory, database_url, caplog):
     async def erase(memory: MemoryService, thread: str, user: str) -> None:
-        report = await memory.forget_user(user)
+        report = await memory.long_term.forget_user(user)
         assert thread in report.conversations_deleted
 
     await erased_round(open_memory, database_url, caplog, erase)
@@ -97,12 +97,14 @@ async def test_round_ending_after_its_thread_was_erased_and_made_again_stores_no
     memory = await open_memory(model=OfflineSummaryModel())
     secret = f"zq{uuid.uuid4().hex[:10]}secret"
     await with_served_memory(memory, database_url, "t", secret)
-    _, late = await memory.prepare_round("t", [HumanMessage("late question")])
+    _, late = await memory.conversations.prepare_round("t", [HumanMessage("late question")])
     assert await memory.delete_conversation("t") is True
-    _, fresh = await memory.prepare_round("t", [HumanMessage("new start")])
-    await memory.finish_round("t", [HumanMessage("new start"), AIMessage("welcome")], fresh)
+    _, fresh = await memory.conversations.prepare_round("t", [HumanMessage("new start")])
+    await memory.conversations.finish_round("t", [HumanMessage("new start"), AIMessage("welcome")], fresh)
 
-    saved, result = await memory.finish_round("t", [HumanMessage("late question"), AIMessage("late answer")], late)
+    saved, result = await memory.conversations.finish_round(
+        "t", [HumanMessage("late question"), AIMessage("late answer")], late
+    )
     assert saved is None and result.outcome == "conversation_erased"
     assert query(database_url, "SELECT content FROM messages WHERE conversation_id = 't' ORDER BY 1") == [
         ("new start",),
@@ -118,14 +120,14 @@ async def test_round_that_outlived_its_lease_still_stores(open_memory, database_
     """Not an erasure: another round took the expired lease over and ended first; the late round is stored after."""
     memory = await open_memory(model=OfflineSummaryModel())
     first = [HumanMessage("one"), AIMessage("reply one")]
-    _, info = await memory.prepare_round("t", first[:1])
-    await memory.finish_round("t", first, info)
-    _, slow = await memory.prepare_round("t", [HumanMessage("slow")])
+    _, info = await memory.conversations.prepare_round("t", first[:1])
+    await memory.conversations.finish_round("t", first, info)
+    _, slow = await memory.conversations.prepare_round("t", [HumanMessage("slow")])
     execute(database_url, "UPDATE round_leases SET expires_at = now() - interval '1 second'")
-    _, quick = await memory.prepare_round("t", [HumanMessage("quick")])
-    await memory.finish_round("t", [HumanMessage("quick"), AIMessage("reply quick")], quick)
+    _, quick = await memory.conversations.prepare_round("t", [HumanMessage("quick")])
+    await memory.conversations.finish_round("t", [HumanMessage("quick"), AIMessage("reply quick")], quick)
 
-    saved, result = await memory.finish_round("t", [HumanMessage("slow"), AIMessage("reply slow")], slow)
+    saved, result = await memory.conversations.finish_round("t", [HumanMessage("slow"), AIMessage("reply slow")], slow)
     assert saved is not None and result.outcome != "conversation_erased"
     assert [r[0] for r in query(database_url, "SELECT content FROM messages ORDER BY sequence_number")] == [
         "one",
@@ -140,9 +142,9 @@ async def test_round_that_outlived_its_lease_still_stores(open_memory, database_
 async def test_first_round_of_a_thread_deleted_before_anything_was_stored_stores(open_memory, database_url):
     """Nothing of the thread was stored when the round started, so nothing of it can have been erased."""
     memory = await open_memory(model=OfflineSummaryModel())
-    _, info = await memory.prepare_round("new", [HumanMessage("first")])
+    _, info = await memory.conversations.prepare_round("new", [HumanMessage("first")])
     assert await memory.delete_conversation("new") is False
-    saved, _ = await memory.finish_round("new", [HumanMessage("first"), AIMessage("hello")], info)
+    saved, _ = await memory.conversations.finish_round("new", [HumanMessage("first"), AIMessage("hello")], info)
     assert saved is not None and saved.round_number == 1
 
 
@@ -205,10 +207,10 @@ async def test_failed_round_after_delete_conversation_records_no_metrics(open_me
     memory = await open_memory(model=OfflineSummaryModel())
     secret, late = f"zq{uuid.uuid4().hex[:10]}secret", f"zq{uuid.uuid4().hex[:10]}late"
     await with_served_memory(memory, database_url, "f", secret)
-    _, info = await memory.prepare_round("f", [HumanMessage(f"what about {late}?")])
+    _, info = await memory.conversations.prepare_round("f", [HumanMessage(f"what about {late}?")])
     assert info.memory_id is not None
     assert await memory.delete_conversation("f") is True
-    await memory.record_failed_round(info, "graph", RuntimeError("the model gave up"))
+    await memory.conversations.record_failed_round(info, "graph", RuntimeError("the model gave up"))
     assert_round_dropped(database_url, "f", info.memory_id, [secret, late])
 
 
@@ -230,10 +232,10 @@ async def test_with_memory_run_failing_after_the_thread_is_deleted_records_nothi
 
 async def test_failed_round_of_a_stored_thread_is_still_recorded(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel())
-    _, info = await memory.prepare_round("k", [HumanMessage("one")])
-    await memory.finish_round("k", [HumanMessage("one"), AIMessage("two")], info)
-    _, info = await memory.prepare_round("k", [HumanMessage("three")])
-    await memory.record_failed_round(info, "graph", RuntimeError("boom"))
+    _, info = await memory.conversations.prepare_round("k", [HumanMessage("one")])
+    await memory.conversations.finish_round("k", [HumanMessage("one"), AIMessage("two")], info)
+    _, info = await memory.conversations.prepare_round("k", [HumanMessage("three")])
+    await memory.conversations.record_failed_round(info, "graph", RuntimeError("boom"))
     assert query(database_url, "SELECT round_number, error_stage FROM round_metrics ORDER BY id") == [
         (1, None),
         (None, "graph"),

@@ -138,14 +138,14 @@ async def test_the_service_recall_api(open_memory):
     memory = await open_memory()
     await ask(memory, "api-1", "ana", FACT)
     await ask(memory, "api-x", "bob", "My violin teacher is called Boris.")
-    hits = await memory.recall("ana", "violin teacher")
+    hits = (await memory.long_term.recall("ana", "violin teacher")).results
     assert hits and all(hit.conversation_id == "api-1" for hit in hits if hit.kind == "turn")
     top = hits[0]
     assert top.kind == "turn" and top.text == FACT and top.score > 0
     # Its provenance: the turn and the reply shown with it (its neighbour).
     assert top.sources == [("api-1", 0), ("api-1", 1)] and top.context == [(1, "assistant", "reply 1")]
-    assert await memory.recall("ana", "violin teacher", tenant_id="other") == []
-    assert len(await memory.recall("ana", "violin teacher", limit=1)) == 1
+    assert (await memory.long_term.recall("ana", "violin teacher", tenant_id="other")).results == []
+    assert len((await memory.long_term.recall("ana", "violin teacher", limit=1)).results) == 1
 
 
 def test_the_eval_command_runs_on_the_shipped_dataset(server_url):

@@ -41,5 +41,5 @@ async def test_round_starts_reuse_one_plan_and_leave_the_connection_as_it_was(op
     plans, mode = await memory.loop.arun(read())
     assert plans == [8]  # one prepared statement, run once per round start
     assert mode == "auto"
-    context = await memory.get_context_for_workflow("plans")
+    context = await memory.conversations.get_context_for_workflow("plans")
     assert len(context.gap_messages) + (context.memory_end_sequence or -1) + 1 == 16  # the reads still read it all

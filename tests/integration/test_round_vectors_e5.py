@@ -59,7 +59,7 @@ async def test_a_paraphrase_in_another_language_recalls_the_fact_through_vectors
 
     # The service's recall API too, with another paraphrase: vectors run on every recall (hybrid) and find the
     # item (and the turns it came from, which share no word with the question either).
-    hits = await memory.recall("ana", "Which seafood must I avoid?")
+    hits = (await memory.long_term.recall("ana", "Which seafood must I avoid?")).results
     assert ("item", ITEM, ["vector"]) in [(hit.kind, hit.text, hit.paths) for hit in hits]
 
 
@@ -73,4 +73,4 @@ async def test_without_an_embedder_the_same_question_recalls_nothing_and_writes_
     ((fts, trgm, _, path, _),) = query(database_url, METRICS)
     assert (fts, trgm) == (0, 0) and path != "vector"
     assert query(database_url, "SELECT count(*) FROM item_embeddings") == [(0,)]
-    assert all(hit.paths != ["vector"] for hit in await memory.recall("ana", QUESTION))
+    assert all(hit.paths != ["vector"] for hit in (await memory.long_term.recall("ana", QUESTION)).results)

@@ -101,10 +101,10 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
     )
     await say(memory, "acme-1", "ana", "acme", ["I live in Lisbon.", "My violin teacher is Ingrid.", "Bye."])
     # Summaries ran as that role: versions completed, items written, for acme only.
-    contents = {item.content for item in await memory.list_items("ana", tenant_id="acme")}
+    contents = {item.content for item in await memory.long_term.list_items("ana", tenant_id="acme")}
     assert "The user lives in Lisbon" in contents and not any("Porto" in c for c in contents)
     # Recall finds the items, not only turns (row-level security hid them when recall named no tenant).
-    hits = await memory.recall("ana", "Where do I live?", tenant_id="acme")
+    hits = (await memory.long_term.recall("ana", "Where do I live?", tenant_id="acme")).results
     assert any(hit.kind == "item" and "Lisbon" in hit.text for hit in hits)
     assert not any("Porto" in hit.text for hit in hits)
     # The round's recalled block too.
@@ -141,7 +141,7 @@ async def test_a_role_bound_by_the_policies_serves_its_tenant_and_reads_no_other
 
     # Forgetting works as that role, and leaves the other tenant's rows alone.
     assert await memory.delete_conversation("acme-2", user_id="ana", tenant_id="acme")
-    report = await memory.forget_user("ana", tenant_id="acme")
+    report = await memory.long_term.forget_user("ana", tenant_id="acme")
     assert report.items_deleted and report.conversations_deleted == ("acme-1",)
     assert query(database_url, "SELECT DISTINCT tenant_id FROM messages") == [("globex",)]
     assert query(database_url, "SELECT DISTINCT tenant_id FROM items") == [("globex",)]

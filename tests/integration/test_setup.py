@@ -88,7 +88,7 @@ def test_sync_invoke_from_a_plain_script(database_url):
                 model.release(2)  # memory 1 now, memory 2 when round 4 ends
                 assert memory.call_sync(memory.drain(timeout=10))
         assert memory.call_sync(memory.drain(timeout=10))
-        records = memory.call_sync(memory.get_memory_history("sync"))
+        records = memory.call_sync(memory.conversations.get_memory_history("sync"))
     assert next((r.memory_id, r.status, r.start_sequence, r.end_sequence) for r in records) == (1, "completed", 0, 5)
     assert chat.seen[-1][0].text.startswith("[Previous context:")
 
@@ -104,7 +104,7 @@ def test_embedded_database_is_the_default_and_keeps_its_data(monkeypatch, reques
         app = with_memory(EchoChat().graph, memory)
         app.invoke({"messages": [HumanMessage("remember me")]}, {"configurable": {"thread_id": "kept"}})
     with MemoryService.from_settings(settings) as memory:  # a second run reuses the data dir
-        context = memory.call_sync(memory.get_context_for_workflow("kept"))
+        context = memory.call_sync(memory.conversations.get_context_for_workflow("kept"))
         assert [m.text for m in context.gap_messages] == ["remember me", "reply 1"]
     assert (data_dir / "PG_VERSION").exists()
 
@@ -178,5 +178,5 @@ async def test_design_log_lines(open_memory, caplog):
     assert "Summarized messages 0-3 for logs in " in text
     assert "Sliding window: dropping seq 0-3 for logs" in text
     assert "Memory 1 status updated to completed" in text
-    await memory.trigger_summarization_if_needed("logs", 7)
+    await memory.conversations.trigger_summarization_if_needed("logs", 7)
     assert "No new messages to summarize for logs" in caplog.text

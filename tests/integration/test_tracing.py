@@ -107,7 +107,7 @@ async def test_a_round_and_its_summary_are_traced_with_hashed_ids(open_memory, s
 @pytest.mark.parametrize(("mode", "shown"), [("plain", "ana"), ("omitted", None)])
 async def test_the_identity_setting_decides_how_ids_appear(open_memory, spans, mode, shown):
     memory = await open_memory(model=OfflineSummaryModel(), trace_identity=mode)
-    await memory.recall("ana", "anything at all")
+    await memory.long_term.recall("ana", "anything at all")
     (span,) = _named(list(spans.get_finished_spans()), "memory_agent.recall")
     assert span.attributes.get("memory_agent.user.id") == shown
     assert span.attributes["gen_ai.operation.name"] == "search_memory"

@@ -86,15 +86,15 @@ async def test_a_round_longer_than_the_window_is_summarized_whole(open_memory, d
     message (the window never splits a round), with the cadence and threshold as the Python rule applies them."""
     memory = await open_memory(memory_rolling_window_size=4, memory_min_new_messages=3, memory_summarize_after_seq=3)
     user = HumanMessage("first question")
-    _, info = await memory.prepare_round("long", [user])
-    _, trigger = await memory.finish_round("long", [user, AIMessage("first answer")], info)
+    _, info = await memory.conversations.prepare_round("long", [user])
+    _, trigger = await memory.conversations.finish_round("long", [user, AIMessage("first answer")], info)
     assert trigger.outcome == "below_threshold"  # last sequence 1 < 3
     user = HumanMessage("second question")
-    _, info = await memory.prepare_round("long", [user])
+    _, info = await memory.conversations.prepare_round("long", [user])
     calls = [AIMessage("", tool_calls=[{"name": "look", "args": {"n": n}, "id": f"call{n}"}]) for n in range(3)]
     tools = [ToolMessage(f"result {n}", tool_call_id=f"call{n}") for n in range(3)]
     steps = [m for pair in zip(calls, tools, strict=True) for m in pair]
-    _, trigger = await memory.finish_round("long", [user, *steps, AIMessage("second answer")], info)
+    _, trigger = await memory.conversations.finish_round("long", [user, *steps, AIMessage("second answer")], info)
     assert (trigger.outcome, trigger.start_sequence, trigger.end_sequence) == ("started", 2, 9)
     assert python_rule(
         {
@@ -111,8 +111,8 @@ async def test_a_round_longer_than_the_window_is_summarized_whole(open_memory, d
     assert await memory.drain(timeout=10)
     # One message later, the cadence (3 new messages after the summary's end) is not met: nothing claimed.
     user = HumanMessage("third")
-    _, info = await memory.prepare_round("long", [user])
-    _, trigger = await memory.finish_round("long", [user], info)
+    _, info = await memory.conversations.prepare_round("long", [user])
+    _, trigger = await memory.conversations.finish_round("long", [user], info)
     assert trigger.outcome == "no_new_messages"
     assert query(
         database_url,

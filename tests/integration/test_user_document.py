@@ -31,7 +31,7 @@ async def user_with_everything(memory: Any, url: str) -> None:
     """ana: an imported thread (its own times), rounds with memory versions and items, a batch summary whose
     originals were forgotten, a daily and a weekly note naming items, versions and the daily."""
     await old_batch(memory)
-    await memory.import_messages(
+    await memory.transfers.import_messages(
         "old-trip",
         [
             {"role": "user", "content": "We plan a trip to Kyoto.", "created_at": SEPT.isoformat()},
@@ -117,9 +117,9 @@ def without_ids(document: dict[str, Any]) -> dict[str, Any]:
 async def test_export_is_stable_and_imports_into_another_database_whole(open_memory, database_url, other_database_url):
     memory = await open_memory(model=OfflineSummaryModel(), memory_summarize_after_seq=3)
     await user_with_everything(memory, database_url)
-    first = await memory.export_user("ana")
+    first = await memory.transfers.export_user("ana")
     assert (first["format"], first["schema_version"]) == (FORMAT, SCHEMA_VERSION)
-    assert dumps(await memory.export_user("ana")) == dumps(first)  # nothing changed: the same bytes
+    assert dumps(await memory.transfers.export_user("ana")) == dumps(first)  # nothing changed: the same bytes
     assert {len(first[s]) > 0 for s in ("conversations", "messages", "memory_versions", "items", "item_sources")} == {
         True
     }
@@ -128,23 +128,23 @@ async def test_export_is_stable_and_imports_into_another_database_whole(open_mem
 
     other = await open_memory(model=OfflineSummaryModel(), database_url=other_database_url)
     execute(other_database_url, "SELECT nextval('memory_agent.items_item_id_seq') FROM generate_series(1, 50)")
-    report = await other.import_user(dumps(first))
+    report = await other.transfers.import_user(dumps(first))
     assert report.counts["messages"] == len(first["messages"])
-    again = await other.export_user("ana")
+    again = await other.transfers.export_user("ana")
     assert again["items"][0]["item_id"] != first["items"][0]["item_id"]  # new ids ...
     assert without_ids(again) == without_ids(first)  # ... naming the same things, with the same times
     # Recalled there under its own date.
-    found = await other.recall_result("ana", "Kyoto trip")
+    found = await other.long_term.recall("ana", "Kyoto trip")
     assert "14 September 2023" in found.block
 
     # Into another tenant of the same database: its thread ids are taken, so they get a prefix.
     with pytest.raises(InvalidInputError, match=r"conversations\[0\]: thread id 'old-trip' belongs to another user"):
-        await memory.import_user(first, tenant_id="acme")
-    await memory.import_user(first, tenant_id="acme", conversation_prefix="acme:")
-    moved = await memory.export_user("ana", tenant_id="acme")
+        await memory.transfers.import_user(first, tenant_id="acme")
+    await memory.transfers.import_user(first, tenant_id="acme", conversation_prefix="acme:")
+    moved = await memory.transfers.export_user("ana", tenant_id="acme")
     assert [c["conversation_id"] for c in moved["conversations"]] == ["acme:old-trip", "acme:t1"]
     assert [m["content"] for m in moved["messages"]] == [m["content"] for m in first["messages"]]
-    assert dumps(await memory.export_user("ana")) == dumps(first)  # the original is untouched
+    assert dumps(await memory.transfers.export_user("ana")) == dumps(first)  # the original is untouched
 
 
 def counts(url: str) -> list[int]:
@@ -155,7 +155,7 @@ def counts(url: str) -> list[int]:
 async def test_a_bad_document_names_the_record_and_field_and_writes_nothing(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel(), memory_summarize_after_seq=3)
     await user_with_everything(memory, database_url)
-    good = await memory.export_user("ana")
+    good = await memory.transfers.export_user("ana")
     before = counts(database_url)
 
     def broken(change: Any) -> dict[str, Any]:
@@ -181,20 +181,20 @@ async def test_a_bad_document_names_the_record_and_field_and_writes_nothing(open
     ]
     for document, error in cases:
         with pytest.raises(InvalidInputError, match=error):
-            await memory.import_user(document, user_id="bo", conversation_prefix="bo:")
+            await memory.transfers.import_user(document, user_id="bo", conversation_prefix="bo:")
     # A user who holds memory already is not merged into.
     with pytest.raises(InvalidInputError, match="holds memory already"):
-        await memory.import_user(good, conversation_prefix="x:")
+        await memory.transfers.import_user(good, conversation_prefix="x:")
     assert counts(database_url) == before
 
 
 async def test_ids_of_the_wrong_type_or_defined_twice_are_refused_by_name(open_memory, database_url):
     memory = await open_memory()
     said = [{"role": "user", "content": "hi", "created_at": SEPT.isoformat()}]
-    await memory.import_messages("t", said, user_id="ana", summarize=False)
-    await memory.remember("ana", "likes tea", key="drink")
-    await memory.remember("ana", "likes coffee", key="drink")
-    good = await memory.export_user("ana")
+    await memory.transfers.import_messages("t", said, user_id="ana", summarize=False)
+    await memory.long_term.remember("ana", "likes tea", key="drink")
+    await memory.long_term.remember("ana", "likes coffee", key="drink")
+    good = await memory.transfers.export_user("ana")
     before = counts(database_url)
 
     def broken(change: Any) -> dict[str, Any]:
@@ -217,26 +217,26 @@ async def test_ids_of_the_wrong_type_or_defined_twice_are_refused_by_name(open_m
     ]
     for document, error in cases:
         with pytest.raises(InvalidInputError, match=error):
-            await memory.import_user(document, user_id="bo", conversation_prefix="bo:")
+            await memory.transfers.import_user(document, user_id="bo", conversation_prefix="bo:")
     assert counts(database_url) == before
 
 
 async def test_an_import_racing_forget_user_is_erased_whole_or_written_after_it(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel(), memory_summarize_after_seq=3)
     await user_with_everything(memory, database_url)
-    document = await memory.export_user("ana")
-    await memory.forget_user("ana")
+    document = await memory.transfers.export_user("ana")
+    await memory.long_term.forget_user("ana")
     for _ in range(6):
         # The import either commits first and the forget erases it with the rest, or waits for the forget and
         # writes the whole document after it: never a part, never a row of it left beside a forget that followed.
-        report, _ = await asyncio.gather(memory.import_user(document), memory.forget_user("ana"))
+        report, _ = await asyncio.gather(memory.transfers.import_user(document), memory.long_term.forget_user("ana"))
         assert report.counts["messages"] == len(document["messages"])
-        left = await memory.export_user("ana")
+        left = await memory.transfers.export_user("ana")
         if left["conversations"]:
             assert without_ids(left) == without_ids(document)
         else:
             assert all(left[section] == [] for section, _ in SECTIONS)
-        await memory.forget_user("ana")
+        await memory.long_term.forget_user("ana")
 
 
 async def test_the_export_route_gives_the_documents_bytes_to_the_users_tenant_only(open_memory, database_url):
@@ -252,7 +252,7 @@ async def test_the_export_route_gives_the_documents_bytes_to_the_users_tenant_on
         async with client(served, mine) as http:
             response = await http.get("/users/ana/export")
             assert response.status_code == 200 and response.headers["content-type"] == "application/json"
-            assert response.content == dumps(await memory.export_user("ana"))
+            assert response.content == dumps(await memory.transfers.export_user("ana"))
             assert json.loads(response.content)["user_id"] == "ana"
             assert (await http.get("/users/nobody/export")).status_code == 404
             assert (await http.get("/users/%00/export")).status_code == 422
@@ -261,12 +261,12 @@ async def test_the_export_route_gives_the_documents_bytes_to_the_users_tenant_on
 async def test_a_role_bound_by_row_security_exports_and_imports_its_tenants_users(open_memory, database_url, app_role):
     owner = await open_memory(model=OfflineSummaryModel(), memory_summarize_after_seq=3)
     await user_with_everything(owner, database_url)
-    document = await owner.export_user("ana")
+    document = await owner.transfers.export_user("ana")
     bound = await open_memory(model=OfflineSummaryModel(), database_url=app_role)
-    assert dumps(await bound.export_user("ana")) == dumps(document)
+    assert dumps(await bound.transfers.export_user("ana")) == dumps(document)
     # The same user id in another tenant is another user: nothing there yet.
-    assert (await bound.export_user("ana", tenant_id="acme"))["messages"] == []
-    await bound.import_user(document, tenant_id="acme", conversation_prefix="acme:")
-    moved = await bound.export_user("ana", tenant_id="acme")
+    assert (await bound.transfers.export_user("ana", tenant_id="acme"))["messages"] == []
+    await bound.transfers.import_user(document, tenant_id="acme", conversation_prefix="acme:")
+    moved = await bound.transfers.export_user("ana", tenant_id="acme")
     assert [m["content"] for m in moved["messages"]] == [m["content"] for m in document["messages"]]
     assert len(moved["items"]) == len(document["items"]) and len(moved["consolidation_notes"]) == 2

@@ -82,7 +82,7 @@ async def test_an_erased_turn_s_vector_never_lands_on_the_turn_a_later_round_sto
         if erasure == "delete_conversation":
             assert await memory.delete_conversation("thread", user_id="ana")
         else:
-            await memory.forget_user("ana")
+            await memory.long_term.forget_user("ana")
         assert query(database_url, "SELECT count(*) FROM messages WHERE strpos(content, %s) > 0", [canary]) == [(0,)]
         # The same thread id again: its turns take the erased turns' keys (sequence numbers start over).
         await rounds(app, "thread", ["what is the weather like", "and tomorrow"])

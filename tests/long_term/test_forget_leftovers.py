@@ -45,7 +45,7 @@ async def test_forget_user_leaves_no_row_naming_the_user(open_memory, database_u
     assert await memory.delete_conversation("a1") is True
     assert query(database_url, JOBS_OF, [user]) == [(2,)]
 
-    await memory.forget_user(user)
+    await memory.long_term.forget_user(user)
     assert tables_holding(database_url, user) == []
     assert query(database_url, JOBS_OF, ["bob"]) == [(1,)]
     # The tenant's calls and spend stay whole: the user's calls are counted under no user.

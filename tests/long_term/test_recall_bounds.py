@@ -24,12 +24,12 @@ def test_the_query_is_cut_after_a_word_within_the_limit():
 async def test_a_100_kb_single_token_message_recalls_with_its_first_2000_characters(open_memory, database_url):
     memory = await open_memory()
     for n in range(3):
-        await memory.finish_round(
+        await memory.conversations.finish_round(
             "earlier", [HumanMessage(f"my cat is called Miso {n}"), AIMessage("noted")], user_id="ana"
         )
     huge = "Miso" + "x" * 100_000
-    messages, info = await memory.prepare_round("now", [HumanMessage(huge)], user_id="ana")
-    await memory.finish_round("now", [HumanMessage(huge), AIMessage("ok")], info)
+    messages, info = await memory.conversations.prepare_round("now", [HumanMessage(huge)], user_id="ana")
+    await memory.conversations.finish_round("now", [HumanMessage(huge), AIMessage("ok")], info)
     ((used,),) = query(database_url, "SELECT query FROM round_metrics WHERE conversation_id = 'now'")
     assert used == huge[:2000]
 

@@ -79,20 +79,20 @@ async def test_a_date_in_the_query_ranks_the_turns_of_that_time_first(open_memor
     )
     yesterday = records(datetime(2024, 3, 12, 8, tzinfo=UTC), ["Nothing to plan, just a walk by the river.", "Nice."])
     for thread, messages in (("sep", september), ("jan", january), ("yday", yesterday)):
-        await memory.import_messages(thread, messages, user_id="ana", summarize=False)
+        await memory.transfers.import_messages(thread, messages, user_id="ana", summarize=False)
 
-    undated = await memory.recall_result("ana", "what did we plan")
+    undated = await memory.long_term.recall("ana", "what did we plan")
     assert undated.results[0].conversation_id == "jan"  # the most words in common
 
-    dated = await memory.recall_result("ana", "what did we plan in September 2023")
+    dated = await memory.long_term.recall("ana", "what did we plan in September 2023")
     first = dated.results[0]
     assert (first.conversation_id, first.sequences[0]) == ("sep", 0)
     assert "date" in first.paths
     assert "20 September 2023" in dated.block.splitlines()[1]
 
     # Yesterday in Paris (the clock's zone): 12 March, whose turns share no word with the query but the time.
-    walk = await memory.recall_result("ana", "what happened yesterday?")
+    walk = await memory.long_term.recall("ana", "what happened yesterday?")
     assert walk.results[0].conversation_id == "yday"
     # A span with no turn changes nothing.
-    empty = await memory.recall_result("ana", "what did we plan in May 2021")
+    empty = await memory.long_term.recall("ana", "what did we plan in May 2021")
     assert [h.conversation_id for h in empty.results] == [h.conversation_id for h in undated.results]

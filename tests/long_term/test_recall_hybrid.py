@@ -177,7 +177,7 @@ async def test_through_the_service_the_summary_jobs_vectors_re_rank_its_recall(o
             config = {"configurable": {"thread_id": thread, "user_id": user, "tenant_id": "acme"}}
             await app.ainvoke({"messages": [HumanMessage(text)]}, config)
     assert await memory.drain(timeout=30)
-    result = await memory.recall_result("ana", "peanuts allergy", tenant_id="acme")
+    result = await memory.long_term.recall("ana", "peanuts allergy", tenant_id="acme")
     assert result.fts_hits >= 2 and result.vector_hits >= 1
     assert any(hit.paths == ["fts", "vector"] for hit in result.ranked)
     assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in result.ranked)

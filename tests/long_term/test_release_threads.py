@@ -26,8 +26,8 @@ def rows_of(url: str, user: str) -> dict[str, int]:
 
 
 async def one_round(memory, thread: str, text: str, user: str) -> None:
-    _, info = await memory.prepare_round(thread, [HumanMessage(text)], user_id=user, tenant_id="acme")
-    await memory.finish_round(thread, [HumanMessage(text), AIMessage("noted")], info)
+    _, info = await memory.conversations.prepare_round(thread, [HumanMessage(text)], user_id=user, tenant_id="acme")
+    await memory.conversations.finish_round(thread, [HumanMessage(text), AIMessage("noted")], info)
 
 
 async def test_forget_user_erases_a_thread_whose_first_round_failed(open_memory, database_url):
@@ -35,14 +35,14 @@ async def test_forget_user_erases_a_thread_whose_first_round_failed(open_memory,
     the user, and no conversation row does. forget_user erases them too."""
     memory = await open_memory(model=OfflineSummaryModel())
     canary = f"zq{uuid.uuid4().hex[:10]}lost"
-    _, info = await memory.prepare_round(
+    _, info = await memory.conversations.prepare_round(
         "lost", [HumanMessage(f"I'm allergic to {canary}.")], user_id="ana", tenant_id="acme"
     )
-    await memory.record_failed_round(info, "graph", RuntimeError("the model gave up"))
+    await memory.conversations.record_failed_round(info, "graph", RuntimeError("the model gave up"))
     await one_round(memory, "kept", "I live in Lisbon.", "ana")
     assert rows_of(database_url, "ana")["conversation_owners"] == 2
 
-    report = await memory.forget_user("ana", tenant_id="acme")
+    report = await memory.long_term.forget_user("ana", tenant_id="acme")
     assert report.conversations_deleted == ("kept",)
     assert rows_of(database_url, "ana") == {}
     assert tables_holding(database_url, canary) == []
@@ -60,9 +60,9 @@ async def test_an_erasure_stopped_before_its_threads_were_released_is_finished_b
     assert tables_holding(database_url, "Lisbon") == []
     # The thread is still ana's: nobody else takes it, and nothing of ana's is read through it.
     with pytest.raises(ConversationOwnerError):
-        await memory.prepare_round("t1", [HumanMessage("mine now?")], user_id="ben", tenant_id="acme")
+        await memory.conversations.prepare_round("t1", [HumanMessage("mine now?")], user_id="ben", tenant_id="acme")
 
-    await memory.forget_user("ana", tenant_id="acme")  # run again: finds the owner rows by user
+    await memory.long_term.forget_user("ana", tenant_id="acme")  # run again: finds the owner rows by user
     assert rows_of(database_url, "ana") == {}
     await one_round(memory, "t1", "mine now.", "ben")
     assert query(database_url, "SELECT user_id FROM conversation_owners ORDER BY 1") == [("ben",), ("ben",)]
@@ -77,11 +77,11 @@ async def test_a_thread_used_again_since_the_erasure_stays_its_users(open_memory
     async with memory.backend.session() as conn, tenant_transaction(conn, "acme"):
         await forget_user(conn, UserKey("acme", "ana"))
     await one_round(memory, "t1", "I moved to Faro.", "ana")
-    _, running = await memory.prepare_round("t2", [HumanMessage("Hi.")], user_id="ana", tenant_id="acme")
+    _, running = await memory.conversations.prepare_round("t2", [HumanMessage("Hi.")], user_id="ana", tenant_id="acme")
     assert await memory.loop.arun(release_threads(memory.backend.session, UserKey("acme", "ana"))) == ()
-    await memory.finish_round("t2", [HumanMessage("Hi."), AIMessage("Hello.")], running)
+    await memory.conversations.finish_round("t2", [HumanMessage("Hi."), AIMessage("Hello.")], running)
     assert rows_of(database_url, "ana")["conversation_owners"] == 2
     assert await memory.delete_conversation("t1", user_id="ana", tenant_id="acme") is True
     assert query(database_url, "SELECT conversation_id FROM conversation_owners") == [("t2",)]
-    await memory.forget_user("ana", tenant_id="acme")
+    await memory.long_term.forget_user("ana", tenant_id="acme")
     assert rows_of(database_url, "ana") == {}

@@ -48,7 +48,7 @@ async def test_replayed_facts_become_items_that_recall_finds(open_memory, tmp_pa
     assert adopted.key == "ana"
 
     key = ConversationKey("fake-1:question", "fake-1", EVAL_TENANT)
-    recalled = await round_recall(memory.backend, key, FAKE[0]["qa"][0]["question"], memory.recall_settings)
+    recalled = await round_recall(memory.backend, key, FAKE[0]["qa"][0]["question"], memory.settings.recall)
     assert recalled.result is not None
     first = recalled.result.ranked[0]
     assert first.kind == "item" and "shelter in Porto" in first.text

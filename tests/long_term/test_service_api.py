@@ -41,7 +41,7 @@ async def test_canary_delete_conversation_leaves_no_trace_through_the_public_api
     await say(memory, app, "kept", kept)
     assert await memory.drain(timeout=10)
 
-    held = await memory.list_items("ana")
+    held = await memory.long_term.list_items("ana")
     assert any(canary in i.content and not i.is_summary for i in held)
     (summary,) = [i for i in held if i.is_summary]  # four allergies: the cluster summary names the canary too
     assert canary in summary.content and len(summary.source_item_ids) == 4
@@ -51,7 +51,7 @@ async def test_canary_delete_conversation_leaves_no_trace_through_the_public_api
 
     assert await memory.delete_conversation("secret") is True
     assert tables_holding(database_url, canary) == []
-    after = {i.content: i for i in await memory.list_items("ana")}
+    after = {i.content: i for i in await memory.long_term.list_items("ana")}
     # Said in the other conversation too: kept, with that lineage only. The summary was rebuilt without it.
     assert [s.conversation_id for s in after["The user lives in Lisbon"].sources] == ["kept"]
     rebuilt = after["The user is allergic to peanuts, penicillin and shellfish"]
@@ -67,13 +67,19 @@ async def test_list_items_is_scoped_by_user_and_tenant_and_reads_the_past(open_m
     await say(memory, app, "b1", ["I live in Porto.", "Hi.", "Bye."], user="bob", tenant="acme")
     await say(memory, app, "a2", ["I live in Faro.", "Hi.", "Bye."], user="ana")
     assert await memory.drain(timeout=10)
-    assert [i.content for i in await memory.list_items("ana", tenant_id="acme")] == ["The user lives in Lisbon"]
-    assert [i.content for i in await memory.list_items("bob", tenant_id="acme")] == ["The user lives in Porto"]
-    assert [i.content for i in await memory.list_items("ana")] == ["The user lives in Faro"]  # tenant 'default'
-    (item,) = await memory.list_items("ana")
-    assert await memory.list_items("ana", as_of=item.valid_from.replace(year=2000)) == []
+    assert [i.content for i in await memory.long_term.list_items("ana", tenant_id="acme")] == [
+        "The user lives in Lisbon"
+    ]
+    assert [i.content for i in await memory.long_term.list_items("bob", tenant_id="acme")] == [
+        "The user lives in Porto"
+    ]
+    assert [i.content for i in await memory.long_term.list_items("ana")] == [
+        "The user lives in Faro"
+    ]  # tenant 'default'
+    (item,) = await memory.long_term.list_items("ana")
+    assert await memory.long_term.list_items("ana", as_of=item.valid_from.replace(year=2000)) == []
     with pytest.raises(InvalidInputError, match="user_id"):
-        await memory.list_items("")
+        await memory.long_term.list_items("")
 
 
 async def test_forget_item_and_forget_user(open_memory, database_url):
@@ -83,19 +89,21 @@ async def test_forget_item_and_forget_user(open_memory, database_url):
     await say(memory, app, "b1", ["I live in Porto.", "Hi.", "Bye."], user="bob", tenant="acme")
     assert await memory.drain(timeout=10)
 
-    city = next(i for i in await memory.list_items("ana", tenant_id="acme") if i.key == "home_city")
-    assert (await memory.forget_item("bob", city.item_id, tenant_id="acme")).items_deleted == ()  # not bob's
-    report = await memory.forget_item("ana", city.item_id, tenant_id="acme")
+    city = next(i for i in await memory.long_term.list_items("ana", tenant_id="acme") if i.key == "home_city")
+    assert (await memory.long_term.forget_item("bob", city.item_id, tenant_id="acme")).items_deleted == ()  # not bob's
+    report = await memory.long_term.forget_item("ana", city.item_id, tenant_id="acme")
     assert report.items_deleted == (city.item_id,)
-    assert [i.key for i in await memory.list_items("ana", tenant_id="acme")] == ["allergies"]
+    assert [i.key for i in await memory.long_term.list_items("ana", tenant_id="acme")] == ["allergies"]
     with pytest.raises(InvalidInputError, match="item_id"):
-        await memory.forget_item("ana", "1", tenant_id="acme")  # type: ignore[arg-type]
+        await memory.long_term.forget_item("ana", "1", tenant_id="acme")  # type: ignore[arg-type]
 
-    report = await memory.forget_user("ana", tenant_id="acme")
+    report = await memory.long_term.forget_user("ana", tenant_id="acme")
     assert report.conversations_deleted == ("a1",) and len(report.items_deleted) == 1
-    assert await memory.list_items("ana", tenant_id="acme") == []
+    assert await memory.long_term.list_items("ana", tenant_id="acme") == []
     assert tables_holding(database_url, "peanuts") == []
-    assert [i.content for i in await memory.list_items("bob", tenant_id="acme")] == ["The user lives in Porto"]
+    assert [i.content for i in await memory.long_term.list_items("bob", tenant_id="acme")] == [
+        "The user lives in Porto"
+    ]
     assert query(database_url, "SELECT conversation_id FROM conversations") == [("b1",)]
 
 
@@ -140,4 +148,4 @@ async def test_a_summary_job_racing_delete_conversation_is_waited_for(open_memor
         )
     assert await asyncio.wait_for(delete, timeout=10) is True
     assert tables_holding(database_url, canary) == [] and tables_holding(database_url, "peanuts") == []
-    assert await memory.list_items("ana") == []
+    assert await memory.long_term.list_items("ana") == []

@@ -76,7 +76,7 @@ async def test_a_failed_embedding_is_a_warning_and_the_catch_up_embeds_it(open_m
     # What the periodic task runs: the item, and the user's six turns with it.
     assert await index_pending(conn, HashingEmbeddings()) == 1 + 6
     # The item stayed findable by text all along.
-    hits = await memory.recall("ana", "Lisbon")
+    hits = (await memory.long_term.recall("ana", "Lisbon")).results
     assert "The user lives in Lisbon" in [hit.text for hit in hits]
 
 

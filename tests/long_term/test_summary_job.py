@@ -16,6 +16,7 @@ from memory_agent.jobs.base import SummaryJobs
 from memory_agent.jobs.procrastinate_executor import REFRESH_CLUSTERS_TASK, build_app
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemScope, item_history
+from memory_agent.service._wiring import worker_options
 from tests.conftest import execute, memory_factory, query
 from tests.long_term.conftest import at
 from tests.support import EchoChat, GatedSummaryModel, ScriptedSummaryModel
@@ -57,7 +58,7 @@ async def test_an_allergy_stated_in_round_1_is_an_item_after_the_first_summary(o
     assert [(i["key"], i["content"], i["source_sequences"]) for i in stored["facts"]] == [
         ("allergies", "The user is allergic to peanuts", [0])
     ]
-    (item,) = await memory.list_items("ana")
+    (item,) = await memory.long_term.list_items("ana")
     assert (item.item_type, item.key, item.content) == ("fact", "allergies", "The user is allergic to peanuts")
     assert item.valid_from == at(1) and item.is_current
     assert [(s.conversation_id, s.memory_id, s.sequence_number) for s in item.sources] == [("dinner", memory_id, 0)]
@@ -73,8 +74,8 @@ async def test_a_changed_home_city_supersedes_the_old_one(open_service):
     await say(app, "move", ["I moved to Porto last week."])
     assert await memory.drain(timeout=10)
 
-    assert [i.content for i in await memory.list_items("ana")] == ["The user lives in Porto"]
-    assert [i.content for i in await memory.list_items("ana", as_of=at(10))] == ["The user lives in Lisbon"]
+    assert [i.content for i in await memory.long_term.list_items("ana")] == ["The user lives in Porto"]
+    assert [i.content for i in await memory.long_term.list_items("ana", as_of=at(10))] == ["The user lives in Lisbon"]
     async with memory.backend.session() as conn:
         history = await item_history(conn, ItemScope("default", "ana"), "fact", "home_city")
     assert [(h.content, h.valid_from, h.valid_to) for h in history] == [
@@ -89,7 +90,7 @@ async def test_the_same_fact_in_two_conversations_is_one_current_row_with_two_so
     for thread in ("monday", "friday"):
         await say(app, thread, ["I'm allergic to peanuts.", "Any snack ideas?", "Thanks!"])
         assert await memory.drain(timeout=10)
-    (item,) = await memory.list_items("ana")
+    (item,) = await memory.long_term.list_items("ana")
     assert item.content == "The user is allergic to peanuts"
     assert sorted(s.conversation_id for s in item.sources) == ["friday", "monday"]
     assert query(database_url, "SELECT count(*) FROM items") == [(1,)]
@@ -120,7 +121,7 @@ async def test_a_failing_long_term_write_leaves_the_version_not_completed(open_s
     await say(app, "atomic", ["Still here."])
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT status FROM memory ORDER BY memory_id") == [("failed",), ("completed",)]
-    assert [i.content for i in await memory.list_items("ana")] == ["The user is allergic to peanuts"]
+    assert [i.content for i in await memory.long_term.list_items("ana")] == ["The user is allergic to peanuts"]
 
 
 async def test_with_long_term_off_versions_keep_their_items_and_nothing_long_term_is_written(
@@ -147,7 +148,7 @@ async def test_the_third_member_makes_a_cluster_summary_through_the_summary_mode
 
     (prompt,) = model.cluster_prompts  # one model call for the one cluster the version touched
     assert all(f"- The user is allergic to {what}" in prompt for what in ("peanuts", "shellfish", "penicillin"))
-    summaries = [i for i in await memory.list_items("ana") if i.is_summary]
+    summaries = [i for i in await memory.long_term.list_items("ana") if i.is_summary]
     assert [(s.key, s.content, len(s.source_item_ids)) for s in summaries] == [
         ("allergies", "The user is allergic to peanuts, shellfish and penicillin.", 3)
     ]
@@ -159,7 +160,7 @@ async def test_the_offline_model_makes_offline_cluster_summaries(open_service):
     app = with_memory(EchoChat().graph, memory)
     await say(app, "allergies", ALLERGIES)
     assert await memory.drain(timeout=10)
-    summaries = [i.content for i in await memory.list_items("ana") if i.is_summary]
+    summaries = [i.content for i in await memory.long_term.list_items("ana") if i.is_summary]
     assert summaries == ["The user is allergic to peanuts, penicillin and shellfish"]
 
 
@@ -170,7 +171,7 @@ async def test_the_periodic_task_refreshes_a_cluster_whose_inline_refresh_failed
     await say(app, "allergies", ALLERGIES)
     assert await memory.drain(timeout=10)
     for _ in range(100):  # the inline executor's sweep loop: every 0.2 s
-        summaries = [i for i in await memory.list_items("ana") if i.is_summary]
+        summaries = [i for i in await memory.long_term.list_items("ana") if i.is_summary]
         if summaries:
             break
         await asyncio.sleep(0.1)
@@ -191,7 +192,7 @@ async def test_the_procrastinate_app_runs_the_safety_net_periodically():
         calls.append("refresh")
         return 0
 
-    app = build_app(SummaryJobs(run_summary, sweep, refresh), MemorySettings())
+    app = build_app(SummaryJobs(run_summary, sweep, refresh), worker_options(MemorySettings()))
     periodic = {task.task.name for task in app.periodic_registry.periodic_tasks.values()}
     assert REFRESH_CLUSTERS_TASK in periodic and "memory_agent.sweep" in periodic
     await app.tasks[REFRESH_CLUSTERS_TASK](timestamp=0)

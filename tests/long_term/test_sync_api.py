@@ -11,28 +11,28 @@ from tests.conftest import query
 
 def test_remember_and_recall_from_synchronous_code(database_url):
     with MemoryService(MemorySettings(database_url=database_url), model=OfflineModel()) as memory:
-        memory.remember_sync("maya", "Maya is allergic to peanuts")
-        memory.remember_sync("maya", "Maya's sister lives in Porto")
-        hits = memory.recall_sync("maya", "peanuts allergy")
+        memory.long_term.remember_sync("maya", "Maya is allergic to peanuts")
+        memory.long_term.remember_sync("maya", "Maya's sister lives in Porto")
+        hits = memory.long_term.recall_sync("maya", "peanuts allergy").results
         assert hits and hits[0].kind == "item" and hits[0].text.endswith("Maya is allergic to peanuts")
         # Notes without a key add up; a keyed fact's new value closes the old one.
-        memory.remember_sync("maya", "Maya lives in Lisbon", key="home_city")
-        moved = memory.remember_sync("maya", "Maya lives in Berlin", key="home_city")
+        memory.long_term.remember_sync("maya", "Maya lives in Lisbon", key="home_city")
+        moved = memory.long_term.remember_sync("maya", "Maya lives in Berlin", key="home_city")
         assert moved.closed_item_ids
-        current = {item.content for item in memory.call_sync(memory.list_items("maya"))}
+        current = {item.content for item in memory.call_sync(memory.long_term.list_items("maya"))}
         assert current == {"Maya is allergic to peanuts", "Maya's sister lives in Porto", "Maya lives in Berlin"}
         # Another tenant's user of the same name sees none of it.
-        assert memory.recall_sync("maya", "peanuts allergy", tenant_id="other") == []
+        assert memory.long_term.recall_sync("maya", "peanuts allergy", tenant_id="other").results == []
         with pytest.raises(InvalidInputError, match="content must be a non-empty string"):
-            memory.remember_sync("maya", "  ")
+            memory.long_term.remember_sync("maya", "  ")
         with pytest.raises(InvalidInputError, match="item_type must be one of"):
-            memory.remember_sync("maya", "x", item_type="rumour")  # type: ignore[arg-type]
+            memory.long_term.remember_sync("maya", "x", item_type="rumour")  # type: ignore[arg-type]
     assert query(database_url, "SELECT count(*) FROM items WHERE user_id = 'maya' AND valid_to IS NULL") == [(3,)]
 
 
 async def test_remember_is_async_too(open_memory):
     memory = await open_memory(model=OfflineModel())
-    outcome = await memory.remember("sam", "Sam prefers window seats", item_type="preference", key="seat")
+    outcome = await memory.long_term.remember("sam", "Sam prefers window seats", item_type="preference", key="seat")
     assert outcome.item_id is not None
-    hits = await memory.recall("sam", "window seats")
+    hits = (await memory.long_term.recall("sam", "window seats")).results
     assert hits[0].kind == "item" and outcome.item_id in hits[0].item_ids

@@ -51,10 +51,10 @@ async def test_delete_conversation_naming_the_tenant_erases_its_owner_s_thread_a
     # Another tenant's thread: not found in acme, nothing erased.
     assert not await memory.delete_conversation("globex-thread", tenant_id="acme")
     assert thread_rows(database_url, "globex-thread") == before
-    assert await memory.get_memory_history("globex-thread", tenant_id="acme") == []
+    assert await memory.conversations.get_memory_history("globex-thread", tenant_id="acme") == []
 
     # The tenant's own thread, named without its user: found through its owner, erased with everything from it.
-    assert await memory.get_memory_history("acme-thread", tenant_id="acme") != []
+    assert await memory.conversations.get_memory_history("acme-thread", tenant_id="acme") != []
     assert await memory.delete_conversation("acme-thread", tenant_id="acme")
     assert thread_rows(database_url, "acme-thread") == (0, 0, 0, 0)
     assert tables_holding(database_url, ours) == []

@@ -35,7 +35,7 @@ async def test_an_item_holding_a_lone_surrogate_is_dropped_and_the_version_and_g
     assert (status, text) == ("completed", "The user has a peanut allergy.")
     assert [i["key"] for i in stored["facts"]] == ["allergies"]
     assert "facts[1]" in stored["dropped"][0] and "lone surrogate" in stored["dropped"][0]
-    assert [i.key for i in await memory.list_items("ana")] == ["allergies"]
+    assert [i.key for i in await memory.long_term.list_items("ana")] == ["allergies"]
 
 
 async def test_an_answer_of_thousands_of_items_writes_the_cap_and_counts_the_rest(open_service, database_url):
@@ -54,7 +54,7 @@ async def test_an_answer_of_thousands_of_items_writes_the_cap_and_counts_the_res
         "2980 items over the cap of 20 per version (MEMORY_AGENT_SUMMARY_MAX_ITEMS): the most important were kept"
     ]
     assert query(database_url, "SELECT count(*) FROM items") == [(20,)]
-    contents = {i.content for i in await memory.list_items("ana")}
+    contents = {i.content for i in await memory.long_term.list_items("ana")}
     assert {f"The user is allergic to food number {n}" for n in (7, 1007, 2007)} <= contents  # the important ones
 
 
@@ -68,5 +68,5 @@ async def test_a_cluster_summary_call_gets_at_most_the_member_cap(open_service):
     (prompt,) = model.cluster_prompts
     members = [line for line in prompt.splitlines() if line.startswith("- ")]
     assert sorted(members) == sorted(f"- The user is allergic to food number {n}" for n in range(7, 12))  # top 5
-    (summary,) = [i for i in await memory.list_items("ana") if i.is_summary]
+    (summary,) = [i for i in await memory.long_term.list_items("ana") if i.is_summary]
     assert len(summary.source_item_ids) == 12  # it still stands for every member

@@ -54,7 +54,7 @@ def test_an_upgraded_conversation_continues(empty_database_url):
     build_release(url, 3)
     write_old_rows(url, {"alpha": 8})
     with MemoryService.from_settings(MemorySettings(database_url=url)) as memory:
-        context = memory.call_sync(memory.get_context_for_workflow("alpha"))
+        context = memory.call_sync(memory.conversations.get_context_for_workflow("alpha"))
         assert context.memory_end_sequence == 11  # the old chain's latest completed version is served
         assert context.memory_text == "summary of alpha to 11"
         assert [m.content for m in context.gap_messages][:1] == ["user 7 of alpha: üüüüüüü"]

@@ -29,13 +29,16 @@ async def test_100_concurrent_round_ends_create_one_processing_row(open_memory, 
     memory = await open_memory(model=model, pool_max_size=10)
     # three rounds first, so every one of the 100 concurrent round-ends is past the threshold
     for n in range(3):
-        await memory.finish_round("busy", [HumanMessage(f"warm {n}"), AIMessage(f"ok {n}")])
+        await memory.conversations.finish_round("busy", [HumanMessage(f"warm {n}"), AIMessage(f"ok {n}")])
     assert query(database_url, "SELECT count(*) FROM memory WHERE status = 'processing'") == [(1,)]
     model.release()
     assert await memory.drain(timeout=10)
 
     results = await asyncio.gather(
-        *(memory.finish_round("busy", [HumanMessage(f"user {i}"), AIMessage(f"assistant {i}")]) for i in range(100))
+        *(
+            memory.conversations.finish_round("busy", [HumanMessage(f"user {i}"), AIMessage(f"assistant {i}")])
+            for i in range(100)
+        )
     )
     outcomes = [trigger.outcome for _, trigger in results]
     assert outcomes.count("started") == 1, outcomes
@@ -54,10 +57,10 @@ async def test_100_concurrent_round_ends_create_one_processing_row(open_memory, 
     model.release()
     assert await memory.drain(timeout=10)
     for i in range(4):  # a few more rounds, each summary released as it starts
-        await memory.finish_round("busy", [HumanMessage(f"late {i}"), AIMessage(f"late ok {i}")])
+        await memory.conversations.finish_round("busy", [HumanMessage(f"late {i}"), AIMessage(f"late ok {i}")])
         model.release()
         assert await memory.drain(timeout=10)
-    records = await memory.get_memory_history("busy")
+    records = await memory.conversations.get_memory_history("busy")
     assert [r.status for r in records] == ["completed"] * len(records)
     assert_linear_chain(records)
     assert records[-1].end_sequence == 213 and records[-1].start_sequence == 200
@@ -69,7 +72,7 @@ async def test_concurrent_conversations_do_not_block_each_other(open_memory, dat
 
     async def conversation(name: str) -> None:
         for n in range(3):
-            await memory.finish_round(name, [HumanMessage(f"{name} {n}"), AIMessage("ok")])
+            await memory.conversations.finish_round(name, [HumanMessage(f"{name} {n}"), AIMessage("ok")])
 
     await asyncio.gather(*(conversation(f"c{i}") for i in range(20)))
     assert query(database_url, "SELECT count(*) FROM memory WHERE status = 'processing'") == [(20,)]

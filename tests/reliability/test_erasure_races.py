@@ -17,8 +17,8 @@ async def test_delete_conversation_racing_rounds_never_deadlocks(open_memory, da
     async def rounds(loop_number: int) -> None:
         for n in range(25):
             text = f"loop {loop_number} round {n}"
-            messages, info = await memory.prepare_round(thread, [HumanMessage(text)])
-            await memory.finish_round(thread, [HumanMessage(text), AIMessage(f"ok {text}")], info)
+            messages, info = await memory.conversations.prepare_round(thread, [HumanMessage(text)])
+            await memory.conversations.finish_round(thread, [HumanMessage(text), AIMessage(f"ok {text}")], info)
 
     async def deletes() -> list[bool]:
         done = []

@@ -58,7 +58,7 @@ async def test_model_failure_is_recorded_and_round_served_from_previous_memory(
 
     # The next trigger (round 5's end) builds on the latest *completed* memory: the chain stays linear.
     assert await memory.drain(timeout=15)
-    rows = await memory.get_memory_history(f"fail-{mode}")
+    rows = await memory.conversations.get_memory_history(f"fail-{mode}")
     assert [(r.memory_id, r.status, r.base_memory_id) for r in rows] == [
         (1, "completed", None),
         (2, "failed", 1),

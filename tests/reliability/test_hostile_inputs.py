@@ -66,7 +66,7 @@ async def test_odd_thread_ids_are_stored_exactly(app, database_url, thread_id):
     graph, memory = app
     await graph.ainvoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": thread_id}})
     assert query(database_url, "SELECT conversation_id FROM conversations") == [(thread_id,)]
-    context = await memory.get_context_for_workflow(thread_id)
+    context = await memory.conversations.get_context_for_workflow(thread_id)
     assert [m.text for m in context.gap_messages] == ["hello", "reply 1"]
 
 
@@ -91,7 +91,7 @@ async def test_missing_thread_id_names_the_config_key(app, database_url):
 async def test_odd_content_round_trips(app, database_url, content):
     graph, memory = app
     await graph.ainvoke({"messages": [HumanMessage(content)]}, {"configurable": {"thread_id": "content"}})
-    context = await memory.get_context_for_workflow("content")
+    context = await memory.conversations.get_context_for_workflow("content")
     assert context.gap_messages[0].content == content
     assert query(database_url, "SELECT content FROM messages WHERE sequence_number = 0") == [(content,)]
 
@@ -122,7 +122,7 @@ async def test_bad_rounds_are_refused_and_nothing_is_written(app, database_url, 
     with pytest.raises(InvalidInputError, match=named):
         await graph.ainvoke({"messages": messages}, {"configurable": {"thread_id": "bad"}})
     with pytest.raises(InvalidInputError, match=named):
-        await memory.finish_round("bad", messages)
+        await memory.conversations.finish_round("bad", messages)
     assert counts(database_url) == before
 
 
@@ -139,19 +139,21 @@ async def test_bad_rounds_are_refused_and_nothing_is_written(app, database_url, 
 async def test_wrong_types_at_the_service_api(app, database_url, messages, named):
     _, memory = app
     with pytest.raises(InvalidInputError, match=named):
-        await memory.prepare_round("types", messages)
+        await memory.conversations.prepare_round("types", messages)
     if isinstance(messages, list):
         with pytest.raises(InvalidInputError, match=named):
-            await memory.finish_round("types", messages)
+            await memory.conversations.finish_round("types", messages)
     assert counts(database_url) == (0, 0, 0)
 
 
 async def test_a_bad_message_in_the_middle_of_a_round_writes_nothing(app, database_url):
     _, memory = app
-    await memory.finish_round("mid", [HumanMessage("first"), AIMessage("ok")])
+    await memory.conversations.finish_round("mid", [HumanMessage("first"), AIMessage("ok")])
     before = counts(database_url)
     with pytest.raises(InvalidInputError, match="message 2"):
-        await memory.finish_round("mid", [HumanMessage("second"), AIMessage("fine"), AIMessage("bad \x00")])
+        await memory.conversations.finish_round(
+            "mid", [HumanMessage("second"), AIMessage("fine"), AIMessage("bad \x00")]
+        )
     assert counts(database_url) == before
 
 

@@ -121,10 +121,10 @@ async def test_the_cluster_safety_net_ends_failed_when_its_summaries_fail(open_m
     await run_jobs(memory)
     assert [s for s, _ in memory_rows(database_url)] == ["completed"]
     assert await run_refresh(memory, database_url) == "failed"
-    assert [i for i in await memory.list_items("u1") if i.is_summary] == []
+    assert [i for i in await memory.long_term.list_items("u1") if i.is_summary] == []
     model.cluster_failures = 0
     assert await run_refresh(memory, database_url) == "succeeded"
-    assert [len(i.source_item_ids) for i in await memory.list_items("u1") if i.is_summary] == [3]
+    assert [len(i.source_item_ids) for i in await memory.long_term.list_items("u1") if i.is_summary] == [3]
 
 
 class UnreachableEmbeddings(Embeddings):

@@ -87,9 +87,9 @@ async def test_apps_and_workers_share_one_database(database_url):
             names = [name for (name,) in query(database_url, "SELECT conversation_id FROM conversations ORDER BY 1")]
             assert len(names) == APPS * CONVERSATIONS
             for name in names:
-                await memory.trigger_summarization_if_needed(name, 2 * ROUNDS - 1)
+                await memory.conversations.trigger_summarization_if_needed(name, 2 * ROUNDS - 1)
             await wait_until_idle(database_url, 120)
-            histories = {name: await memory.get_memory_history(name) for name in names}
+            histories = {name: await memory.conversations.get_memory_history(name) for name in names}
     finally:
         for worker in workers:
             worker.send_signal(signal.SIGTERM)

@@ -34,7 +34,7 @@ async def test_periodic_sweep_reclaims_and_restarts_a_hung_summary(open_memory, 
     # starts memory 2.
     hung = await open_memory(model=GatedSummaryModel(), processing_timeout_s=1.0, sweep_interval_s=60)
     for n in range(3):
-        await hung.finish_round("hung", [HumanMessage(f"m{n}"), AIMessage("ok")])
+        await hung.conversations.finish_round("hung", [HumanMessage(f"m{n}"), AIMessage("ok")])
     await hung.aclose(timeout=0.1)
     model = GatedSummaryModel()
     await open_memory(model=model, processing_timeout_s=1.0, sweep_interval_s=0.2)
@@ -76,7 +76,7 @@ async def test_worker_killed_with_sigkill_mid_summary(open_memory, database_url)
         fake.mode, fake.hang_s = "hang", 60
         memory = await open_memory(executor="procrastinate", processing_timeout_s=2.0)
         for n in range(3):
-            await memory.finish_round("killed", [HumanMessage(f"m{n}"), AIMessage("ok")])
+            await memory.conversations.finish_round("killed", [HumanMessage(f"m{n}"), AIMessage("ok")])
 
         worker = start_worker(database_url, fake.base_url)
         try:
@@ -98,7 +98,7 @@ async def test_worker_killed_with_sigkill_mid_summary(open_memory, database_url)
 
         await asyncio.sleep(2.2)  # past processing_timeout_s
         fake.mode = "ok"
-        _, trigger = await memory.finish_round("killed", [HumanMessage("m3"), AIMessage("ok")])
+        _, trigger = await memory.conversations.finish_round("killed", [HumanMessage("m3"), AIMessage("ok")])
         assert trigger.outcome == "started" and trigger.reclaimed_memory_ids == [1]
 
         second = start_worker(database_url, fake.base_url)

@@ -20,10 +20,8 @@ from pydantic import BaseModel
 import memory_agent
 
 MOST_PARAMETERS = 6
-# Not there yet, with its count: the pool factory takes its pool's options loose. The list only shrinks.
-LEFT = {
-    "memory_agent.MemoryBackend.create_pool": 7,
-}
+# Not there yet, with its count. The list only shrinks.
+LEFT: dict[str, int] = {}
 
 
 def public_packages() -> list[Any]:
@@ -35,23 +33,34 @@ def is_record(cls: type) -> bool:
     return issubclass(cls, BaseModel | tuple) or dataclasses.is_dataclass(cls)
 
 
+def class_functions(prefix: str, exported: type, *, constructed: bool = True) -> Iterator[tuple[str, Any]]:
+    for member in dir(exported):
+        if member.startswith("_") and (member != "__init__" or not constructed):
+            continue
+        attribute = inspect.getattr_static(exported, member)
+        function = getattr(attribute, "__func__", attribute)
+        if inspect.isfunction(function) and function.__module__.startswith("memory_agent"):
+            yield f"{prefix}.{member}", function
+
+
 def public_functions() -> Iterator[tuple[str, Any]]:
-    """(dotted name, function) for every function of the public API."""
+    """(dotted name, function) for every function of the public API, the tiers' facades a MemoryService hands
+    out (memory.conversations, memory.long_term, memory.transfers) included."""
     for package in public_packages():
         for name in getattr(package, "__all__", ()):
             exported = getattr(package, name)
             if inspect.isclass(exported):
                 if is_record(exported) or not exported.__module__.startswith("memory_agent"):
                     continue
-                for member in dir(exported):
-                    if member.startswith("_") and member != "__init__":
-                        continue
-                    attribute = inspect.getattr_static(exported, member)
-                    function = getattr(attribute, "__func__", attribute)
-                    if inspect.isfunction(function) and function.__module__.startswith("memory_agent"):
-                        yield f"{package.__name__}.{name}.{member}", function
+                yield from class_functions(f"{package.__name__}.{name}", exported)
             elif inspect.isfunction(exported):
                 yield f"{package.__name__}.{name}", exported
+    for attribute in ("conversations", "long_term", "transfers"):
+        facade = inspect.signature(getattr(memory_agent.MemoryService, attribute).fget, eval_str=True)
+        # The service makes its facades: their constructors are not the user's to call.
+        yield from class_functions(
+            f"memory_agent.MemoryService.{attribute}", facade.return_annotation, constructed=False
+        )
 
 
 def parameter_count(function: Any) -> int:
@@ -61,7 +70,8 @@ def parameter_count(function: Any) -> int:
 def test_the_walk_sees_the_public_api():
     names = dict(public_functions())
     for expected in (
-        "memory_agent.MemoryService.recall",
+        "memory_agent.MemoryService.long_term.recall",
+        "memory_agent.MemoryService.conversations.prepare_round",
         "memory_agent.long_term.remember",
         "memory_agent.with_memory",
     ):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent import calculate_summary_range, should_trigger_summary
+from memory_agent import calculate_summary_range
+from memory_agent.conversation.window import passes_trigger_rule
 
 
 @pytest.mark.parametrize(
@@ -47,6 +48,6 @@ def test_bad_arguments_are_named():
 
 
 def test_trigger_rule():
-    assert not should_trigger_summary(4, 5)
-    assert should_trigger_summary(5, 5)
-    assert not should_trigger_summary(9, 5, already_processing=True)
+    assert not passes_trigger_rule(4, 5)
+    assert passes_trigger_rule(5, 5)
+    assert not passes_trigger_rule(9, 5, already_processing=True)

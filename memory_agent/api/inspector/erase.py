@@ -75,7 +75,7 @@ async def forget_item(request: Request, user_id: str, item_id: int) -> Response:
     who = await _poster(request)
     if not isinstance(who, Seen):
         return who
-    report_ = await memory_of(request).forget_item(user_id, item_id, tenant_id=who.tenant)
+    report_ = await memory_of(request).long_term.forget_item(user_id, item_id, tenant_id=who.tenant)
     if not report_.items_deleted:
         return not_found(who, f"No item {item_id} of user {user_id!r} in this tenant: nothing erased.")
     return _erased(who, f"Item {item_id} forgotten", dataclasses.asdict(report_))
@@ -123,7 +123,7 @@ async def forget_user(request: Request, user_id: str) -> Response:
         return who
     if not await _known(request, who, user_id):
         return not_found(who, f"No user {user_id!r} in this tenant: nothing erased.")
-    report_ = await memory_of(request).forget_user(user_id, tenant_id=who.tenant)
+    report_ = await memory_of(request).long_term.forget_user(user_id, tenant_id=who.tenant)
     rows = {
         "user_id": user_id,
         "items_deleted": len(report_.items_deleted),

@@ -1,5 +1,5 @@
 """Recall: what a user said and what their long-term memory holds, found for a query and shown as a bounded
-block, the same on every read surface (the round start, MemoryService.recall, MemoryStore.search, the HTTP route,
+block, the same on every read surface (the round start, memory.long_term.recall, MemoryStore.search, the HTTP route,
 the retriever, `memory-agent at`).
 
 settings.py holds the knobs (RecallSettings, read from MEMORY_AGENT_RECALL_*); search.py runs the one statement

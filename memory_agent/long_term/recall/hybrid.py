@@ -151,8 +151,8 @@ async def reranked(
 def can_place_vector_hits(rows: list[dict[str, Any]], block_rows: int) -> bool:
     """Whether the pass over all of the user's vectors runs: when full text and trigrams returned fewer hits than
     the rows the block and the ranking use (`block_rows`). A hit only vectors find scores at most `vector_weight`
-    (no BM25 share) and could outrank full text's, but running the pass on every recall measured +0.002 @10 on the
-    LoCoMo development split for ~10 ms more of the server's CPU a round (a user with 15,000 vectors)."""
+    (no BM25 share) and could outrank full text's, but running the pass on every recall gained next to nothing on
+    the LoCoMo development split for much more of the server's CPU a round (docs/measurements/code.md)."""
     return sum(1 for row in rows if row["kind"]) < block_rows
 
 

@@ -40,9 +40,8 @@ def bounded_query(text: str, max_chars: int) -> str:
 
 def embedded_query(text: str, max_chars: int | None = None) -> str:
     """What of a query the embedder embeds: its start (at most `max_chars` characters, cut after a word) without
-    its closing punctuation. A local model's time is proportional to its tokens (the bundled e5: ~1.25 ms a token
-    on one core, its critical path at round start), and a question mark changed nothing measurable (LoCoMo dev
-    split: the same @5 and @10)."""
+    its closing punctuation. A local model's time is proportional to its tokens (its critical path at round
+    start), and a question mark changed nothing measurable (docs/measurements/code.md)."""
     if max_chars is not None:
         text = bounded_query(text, max_chars)
     return text.rstrip(CLOSING_PUNCTUATION + " \t\r\n") or text

@@ -182,8 +182,8 @@ async def recall(
         "vector_weight": settings.vector_weight,
         "recent": settings.recent_turns if "recent" in paths else 0,
         # Room for the hits without_repeats drops (a turn a better hit shows as its neighbour): twice what the
-        # block and the ranking keep lost nothing on the LoCoMo dev split (three times: the same figures, ~0.5 ms
-        # more of CPU per recall fetching and reading rows that were never used).
+        # block and the ranking keep lost nothing on the LoCoMo dev split (three times: the same figures, more CPU
+        # per recall fetching and reading rows that were never used: docs/measurements/code.md).
         "fused_limit": max(limit, settings.max_turns) * 2,
         "neighbours_before": settings.neighbours_before,
         "neighbours_after": settings.neighbours_after,

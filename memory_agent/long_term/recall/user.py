@@ -1,5 +1,5 @@
-"""Recall for a named user outside a round (LongTermMemory.recall, behind MemoryService.recall and
-recall_result, the HTTP route and the retriever): on a connection of its own, in the tenant's transaction."""
+"""Recall for a named user outside a round (LongTermMemory.recall: memory.long_term.recall, the HTTP route and
+the retriever): on a connection of its own, in the tenant's transaction."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Transfers: history and memory moved in and out of the service — a thread imported with the times its messages
 were written (conversation/imports.py, integrations/thread_import.py), and a user's whole memory as one document
-(transfer/). Each method is also a MemoryService method, with this signature and docstring.
+(transfer/): `memory.transfers`.
 """
 
 from __future__ import annotations
@@ -16,21 +16,20 @@ from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.memory import user_scope
 from memory_agent.runtime import MemoryLoop
-from memory_agent.settings import MemorySettings
 from memory_agent.transfer import ImportedUser, read_user, write_user
 
 if TYPE_CHECKING:
-    from memory_agent.service.lifecycle import Parts
+    from memory_agent.service._lifecycle import Parts
 
 
 class Transfers:
     """import_messages, import_thread, export_user, import_user over the open service's parts."""
 
-    def __init__(self, parts: Parts, loop: MemoryLoop, clock: Callable[[], datetime], settings: MemorySettings) -> None:
+    def __init__(self, parts: Parts, loop: MemoryLoop, clock: Callable[[], datetime], window_size: int) -> None:
         self.parts = parts
         self.loop = loop
         self.clock = clock
-        self.settings = settings
+        self.window_size = window_size  # MEMORY_AGENT_MEMORY_ROLLING_WINDOW_SIZE: an import's windows
 
     async def import_messages(
         self,
@@ -55,7 +54,7 @@ class Transfers:
             parts.conversations.trigger,
             parts.runner.run_summary,
             self.clock,
-            self.settings.memory.rolling_window_size,
+            self.window_size,
         )
         return await self.loop.arun(importer.run(key, checked, summarize=summarize))
 

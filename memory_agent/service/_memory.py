@@ -1,15 +1,16 @@
-"""MemoryService: opens and closes everything (a Lifecycle, lifecycle.py) and delegates the rest.
+"""MemoryService: opens and closes everything (a Lifecycle, _lifecycle.py) and hands out the tiers' facades.
 
-Its public methods are the API: most are the methods of the facade of their tier (bound by `delegate`, which keeps
-the facade's signature and docstring, written once there), the facades made when the service opens —
-`memory.conversations` (conversation/memory.py: round start and end, the trigger rule, memory versions) and
-`memory.long_term` (long_term/memory.py: items, forgetting, recall). integrations/ reach the service through the
-RoundMemory protocol.
+Each operation has one name, on one object: the conversation tier's on `memory.conversations`
+(conversation/memory.py: round start and end, the trigger rule, memory versions), the long-term tier's on
+`memory.long_term` (long_term/memory.py: items, forgetting, recall), imports and exports on `memory.transfers`
+(_transfers.py). The service itself keeps what spans the tiers (delete_conversation, as_retriever), the summaries
+this process runs (run_summary, drain) and what integrations/ reach it by (the RoundMemory protocol:
+`conversations`, round_identity, call_sync).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 
@@ -18,28 +19,33 @@ from langchain_core.language_models import BaseChatModel
 
 from memory_agent.conversation.identity import round_identity
 from memory_agent.conversation.memory import ConversationMemory
-from memory_agent.conversation.window import calculate_summary_range
+from memory_agent.service.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor
 from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.memory import LongTermMemory, user_scope
-from memory_agent.long_term.recall import RecallHit, RecallResult, RecallSettings
-from memory_agent.long_term.writer import RememberOutcome
 from memory_agent.runtime import MemoryLoop
-from memory_agent.service.backend import MemoryBackend
-from memory_agent.service.delegate import delegate
-from memory_agent.service.lifecycle import Lifecycle
-from memory_agent.service.transfers import Transfers
+from memory_agent.service._lifecycle import Lifecycle
+from memory_agent.service._transfers import Transfers
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 
 if TYPE_CHECKING:
     from memory_agent.integrations.retriever import MemoryRetriever
 
-
-def recall_hits(found: RecallResult) -> list[RecallHit]:
-    """The hits of a recall, best first (what `MemoryService.recall` returns)."""
-    return found.results
+# Where each operation the service once repeated lives now: its name on its tier's facade.
+MOVED = {
+    **{name: f"conversations.{name}" for name in ("get_context_for_workflow", "prepare_round", "release_round")},
+    **{name: f"conversations.{name}" for name in ("finish_round", "record_failed_round", "should_trigger_summary")},
+    **{name: f"conversations.{name}" for name in ("trigger_summarization_if_needed", "sweep", "get_memory")},
+    "get_memory_history": "conversations.get_memory_history",
+    **{name: f"long_term.{name}" for name in ("list_items", "remember", "forget_item", "forget_user")},
+    **{name: f"long_term.{name}" for name in ("remember_sync", "recall_sync")},
+    "recall": "long_term.recall (its .results are the hits)",
+    "recall_result": "long_term.recall",
+    "recall_settings": "settings.recall",
+    **{name: f"transfers.{name}" for name in ("import_messages", "import_thread", "export_user", "import_user")},
+}
 
 
 class MemoryService:
@@ -157,6 +163,13 @@ class MemoryService:
         """The long-term tier while open: a user's items, forgetting, recall."""
         return self._lifecycle.parts.long_term
 
+    if not TYPE_CHECKING:  # at run time only: the type checker still refuses a name the service does not have
+
+        def __getattr__(self, name: str) -> Any:
+            if name in MOVED:
+                raise AttributeError(f"MemoryService has no {name!r}: use memory.{MOVED[name]}", name=name, obj=self)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+
     def round_identity(self, config: Any) -> tuple[str, str | None, str | None]:
         """(thread id, user id, tenant id) of a run's config: `thread_id`, and the keys MEMORY_AGENT_USER_ID_KEY
         and MEMORY_AGENT_TENANT_ID_KEY name (default `user_id`, `tenant_id`); None where absent."""
@@ -167,24 +180,7 @@ class MemoryService:
         """Run one of this service's coroutines from synchronous code (used by the sync graph nodes)."""
         return self.loop.run(coro)
 
-    # ------------------------------------------------------------------ conversation memory
-
-    get_context_for_workflow = delegate("conversations", ConversationMemory.context)
-    prepare_round = delegate("conversations", ConversationMemory.prepare)
-    release_round = delegate("conversations", ConversationMemory.release)
-    finish_round = delegate("conversations", ConversationMemory.finish)
-    record_failed_round = delegate("conversations", ConversationMemory.record_failed)
-    should_trigger_summary = delegate("conversations", ConversationMemory.summary_due)
-    trigger_summarization_if_needed = delegate("conversations", ConversationMemory.trigger_summary)
-    sweep = delegate("conversations", ConversationMemory.sweep)
-    get_memory_history = delegate("conversations", ConversationMemory.history)
-    get_memory = delegate("conversations", ConversationMemory.get_memory)
-
-    def calculate_summary_range(
-        self, last_saved_seq: int, round_starts: Sequence[int] | None = None
-    ) -> tuple[int, int]:
-        """(start, end) sequences of the window a summary after `last_saved_seq` covers (window.py)."""
-        return calculate_summary_range(last_saved_seq, self.settings.memory.rolling_window_size, round_starts)
+    # ------------------------------------------------------------------ summaries run by this process
 
     async def run_summary(self, memory_id: int, *, user_id: str) -> str:
         """Summarize one `processing` row (user_id, memory_id) to `completed` or `failed`. Never raises; returns
@@ -207,57 +203,10 @@ class MemoryService:
         key = await self.conversations.owned(conversation_id, user_id, tenant_id)
         return await self.long_term.forget_conversation(key)
 
-    # ------------------------------------------------------------------ imports and exports
-
     @property
     def transfers(self) -> Transfers:
-        """Imports of threads with their own times, and a user's memory as one document (service/transfers.py)."""
-        return Transfers(self._lifecycle.parts, self.loop, self.clock, self.settings)
-
-    import_messages = delegate("transfers", Transfers.import_messages)
-    import_thread = delegate("transfers", Transfers.import_thread)
-    export_user = delegate("transfers", Transfers.export_user)
-    import_user = delegate("transfers", Transfers.import_user)
-
-    # ------------------------------------------------------------------ long-term memory
-
-    list_items = delegate("long_term", LongTermMemory.list_items)
-    remember = delegate("long_term", LongTermMemory.remember)
-    forget_item = delegate("long_term", LongTermMemory.forget_item)
-    forget_user = delegate("long_term", LongTermMemory.forget_user)
-    recall_result = delegate("long_term", LongTermMemory.recall)
-    recall = delegate(
-        "long_term",
-        LongTermMemory.recall,
-        then=recall_hits,
-        doc="""What recall at round start would find for `user_id` across their conversations and long-term
-        items: the hits of recall_result, best first, within the MEMORY_AGENT_RECALL_* guardrails, each of kind
-        turn, item or summary with its provenance. Nothing found: the latest turns of the user's most recent
-        conversation, unless `recent_fallback=False`. Never calls a chat model.""",
-    )
-
-    def remember_sync(
-        self,
-        user_id: str,
-        content: str,
-        *,
-        tenant_id: str | None = None,
-        key: str | None = None,
-        item_type: str = "fact",
-    ) -> RememberOutcome:
-        """remember() from synchronous code (the service opened with `with`), as mem0's `add`."""
-        return self.call_sync(self.remember(user_id, content, tenant_id=tenant_id, key=key, item_type=item_type))
-
-    def recall_sync(
-        self, user_id: str, query: str, *, tenant_id: str | None = None, limit: int = 10
-    ) -> list[RecallHit]:
-        """recall() from synchronous code (the service opened with `with`): the hits, best first."""
-        return self.call_sync(self.recall(user_id, query, tenant_id=tenant_id, limit=limit))
-
-    @property
-    def recall_settings(self) -> RecallSettings:
-        """Recall's knobs as the MEMORY_AGENT_RECALL_* settings give them (every read surface uses these)."""
-        return self.settings.recall
+        """Imports of threads with their own times, and a user's memory as one document (_transfers.py)."""
+        return Transfers(self._lifecycle.parts, self.loop, self.clock, self.settings.memory.rolling_window_size)
 
     def as_retriever(
         self, *, user_id: str, tenant_id: str | None = None, k: int = 10, as_of: datetime | None = None

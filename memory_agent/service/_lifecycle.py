@@ -1,7 +1,7 @@
 """The lifecycle of a MemoryService: the memory loop (runtime.py), the database (db/), the summarizer (summarize/),
 the executor (jobs/), the round logic (conversation/) and the tier facades, opened and closed together.
 
-MemoryService holds one Lifecycle and delegates open and close to it; the facades it hands out
+MemoryService holds one Lifecycle and hands open and close to it; the facades it hands out
 (`memory.conversations`, `memory.long_term`) are made here from the parts opened.
 """
 
@@ -33,6 +33,7 @@ from memory_agent.long_term.queries import LongTermQueries
 from memory_agent.long_term.recall import check_recall_settings
 from memory_agent.long_term.recall.round_start import LongTermRecall
 from memory_agent.runtime import MemoryLoop, PeriodicTask
+from memory_agent.service._wiring import start_options, summary_options, trigger_options, worker_options
 from memory_agent.service.backend import MemoryBackend
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
@@ -114,32 +115,32 @@ class Lifecycle:
         embedder = (
             self._embeddings if self._embeddings is not None else embedder_from_setting(settings.long_term.embeddings)
         )
-        backend = await open_connector(url, settings, MemoryBackend)
+        backend = await open_connector(
+            url, settings.database, MemoryBackend, processing_timeout_s=settings.jobs.processing_timeout_s
+        )
         try:
             agent = MemoryAgent(
                 summarizer,
                 max_words=settings.memory.max_words,
                 max_tokens=settings.memory.max_tokens_cap,
             )
-            runner = SummaryRunner(settings, backend.summaries, agent, clock=self.clock, embedder=embedder)
+            runner = SummaryRunner(summary_options(settings), backend.summaries, agent, clock=self.clock, embedder=embedder)
 
             async def sweep() -> list[int]:  # the trigger is made after the executor it hands rows to
                 return await trigger.sweep()
 
             jobs = SummaryJobs(runner.run_summary, sweep, runner.follow_ups.refresh_pending)
-            executor = make_executor(settings, jobs, backend)
+            executor = make_executor(worker_options(settings), jobs, backend)
             # An in-process executor: rows are picked up by their claim, nothing is enqueued in the round's
             # transaction (so the claim's id is read with COMMIT's reply).
             trigger = SummaryTrigger(
-                settings,
+                trigger_options(settings),
                 backend.conversations,
                 dispatch=executor.dispatch,
                 enqueue=None if executor.runs_in_process else executor.enqueue,
                 pick_up=executor.runs_in_process,
             )
-            leases = RoundLeases(
-                settings, backend.conversations, loop
-            )  # shared: a lease the start took, the end gives back
+            leases = RoundLeases(settings.rounds, backend.conversations, loop)  # shared: the start's lease, the end gives back
             recall = settings.recall
             # A bad setting is a ConfigurationError at open; settings off: the rounds never recall.
             round_recall = LongTermRecall(
@@ -148,8 +149,10 @@ class Lifecycle:
                 cost_ceiling=settings.guards.monthly_cost_ceiling,
                 embedder=embedder,
             )
-            start = RoundStart(settings, backend.conversations, loop, leases, recall=round_recall, clock=self.clock)
-            end = RoundEnd(settings, backend.conversations, loop, trigger, leases, self.clock)
+            start = RoundStart(
+                start_options(settings), backend.conversations, loop, leases, recall=round_recall, clock=self.clock
+            )
+            end = RoundEnd(settings.guards, backend.conversations, loop, trigger, leases, self.clock)
             await check_recall_settings(LongTermQueries(backend), recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(
