@@ -124,7 +124,9 @@ class Lifecycle:
                 max_words=settings.memory.max_words,
                 max_tokens=settings.memory.max_tokens_cap,
             )
-            runner = SummaryRunner(summary_options(settings), backend.summaries, agent, clock=self.clock, embedder=embedder)
+            runner = SummaryRunner(
+                summary_options(settings), backend.summaries, agent, clock=self.clock, embedder=embedder
+            )
 
             async def sweep() -> list[int]:  # the trigger is made after the executor it hands rows to
                 return await trigger.sweep()
@@ -140,7 +142,9 @@ class Lifecycle:
                 enqueue=None if executor.runs_in_process else executor.enqueue,
                 pick_up=executor.runs_in_process,
             )
-            leases = RoundLeases(settings.rounds, backend.conversations, loop)  # shared: the start's lease, the end gives back
+            leases = RoundLeases(
+                settings.rounds, backend.conversations, loop
+            )  # shared: the start's lease, the end gives back
             recall = settings.recall
             # A bad setting is a ConfigurationError at open; settings off: the rounds never recall.
             round_recall = LongTermRecall(

@@ -19,7 +19,6 @@ from langchain_core.language_models import BaseChatModel
 
 from memory_agent.conversation.identity import round_identity
 from memory_agent.conversation.memory import ConversationMemory
-from memory_agent.service.backend import MemoryBackend
 from memory_agent.errors import InvalidInputError
 from memory_agent.jobs.base import Executor
 from memory_agent.long_term.cluster_text import ClusterSummarizer
@@ -27,6 +26,7 @@ from memory_agent.long_term.memory import LongTermMemory, user_scope
 from memory_agent.runtime import MemoryLoop
 from memory_agent.service._lifecycle import Lifecycle
 from memory_agent.service._transfers import Transfers
+from memory_agent.service.backend import MemoryBackend
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.agent import MemoryAgent
 

@@ -45,6 +45,15 @@ def test_at_most_one_module_per_package_outside_db_runs_statements():
     assert crowded == {}
 
 
+def test_at_most_12_modules_run_statements():
+    modules = [module for group in layout.statement_modules().values() for module in group]
+    assert len(modules) <= layout.MOST_STATEMENT_MODULES, modules
+
+
+def test_no_class_has_two_of_the_packages_own_bases():
+    assert layout.mixin_classes() == []
+
+
 def test_no_two_packages_import_each_other():
     assert layout.import_cycles() == []
 
