@@ -35,6 +35,7 @@ from memory_agent.long_term import (
     refresh_cluster,
     remember,
 )
+from memory_agent.db.schema import SchemaManager
 from memory_agent.schemas.items import StructuredItems, SummaryItem
 from memory_agent.schemas.keys import UserKey
 from memory_agent.service.backend import MemoryBackend
@@ -81,7 +82,7 @@ async def timed(calls: int, make) -> list[float]:
 async def measure(url: str, calls: int, users: int, items_per_user: int) -> dict[str, Any]:
     pool = MemoryBackend.create_pool(url)
     await pool.open(wait=True)
-    await MemoryBackend(pool).setup()
+    await SchemaManager(MemoryBackend(pool)).migrate()
     await pool.close()
     conn = await connect(url)
     out: dict[str, Any] = {}
