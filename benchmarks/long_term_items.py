@@ -23,6 +23,7 @@ import psycopg
 from benchmarks.long_term_replay import replay_stage
 from benchmarks.recall import LOCOMO_DEV
 from benchmarks.systems import create_database, drop_database
+from memory_agent.db.schema import SchemaManager
 from memory_agent.long_term import (
     Cluster,
     ClusterSummaries,
@@ -35,7 +36,6 @@ from memory_agent.long_term import (
     refresh_cluster,
     remember,
 )
-from memory_agent.db.schema import SchemaManager
 from memory_agent.schemas.items import StructuredItems, SummaryItem
 from memory_agent.schemas.keys import UserKey
 from memory_agent.service.backend import MemoryBackend
