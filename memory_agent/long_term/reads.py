@@ -84,7 +84,7 @@ async def list_items(
     most important first."""
     where = where or ItemFilter()
     if where.as_of is not None:
-        check_now(where.as_of)
+        check_now(where.as_of, "as_of")
     rows = await Q.list_items(conn, {**key.params(), **dataclasses.asdict(where)})
     return [_item(row) for row in rows]
 

@@ -82,8 +82,9 @@ def check_partition(project: Any, environment: Any) -> None:
             )
 
 
-def check_now(now: Any) -> datetime:
-    """The writer's clock: an aware datetime (a naive one would be read in the server's time zone)."""
+def check_now(now: Any, name: str = "now") -> datetime:
+    """The writer's clock (or a time read at, `name`): an aware datetime (a naive one would be read in the
+    server's time zone)."""
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
-        raise InvalidInputError(f"now must be a timezone-aware datetime, got {now!r}")
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {now!r}")
     return now

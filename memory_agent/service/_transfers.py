@@ -17,6 +17,7 @@ from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.memory import user_scope
 from memory_agent.runtime import MemoryLoop
 from memory_agent.transfer import ImportedUser, read_user, write_user
+from memory_agent.transfer.load import check_document
 
 if TYPE_CHECKING:
     from memory_agent.service._lifecycle import Parts
@@ -113,6 +114,7 @@ class Transfers:
                 raise InvalidInputError(f"the user document is not JSON ({exc})") from None
         if not isinstance(document, Mapping):
             raise InvalidInputError(f"a user document is a JSON object, got {type(document).__name__}")
+        check_document(document)  # before its user: a document that is none is refused as such
         tenant, user = user_scope(
             user_id if user_id is not None else document.get("user_id"),
             tenant_id if tenant_id is not None else document.get("tenant_id"),

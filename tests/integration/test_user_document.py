@@ -182,6 +182,9 @@ async def test_a_bad_document_names_the_record_and_field_and_writes_nothing(open
     for document, error in cases:
         with pytest.raises(InvalidInputError, match=error):
             await memory.transfers.import_user(document, user_id="bo", conversation_prefix="bo:")
+    # Something else, naming no user: refused as no user document, not for the user it lacks.
+    with pytest.raises(InvalidInputError, match="not a user document this version reads"):
+        await memory.transfers.import_user({"messages": []})
     # A user who holds memory already is not merged into.
     with pytest.raises(InvalidInputError, match="holds memory already"):
         await memory.transfers.import_user(good, conversation_prefix="x:")

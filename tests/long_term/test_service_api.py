@@ -80,6 +80,8 @@ async def test_list_items_is_scoped_by_user_and_tenant_and_reads_the_past(open_m
     assert await memory.long_term.list_items("ana", as_of=item.valid_from.replace(year=2000)) == []
     with pytest.raises(InvalidInputError, match="user_id"):
         await memory.long_term.list_items("")
+    with pytest.raises(InvalidInputError, match="^as_of must be a timezone-aware datetime"):
+        await memory.long_term.list_items("ana", as_of=item.valid_from.replace(tzinfo=None))
 
 
 async def test_forget_item_and_forget_user(open_memory, database_url):
