@@ -28,7 +28,7 @@ from memory_agent.long_term.forget import (
 )
 from memory_agent.long_term.reads import ItemFilter, LongTermItem, list_items
 from memory_agent.long_term.recall import RecallResult, RecallSettings, user_recall
-from memory_agent.long_term.scope import ItemScope
+from memory_agent.long_term.scope import ItemScope, check_now
 from memory_agent.long_term.stated import remember_stated, stated_items
 from memory_agent.long_term.tenancy import tenant_transaction
 from memory_agent.long_term.writer import RememberOutcome
@@ -177,6 +177,8 @@ class LongTermMemory:
         query is embedded beside full text and its nearest vectors fused with its hits (hybrid; with MEMORY_AGENT_RECALL_VECTORS_ALWAYS
         false, only when full text and trigrams find too little: the vector fallback)."""
         tenant, user = user_scope(user_id, tenant_id)
+        if as_of is not None:
+            check_now(as_of, "as_of")  # a naive time would be read in the server's time zone
         settings, embedder = self.recall_settings, self.embedder
 
         run = user_recall(

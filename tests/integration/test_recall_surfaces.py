@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 from typing import Any, TypedDict
 
 from langchain.agents import create_agent
@@ -239,3 +240,11 @@ async def test_queries_the_driver_would_refuse_and_queries_that_match_nothing(op
         except InvalidInputError:
             continue
         raise AssertionError(f"k={bad!r} was accepted")
+    # A time without its zone would be read in the server's: refused by name, as list_items refuses it.
+    for naive in (datetime(2020, 1, 1), "2020-01-01"):
+        try:
+            await memory.long_term.recall("ana", "peanuts", as_of=naive)
+        except InvalidInputError as exc:
+            assert str(exc).startswith("as_of must be a timezone-aware datetime")
+            continue
+        raise AssertionError(f"as_of={naive!r} was accepted")
