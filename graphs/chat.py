@@ -4,8 +4,8 @@ The server keeps each thread's state with its own checkpointer; memory_agent sto
 the model the memory plus the messages after it. The round's user is the server's authenticated user, else the
 run's context or configurable `user_id`; none (Studio without auth): the thread's own scope. Configure with
 MEMORY_AGENT_* (the database; an embedded PostgreSQL when MEMORY_AGENT_DATABASE_URL is unset; the summarizer,
-MEMORY_AGENT_MEMORY_MODEL, any provider: docs/models.md) and OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL for
-the chat model. See docs/langgraph-server.md.
+MEMORY_AGENT_MEMORY_MODEL, any provider: docs/how-to/models.md) and OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL for
+the chat model. See docs/how-to/langgraph-server.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 -- search_path set to memory_agent's schema.
 -- Idempotent: a table that is distributed already is left as it is, so a run after new migrations distributes only
 -- the tables they added. A table of the schema that is listed nowhere here stops the run (a new table must say
--- where it lives). docs/scaling.md explains each choice.
+-- where it lives). docs/how-to/scaling.md explains each choice.
 DO $$
 DECLARE
     wanted record;
@@ -60,7 +60,7 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- The migration records and procrastinate's queue stay on the coordinator (docs/scaling.md says why).
+    -- The migration records and procrastinate's queue stay on the coordinator (docs/how-to/scaling.md says why).
     SELECT string_agg(c.relname, ', ' ORDER BY c.relname) INTO unlisted
     FROM pg_class AS c
     WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')

@@ -117,7 +117,7 @@ def execute(url: str, sql: str, params: Any = None) -> None:
 
 @pytest.fixture
 def app_role(server_url: str, database_url: str):
-    """A login role that does not own the tables, granted what an application needs on them as docs/privacy.md
+    """A login role that does not own the tables, granted what an application needs on them as docs/concepts/privacy.md
     says (grant_bound_role: the least privileges, procrastinate's jobs under a tenant policy)."""
     role, password = f"memory_agent_app_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
     with psycopg.connect(database_url, autocommit=True) as conn:

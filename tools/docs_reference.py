@@ -535,8 +535,22 @@ def write_pages() -> list[Path]:
 LINK = re.compile(r"(?<!!)\[([^\]]*)\]\(([^)\s]+)\)")
 
 
+# Pages that moved into the folder of their kind: older text (the changelog's past entries) links to where they were.
+MOVED = {
+    "docs/privacy.md": "docs/concepts/privacy.md",
+    "docs/design/decisions.md": "docs/concepts/decisions.md",
+    "docs/models.md": "docs/how-to/models.md",
+    "docs/embedded.md": "docs/how-to/embedded.md",
+    "docs/langgraph-server.md": "docs/how-to/langgraph-server.md",
+    "docs/scaling.md": "docs/how-to/scaling.md",
+    "docs/limits.md": "docs/reference/limits.md",
+    "docs/recall.md": "docs/measurements/recall.md",
+}
+
+
 def site_path(repo_path: str) -> str | None:
     """Where a repository file is on the site, if it is on it."""
+    repo_path = MOVED.get(repo_path, repo_path)
     if repo_path in PUBLISHED:
         return PUBLISHED[repo_path]
     if repo_path in PUBLISHED_ASSETS:

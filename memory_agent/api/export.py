@@ -27,7 +27,7 @@ router = APIRouter(tags=["users"])
 
 DOCUMENT = {
     "description": f"The user's memory: a JSON object of format {FORMAT!r}, schema_version {SCHEMA_VERSION} "
-    "(docs/privacy.md describes its fields).",
+    "(docs/concepts/privacy.md describes its fields).",
     "content": {"application/json": {"schema": {"type": "object"}}},
 }
 

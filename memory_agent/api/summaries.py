@@ -1,5 +1,5 @@
-"""The consolidation endpoints of the design (docs/design/decisions.md): POST /memory/summarize (a manual run of one user's period) and
-GET /memory/summaries (the notes of a period), in the key's tenant only.
+"""The consolidation endpoints of the design (docs/concepts/decisions.md): POST /memory/summarize (a manual run of one
+user's period) and GET /memory/summaries (the notes of a period), in the key's tenant only.
 
 The run happens in the request, at the app's clock (create_app(clock=...)), with consolidate_period's writes:
 a repeat answers `exists` and writes nothing, `force` replaces the note, and concurrent identical requests

@@ -21,7 +21,7 @@ def driver_errors() -> Iterator[None]:
         # An OperationalError to the driver, but the same input fails at every attempt: never "retry".
         raise InvalidInputError(
             f"PostgreSQL refused the input as past one of its limits ({exc.diag.message_primary}); nothing was "
-            "written, and the same input would fail again (docs/limits.md)"
+            "written, and the same input would fail again (docs/reference/limits.md)"
         ) from exc
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailableError(

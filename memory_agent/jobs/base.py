@@ -45,7 +45,8 @@ class Executor(Protocol):
     async def enqueue(self, conn: Any, memory_id: int, user_id: str, tenant_id: str) -> None:
         """Inside the transaction that claimed `memory_id` (on its connection `conn`): a queue kept in
         PostgreSQL records the job here, so the row and its job commit together. The job names its tenant: a role
-        bound by row-level security sees and erases its tenant's jobs only (grant_bound_role, docs/privacy.md)."""
+        bound by row-level security sees and erases its tenant's jobs only (grant_bound_role,
+        docs/concepts/privacy.md)."""
         ...
 
     async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:

@@ -81,7 +81,7 @@ class MemoryService:
 
         `model` is any LangChain chat model, or a model named as MEMORY_AGENT_MEMORY_MODEL names one
         (`provider:model`, a bare name for OpenAI, `offline`); by default the one that setting names (opening
-        raises ConfigurationError when it cannot be made: docs/models.md). `embeddings` is any
+        raises ConfigurationError when it cannot be made: docs/how-to/models.md). `embeddings` is any
         LangChain Embeddings for long-term items, cluster summaries and recall's vector fallback; by default
         the one MEMORY_AGENT_EMBEDDINGS names (none: vectors off).
         """

@@ -13,7 +13,7 @@ from memory_agent.settings.base import CASE_INSENSITIVE, ENV_PREFIX, SettingsGro
 
 class RecallSettings(SettingsGroup):
     """`settings.recall`: the guardrails and knobs of recall, each read from MEMORY_AGENT_RECALL_<FIELD>; the
-    defaults are the design's (block, turns) or measured (the rest: docs/recall.md)."""
+    defaults are the design's (block, turns) or measured (the rest: docs/measurements/recall.md)."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX + "RECALL_")
 

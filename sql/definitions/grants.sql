@@ -1,5 +1,6 @@
--- What a role bound by row-level security is granted (docs/privacy.md, "Setting it up"), defined once: the owner
--- runs `SELECT memory_agent.grant_bound_role('memory_app')` after every migration. No `ON ALL TABLES`: that grant
+-- What a role bound by row-level security is granted (docs/concepts/privacy.md, "Setting it up"), defined once:
+-- the owner runs `SELECT memory_agent.grant_bound_role('memory_app')` after every migration.
+-- No `ON ALL TABLES`: that grant
 -- reached procrastinate's job table (a queued summary's arguments name its user, in no tenant's policy), the
 -- embedding models' centers (shared by every tenant's compact vectors), the cost ledger (deleting spend rows reset a
 -- cost ceiling) and the migration records.
@@ -77,7 +78,7 @@ BEGIN
     -- On Citus a function that runs as another role cannot touch shards the transaction already wrote as the
     -- caller ("placements that were modified in this transaction by a different user"), so the ledger functions
     -- that run inside a round's or a forget's transaction run as the caller there, and the role gets the ledger
-    -- writes they make (docs/scaling.md: on Citus the ledger is not insert-only for a bound role). The function
+    -- writes they make (docs/how-to/scaling.md: on Citus the ledger is not insert-only for a bound role). The function
     -- commands first, over one connection per node (Citus refuses them after parallel grants).
     IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
         v_statements := v_statements

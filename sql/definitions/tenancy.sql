@@ -25,7 +25,7 @@ $$;
 -- security may only read (the cost ledger) take their tenant as a parameter and bypass the policies; they act only
 -- for the tenant the transaction (or session) names, as the policies would. The owner's processes, and work of no
 -- tenant, name none ('' or unset): any tenant then. Bound code names its tenant on every connection
--- (docs/privacy.md).
+-- (docs/concepts/privacy.md).
 CREATE FUNCTION is_named_tenant(p_tenant_id text)
 RETURNS boolean
 LANGUAGE sql STABLE

@@ -20,7 +20,7 @@ from tests.conftest import memory_factory
 CITUS_URL_VARIABLE = "MEMORY_AGENT_TEST_CITUS_URL"
 SKIP_REASON = (
     f"{CITUS_URL_VARIABLE} is not set: tests/citus need a Citus cluster (the coordinator's URL, a database with the "
-    "citus extension and at least one worker); see docs/scaling.md"
+    "citus extension and at least one worker); see docs/how-to/scaling.md"
 )
 # Few shards per table: each test distributes a schema of its own (32 shards per table would make that the test's time).
 SHARD_COUNT = 4
@@ -59,7 +59,7 @@ def schema(citus_url: str) -> Iterator[str]:
 @pytest.fixture
 async def open_memory(citus_url: str, schema: str) -> AsyncIterator[Callable[..., Any]]:
     """open_memory(model=..., **settings) -> an open MemoryService on the test's schema of the cluster."""
-    # ANALYZE of a distributed table reads every shard: not on a round's way (docs/scaling.md).
+    # ANALYZE of a distributed table reads every shard: not on a round's way (docs/how-to/scaling.md).
     settings = dict(database_url=citus_url, db_schema=schema, drain_timeout_s=10, analyze_interval_s=0)
     async with memory_factory(**settings) as factory:
         yield factory

@@ -42,7 +42,7 @@ def app_role(citus_url: str, schema: str) -> Iterator[str]:
 
 
 def grant(url: str, schema: str, role_url: str) -> None:
-    """As docs/privacy.md says: grant_bound_role, run by the owner."""
+    """As docs/concepts/privacy.md says: grant_bound_role, run by the owner."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             sql.SQL("SELECT {}.grant_bound_role(%s)").format(sql.Identifier(schema)),

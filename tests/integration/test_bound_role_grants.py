@@ -1,9 +1,9 @@
-"""The bound role of docs/privacy.md ("Setting it up"), set up by running the page's own SQL: it holds exactly the
-privileges the page lists, reads no other tenant's job arguments, cannot change the tables every tenant shares (the
-embedding models' centers, the cost ledger, the migration records), and its grants are enough for the normal paths
-with the procrastinate executor: rounds defer their summary jobs, the worker (the owner) runs them, recall and
-forgetting work as that role. tests/integration/test_row_security.py walks the same role through rounds with inline
-summaries, recall, forgetting and the HTTP API."""
+"""The bound role of docs/concepts/privacy.md ("Setting it up"), set up by running the page's own SQL: it holds exactly
+the privileges the page lists, reads no other tenant's job arguments, cannot change the tables every tenant shares (the
+embedding models' centers, the cost ledger, the migration records), and its grants are enough for the normal paths with
+the procrastinate executor: rounds defer their summary jobs, the worker (the owner) runs them, recall and forgetting
+work as that role. tests/integration/test_row_security.py walks the same role through rounds with inline summaries,
+recall, forgetting and the HTTP API."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import execute, query
 from tests.integration.test_row_security import say
 
-PRIVACY = Path(__file__).parents[2] / "docs" / "privacy.md"
+PRIVACY = Path(__file__).parents[2] / "docs" / "concepts" / "privacy.md"
 ROUNDS = ["I live in Lisbon.", "My violin teacher is Ingrid.", "Bye."]  # the third round triggers a summary
 
 

@@ -1,5 +1,5 @@
-"""A call by thread id that names the tenant and no user (what docs/privacy.md tells a role bound by the policies
-to do) acts on the thread's owner in that tenant: delete_conversation erases the thread's messages, memory
+"""A call by thread id that names the tenant and no user (what docs/concepts/privacy.md tells a role bound by the
+policies to do) acts on the thread's owner in that tenant: delete_conversation erases the thread's messages, memory
 versions, metrics and items; another tenant's thread of the same call is neither found nor erased."""
 
 from __future__ import annotations

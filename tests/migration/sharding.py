@@ -10,7 +10,7 @@ Distributed tables (every table except the bookkeeping ones and conversation_own
 conversation_owners (keyed by conversation_id): tenant_id and user_id NOT NULL, primary key (conversation_id),
 no foreign key to or from it.
 Reference tables (REFERENCE: api_keys, looked up by a key's hash before any user is named; replicated to every
-node on Citus, docs/scaling.md): tenant_id NOT NULL, a primary key, no foreign key to or from it.
+node on Citus, docs/how-to/scaling.md): tenant_id NOT NULL, a primary key, no foreign key to or from it.
 Reference tables of no tenant (GLOBAL: vector_centers, one row per embedding model, 0025): no tenant_id or user_id
 column (they hold no tenant's data), a primary key, no foreign key to or from it.
 """

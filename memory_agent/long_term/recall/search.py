@@ -11,7 +11,8 @@ too when this one has few hits or the message points to the past ("last time", "
 budget for the block, a number of turns, a per-turn character cap (block.py). Every result says where
 it came from (conversation + sequences, item ids, source items, a key insight's note), so a caller can re-expand
 it. With an embedder, hybrid.py embeds the query beside the statement, re-ranks full text's hits with their own
-vectors, and adds the hits only the statement's vector path (run alone) found. Recall never calls an LLM. docs/recall.md has the measurements.
+vectors, and adds the hits only the statement's vector path (run alone) found. Recall never calls an LLM.
+docs/measurements/recall.md has the measurements.
 """
 
 from __future__ import annotations
