@@ -206,10 +206,24 @@ class LongTermMemory:
         tenant_id: str | None = None,
         key: str | None = None,
         item_type: str = "fact",
+        importance: float = 0.5,
     ) -> RememberOutcome:
         """remember() from synchronous code (the service opened with `with`), as mem0's `add`."""
-        return self.loop.run(self.remember(user_id, content, tenant_id=tenant_id, key=key, item_type=item_type))
+        return self.loop.run(
+            self.remember(user_id, content, tenant_id=tenant_id, key=key, item_type=item_type, importance=importance)
+        )
 
-    def recall_sync(self, user_id: str, query: str, *, tenant_id: str | None = None, limit: int = 10) -> RecallResult:
+    def recall_sync(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        tenant_id: str | None = None,
+        limit: int = 10,
+        as_of: datetime | None = None,
+        recent_fallback: bool = True,
+    ) -> RecallResult:
         """recall() from synchronous code (the service opened with `with`); `.results` are the hits, best first."""
-        return self.loop.run(self.recall(user_id, query, tenant_id=tenant_id, limit=limit))
+        return self.loop.run(
+            self.recall(user_id, query, tenant_id=tenant_id, limit=limit, as_of=as_of, recent_fallback=recent_fallback)
+        )

@@ -30,6 +30,19 @@ def test_remember_and_recall_from_synchronous_code(database_url):
     assert query(database_url, "SELECT count(*) FROM items WHERE user_id = 'maya' AND valid_to IS NULL") == [(3,)]
 
 
+def test_the_sync_calls_take_what_the_async_ones_take(database_url):
+    """importance on remember_sync; as_of and recent_fallback on recall_sync (they were async only)."""
+    from datetime import UTC, datetime
+
+    with MemoryService(MemorySettings(database_url=database_url), model=OfflineModel()) as memory:
+        memory.long_term.remember_sync("ivo", "Ivo is allergic to cats", importance=0.9)
+        assert [item.importance for item in memory.call_sync(memory.long_term.list_items("ivo"))] == [0.9]
+        before = datetime(2000, 1, 1, tzinfo=UTC)
+        past = memory.long_term.recall_sync("ivo", "cats allergy", as_of=before, recent_fallback=False)
+        assert [hit for hit in past.results if hit.kind == "item"] == []
+        assert memory.long_term.recall_sync("ivo", "cats allergy").results[0].kind == "item"
+
+
 async def test_remember_is_async_too(open_memory):
     memory = await open_memory(model=OfflineModel())
     outcome = await memory.long_term.remember("sam", "Sam prefers window seats", item_type="preference", key="seat")
