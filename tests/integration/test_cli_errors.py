@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -60,7 +61,16 @@ def test_misspelled_variables_are_named_with_the_closest_setting():
 
 
 def test_ctrl_c_while_the_command_loads_ends_quietly_with_130():
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    # A server that accepts and never answers: the command cannot finish before the signal (against the test's
+    # own database, `stats` loads and ends within the half second, and exits 0 before Ctrl+C arrives).
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.getcwd(),
+        "MEMORY_AGENT_DATABASE_URL": f"postgresql://nobody@127.0.0.1:{port}/none",
+        "MEMORY_AGENT_CONNECT_TIMEOUT_S": "30",
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "memory_agent", "stats"],
         stdout=subprocess.PIPE,
@@ -71,7 +81,10 @@ def test_ctrl_c_while_the_command_loads_ends_quietly_with_130():
     )
     time.sleep(0.5)  # loading the command's modules takes ~2 s
     os.killpg(process.pid, signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    try:
+        _, err = process.communicate(timeout=60)
+    finally:
+        silent.close()
     assert process.returncode == 130
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
 
