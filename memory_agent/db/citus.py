@@ -15,12 +15,12 @@ warning (citus.enable_ddl_propagation off for that statement).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Any
 
 from memory_agent import resources
 
-if TYPE_CHECKING:
-    from memory_agent.db.schema import SchemaStatements
+# The run's statements (db/schema.py's SchemaStatements), named without importing the module that holds this part.
+SchemaStatements = Any
 
 logger = logging.getLogger("memory_agent.migrate")
 

@@ -15,7 +15,7 @@ files and the re-creatable definitions.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Any
 
 import psycopg
 
@@ -32,9 +32,6 @@ from memory_agent.db.migrations import (
 )
 from memory_agent.errors import ConfigurationError
 
-if TYPE_CHECKING:
-    from memory_agent.db.schema import SchemaStatements
-
 __all__ = [
     "NO_TRANSACTION_MARKER",
     "RELEASED_CHECKSUMS",
@@ -45,6 +42,9 @@ __all__ = [
     "load_migrations",
     "procrastinate_migrations",
 ]
+
+# The run's statements (db/schema.py's SchemaStatements), named without importing the module that holds this part.
+SchemaStatements = Any
 
 logger = logging.getLogger("memory_agent.migrate")
 

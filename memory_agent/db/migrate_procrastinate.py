@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from memory_agent.db.migrations import PROCRASTINATE_MARKERS, procrastinate_key, procrastinate_migrations
 from memory_agent.errors import ConfigurationError
 
-if TYPE_CHECKING:
-    from memory_agent.db.schema import SchemaStatements
+# The run's statements (db/schema.py's SchemaStatements), named without importing the module that holds this part.
+SchemaStatements = Any
 
 logger = logging.getLogger("memory_agent.migrate")
 
