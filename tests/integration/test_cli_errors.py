@@ -71,8 +71,14 @@ def test_ctrl_c_while_the_command_loads_ends_quietly_with_130():
         "MEMORY_AGENT_DATABASE_URL": f"postgresql://nobody@127.0.0.1:{port}/none",
         "MEMORY_AGENT_CONNECT_TIMEOUT_S": "30",
     }
+    # As a terminal starts it: a runner that started this suite in the background (`cmd &` without job control)
+    # leaves SIGINT ignored, the command inherits that, and Ctrl+C could not reach it.
+    as_from_a_terminal = (
+        "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('memory_agent', run_name='__main__', alter_sys=True)"
+    )
     process = subprocess.Popen(
-        [sys.executable, "-m", "memory_agent", "stats"],
+        [sys.executable, "-c", as_from_a_terminal, "stats"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
