@@ -29,7 +29,13 @@ from langchain_core.embeddings import Embeddings
 from memory_agent.db.connector import Connector
 from memory_agent.evaluation.dataset import EVAL_TENANT, Question, Sample, load_dataset, scored
 from memory_agent.evaluation.ingest import Ingest, ingest_directly, store_conversation, store_item
-from memory_agent.evaluation.rounds import ReplayClock, catch_up, load_through_rounds, turns_without_vector
+from memory_agent.evaluation.rounds import (
+    ReplayClock,
+    catch_up,
+    last_turn_at,
+    load_through_rounds,
+    turns_without_vector,
+)
 from memory_agent.evaluation.scores import EvalReport, Score, first_evidence
 from memory_agent.long_term.embeddings import index_items, model_name
 from memory_agent.long_term.recall import RecallSettings, SearchPath, recall
@@ -111,12 +117,19 @@ async def evaluate(
     report = EvalReport(Score(), {}, {}, {}, {}, [], [], {})
     for sample in samples:
         provenance = await _load(backend, sample, report, memory=memory, ingest=ingest, embedder=embedder)
+        # The questions come after the conversation: asked at its last turn's time, as a round of the app then
+        # would be (the service's clock, which the round start's date expressions are read against).
+        now = last_turn_at(sample)
+        if memory is not None and now is not None:
+            assert isinstance(memory.clock, ReplayClock)  # _load checked it
+            memory.clock.now = now
+            now = memory.clock()
         for question in sample.questions:
             evidence = corrected(question, evidence_key)
             if not evidence:
                 continue
             key = ConversationKey(f"{sample.sample_id}:question-{uuid.uuid4().hex[:8]}", sample.sample_id, EVAL_TENANT)
-            recalled = await round_recall(backend, key, question.question, settings, embedder=embedder)
+            recalled = await round_recall(backend, key, question.question, settings, now=now, embedder=embedder)
             if recalled.result is None:
                 raise RuntimeError(f"recall failed in the evaluation: {recalled.error}")
             result = recalled.result

@@ -71,6 +71,16 @@ def _rounds(sample: Sample, session: Session) -> Iterator[tuple[int, list[BaseMe
         yield start, given, answered
 
 
+def last_turn_at(sample: Sample) -> datetime | None:
+    """When the sample's last turn was stored (its session's start plus its index in seconds): "now" for the
+    conversation, the clock its questions are asked at. None for a sample without a turn."""
+    stored = [session for session in sample.sessions if session.turns]
+    if not stored:
+        return None
+    last = max(stored, key=lambda session: session.started_at)
+    return last.started_at + timedelta(seconds=len(last.turns) - 1)
+
+
 def count_rounds(sample: Sample) -> int:
     """How many `with_memory` rounds load_through_rounds runs for `sample`."""
     return sum(1 for session in sample.sessions for _ in _rounds(sample, session))

@@ -4,8 +4,8 @@ embedders themselves are in embedders.py).
 Any LangChain `Embeddings` can be used; without one, recall runs without its vector path. `index_items` embeds
 the items, summaries and turns of a user that have no vector of the configured model yet; the summary job calls
 it after every version's commit (never the user's round), and `index_pending` is the periodic catch-up for the
-items and turns that call missed (it failed, or the turns came after the user's last version). Each vector is stored with its
-compact copy (the signs of the vector minus its model's center: recall's first pass, 0025); `vector_center` is
+items and turns that call missed (it failed, or the turns came after the user's last version). A turn's vector is made
+from the turn with the turn before it (`turn_passage`). Each vector is stored with its compact copy (the signs of the vector minus its model's center: recall's first pass, 0025); `vector_center` is
 that center, the mean of the model's vectors of fixed reference texts.
 """
 
@@ -25,6 +25,11 @@ from memory_agent.long_term.queries import Row
 from memory_agent.long_term.reference_texts import REFERENCE_TEXTS
 from memory_agent.long_term.tenancy import tenant_transaction
 
+# What a turn's vector is made from, as message_embeddings.text_version records it (0028): 0, the turn alone; 1, the
+# turn with the last CONTEXT_CHARS characters of the turn before it. A stored vector of another version is made
+# again by the embedding job (and the periodic catch-up), so a database converges when this changes.
+TURN_TEXT_VERSION = 1
+CONTEXT_CHARS = 300
 FLOAT32_MAX = 3.4028234663852886e38  # pgvector's `vector` holds single-precision values
 MAX_VECTOR_DIMENSIONS = 16_000  # and at most this many
 
@@ -54,6 +59,20 @@ def to_vector_literal(values: Any) -> str:
             f"{MAX_VECTOR_DIMENSIONS}"
         )
     return "[" + ",".join(repr(v) for v in floats) + "]"
+
+
+def turn_passage(row: Row) -> str:
+    """The text a turn's vector is made from: the turn before it (`previous_name`: `previous_tail`, the last
+    CONTEXT_CHARS characters of its text, from its first whole word) on a line, then the turn (`content`, with its
+    speaker's name). A short answer ("Yes! It was amazing") carries its meaning in the turn it answers: embedded
+    alone it is near every other short answer. The turn after it is not stored yet when the turn is embedded."""
+    own, previous = row["content"], row.get("previous_tail")
+    if previous is None:
+        return str(own)
+    if len(previous) >= CONTEXT_CHARS and " " in previous.strip():  # cut: drop the cut word
+        previous = "…" + previous.split(None, 1)[1] if not previous[0].isspace() else "…" + previous.lstrip()
+    name = row.get("previous_name")
+    return f"{name}: {previous}\n{own}" if name else f"{previous}\n{own}"
 
 
 async def vectors_available(conn: AsyncConnection[Any]) -> bool:
@@ -99,16 +118,28 @@ async def index_items(
     if not await vectors_available(conn):
         return 0
     center = await vector_center(conn, embedder)
-    keys = {"tenant_id": tenant_id, "user_id": user_id, "model": model_name(embedder), "batch": batch}
+    keys = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "model": model_name(embedder),
+        "batch": batch,
+        "text_version": TURN_TEXT_VERSION,
+        "context_chars": CONTEXT_CHARS,
+    }
     async with tenant_transaction(conn, tenant_id):  # the compact copies of vectors stored before they existed
         await Q.fill_bits(conn, keys)
     written = 0
-    for read, save, key_columns in (
-        (Q.items_to_embed, Q.save_item_embeddings, ("item_id",)),
-        (Q.turns_to_embed, Q.save_turn_embeddings, ("conversation_id", "sequence_number")),
+    for read, save, passage, columns in (
+        (Q.items_to_embed, Q.save_item_embeddings, _item_passage, ("item_id",)),
+        (
+            Q.turns_to_embed,
+            Q.save_turn_embeddings,
+            turn_passage,
+            ("conversation_id", "sequence_number", "previous_hash"),
+        ),
     ):
         while True:
-            rows = await _embed_batch(conn, embedder, read, keys, key_columns, to_vector_literal(center))
+            rows = await _embed_batch(conn, embedder, (read, passage), keys, columns, to_vector_literal(center))
             if rows:
                 async with tenant_transaction(conn, tenant_id):
                     # Forgetting wins (lineage.py): a forget of the user in progress is waited for, and each
@@ -120,22 +151,27 @@ async def index_items(
     return written
 
 
+def _item_passage(row: Row) -> str:
+    return str(row["content"])
+
+
 async def _embed_batch(
     conn: AsyncConnection[Any],
     embedder: Embeddings,
-    read: Callable[[AsyncConnection[Any], dict[str, Any]], Awaitable[list[Row]]],
+    source: tuple[Callable[[AsyncConnection[Any], dict[str, Any]], Awaitable[list[Row]]], Callable[[Row], str]],
     keys: dict[str, Any],
-    key_columns: tuple[str, ...],
+    columns: tuple[str, ...],
     center: str,
 ) -> list[dict[str, Any]]:
-    """One batch of what has no vector yet (read in a transaction of the tenant), embedded as passages: the
-    parameters of its save statement (a vector of another dimension than the center's gets no compact copy: recall
-    ranks it exactly)."""
+    """One batch of what has no vector yet (read in a transaction of the tenant by `source`'s query), embedded as
+    passages (each row's text as `source`'s function makes it): the parameters of its save statement (a vector of
+    another dimension than the center's gets no compact copy: recall ranks it exactly)."""
+    read, passage = source
     async with tenant_transaction(conn, keys["tenant_id"]):
         rows = await read(conn, keys)
     if not rows:
         return []
-    vectors = await embedder.aembed_documents([row["content"] for row in rows])
+    vectors = await embedder.aembed_documents([passage(row) for row in rows])
     return [
         {
             "user_id": keys["user_id"],
@@ -144,7 +180,8 @@ async def _embed_batch(
             "embedding": to_vector_literal(vector),
             "center": center if len(vector) == center.count(",") + 1 else None,
             "content_hash": row["content_hash"],
-            **{column: row[column] for column in key_columns},
+            "text_version": keys["text_version"],
+            **{column: row[column] for column in columns},
         }
         for row, vector in zip(rows, vectors, strict=True)
     ]
@@ -158,7 +195,7 @@ async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, use
     if not await vectors_available(conn):
         return 0
     await vector_center(conn, embedder)  # users whose vectors lack their compact copies are found with it
-    rows = await Q.users_to_embed(conn, model_name(embedder), users)
+    rows = await Q.users_to_embed(conn, model_name(embedder), users, TURN_TEXT_VERSION)
     pending = [(r["tenant_id"], r["user_id"]) for r in rows]
     written = 0
     for tenant_id, user_id in pending:

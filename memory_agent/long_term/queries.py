@@ -132,8 +132,8 @@ class LongTermQueries:
     async def save_turn_embeddings(self, conn: Conn, rows: Iterable[P]) -> int:
         return await execute_many(conn, "save_turn_embedding", rows)
 
-    async def users_to_embed(self, conn: Conn, model: str, limit: int) -> list[Row]:
-        return await fetch_all(conn, "users_to_embed", {"model": model, "limit": limit})
+    async def users_to_embed(self, conn: Conn, model: str, limit: int, text_version: int) -> list[Row]:
+        return await fetch_all(conn, "users_to_embed", {"model": model, "limit": limit, "text_version": text_version})
 
     async def delete_item_embedding(self, conn: Conn, p: P) -> None:
         await execute_query(conn, "delete_item_embedding", p)

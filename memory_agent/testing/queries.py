@@ -29,6 +29,7 @@ from memory_agent.db.connector import (
     fetch_one,
     fetch_one_sync,
 )
+from memory_agent.long_term.embeddings import TURN_TEXT_VERSION
 
 Row = dict[str, Any]
 
@@ -141,8 +142,10 @@ async def insert_item(conn: psycopg.AsyncConnection[Any], item: Row, sources: li
 
 
 async def turns_without_vector(conn: psycopg.AsyncConnection[Any], scope: Row, model: str) -> int:
-    """How many of the user's stored turns have no vector of `model`."""
-    row = await fetch_one(conn, "eval_turns_without_vector", {**scope, "model": model})
+    """How many of the user's stored turns have no vector of `model` made from the current text version."""
+    row = await fetch_one(
+        conn, "eval_turns_without_vector", {**scope, "model": model, "text_version": TURN_TEXT_VERSION}
+    )
     return int(row["missing"]) if row else 0
 
 

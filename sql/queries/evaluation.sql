@@ -44,14 +44,16 @@ VALUES (%(user_id)s, %(tenant_id)s, %(item_id)s, %(conversation_id)s, NULL, %(se
 ON CONFLICT DO NOTHING
 
 -- eval_turns_without_vector --
--- Evaluation: how many of a user's turns (as turns_to_embed reads them) have no vector of `model`.
+-- Evaluation: how many of a user's turns (as turns_to_embed reads them) have no vector of `model` made from the
+-- current `text_version`.
 SELECT count(*) AS missing
 FROM messages AS m
 WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
   AND m.content <> ''
   AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
                   WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
-                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s)
+                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s
+                    AND e.text_version = %(text_version)s)
 
 -- eval_stored_turns --
 -- Evaluation: a user's stored turns, in order (the load checks them against the dataset's).

@@ -440,39 +440,62 @@ ORDER BY i.item_id
 LIMIT %(batch)s
 
 -- turns_to_embed --
--- Turns (user and assistant messages) of a user that have no vector of `model` yet, oldest first, with their
--- speaker's name when the message has one, and the hash of that text (save_turn_embedding writes the vector only
--- onto a turn that still holds it).
+-- Turns (user and assistant messages) of a user that have no vector of `model` made from the current text version
+-- (`text_version`, 0028: a vector made the older way is made again), oldest first. A turn's vector is made from
+-- the turn with the turn before it (embeddings.turn_passage): a short answer ("Yes! It was amazing") carries its
+-- meaning in the turn it answers. Each with its speaker's name when the message has one, and the hashes of both
+-- texts (save_turn_embedding writes the vector only while both rows still hold them); of the turn before, only its
+-- last `context_chars` characters are read.
 SELECT m.conversation_id, m.sequence_number,
        coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content,
-       md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) AS content_hash
+       md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) AS content_hash,
+       p.name AS previous_name, right(p.content, %(context_chars)s) AS previous_tail,
+       md5(coalesce(p.name || ': ', '') || p.content) AS previous_hash
 FROM messages AS m
+LEFT JOIN LATERAL (
+    SELECT b.message -> 'data' ->> 'name' AS name, b.content
+    FROM messages AS b
+    WHERE b.user_id = m.user_id AND b.conversation_id = m.conversation_id AND b.sequence_number < m.sequence_number
+      AND b.role IN ('user', 'assistant') AND b.content <> ''
+    ORDER BY b.sequence_number DESC
+    LIMIT 1
+) AS p ON true
 WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
   AND m.content <> ''
   AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
                   WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
-                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s)
+                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s
+                    AND e.text_version = %(text_version)s)
 ORDER BY m.created_at, m.conversation_id, m.sequence_number
 LIMIT %(batch)s
 
 -- save_turn_embedding --
 -- One turn's vector and its compact copy (the signs of the vector minus the model's `center`; none without a
 -- center of the vector's dimension), written only onto the turn whose text was embedded: the row at the key must
--- still hold the text of `content_hash`. The job embeds between transactions; an erasure (the caller holds
--- share_forget_lock: one that committed meanwhile is seen here) may have removed the turn, and a later round of
--- the same thread id may have stored another text at the same key: either writes nothing. The row is locked
--- (FOR SHARE) so that it cannot change or go before this transaction ends. A vector of another model is replaced
--- (a row per turn: the configured embedder's).
-INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding, embedding_bits)
+-- still hold the text of `content_hash`, and the turn before it the text of `previous_hash` (none before it: null).
+-- The job embeds between transactions; an erasure (the caller holds share_forget_lock: one that committed
+-- meanwhile is seen here) may have removed the turns, and a later round of the same thread id may have stored
+-- other texts at the same keys: either writes nothing. The row is locked (FOR SHARE) so that it cannot change or
+-- go before this transaction ends; the turn before goes only with it (turns are erased a conversation at a time).
+-- A vector of another model or text version is replaced (a row per turn: the configured embedder's).
+INSERT INTO message_embeddings (user_id, tenant_id, conversation_id, sequence_number, model, embedding, embedding_bits,
+                                text_version)
 SELECT m.user_id, m.tenant_id, m.conversation_id, m.sequence_number, %(model)s, %(embedding)s::vector,
-       binary_quantize(%(embedding)s::vector - %(center)s::vector)
+       binary_quantize(%(embedding)s::vector - %(center)s::vector), %(text_version)s
 FROM messages AS m
 WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.conversation_id = %(conversation_id)s
   AND m.sequence_number = %(sequence_number)s
   AND md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) = %(content_hash)s
+  AND (SELECT md5(coalesce((b.message -> 'data' ->> 'name') || ': ', '') || b.content)
+       FROM messages AS b
+       WHERE b.user_id = m.user_id AND b.conversation_id = m.conversation_id
+         AND b.sequence_number < m.sequence_number AND b.role IN ('user', 'assistant') AND b.content <> ''
+       ORDER BY b.sequence_number DESC
+       LIMIT 1) IS NOT DISTINCT FROM %(previous_hash)s
 FOR SHARE OF m
 ON CONFLICT (user_id, conversation_id, sequence_number) DO UPDATE
-    SET model = excluded.model, embedding = excluded.embedding, embedding_bits = excluded.embedding_bits
+    SET model = excluded.model, embedding = excluded.embedding, embedding_bits = excluded.embedding_bits,
+        text_version = excluded.text_version
 
 -- save_item_embedding --
 -- One item's vector and its compact copy, as a turn's, written only while the item holds the text of
@@ -515,8 +538,8 @@ WHERE e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(mo
   AND v.model = e.model AND vector_dims(v.center) = vector_dims(e.embedding)
 
 -- users_to_embed --
--- Users with a current item or summary, or a turn (as turns_to_embed reads them), that has no vector of `model`,
--- or a vector of `model` without its compact copy (stored before 0025; once the model has a center), for the
+-- Users with a current item or summary, or a turn (as turns_to_embed reads them), that has no vector of `model`
+-- (a turn: none of the current `text_version`), or a vector of `model` without its compact copy (stored before 0025; once the model has a center), for the
 -- periodic catch-up of indexing.
 SELECT i.tenant_id, i.user_id
 FROM items AS i
@@ -529,7 +552,8 @@ FROM messages AS m
 WHERE m.role IN ('user', 'assistant') AND m.content <> ''
   AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
                   WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
-                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s)
+                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s
+                    AND e.text_version = %(text_version)s)
 UNION
 SELECT e.tenant_id, e.user_id
 FROM item_embeddings AS e JOIN vector_centers AS v ON v.model = e.model

@@ -17,7 +17,7 @@ from memory_agent import with_memory
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, forget_item, remember
 from memory_agent.long_term.embedders import HashingEmbeddings
-from memory_agent.long_term.embeddings import index_items
+from memory_agent.long_term.embeddings import CONTEXT_CHARS, index_items, turn_passage
 from memory_agent.schemas.keys import UserKey
 from tests.conftest import execute, query
 from tests.long_term.conftest import at, items
@@ -57,14 +57,26 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 
 def stored_turn_vectors(url: str) -> list[tuple[str, list[float]]]:
-    """Each stored turn vector with the text of the turn it is stored on (as the job embeds it)."""
+    """Each stored turn vector with the text the job makes it from for the turns now stored at its key and before
+    it (the turn with the turn before it: turn_passage)."""
     rows = query(
         url,
-        "SELECT coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content, e.embedding::text"
+        "SELECT coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content,"
+        " (SELECT b.message -> 'data' ->> 'name' FROM messages AS b WHERE b.conversation_id = m.conversation_id"
+        "  AND b.sequence_number < m.sequence_number AND b.role IN ('user', 'assistant') AND b.content <> ''"
+        "  ORDER BY b.sequence_number DESC LIMIT 1),"
+        " (SELECT right(b.content, %s) FROM messages AS b WHERE b.conversation_id = m.conversation_id"
+        "  AND b.sequence_number < m.sequence_number AND b.role IN ('user', 'assistant') AND b.content <> ''"
+        "  ORDER BY b.sequence_number DESC LIMIT 1),"
+        " e.embedding::text"
         " FROM message_embeddings AS e JOIN messages AS m USING (user_id, conversation_id, sequence_number)"
         " ORDER BY e.conversation_id, e.sequence_number",
+        [CONTEXT_CHARS],
     )
-    return [(text, json.loads(vector)) for text, vector in rows]
+    return [
+        (turn_passage({"content": own, "previous_name": name, "previous_tail": tail}), json.loads(vector))
+        for own, name, tail, vector in rows
+    ]
 
 
 @pytest.mark.parametrize("erasure", ["delete_conversation", "forget_user"])
@@ -92,7 +104,7 @@ async def test_an_erased_turn_s_vector_never_lands_on_the_turn_a_later_round_sto
     await embedded_while(embedder, job, erase_and_run_the_thread_again)
 
     erased = [vector for text, vector in zip(embedder.held, embedder.embed_documents(embedder.held)) if canary in text]
-    assert len(erased) == 2
+    assert len(erased) == 4  # the two turns that said it, and the replies made with them (the turn before)
     stored = stored_turn_vectors(database_url)
     for text, vector in stored:
         # Every stored vector is the vector of the text stored at its key, none the erased text's.

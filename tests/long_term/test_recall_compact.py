@@ -170,7 +170,9 @@ async def test_a_vector_stored_before_the_compact_copies_is_ranked_exactly_then_
                     settings=settings,
                 )
                 assert kind in [hit.kind for hit in result.ranked], text
-            # The periodic catch-up finds the user and writes the copies (no vector is embedded again).
+            # The periodic catch-up finds the user and writes the copies: the item's vector is not embedded again;
+            # the turn's, made from the turn alone, is made again from its text with its context (0028).
+            assert await index_pending(conn, embedder) == 1
             assert await index_pending(conn, embedder) == 0
     finally:
         await pool.close()
