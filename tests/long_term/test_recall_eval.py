@@ -44,6 +44,35 @@ TRIGRAM_ONLY = [
 ]
 
 
+# "Yesterday" is the day before the conversation's last turn: only the date boost, read at that clock, ranks the
+# evidence over a shorter turn that matches the same words.
+YESTERDAY = [
+    {
+        "sample_id": "dated",
+        "conversation": {
+            "speaker_a": "Li",
+            "speaker_b": "Bot",
+            "session_1_date_time": "9:00 am on 2 January, 2025",
+            "session_1": [{"speaker": "Li", "dia_id": "D1:1", "text": "Baked bread!"}],
+            "session_2_date_time": "9:00 am on 8 January, 2025",
+            "session_2": [
+                {
+                    "speaker": "Li",
+                    "dia_id": "D2:1",
+                    "text": "I baked some bread for the neighbours this afternoon, and it took me hours to knead.",
+                }
+            ],
+            "session_3_date_time": "9:00 am on 9 January, 2025",
+            "session_3": [
+                {"speaker": "Li", "dia_id": "D3:1", "text": "Good morning!"},
+                {"speaker": "Bot", "dia_id": "D3:2", "text": "Morning!"},
+            ],
+        },
+        "qa": [{"question": "What bread did Li bake yesterday?", "evidence": ["D2:1"], "category": 2}],
+    }
+]
+
+
 def write(tmp_path: Path, data: Any) -> Path:
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
@@ -69,6 +98,18 @@ async def test_only_trigrams_find_the_evidence(database_url: str, tmp_path: Path
     assert figures["contributed"]["trgm"] == 2 and "fts" not in figures["contributed"]
     assert figures["block_tokens"]["mean"] > 0
     assert figures["latency_ms"]["p95"] >= figures["latency_ms"]["p50"] > 0
+
+
+async def test_questions_are_asked_at_the_clock_of_the_conversation_s_last_turn(
+    database_url: str, tmp_path: Path
+) -> None:
+    pool = MemoryBackend.create_pool(database_url)
+    await pool.open(wait=True)
+    try:
+        report = await evaluate(MemoryBackend(pool), load_dataset(write(tmp_path, YESTERDAY)))
+    finally:
+        await pool.close()
+    assert report.as_dict()["recall"]["@1"] == 1.0  # at the real clock, 8 January 2025 is no "yesterday"
 
 
 def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None:
