@@ -29,7 +29,7 @@ from memory_agent.long_term.tenancy import tenant_transaction
 # turn with the last CONTEXT_CHARS characters of the turn before it. A stored vector of another version is made
 # again by the embedding job (and the periodic catch-up), so a database converges when this changes.
 TURN_TEXT_VERSION = 1
-CONTEXT_CHARS = 300
+CONTEXT_CHARS = 200
 FLOAT32_MAX = 3.4028234663852886e38  # pgvector's `vector` holds single-precision values
 MAX_VECTOR_DIMENSIONS = 16_000  # and at most this many
 
