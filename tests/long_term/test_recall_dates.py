@@ -96,3 +96,16 @@ async def test_a_date_in_the_query_ranks_the_turns_of_that_time_first(open_memor
     # A span with no turn changes nothing.
     empty = await memory.long_term.recall("ana", "what did we plan in May 2021")
     assert [h.conversation_id for h in empty.results] == [h.conversation_id for h in undated.results]
+
+
+async def test_the_block_dates_a_turn_in_the_users_time_zone(open_memory):
+    # 00:30 in Paris on 12 March is 23:30 UTC on 11 March: "yesterday" (12 March in Paris) finds it, and the block
+    # must say 12 March, the day the user wrote it (in UTC the model read 11 March, a day the question did not name).
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: NOW)
+    late = records(datetime(2024, 3, 12, 0, 30, tzinfo=PARIS), ["I booked the dentist for Friday.", "Good."])
+    await memory.transfers.import_messages("late", late, user_id="ana", summarize=False)
+    found = await memory.long_term.recall("ana", "what did I book yesterday with the dentist")
+    assert found.results[0].conversation_id == "late"
+    assert "date" in found.results[0].paths
+    assert "late #0 user, 12 March 2024]" in found.block
+    assert found.results[0].created_at == datetime(2024, 3, 12, 0, 30, tzinfo=PARIS)
