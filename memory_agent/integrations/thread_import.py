@@ -1,9 +1,12 @@
 """A LangGraph checkpointer thread's messages with the times they were written, for memory.transfers.import_thread.
 
 The thread's messages are those of its latest checkpoint (its state's `messages` channel, the root graph's); each
-is dated by the first checkpoint that holds it (by id), whose `ts` is when the step that wrote it ended. Any
-checkpointer works: an async one (AsyncPostgresSaver) through `alist`, a sync one (PostgresSaver) through `list`
-in a thread.
+is dated by the first checkpoint that holds it (by id), whose `ts` is when the step that wrote it ended. A summary
+LangChain's SummarizationMiddleware put in the state in place of older messages (a HumanMessage marked
+`lc_source: summarization`, not the user's words) is replaced by the messages it replaced, read from the
+checkpoint before it: they are the thread's history, and conversation memory summarizes them itself. A message
+removed otherwise (RemoveMessage of its id) stays out. Any checkpointer works: an async one (AsyncPostgresSaver)
+through `alist`, a sync one (PostgresSaver) through `list` in a thread.
 """
 
 from __future__ import annotations
@@ -33,6 +36,39 @@ def _messages(found: CheckpointTuple, channel: str) -> Sequence[Any]:
     return messages if isinstance(messages, (list, tuple)) else []
 
 
+def _is_summary(message: Any) -> bool:
+    """SummarizationMiddleware's summary of the messages it removed (langchain.agents.middleware.summarization)."""
+    return isinstance(message, BaseMessage) and message.additional_kwargs.get("lc_source") == "summarization"
+
+
+def _summarized(found: Sequence[CheckpointTuple], channel: str) -> dict[str, list[BaseMessage]]:
+    """Each summary's id → the messages it replaced: those of the checkpoint before the one it first appears in
+    that this one no longer holds, in their order."""
+    replaced: dict[str, list[BaseMessage]] = {}
+    previous: list[BaseMessage] = []
+    for item in found:
+        current = [m for m in _messages(item, channel) if isinstance(m, BaseMessage)]
+        ids = {m.id for m in current}
+        held = {m.id for m in previous}
+        for summary in current:
+            if _is_summary(summary) and summary.id is not None and summary.id not in held:
+                replaced[summary.id] = [m for m in previous if m.id not in ids]
+        previous = current
+    return replaced
+
+
+def _expanded(messages: Sequence[Any], replaced: dict[str, list[BaseMessage]]) -> list[Any]:
+    """`messages` with each summary replaced by what it replaced (a summary of a summary too, recursively); one
+    whose checkpoint before is gone stays (it is then all the thread holds of that history)."""
+    out: list[Any] = []
+    for message in messages:
+        if _is_summary(message) and message.id in replaced:
+            out.extend(_expanded(replaced.pop(message.id), replaced))
+        else:
+            out.append(message)
+    return out
+
+
 async def checkpointer_messages(checkpointer: Any, thread_id: str, *, channel: str = "messages") -> list[TimedMessage]:
     """The messages of `thread_id`'s latest checkpoint, oldest first, each with the time of the first checkpoint
     that holds it. InvalidInputError when it is not a checkpointer or the thread has no messages."""
@@ -54,7 +90,7 @@ async def checkpointer_messages(checkpointer: Any, thread_id: str, *, channel: s
                 first_seen.setdefault(message.id, when)
     latest = found[-1]
     latest_at = parse_time(latest.checkpoint["ts"], f"checkpoint {latest.checkpoint['id']}")
-    messages = _messages(latest, channel)
+    messages = _expanded(_messages(latest, channel), _summarized(found, channel))
     if not messages:
         raise InvalidInputError(f"thread {thread_id!r} has no messages in its state's {channel!r} channel")
     out, previous = [], None

@@ -7,7 +7,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, messages_from_dict
 
 from memory_agent import with_memory
 from memory_agent.conversation.imports import parse_jsonl, summary_points
@@ -208,3 +208,43 @@ async def test_an_import_racing_forget_user_never_outlives_it(open_memory, datab
         if threads:
             assert len(stored(database_url)) == imported.messages == 40
             await memory.long_term.forget_user("ana")
+
+
+async def test_an_agent_thread_the_summarization_middleware_trimmed_imports_whole(open_memory, database_url):
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.messages import RemoveMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tests.integration.agent_support import ToolScriptModel, assert_tool_pairs, lookup
+
+    saver = InMemorySaver()
+    # Past 8 messages the middleware replaces all but the last 3 with one HumanMessage of its own (a summary).
+    trim = SummarizationMiddleware(model=ToolScriptModel(), trigger=("messages", 8), keep=("messages", 3))
+    agent = create_agent(ToolScriptModel(), tools=[lookup], checkpointer=saver, middleware=[trim])
+    config = {"configurable": {"thread_id": "agent-1"}}
+    said = ["Plan Kyoto tools:2:seq", "And Osaka?", "Book a hotel tools:1:par", "Thanks", "Bye tools:1:seq", "Later"]
+    for text in said:
+        await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+    state = (await agent.aget_state(config)).values["messages"]
+    summaries = {
+        m.id
+        for c in saver.list(config)
+        for m in c.checkpoint["channel_values"].get("messages", [])
+        if m.additional_kwargs.get("lc_source") == "summarization"
+    }
+    assert len(summaries) >= 2  # it trimmed more than once: a later summary replaced an earlier one
+    # A message the app deleted (RemoveMessage of its id) is not history: it stays out of the import.
+    deleted = next(m for m in state if isinstance(m, AIMessage) and m.content and not m.tool_calls)
+    await agent.aupdate_state(config, {"messages": [RemoveMessage(id=deleted.id)]})
+    memory = await open_memory(model=OfflineSummaryModel())
+    report = await memory.transfers.import_thread(saver, "agent-1", user_id="ana", summarize=False)
+    rows = stored(database_url)
+    assert [r[4] for r in rows if r[3] == "user"] == said  # the user's words, not the middleware's summary
+    assert not any("Here is a summary" in r[4] for r in rows)
+    ids = [row[0]["data"]["id"] for row in query(database_url, "SELECT message FROM memory_agent.messages")]
+    assert deleted.id not in ids and len(ids) == len(set(ids))
+    assert [r[5] for r in rows] == sorted(r[5] for r in rows)
+    assert report.rounds == len(said)
+    payloads = query(database_url, "SELECT message FROM memory_agent.messages ORDER BY sequence_number")
+    assert_tool_pairs(messages_from_dict([row[0] for row in payloads]))  # every call with its result, in order
