@@ -4,10 +4,11 @@ input names the message and field and writes nothing; an import racing forget_us
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, messages_from_dict
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
 
 from memory_agent import with_memory
 from memory_agent.conversation.imports import parse_jsonl, summary_points
@@ -248,3 +249,42 @@ async def test_an_agent_thread_the_summarization_middleware_trimmed_imports_whol
     assert report.rounds == len(said)
     payloads = query(database_url, "SELECT message FROM memory_agent.messages ORDER BY sequence_number")
     assert_tool_pairs(messages_from_dict([row[0] for row in payloads]))  # every call with its result, in order
+
+
+def at(minute: int) -> str:
+    return (SEPT + timedelta(minutes=minute)).isoformat()
+
+
+async def test_a_tool_message_answers_a_call_of_the_assistant_before_it(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    call = {"id": "c1", "name": "weather", "args": {"city": "Kyoto"}}
+    lines = [
+        {"role": "user", "content": "Weather in Kyoto?", "created_at": at(0)},
+        {"role": "assistant", "content": "", "tool_calls": [call], "created_at": at(1)},
+        {"role": "tool", "content": "rainy", "tool_call_id": "c1", "name": "weather", "created_at": at(2)},
+        {"role": "assistant", "content": "Rainy.", "created_at": at(3)},
+    ]
+    text = "\n".join(json.dumps(line) for line in lines)
+    await memory.transfers.import_messages("tools", parse_jsonl(text.split("\n"), "t.jsonl"), user_id="ana")
+    # A later round gives the model the call before its result: a provider refuses a tool result that answers none.
+    chat = EchoChat()
+    app = with_memory(chat.graph, memory)
+    await app.ainvoke(
+        {"messages": [HumanMessage("And Osaka?")]}, {"configurable": {"thread_id": "tools", "user_id": "ana"}}
+    )
+    seen = [m for m in chat.seen[-1] if isinstance(m, (AIMessage, ToolMessage))]
+    assert [(type(m).__name__, m.content) for m in seen[:2]] == [("AIMessage", ""), ("ToolMessage", "rainy")]
+    assert seen[0].tool_calls[0]["id"] == "c1"
+
+    before = counts(database_url)
+    orphan = [lines[0], {**lines[1], "content": "Looking.", "tool_calls": None}, *lines[2:]]
+    with pytest.raises(InvalidInputError, match="message 2: field 'tool_call_id' \\('c1'\\) answers no tool call"):
+        await memory.transfers.import_messages("orphan", orphan, user_id="ana")
+    for bad, error in (
+        ({**lines[1], "tool_calls": [{"name": "weather"}]}, "tool_calls"),
+        ({**lines[1], "tool_calls": "c1"}, "tool_calls"),
+        ({**lines[0], "tool_calls": [call]}, "tool_calls' belongs to an assistant message"),
+    ):
+        with pytest.raises(InvalidInputError, match=error):
+            parse_jsonl([json.dumps(bad)], "t.jsonl")
+    assert counts(database_url) == before
