@@ -173,9 +173,15 @@ def import_rows(key: ConversationKey, messages: Sequence[TimedMessage], now: dat
         raise InvalidInputError("nothing to import: the thread has no message")
     rows, round_number, previous = [], 0, None
     called: set[str] = set()  # the calls of the assistant messages so far, not yet answered
+    ids: dict[str, int] = {}  # a graph's state holds one message an id: a later round would drop the first
     for position, entry in enumerate(messages):
         where = f"message {position}"
         _check_tool_pair(entry.message, called, where)
+        if entry.message.id is not None and ids.setdefault(entry.message.id, position) != position:
+            raise InvalidInputError(
+                f"{where}: field 'id' ({entry.message.id!r}) is message {ids[entry.message.id]}'s too; "
+                "give each message its own id (or none)"
+            )
         try:
             roles, contents, payloads = serialize_round([entry.message])
         except InvalidInputError as exc:

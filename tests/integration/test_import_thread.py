@@ -288,3 +288,15 @@ async def test_a_tool_message_answers_a_call_of_the_assistant_before_it(open_mem
         with pytest.raises(InvalidInputError, match=error):
             parse_jsonl([json.dumps(bad)], "t.jsonl")
     assert counts(database_url) == before
+
+
+async def test_two_messages_with_one_id_are_refused(open_memory, database_url):
+    # A graph's state holds one message an id (add_messages replaces by id): imported twice, a later round gave
+    # the model the second only, the first lost without a word.
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    before = counts(database_url)
+    twice = records(4)
+    twice[0]["id"], twice[3]["id"] = "m-1", "m-1"
+    with pytest.raises(InvalidInputError, match="message 3: field 'id' \\('m-1'\\) is message 0's too"):
+        await memory.transfers.import_messages("twice", twice, user_id="ana")
+    assert counts(database_url) == before
