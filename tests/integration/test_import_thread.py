@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
@@ -18,6 +20,14 @@ from tests.conftest import query
 from tests.support import EchoChat
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+class AppendedState(TypedDict):
+    """A state whose messages are appended by operator.add: they get no id."""
+
+    messages: Annotated[list[Any], operator.add]
+
+
 SEPT = datetime(2023, 9, 14, 18, 30, tzinfo=UTC)
 
 
@@ -300,3 +310,31 @@ async def test_two_messages_with_one_id_are_refused(open_memory, database_url):
     with pytest.raises(InvalidInputError, match="message 3: field 'id' \\('m-1'\\) is message 0's too"):
         await memory.transfers.import_messages("twice", twice, user_id="ana")
     assert counts(database_url) == before
+
+
+async def test_messages_without_ids_are_dated_by_the_checkpoint_that_added_them(open_memory, database_url):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+
+    def respond(state: AppendedState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"reply {len(state['messages'])}")]}
+
+    builder = StateGraph(AppendedState)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    saver = InMemorySaver()
+    app = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "appended"}}
+    for text in ("one", "two", "three"):
+        await app.ainvoke({"messages": [HumanMessage(text)]}, config)
+    first = {}  # each round's user message, and the time of the first checkpoint that holds it
+    for checkpoint in sorted(saver.list(config), key=lambda c: c.checkpoint["ts"]):
+        for message in checkpoint.checkpoint["channel_values"].get("messages", []):
+            first.setdefault(message.content, datetime.fromisoformat(checkpoint.checkpoint["ts"]))
+    memory = await open_memory(model=OfflineSummaryModel())
+    await memory.transfers.import_thread(saver, "appended", user_id="ana", summarize=False)
+    rows = stored(database_url)
+    assert [(r[3], r[4]) for r in rows][::2] == [("user", "one"), ("user", "two"), ("user", "three")]
+    # Each dated by its own round, not all by the last checkpoint.
+    assert [r[5] for r in rows[::2]] == [first["one"], first["two"], first["three"]]
+    assert rows[0][5] < rows[2][5] < rows[4][5]
