@@ -185,7 +185,10 @@ def import_rows(key: ConversationKey, messages: Sequence[TimedMessage], now: dat
         try:
             roles, contents, payloads = serialize_round([entry.message])
         except InvalidInputError as exc:
-            raise InvalidInputError(f"{where}: {exc}") from None
+            # serialize_round names the message by its place in the round of one it was given: "message 0".
+            text = str(exc)
+            named = text.replace("message 0", where, 1) if "message 0" in text else f"{where}: {text}"
+            raise InvalidInputError(named) from None
         if entry.created_at > now:
             raise InvalidInputError(
                 f"{where}: field 'created_at' ({entry.created_at.isoformat()}) is after the service's clock "
