@@ -39,10 +39,12 @@ FIELDS = ("role", "content", "created_at", "id", "name", "tool_call_id", "tool_c
 
 @dataclass(frozen=True)
 class TimedMessage:
-    """A message and the time it was written in its conversation (timezone-aware)."""
+    """A message and the time it was written in its conversation (timezone-aware); `source`: where it was read,
+    for errors (a file's line)."""
 
     message: BaseMessage
     created_at: datetime
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ def message_from_record(record: Any, where: str) -> TimedMessage:
         if role != "assistant":
             raise InvalidInputError(f"{where}: field 'tool_calls' belongs to an assistant message only, not {role!r}")
         extra["tool_calls"] = _tool_calls(record["tool_calls"], where)
-    return TimedMessage(ROLES[role](content=content, **extra), parse_time(record["created_at"], where))
+    return TimedMessage(ROLES[role](content=content, **extra), parse_time(record["created_at"], where), where)
 
 
 def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
@@ -158,7 +160,7 @@ def timed(messages: Sequence[Any]) -> list[TimedMessage]:
     for position, entry in enumerate(messages):
         where = f"message {position}"
         if isinstance(entry, TimedMessage):
-            out.append(TimedMessage(entry.message, parse_time(entry.created_at, where)))
+            out.append(TimedMessage(entry.message, parse_time(entry.created_at, where), entry.source))
         elif isinstance(entry, tuple) and len(entry) == 2:
             out.append(TimedMessage(entry[0], parse_time(entry[1], where)))
         else:
@@ -175,7 +177,7 @@ def import_rows(key: ConversationKey, messages: Sequence[TimedMessage], now: dat
     called: set[str] = set()  # the calls of the assistant messages so far, not yet answered
     ids: dict[str, int] = {}  # a graph's state holds one message an id: a later round would drop the first
     for position, entry in enumerate(messages):
-        where = f"message {position}"
+        where = entry.source or f"message {position}"
         _check_tool_pair(entry.message, called, where)
         if entry.message.id is not None and ids.setdefault(entry.message.id, position) != position:
             raise InvalidInputError(
