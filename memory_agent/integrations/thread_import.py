@@ -51,9 +51,11 @@ def _summarized(found: Sequence[CheckpointTuple], channel: str) -> dict[str, lis
         current = [m for m in _messages(item, channel) if isinstance(m, BaseMessage)]
         ids = {m.id for m in current}
         held = {m.id for m in previous}
+        removed = [m for m in previous if m.id not in ids]
         for summary in current:
-            if _is_summary(summary) and summary.id is not None and summary.id not in held:
-                replaced[summary.id] = [m for m in previous if m.id not in ids]
+            # None removed: the checkpoint before it is gone (a pruned thread), and the summary is what is left.
+            if _is_summary(summary) and summary.id is not None and summary.id not in held and removed:
+                replaced[summary.id] = removed
         previous = current
     return replaced
 

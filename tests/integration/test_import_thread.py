@@ -339,3 +339,25 @@ async def test_messages_without_ids_are_dated_by_the_checkpoint_that_added_them(
     # Each dated by its own round, not all by the last checkpoint.
     assert [r[5] for r in rows[::2]] == [first["one"], first["two"], first["three"]]
     assert rows[0][5] < rows[2][5] < rows[4][5]
+
+
+async def test_a_summary_whose_earlier_checkpoints_are_gone_is_kept(open_memory, database_url):
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tests.integration.agent_support import ToolScriptModel
+
+    saver = InMemorySaver()
+    trim = SummarizationMiddleware(model=ToolScriptModel(), trigger=("messages", 4), keep=("messages", 2))
+    agent = create_agent(ToolScriptModel(), tools=[], checkpointer=saver, middleware=[trim])
+    config = {"configurable": {"thread_id": "pruned"}}
+    for text in ("one", "two", "three"):
+        await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+    # A checkpointer that kept the latest checkpoint only: the summary is all the thread holds of its start.
+    checkpoints = saver.storage["pruned"][""]
+    for older in sorted(checkpoints)[:-1]:
+        del checkpoints[older]
+    memory = await open_memory(model=OfflineSummaryModel())
+    await memory.transfers.import_thread(saver, "pruned", user_id="ana", summarize=False)
+    assert any(r[4].startswith("Here is a summary of the conversation to date") for r in stored(database_url))
