@@ -131,7 +131,7 @@ def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
         if not isinstance(call, Mapping) or not all(isinstance(call.get(k), str) and call[k] for k in ("id", "name")):
             raise InvalidInputError(f"{where}: field 'tool_calls' must be {shape}; a call lacks its id or name")
         args = call.get("args", {})
-        if not isinstance(args, Mapping) or set(call) - {"id", "name", "args"}:
+        if not isinstance(args, Mapping) or set(call) - {"id", "name", "args", "type"}:
             raise InvalidInputError(f"{where}: field 'tool_calls' must be {shape}, got {call!r}")
         out.append({"id": call["id"], "name": call["name"], "args": dict(args)})
     return out

@@ -268,7 +268,7 @@ def at(minute: int) -> str:
 
 async def test_a_tool_message_answers_a_call_of_the_assistant_before_it(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
-    call = {"id": "c1", "name": "weather", "args": {"city": "Kyoto"}}
+    call = {"id": "c1", "name": "weather", "args": {"city": "Kyoto"}, "type": "tool_call"}  # as AIMessage.tool_calls
     lines = [
         {"role": "user", "content": "Weather in Kyoto?", "created_at": at(0)},
         {"role": "assistant", "content": "", "tool_calls": [call], "created_at": at(1)},
