@@ -109,3 +109,20 @@ async def test_the_block_dates_a_turn_in_the_users_time_zone(open_memory):
     assert "date" in found.results[0].paths
     assert "late #0 user, 12 March 2024]" in found.block
     assert found.results[0].created_at == datetime(2024, 3, 12, 0, 30, tzinfo=PARIS)
+
+
+async def test_a_rounds_turns_are_dated_by_the_services_clock(open_memory):
+    # A round's messages take the service's clock (as imported ones take their own times): with the database's
+    # now() instead, a round at a replayed or injected time was dated today, and "yesterday" at the clock missed it.
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    now = [datetime(2024, 3, 12, 18, 0, tzinfo=PARIS)]
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: now[0])
+    await memory.conversations.finish_round(
+        "walks", [HumanMessage("I took a long walk by the river."), AIMessage("Lovely.")], user_id="ana"
+    )
+    now[0] = NOW  # the next morning
+    found = await memory.long_term.recall("ana", "what did I do yesterday?")
+    assert found.results and found.results[0].conversation_id == "walks"
+    assert found.results[0].created_at == datetime(2024, 3, 12, 18, 0, tzinfo=PARIS)
+    assert "12 March 2024]" in found.block
