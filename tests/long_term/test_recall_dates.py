@@ -111,10 +111,12 @@ async def test_the_block_dates_a_turn_in_the_users_time_zone(open_memory):
     assert found.results[0].created_at == datetime(2024, 3, 12, 0, 30, tzinfo=PARIS)
 
 
-async def test_a_rounds_turns_are_dated_by_the_services_clock(open_memory):
+async def test_a_rounds_turns_are_dated_by_the_services_clock(open_memory, database_url):
     # A round's messages take the service's clock (as imported ones take their own times): with the database's
     # now() instead, a round at a replayed or injected time was dated today, and "yesterday" at the clock missed it.
     from langchain_core.messages import AIMessage, HumanMessage
+
+    from tests.conftest import query
 
     now = [datetime(2024, 3, 12, 18, 0, tzinfo=PARIS)]
     memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: now[0])
@@ -126,3 +128,10 @@ async def test_a_rounds_turns_are_dated_by_the_services_clock(open_memory):
     assert found.results and found.results[0].conversation_id == "walks"
     assert found.results[0].created_at == datetime(2024, 3, 12, 18, 0, tzinfo=PARIS)
     assert "12 March 2024]" in found.block
+    assert found.retrieval_path == "date"  # found by its time alone (it read "window": nothing recalled)
+    # A round that recalls so records it (the round's metrics row accepts the path).
+    question = [HumanMessage("what did I do yesterday?")]
+    _, info = await memory.conversations.prepare_round("next", question, user_id="ana")
+    await memory.conversations.finish_round("next", [*question, AIMessage("A walk.")], info, user_id="ana")
+    assert await memory.drain(timeout=10)
+    assert query(database_url, "SELECT recall_path FROM round_metrics WHERE conversation_id = 'next'") == [("date",)]
