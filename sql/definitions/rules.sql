@@ -439,8 +439,9 @@ $$;
 -- trip.
 -- `p_round`: the round's messages in order, a JSON array of {role, content, message} (one parameter: three text
 -- arrays of message JSON cost the client ~115 µs to encode, escaping every quote; this ~4 µs). `p_now`: the
--- service's clock (the conversation's updated_at). `p_started_on`: the created_at of the conversation row the round
--- started on (round_context's conversation_created_at; null: nothing was stored, or no round start is known).
+-- service's clock (the conversation's updated_at, the messages' created_at). `p_started_on`: the created_at of the
+-- conversation row the round started on (round_context's conversation_created_at; null: nothing was stored, or no
+-- round start is known).
 -- Forgetting wins the race against a round in flight: when that row is gone or is another one since
 -- (delete_conversation or forget_user erased it, and maybe a later round made it anew), nothing is stored and
 -- `erased` is true. The test is the conversation row's update (its lock), so an erasure either committed before it
@@ -533,10 +534,12 @@ BEGIN
         FOR v_item, v_position IN
             SELECT f.item, f.position FROM jsonb_array_elements(v_fresh) WITH ORDINALITY AS f (item, position)
         LOOP
+            -- Dated by the service's clock, as an imported message by its own time: recall's date spans and
+            -- `as_of` read the same clock.
             INSERT INTO messages (tenant_id, user_id, conversation_id, sequence_number, round_number, role, content,
-                                  message)
+                                  message, created_at)
             VALUES (p_tenant_id, p_user_id, p_conversation_id, v_next - v_count + v_position::integer - 1, v_round,
-                    v_item ->> 'role', v_item ->> 'content', v_item -> 'message');
+                    v_item ->> 'role', v_item ->> 'content', v_item -> 'message', p_now);
         END LOOP;
     END IF;
     -- The lease after the conversation row (locked by the upsert above), the order an erasure takes them in
