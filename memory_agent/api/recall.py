@@ -80,7 +80,7 @@ class RecallAnswer(BaseModel):
     query: str
     results: list[RecalledMemory]
     block: str
-    retrieval_path: str = Field(description="fts | trgm | vector | summaries_only | window")
+    retrieval_path: str = Field(description="fts | trgm | vector | date | summaries_only | window")
     estimated_tokens: int
     truncated: bool = Field(description="A guardrail (block tokens, turns, turn length) cut the results.")
 

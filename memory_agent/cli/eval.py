@@ -131,6 +131,11 @@ def recall_command(
     """Evidence recall@1/@5/@10 per LoCoMo category through the round start's recall, in the block too; block
     tokens, search latency p50/p95, the paths that found the evidence."""
     try:
+        if evidence_key is not None:  # before a server starts and the dataset loads for minutes
+            from memory_agent.evaluation import load_dataset
+            from memory_agent.evaluation.recall import check_evidence_key
+
+            check_evidence_key(load_dataset(dataset), load_evidence_key(evidence_key))
         if database_url is None:
             from memory_agent.db.embedded import scratch_data_dir, start_embedded_postgres
             from memory_agent.settings import MemorySettings

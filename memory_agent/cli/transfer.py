@@ -35,7 +35,7 @@ def _read_text(path: str) -> tuple[str, str]:
 def import_thread(
     file: str = typer.Argument(..., help=FILE_HELP + " One JSON object a line: role, content, created_at."),
     thread: str = typer.Option(..., "--thread", help="The thread id to store the messages under (a new one)."),
-    user: str = typer.Option(None, "--user", help="The user the thread belongs to (none: the thread's own scope)."),
+    user: str = typer.Option(..., "--user", help="The user the thread belongs to: their other threads recall it."),
     tenant: str = typer.Option(None, "--tenant", help="The user's tenant (default: 'default')."),
     summarize: bool = typer.Option(True, "--summarize/--no-summarize", help="Summarize it as its rounds would be."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a sentence."),

@@ -34,15 +34,17 @@ ROLES: dict[str, type[BaseMessage]] = {
     "system": SystemMessage,
     "tool": ToolMessage,
 }
-FIELDS = ("role", "content", "created_at", "id", "name", "tool_call_id")
+FIELDS = ("role", "content", "created_at", "id", "name", "tool_call_id", "tool_calls")
 
 
 @dataclass(frozen=True)
 class TimedMessage:
-    """A message and the time it was written in its conversation (timezone-aware)."""
+    """A message and the time it was written in its conversation (timezone-aware); `source`: where it was read,
+    for errors (a file's line)."""
 
     message: BaseMessage
     created_at: datetime
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ def parse_time(value: Any, where: str) -> datetime:
 
 
 def message_from_record(record: Any, where: str) -> TimedMessage:
-    """One record of the import format: {"role", "content", "created_at", optional "id", "name", "tool_call_id"}."""
+    """One record of the import format: {"role", "content", "created_at", optional "id", "name", "tool_call_id",
+    "tool_calls"}."""
     if not isinstance(record, Mapping):
         raise InvalidInputError(f"{where}: a message must be a JSON object, got {type(record).__name__}")
     unknown = sorted(set(record) - set(FIELDS))
@@ -111,7 +114,27 @@ def message_from_record(record: Any, where: str) -> TimedMessage:
         raise InvalidInputError(f"{where}: field 'tool_call_id' is missing (a tool message answers a tool call)")
     if role != "tool" and "tool_call_id" in extra:
         raise InvalidInputError(f"{where}: field 'tool_call_id' belongs to a tool message only, not {role!r}")
-    return TimedMessage(ROLES[role](content=content, **extra), parse_time(record["created_at"], where))
+    if record.get("tool_calls") is not None:
+        if role != "assistant":
+            raise InvalidInputError(f"{where}: field 'tool_calls' belongs to an assistant message only, not {role!r}")
+        extra["tool_calls"] = _tool_calls(record["tool_calls"], where)
+    return TimedMessage(ROLES[role](content=content, **extra), parse_time(record["created_at"], where), where)
+
+
+def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
+    """An assistant record's tool calls: [{"id", "name", optional "args" (an object)}], as LangChain holds them."""
+    shape = 'a list of {"id": "...", "name": "...", "args": {...}}'
+    if not isinstance(calls, list):
+        raise InvalidInputError(f"{where}: field 'tool_calls' must be {shape}, got {type(calls).__name__}")
+    out = []
+    for call in calls:
+        if not isinstance(call, Mapping) or not all(isinstance(call.get(k), str) and call[k] for k in ("id", "name")):
+            raise InvalidInputError(f"{where}: field 'tool_calls' must be {shape}; a call lacks its id or name")
+        args = call.get("args", {})
+        if not isinstance(args, Mapping) or set(call) - {"id", "name", "args", "type"}:
+            raise InvalidInputError(f"{where}: field 'tool_calls' must be {shape}, got {call!r}")
+        out.append({"id": call["id"], "name": call["name"], "args": dict(args)})
+    return out
 
 
 def parse_jsonl(lines: Iterable[str], source: str = "input") -> list[TimedMessage]:
@@ -137,7 +160,7 @@ def timed(messages: Sequence[Any]) -> list[TimedMessage]:
     for position, entry in enumerate(messages):
         where = f"message {position}"
         if isinstance(entry, TimedMessage):
-            out.append(TimedMessage(entry.message, parse_time(entry.created_at, where)))
+            out.append(TimedMessage(entry.message, parse_time(entry.created_at, where), entry.source))
         elif isinstance(entry, tuple) and len(entry) == 2:
             out.append(TimedMessage(entry[0], parse_time(entry[1], where)))
         else:
@@ -151,12 +174,23 @@ def import_rows(key: ConversationKey, messages: Sequence[TimedMessage], now: dat
     if not messages:
         raise InvalidInputError("nothing to import: the thread has no message")
     rows, round_number, previous = [], 0, None
+    called: set[str] = set()  # the calls of the assistant messages so far, not yet answered
+    ids: dict[str, int] = {}  # a graph's state holds one message an id: a later round would drop the first
     for position, entry in enumerate(messages):
-        where = f"message {position}"
+        where = entry.source or f"message {position}"
+        _check_tool_pair(entry.message, called, where)
+        if entry.message.id is not None and ids.setdefault(entry.message.id, position) != position:
+            raise InvalidInputError(
+                f"{where}: field 'id' ({entry.message.id!r}) is message {ids[entry.message.id]}'s too; "
+                "give each message its own id (or none)"
+            )
         try:
             roles, contents, payloads = serialize_round([entry.message])
         except InvalidInputError as exc:
-            raise InvalidInputError(f"{where}: {exc}") from None
+            # serialize_round names the message by its place in the round of one it was given: "message 0".
+            text = str(exc)
+            named = text.replace("message 0", where, 1) if "message 0" in text else f"{where}: {text}"
+            raise InvalidInputError(named) from None
         if entry.created_at > now:
             raise InvalidInputError(
                 f"{where}: field 'created_at' ({entry.created_at.isoformat()}) is after the service's clock "
@@ -185,6 +219,20 @@ def import_rows(key: ConversationKey, messages: Sequence[TimedMessage], now: dat
         )
     check_user_messages([entry.message for entry in messages])
     return rows
+
+
+def _check_tool_pair(message: BaseMessage, called: set[str], where: str) -> None:
+    """A tool message answers a call of an assistant message before it: a model provider refuses a conversation
+    holding one that answers none, and every later round of the thread would give it the model."""
+    if isinstance(message, AIMessage):
+        called.update(call["id"] or "" for call in message.tool_calls)
+    elif isinstance(message, ToolMessage):
+        if message.tool_call_id not in called:
+            raise InvalidInputError(
+                f"{where}: field 'tool_call_id' ({message.tool_call_id!r}) answers no tool call of an assistant "
+                "message before it; give that message the call in its 'tool_calls', or leave the tool message out"
+            )
+        called.discard(message.tool_call_id)
 
 
 def summary_points(rows: Sequence[dict[str, Any]], window: int) -> list[int]:

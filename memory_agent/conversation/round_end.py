@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -50,6 +50,7 @@ class RoundEnd:
         trigger: SummaryTrigger,
         leases: RoundLeases,
         clock: Callable[[], datetime],
+        embed: Callable[[str, str], Awaitable[None]] | None = None,
     ) -> None:
         self.guards = guards  # the app model's prices and name (MEMORY_AGENT_LLM_PRICES, MEMORY_AGENT_APP_MODEL)
         self.queries = queries
@@ -57,6 +58,9 @@ class RoundEnd:
         self.trigger = trigger
         self.leases = leases
         self.clock = clock  # the ledger time of the app model's calls, the round's `now`
+        # With an embedder, the executor's `embed(user_id, tenant_id)`: a round's turns get their vectors in the
+        # background whether or not a summary follows (a summary embeds them itself).
+        self.embed = embed
         # The app model's answers go to the cost ledger once prices or the app's model are configured.
         self.app_prices = (
             {model: price.model_dump() for model, price in guards.llm_prices.items()}
@@ -97,7 +101,7 @@ class RoundEnd:
                     conn, key, stored, holder=holder, now=self.clock(), rule=self.trigger.rule
                 )
                 saved, trigger = await self._ended(key, sent)
-            await self.trigger.dispatch(key, trigger)
+            await self._after_commit(key, saved, trigger)
             return saved, trigger
         async with self.queries.connector.session(transaction=True, pipeline=True) as conn:
             sent = await self.queries.end_round(
@@ -119,8 +123,14 @@ class RoundEnd:
                 await self.trigger.enqueue(conn, key, trigger)  # in the round's transaction: no window after commit
         # Else the statement's reply came with COMMIT's (the tenant named per transaction): one round trip.
         saved, trigger = ended if ended is not None else await self._ended(key, sent)
-        await self.trigger.dispatch(key, trigger)
+        await self._after_commit(key, saved, trigger)
         return saved, trigger
+
+    async def _after_commit(self, key: ConversationKey, saved: RoundSaved | None, trigger: TriggerResult) -> None:
+        """The round's background work: its summary, or else (with an embedder) its turns' vectors. Never raises."""
+        await self.trigger.dispatch(key, trigger)
+        if self.embed is not None and saved is not None and not trigger.started:
+            await self.embed(key.user_id, key.tenant_id)
 
     async def _ended(self, key: ConversationKey, sent: Any) -> tuple[RoundSaved | None, TriggerResult]:
         """The round and the trigger rule's outcome from end_round's row (`sent`: its cursor)."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from langchain_core.embeddings import Embeddings
 
 from memory_agent.db.connector import Connector
+from memory_agent.errors import InvalidInputError
 from memory_agent.evaluation.dataset import EVAL_TENANT, Question, Sample, load_dataset, scored
 from memory_agent.evaluation.ingest import Ingest, ingest_directly, store_conversation, store_item
 from memory_agent.evaluation.rounds import (
@@ -88,6 +89,28 @@ def corrected(question: Question, evidence_key: Mapping[str, Sequence[str]] | No
     return set(question.evidence)
 
 
+def check_evidence_key(samples: Sequence[Sample], evidence_key: Mapping[str, Sequence[str]]) -> None:
+    """InvalidInputError for a question the samples lack or a dia id that is no turn of a conversation asking it:
+    either would be scored as evidence never found, figures wrong without a word."""
+    turns: dict[str, set[str]] = {}
+    for sample in samples:
+        ids = {turn.dia_id for session in sample.sessions for turn in session.turns}
+        for question in sample.questions:
+            turns.setdefault(question.question, set()).update(ids)
+    for text, evidence in evidence_key.items():
+        if text not in turns:
+            raise InvalidInputError(
+                f"the evidence key names a question the dataset does not have: {text!r} (the key's questions "
+                "are the dataset's `question` texts, exactly)"
+            )
+        unknown = [dia_id for dia_id in evidence if dia_id not in turns[text]]
+        if unknown:
+            raise InvalidInputError(
+                f"the evidence key's question {text!r}: {unknown[0]!r} is no turn of its conversation "
+                "(a dia id such as 'D3:14' of a turn with text)"
+            )
+
+
 @dataclass(frozen=True)
 class DirectLoad:
     """How an evaluation without a service loads and recalls: `ingest` writes the samples, `embedder` indexes them
@@ -110,6 +133,8 @@ async def evaluate(
     """Load every sample (one user each): through `memory`'s rounds when given (then its embedder and recall
     settings are the ones measured), else as `direct` says; then ask every question in a new conversation of its
     user through `round_recall`. `per_path` also measures each path alone."""
+    if evidence_key is not None:
+        check_evidence_key(samples, evidence_key)
     embedder, settings, ingest = direct.embedder, direct.settings, direct.ingest
     if memory is not None:
         backend, embedder, settings = memory.backend, memory.embedder, settings or memory.settings.recall

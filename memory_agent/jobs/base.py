@@ -32,6 +32,9 @@ class SummaryJobs:
     # The long-term safety net: refresh the cluster summaries whose inline refresh failed; how many it handled
     # (JobFailedError when a refresh or the embedding catch-up failed, after doing the rest).
     refresh_clusters: Callable[[], Awaitable[int]] | None = None
+    # With an embedder: embed a user's turns (and items) that have no vector yet, by (tenant_id, user_id); never
+    # raises (a failure is a WARNING and the periodic catch-up retries). None: vectors are off.
+    embed_turns: Callable[[str, str], Awaitable[None]] | None = None
 
 
 class Executor(Protocol):
@@ -54,8 +57,15 @@ class Executor(Protocol):
         `started`: the row as its claim picked it up (runs_in_process executors only)."""
         ...
 
+    async def embed(self, user_id: str, tenant_id: str) -> None:
+        """After a round that stored messages and started no summary (a summary embeds them itself): get the
+        user's new turns their vectors (`SummaryJobs.embed_turns`), outside the round; requests for a user whose
+        embedding is pending are coalesced. Called after the round's commit: never raises."""
+        ...
+
     async def drain(self, timeout: float | None) -> bool:
-        """Wait until this process has no summary in flight; True when everything finished in time."""
+        """Wait until this process has no summary or embedding in flight; True when everything finished in
+        time."""
         ...
 
     async def stop(self) -> None:

@@ -1,5 +1,6 @@
 """InlineExecutor (the default): a summary is a task on the service's memory loop, detached from the
-round that started it, plus a periodic task: the stale-row sweep, then the cluster summaries' safety net."""
+round that started it, and so is the embedding of a round's turns (one per user at a time); plus a periodic task:
+the stale-row sweep, then the cluster summaries' safety net."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ class InlineExecutor:
         if jobs.refresh_clusters is not None:
             steps.append(("Cluster summary refresh", jobs.refresh_clusters))
         self._sweeper = PeriodicTask(sweep_interval_s, steps, logger)
-        self._tasks: set[asyncio.Task[str]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        # (tenant_id, user_id) → whether a round asked again while that user's embedding ran.
+        self._embedding: dict[tuple[str, str], bool] = {}
 
     async def start(self) -> None:
         self._sweeper.start()
@@ -45,6 +48,30 @@ class InlineExecutor:
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def embed(self, user_id: str, tenant_id: str) -> None:
+        if self.jobs.embed_turns is None:
+            return
+        key = (tenant_id, user_id)
+        if key in self._embedding:  # one in flight reads what has no vector when it is done: once more then
+            self._embedding[key] = True
+            return
+        self._embedding[key] = False
+        task = asyncio.get_running_loop().create_task(
+            self._embed_until_done(key, self.jobs.embed_turns), context=tracing.context_linked_to_round()
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _embed_until_done(self, key: tuple[str, str], embed_turns: Callable[[str, str], Awaitable[None]]) -> None:
+        try:
+            while True:
+                await embed_turns(*key)
+                if not self._embedding.get(key):
+                    return
+                self._embedding[key] = False
+        finally:
+            self._embedding.pop(key, None)
 
     async def drain(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -29,6 +29,7 @@ QUEUE = "memory_agent"
 SUMMARIZE_TASK = "memory_agent.summarize"
 SWEEP_TASK = "memory_agent.sweep"
 REFRESH_CLUSTERS_TASK = "memory_agent.refresh_clusters"
+EMBED_TASK = "memory_agent.embed_turns"
 
 
 def build_app(jobs: SummaryJobs, options: WorkerOptions, pool: Any = None) -> procrastinate.App:
@@ -52,6 +53,14 @@ def build_app(jobs: SummaryJobs, options: WorkerOptions, pool: Any = None) -> pr
 
     if pool is not None and options.consolidation is not None:
         register_consolidation(app, options.consolidation(pool))
+
+    @app.task(name=EMBED_TASK, queue=QUEUE)
+    async def embed(user_id: str, tenant_id: str) -> None:
+        # Registered whatever this process's embedder: a worker without one ends the job (its catch-up has no
+        # vectors to make either).
+        if jobs.embed_turns is not None:
+            await jobs.embed_turns(tenant_id, user_id)
+
     refresh = jobs.refresh_clusters
     if refresh is not None:
 
@@ -102,6 +111,20 @@ class ProcrastinateExecutor:
 
     async def dispatch(self, memory_id: int, user_id: str, started: StartedSummary | None = None) -> None:
         """Nothing after commit: the job was deferred with the row (`enqueue`)."""
+
+    async def embed(self, user_id: str, tenant_id: str) -> None:
+        """A job per user waiting at most (its queueing lock): rounds that end while one waits add nothing, and the
+        job embeds whatever has no vector when a worker runs it. Deferred after the round's commit (a lock taken
+        inside the round's transaction would abort it)."""
+        if self.jobs.embed_turns is None or self.app is None:
+            return
+        deferrer = self.app.tasks[EMBED_TASK].configure(queueing_lock=f"{EMBED_TASK}:{tenant_id}:{user_id}")
+        try:
+            await deferrer.defer_async(user_id=user_id, tenant_id=tenant_id)
+        except procrastinate.exceptions.AlreadyEnqueued:
+            pass
+        except Exception as exc:  # the round is committed: the periodic catch-up embeds these turns instead
+            logger.warning("Turns of user %r not queued for embedding (the periodic catch-up will): %s", user_id, exc)
 
     async def drain(self, timeout: float | None) -> bool:
         return True  # summaries run in worker processes: none is in flight in this one

@@ -131,7 +131,12 @@ class Lifecycle:
             async def sweep() -> list[int]:  # the trigger is made after the executor it hands rows to
                 return await trigger.sweep()
 
-            jobs = SummaryJobs(runner.run_summary, sweep, runner.follow_ups.refresh_pending)
+            jobs = SummaryJobs(
+                runner.run_summary,
+                sweep,
+                runner.follow_ups.refresh_pending,
+                embed_turns=runner.follow_ups.index if embedder is not None else None,
+            )
             executor = make_executor(worker_options(settings), jobs, backend)
             # An in-process executor: rows are picked up by their claim, nothing is enqueued in the round's
             # transaction (so the claim's id is read with COMMIT's reply).
@@ -156,7 +161,15 @@ class Lifecycle:
             start = RoundStart(
                 start_options(settings), backend.conversations, loop, leases, recall=round_recall, clock=self.clock
             )
-            end = RoundEnd(settings.guards, backend.conversations, loop, trigger, leases, self.clock)
+            end = RoundEnd(
+                settings.guards,
+                backend.conversations,
+                loop,
+                trigger,
+                leases,
+                self.clock,
+                embed=executor.embed if embedder is not None else None,
+            )
             await check_recall_settings(LongTermQueries(backend), recall)
             # Cached plans of the round path are made on a table's statistics: analyze young tables as they double.
             statistics = PeriodicTask(

@@ -44,7 +44,8 @@ class Transfers:
         """Store a thread brought from elsewhere with the times its messages were written, in the tables rounds
         use: recall finds its turns under their own dates, and (`summarize`) it is summarized window by window as
         its rounds would have been, in this call. `messages`: TimedMessage, (LangChain message, aware datetime)
-        pairs or records {"role", "content", "created_at", optional "id", "name", "tool_call_id"}, oldest first.
+        pairs or records {"role", "content", "created_at", optional "id", "name", "tool_call_id", "tool_calls"},
+        oldest first (a tool message after the assistant message that called it).
         All or nothing: InvalidInputError names the message and field (nothing written); the thread id must be
         new (ConversationOwnerError when another user's)."""
         key = round_key(conversation_id, user_id, tenant_id)

@@ -49,17 +49,19 @@ class LongTermFollowUps:
         self.embedder = embedder
         self.clock = clock
 
-    async def index(self, tenant_id: str, user_id: str, memory_id: int) -> None:
-        """After the version's commit and its clusters' refresh: embed the user's items, summaries and turns that
-        have no vector yet (the ones just written, and any an earlier run missed). A failure is a WARNING; the items
-        stay findable by text and refresh_pending embeds them later."""
+    async def index(self, tenant_id: str, user_id: str, memory_id: int | None = None) -> None:
+        """After the version's commit and its clusters' refresh, or after a round that started no summary
+        (`memory_id` None; the executor's `embed`): embed the user's items, summaries and turns that have no vector
+        yet (the ones just written, and any an earlier run missed). A failure is a WARNING; they stay findable by
+        text and refresh_pending embeds them later."""
         if self.embedder is None:
             return
         try:
             async with self.connector.session() as conn:
                 await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=self.embedder)
         except Exception as exc:
-            logger.warning("Memory %s: items not embedded (the periodic task will): %s", memory_id, exc)
+            what = f"Memory {memory_id}: items" if memory_id is not None else f"User {user_id!r}: new turns"
+            logger.warning("%s not embedded (the periodic task will): %s", what, exc)
 
     async def refresh_clusters(self, clusters: list[long_term.Cluster], now: datetime) -> None:
         """After the version's commit: each touched cluster in its own transaction. A failure is logged and left

@@ -4,10 +4,14 @@ input names the message and field and writes nothing; an import racing forget_us
 from __future__ import annotations
 
 import asyncio
+import json
+import operator
+import re
 from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, TypedDict
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
 
 from memory_agent import with_memory
 from memory_agent.conversation.imports import parse_jsonl, summary_points
@@ -17,6 +21,14 @@ from tests.conftest import query
 from tests.support import EchoChat
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+class AppendedState(TypedDict):
+    """A state whose messages are appended by operator.add: they get no id."""
+
+    messages: Annotated[list[Any], operator.add]
+
+
 SEPT = datetime(2023, 9, 14, 18, 30, tzinfo=UTC)
 
 
@@ -138,11 +150,11 @@ async def test_bad_input_writes_nothing(open_memory, database_url):
         (out_of_order, "message 4: field 'created_at'"),
         (future, "message 5: field 'created_at'"),
         (no_user, "needs a user message"),
-        (nul, "message 3: "),
+        (nul, "message 3 (AIMessage) contains a NUL character"),  # not "message 0", its place in a round of one
         ([], "no message"),
     ]
     for messages, error in cases:
-        with pytest.raises(InvalidInputError, match=error.replace("(", r"\(")):
+        with pytest.raises(InvalidInputError, match=re.escape(error)):
             await memory.transfers.import_messages("bad", messages, user_id="ana")
     assert counts(database_url) == before
     # A thread that has messages is not merged into, and another user's is refused: nothing written either.
@@ -208,3 +220,144 @@ async def test_an_import_racing_forget_user_never_outlives_it(open_memory, datab
         if threads:
             assert len(stored(database_url)) == imported.messages == 40
             await memory.long_term.forget_user("ana")
+
+
+async def test_an_agent_thread_the_summarization_middleware_trimmed_imports_whole(open_memory, database_url):
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.messages import RemoveMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tests.integration.agent_support import ToolScriptModel, assert_tool_pairs, lookup
+
+    saver = InMemorySaver()
+    # Past 8 messages the middleware replaces all but the last 3 with one HumanMessage of its own (a summary).
+    trim = SummarizationMiddleware(model=ToolScriptModel(), trigger=("messages", 8), keep=("messages", 3))
+    agent = create_agent(ToolScriptModel(), tools=[lookup], checkpointer=saver, middleware=[trim])
+    config = {"configurable": {"thread_id": "agent-1"}}
+    said = ["Plan Kyoto tools:2:seq", "And Osaka?", "Book a hotel tools:1:par", "Thanks", "Bye tools:1:seq", "Later"]
+    for text in said:
+        await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+    state = (await agent.aget_state(config)).values["messages"]
+    summaries = {
+        m.id
+        for c in saver.list(config)
+        for m in c.checkpoint["channel_values"].get("messages", [])
+        if m.additional_kwargs.get("lc_source") == "summarization"
+    }
+    assert len(summaries) >= 2  # it trimmed more than once: a later summary replaced an earlier one
+    # A message the app deleted (RemoveMessage of its id) is not history: it stays out of the import.
+    deleted = next(m for m in state if isinstance(m, AIMessage) and m.content and not m.tool_calls)
+    await agent.aupdate_state(config, {"messages": [RemoveMessage(id=deleted.id)]})
+    memory = await open_memory(model=OfflineSummaryModel())
+    report = await memory.transfers.import_thread(saver, "agent-1", user_id="ana", summarize=False)
+    rows = stored(database_url)
+    assert [r[4] for r in rows if r[3] == "user"] == said  # the user's words, not the middleware's summary
+    assert not any("Here is a summary" in r[4] for r in rows)
+    ids = [row[0]["data"]["id"] for row in query(database_url, "SELECT message FROM memory_agent.messages")]
+    assert deleted.id not in ids and len(ids) == len(set(ids))
+    assert [r[5] for r in rows] == sorted(r[5] for r in rows)
+    assert report.rounds == len(said)
+    payloads = query(database_url, "SELECT message FROM memory_agent.messages ORDER BY sequence_number")
+    assert_tool_pairs(messages_from_dict([row[0] for row in payloads]))  # every call with its result, in order
+
+
+def at(minute: int) -> str:
+    return (SEPT + timedelta(minutes=minute)).isoformat()
+
+
+async def test_a_tool_message_answers_a_call_of_the_assistant_before_it(open_memory, database_url):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    call = {"id": "c1", "name": "weather", "args": {"city": "Kyoto"}, "type": "tool_call"}  # as AIMessage.tool_calls
+    lines = [
+        {"role": "user", "content": "Weather in Kyoto?", "created_at": at(0)},
+        {"role": "assistant", "content": "", "tool_calls": [call], "created_at": at(1)},
+        {"role": "tool", "content": "rainy", "tool_call_id": "c1", "name": "weather", "created_at": at(2)},
+        {"role": "assistant", "content": "Rainy.", "created_at": at(3)},
+    ]
+    text = "\n".join(json.dumps(line) for line in lines)
+    await memory.transfers.import_messages("tools", parse_jsonl(text.split("\n"), "t.jsonl"), user_id="ana")
+    # A later round gives the model the call before its result: a provider refuses a tool result that answers none.
+    chat = EchoChat()
+    app = with_memory(chat.graph, memory)
+    await app.ainvoke(
+        {"messages": [HumanMessage("And Osaka?")]}, {"configurable": {"thread_id": "tools", "user_id": "ana"}}
+    )
+    seen = [m for m in chat.seen[-1] if isinstance(m, (AIMessage, ToolMessage))]
+    assert [(type(m).__name__, m.content) for m in seen[:2]] == [("AIMessage", ""), ("ToolMessage", "rainy")]
+    assert seen[0].tool_calls[0]["id"] == "c1"
+
+    before = counts(database_url)
+    orphan = [lines[0], {**lines[1], "content": "Looking.", "tool_calls": None}, *lines[2:]]
+    with pytest.raises(InvalidInputError, match="message 2: field 'tool_call_id' \\('c1'\\) answers no tool call"):
+        await memory.transfers.import_messages("orphan", orphan, user_id="ana")
+    for bad, error in (
+        ({**lines[1], "tool_calls": [{"name": "weather"}]}, "tool_calls"),
+        ({**lines[1], "tool_calls": "c1"}, "tool_calls"),
+        ({**lines[0], "tool_calls": [call]}, "tool_calls' belongs to an assistant message"),
+    ):
+        with pytest.raises(InvalidInputError, match=error):
+            parse_jsonl([json.dumps(bad)], "t.jsonl")
+    assert counts(database_url) == before
+
+
+async def test_two_messages_with_one_id_are_refused(open_memory, database_url):
+    # A graph's state holds one message an id (add_messages replaces by id): imported twice, a later round gave
+    # the model the second only, the first lost without a word.
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    before = counts(database_url)
+    twice = records(4)
+    twice[0]["id"], twice[3]["id"] = "m-1", "m-1"
+    with pytest.raises(InvalidInputError, match="message 3: field 'id' \\('m-1'\\) is message 0's too"):
+        await memory.transfers.import_messages("twice", twice, user_id="ana")
+    assert counts(database_url) == before
+
+
+async def test_messages_without_ids_are_dated_by_the_checkpoint_that_added_them(open_memory, database_url):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+
+    def respond(state: AppendedState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"reply {len(state['messages'])}")]}
+
+    builder = StateGraph(AppendedState)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    saver = InMemorySaver()
+    app = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "appended"}}
+    for text in ("one", "two", "three"):
+        await app.ainvoke({"messages": [HumanMessage(text)]}, config)
+    first = {}  # each round's user message, and the time of the first checkpoint that holds it
+    for checkpoint in sorted(saver.list(config), key=lambda c: c.checkpoint["ts"]):
+        for message in checkpoint.checkpoint["channel_values"].get("messages", []):
+            first.setdefault(message.content, datetime.fromisoformat(checkpoint.checkpoint["ts"]))
+    memory = await open_memory(model=OfflineSummaryModel())
+    await memory.transfers.import_thread(saver, "appended", user_id="ana", summarize=False)
+    rows = stored(database_url)
+    assert [(r[3], r[4]) for r in rows][::2] == [("user", "one"), ("user", "two"), ("user", "three")]
+    # Each dated by its own round, not all by the last checkpoint.
+    assert [r[5] for r in rows[::2]] == [first["one"], first["two"], first["three"]]
+    assert rows[0][5] < rows[2][5] < rows[4][5]
+
+
+async def test_a_summary_whose_earlier_checkpoints_are_gone_is_kept(open_memory, database_url):
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tests.integration.agent_support import ToolScriptModel
+
+    saver = InMemorySaver()
+    trim = SummarizationMiddleware(model=ToolScriptModel(), trigger=("messages", 4), keep=("messages", 2))
+    agent = create_agent(ToolScriptModel(), tools=[], checkpointer=saver, middleware=[trim])
+    config = {"configurable": {"thread_id": "pruned"}}
+    for text in ("one", "two", "three"):
+        await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+    # A checkpointer that kept the latest checkpoint only: the summary is all the thread holds of its start.
+    checkpoints = saver.storage["pruned"][""]
+    for older in sorted(checkpoints)[:-1]:
+        del checkpoints[older]
+    memory = await open_memory(model=OfflineSummaryModel())
+    await memory.transfers.import_thread(saver, "pruned", user_id="ana", summarize=False)
+    assert any(r[4].startswith("Here is a summary of the conversation to date") for r in stored(database_url))

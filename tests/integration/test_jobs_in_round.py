@@ -55,3 +55,21 @@ async def test_a_rolled_back_round_leaves_no_job(open_memory, database_url):
     assert query(database_url, "SELECT count(*) FROM memory") == [(0,)]
     assert query(database_url, "SELECT count(*) FROM procrastinate_jobs") == [(0,)]
     assert query(database_url, "SELECT max(sequence_number) FROM messages") == [(3,)]
+
+
+async def test_rounds_that_start_no_summary_queue_one_embedding_job_per_user(open_memory, database_url):
+    # With an embedder, a round's turns get their vectors in the background whether or not a summary follows:
+    # a job per user waiting at most (its queueing lock), which the worker runs.
+    from memory_agent.llm.offline import OfflineSummaryModel
+    from memory_agent.long_term.embedders import HashingEmbeddings
+
+    memory = await open_memory(model=OfflineSummaryModel(), embedder=HashingEmbeddings(), executor="procrastinate")
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(2):  # sequence 3: below the first summary
+        await app.ainvoke({"messages": [HumanMessage(f"the garden, note {n}")]}, config("embed"))
+    jobs = query(database_url, "SELECT task_name, args, status FROM procrastinate_jobs")
+    assert jobs == [("memory_agent.embed_turns", {"user_id": "u1", "tenant_id": "default"}, "todo")]
+    await memory.loop.arun(memory.executor.run_worker(1, wait=False))  # type: ignore[attr-defined]
+    assert query(database_url, "SELECT count(*) FROM message_embeddings") == [(4,)]
+    done = "SELECT status FROM procrastinate_jobs WHERE task_name = 'memory_agent.embed_turns'"
+    assert query(database_url, done) == [("succeeded",)]

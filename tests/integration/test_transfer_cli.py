@@ -65,3 +65,28 @@ def test_a_line_holding_unicode_line_separators_is_one_line(database_url, tmp_pa
     assert done.exit_code == 0, done.output
     stored = query(database_url, "SELECT content FROM memory_agent.messages ORDER BY sequence_number")
     assert [row[0] for row in stored] == [said["content"], LINES[1]["content"]]
+
+
+def test_an_import_without_its_user_is_refused(database_url, tmp_path: Path):
+    # Without --user the thread was stored under a scope of its own ("conversation:kyoto"), which no app passing
+    # the user's id recalls; importing it again under the user was then refused (another user's thread id).
+    thread = tmp_path / "thread.jsonl"
+    thread.write_text("\n".join(json.dumps(line) for line in LINES) + "\n", encoding="utf-8")
+    missing = invoke(database_url, "import", str(thread), "--thread", "kyoto")
+    assert missing.exit_code == 2
+    assert "Missing option '--user'" in missing.output and "Traceback" not in missing.output
+    assert query(database_url, "SELECT count(*) FROM memory_agent.conversation_owners")[0][0] == 0
+
+
+def test_a_thread_check_names_the_files_line(database_url, tmp_path: Path):
+    # Checks over the thread (times in order, one message an id) named "message 1", its place among the messages:
+    # the file's line 3 here, after a blank one.
+    early = {**LINES[1], "created_at": "2023-09-14T20:00:00+02:00"}
+    thread = tmp_path / "thread.jsonl"
+    thread.write_text(json.dumps(LINES[0]) + "\n\n" + json.dumps(early) + "\n", encoding="utf-8")
+    done = invoke(database_url, "import", str(thread), "--thread", "kyoto", "--user", "ana")
+    assert done.exit_code == 2
+    assert f"{thread}, line 3: field 'created_at' (2023-09-14T20:00:00+02:00) is before the message above it" in (
+        done.output
+    )
+    assert query(database_url, "SELECT count(*) FROM memory_agent.messages")[0][0] == 0

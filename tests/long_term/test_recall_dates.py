@@ -96,3 +96,42 @@ async def test_a_date_in_the_query_ranks_the_turns_of_that_time_first(open_memor
     # A span with no turn changes nothing.
     empty = await memory.long_term.recall("ana", "what did we plan in May 2021")
     assert [h.conversation_id for h in empty.results] == [h.conversation_id for h in undated.results]
+
+
+async def test_the_block_dates_a_turn_in_the_users_time_zone(open_memory):
+    # 00:30 in Paris on 12 March is 23:30 UTC on 11 March: "yesterday" (12 March in Paris) finds it, and the block
+    # must say 12 March, the day the user wrote it (in UTC the model read 11 March, a day the question did not name).
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: NOW)
+    late = records(datetime(2024, 3, 12, 0, 30, tzinfo=PARIS), ["I booked the dentist for Friday.", "Good."])
+    await memory.transfers.import_messages("late", late, user_id="ana", summarize=False)
+    found = await memory.long_term.recall("ana", "what did I book yesterday with the dentist")
+    assert found.results[0].conversation_id == "late"
+    assert "date" in found.results[0].paths
+    assert "late #0 user, 12 March 2024]" in found.block
+    assert found.results[0].created_at == datetime(2024, 3, 12, 0, 30, tzinfo=PARIS)
+
+
+async def test_a_rounds_turns_are_dated_by_the_services_clock(open_memory, database_url):
+    # A round's messages take the service's clock (as imported ones take their own times): with the database's
+    # now() instead, a round at a replayed or injected time was dated today, and "yesterday" at the clock missed it.
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from tests.conftest import query
+
+    now = [datetime(2024, 3, 12, 18, 0, tzinfo=PARIS)]
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: now[0])
+    await memory.conversations.finish_round(
+        "walks", [HumanMessage("I took a long walk by the river."), AIMessage("Lovely.")], user_id="ana"
+    )
+    now[0] = NOW  # the next morning
+    found = await memory.long_term.recall("ana", "what did I do yesterday?")
+    assert found.results and found.results[0].conversation_id == "walks"
+    assert found.results[0].created_at == datetime(2024, 3, 12, 18, 0, tzinfo=PARIS)
+    assert "12 March 2024]" in found.block
+    assert found.retrieval_path == "date"  # found by its time alone (it read "window": nothing recalled)
+    # A round that recalls so records it (the round's metrics row accepts the path).
+    question = [HumanMessage("what did I do yesterday?")]
+    _, info = await memory.conversations.prepare_round("next", question, user_id="ana")
+    await memory.conversations.finish_round("next", [*question, AIMessage("A walk.")], info, user_id="ana")
+    assert await memory.drain(timeout=10)
+    assert query(database_url, "SELECT recall_path FROM round_metrics WHERE conversation_id = 'next'") == [("date",)]

@@ -126,15 +126,15 @@ def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None
         app, ["eval", "recall", "--dataset", str(dataset), "--database-url", server_url, "--embedder", "none"]
     )
     assert table.exit_code == 0 and "single-hop" in table.output and "p95" in table.output
-    # Loaded through the service's rounds with an embedder: after its background work and catch-up, no turn of the
-    # dataset is without a vector; the published form is over all five categories (the adversarial one too).
+    # Loaded through the service's rounds with an embedder: after its background work (the drain), no turn of the
+    # dataset is without a vector, and the catch-up finds none either; the published form is over all five categories (the adversarial one too).
     hashing = CliRunner().invoke(
         app,
         ["eval", "recall", "--dataset", str(dataset), "--json", "--database-url", server_url, "--embedder", "hashing"],
     )
     assert hashing.exit_code == 0, hashing.output
     figures = json.loads(hashing.output)
-    assert figures["turns_without_vector"]["after_catch_up"] == 0
+    assert figures["turns_without_vector"] == {"after_drain": 0, "after_catch_up": 0}
     assert figures["settings"]["loaded"] == "rounds through the service"
     assert figures["evidence_fraction_all_categories"]["questions"] == 3
     assert figures["recall"]["own_turn"]["@1"] == 1.0
@@ -158,3 +158,23 @@ def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None
     bad = write(tmp_path, [{"sample_id": "x", "conversation": {}}])
     failed = CliRunner().invoke(app, ["eval", "recall", "--dataset", str(bad), "--database-url", server_url])
     assert failed.exit_code == 2 and "speaker_a" in failed.output
+
+
+def test_an_evidence_key_naming_what_the_dataset_lacks_is_refused(tmp_path: Path) -> None:
+    # A misspelt question or a dia id no turn has would be scored as evidence never found: wrong figures, no error.
+    app = typer.Typer()
+    register(app)
+    dataset = write(tmp_path, TRIGRAM_ONLY)
+    key = tmp_path / "key.json"
+    # No --database-url: the key is checked before a server is started or anything loaded.
+    for entries, error in (
+        ({"Ingrid?": ["D1:3"]}, "the evidence key names a question the dataset does not have: 'Ingrid?'"),
+        ({"Ingryd?": ["D1:3", "D9:1"]}, "question 'Ingryd?': 'D9:1' is no turn of its conversation"),
+    ):
+        key.write_text(json.dumps(entries), encoding="utf-8")
+        result = CliRunner().invoke(
+            app, ["eval", "recall", "--dataset", str(dataset), "--evidence-key", str(key), "--embedder", "none"]
+        )
+        assert result.exit_code == 2, result.output
+        assert error in result.output
+        assert "Traceback" not in result.output

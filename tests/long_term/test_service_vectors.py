@@ -98,7 +98,7 @@ TURNS = (
 )
 
 
-async def test_turns_get_their_vectors_when_a_version_wrote_no_item_and_the_catch_up_finds_the_rest(
+async def test_every_turn_gets_its_vector_in_the_rounds_background_work_whether_or_not_a_summary_follows(
     open_memory, database_url, conn
 ):
     # A version after round 2 (sequence 3); round 3's two turns are too few for another: they come after it.
@@ -116,12 +116,25 @@ async def test_turns_get_their_vectors_when_a_version_wrote_no_item_and_the_catc
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT count(*) FROM items") == [(0,)]
     versions = query(database_url, "SELECT max(end_sequence) FROM memory WHERE status = 'completed'")
-    assert versions[0][0] is not None  # a version completed: its job embedded the turns
-    embedded = query(database_url, TURN_VECTORS)
-    assert embedded and all(sequence <= versions[0][0] for _, sequence in embedded)
-    # The turns after the last version are the periodic catch-up's: it finds them though no item lacks a vector.
-    missing = len(query(database_url, TURNS)) - len(embedded)
-    assert missing > 0
-    assert await index_pending(conn, HashingEmbeddings()) == missing
+    assert versions[0][0] is not None and versions[0][0] < 4  # round 3's turns came after the last version
+    # Round 3 started no summary: its turns were embedded by the round's own background work (before, only the
+    # periodic catch-up found them, up to MEMORY_AGENT_SWEEP_INTERVAL_S later).
     assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)
     assert await index_pending(conn, HashingEmbeddings()) == 0
+
+
+async def test_rounds_ending_while_their_users_turns_are_embedded_are_embedded_too(open_memory, database_url):
+    # Ten rounds in a row, no summary among them: one embedding in flight per user, asked again by the rounds
+    # ending meanwhile, leaves no turn without a vector.
+    memory = await open_memory(
+        model=OfflineSummaryModel(),
+        embedder=HashingEmbeddings(),
+        memory_summarize_after_seq=25,
+        memory_rolling_window_size=26,
+    )
+    app = with_memory(EchoChat().graph, memory)
+    await rounds(app, "quick", [f"Note number {n} about the garden." for n in range(10)])
+    assert await memory.drain(timeout=10)
+    assert query(database_url, "SELECT count(*) FROM memory") == [(0,)]
+    assert len(query(database_url, TURNS)) == 20
+    assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)

@@ -71,6 +71,14 @@ def boosted(hits: Sequence[RecallHit], dated: Sequence[RecallHit], span: DateSpa
     return [*inside, *extra, *outside]
 
 
+def in_users_time(hits: Sequence[RecallHit], now: datetime) -> None:
+    """Each turn's time in the zone of `now` (the user's): the block dates a turn by the day the user wrote it, the
+    day a date expression of the user's names (read in UTC, 00:30 in Paris was the day before)."""
+    for hit in hits:
+        if hit.created_at is not None:
+            hit.created_at = hit.created_at.astimezone(now.tzinfo)
+
+
 async def with_date_boost(
     conn: AsyncConnection[Any],
     hits: list[RecallHit],
@@ -79,10 +87,11 @@ async def with_date_boost(
     now: datetime,
 ) -> list[RecallHit]:
     """`hits` re-ordered for the date expression of the query (at `now`; a clock without a time zone is read as
-    UTC); unchanged when it names no time."""
+    UTC), in the order they came when it names no time; their times in `now`'s zone either way."""
     if now.tzinfo is None or now.utcoffset() is None:
         now = now.replace(tzinfo=UTC)
     span = date_span(params["query"], now)
-    if span is None:
-        return hits
-    return boosted(hits, await dated_hits(conn, params, span, settings), span)
+    if span is not None:
+        hits = boosted(hits, await dated_hits(conn, params, span, settings), span)
+    in_users_time(hits, now)
+    return hits

@@ -55,7 +55,7 @@ from memory_agent.long_term.recall.transaction import in_recall_transaction, sto
 from memory_agent.schemas.text import storable_text
 from memory_agent.tracing import traced_recall
 
-RetrievalPath = Literal["fts", "trgm", "vector", "window", "summaries_only"]
+RetrievalPath = Literal["fts", "trgm", "vector", "date", "window", "summaries_only"]
 SearchPath = Literal["fts", "trgm", "vector", "recent"]
 ALL_PATHS: tuple[SearchPath, ...] = ("fts", "trgm", "vector", "recent")
 # A search (the store, the retriever): nothing rather than the latest turns when nothing matches.
@@ -118,7 +118,8 @@ def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
         return "vector"
     if all(hit.kind != "turn" for hit in hits):
         return "summaries_only"
-    paths: tuple[RetrievalPath, ...] = ("fts", "trgm", "vector")
+    paths: tuple[RetrievalPath, ...] = ("fts", "trgm", "vector", "date")
+    # `date`: only the query's date expression found them (turns of that time sharing no word with the query).
     return next((path for path in paths if any(path in hit.paths for hit in hits)), "window")
 
 
