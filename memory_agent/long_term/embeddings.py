@@ -69,7 +69,7 @@ def turn_passage(row: Row) -> str:
     own, previous = row["content"], row.get("previous_tail")
     if previous is None:
         return str(own)
-    if len(previous) >= CONTEXT_CHARS and " " in previous.strip():  # cut: drop the cut word
+    if row.get("previous_cut") and " " in previous.strip():  # cut inside its text: drop the cut word
         previous = "…" + previous.split(None, 1)[1] if not previous[0].isspace() else "…" + previous.lstrip()
     name = row.get("previous_name")
     return f"{name}: {previous}\n{own}" if name else f"{previous}\n{own}"

@@ -450,6 +450,7 @@ SELECT m.conversation_id, m.sequence_number,
        coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content,
        md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) AS content_hash,
        p.name AS previous_name, right(p.content, %(context_chars)s) AS previous_tail,
+       length(p.content) > %(context_chars)s AS previous_cut,
        md5(coalesce(p.name || ': ', '') || p.content) AS previous_hash
 FROM messages AS m
 LEFT JOIN LATERAL (

@@ -133,3 +133,11 @@ async def test_turn_vectors_made_from_the_turn_alone_are_made_again_with_their_c
     answer = turn_passage({"content": ANSWER, "previous_name": None, "previous_tail": QUESTION})
     assert [(sequence, version) for sequence, version, _ in stored] == [(0, 1), (1, 1), (2, 1), (3, 1)]
     assert cosine(json.loads(stored[1][2]), embedder.embed_query(answer)) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_long_turn_before_gives_its_last_whole_words_and_its_speaker():
+    row = {"content": "Mel: Yes!", "previous_name": "Ana", "previous_tail": "ttery workshop?", "previous_cut": True}
+    assert turn_passage(row) == "Ana: …workshop?\nMel: Yes!"
+    whole = {**row, "previous_tail": "Pottery workshop?", "previous_cut": False}
+    assert turn_passage(whole) == "Ana: Pottery workshop?\nMel: Yes!"
+    assert turn_passage({"content": "Mel: Hi!", "previous_tail": None}) == "Mel: Hi!"
