@@ -456,7 +456,10 @@ FROM messages AS m
 LEFT JOIN LATERAL (
     SELECT b.message -> 'data' ->> 'name' AS name, b.content
     FROM messages AS b
-    WHERE b.user_id = m.user_id AND b.conversation_id = m.conversation_id AND b.sequence_number < m.sequence_number
+    -- The user named as a value, not only through m: on Citus the statement is then routed to the user's shard (a
+    -- lateral subquery correlated on the distribution column alone is a "complex join" it refuses).
+    WHERE b.user_id = %(user_id)s AND b.user_id = m.user_id AND b.conversation_id = m.conversation_id
+      AND b.sequence_number < m.sequence_number
       AND b.role IN ('user', 'assistant') AND b.content <> ''
     ORDER BY b.sequence_number DESC
     LIMIT 1
@@ -489,7 +492,7 @@ WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.conversation
   AND md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) = %(content_hash)s
   AND (SELECT md5(coalesce((b.message -> 'data' ->> 'name') || ': ', '') || b.content)
        FROM messages AS b
-       WHERE b.user_id = m.user_id AND b.conversation_id = m.conversation_id
+       WHERE b.user_id = %(user_id)s AND b.user_id = m.user_id AND b.conversation_id = m.conversation_id
          AND b.sequence_number < m.sequence_number AND b.role IN ('user', 'assistant') AND b.content <> ''
        ORDER BY b.sequence_number DESC
        LIMIT 1) IS NOT DISTINCT FROM %(previous_hash)s
