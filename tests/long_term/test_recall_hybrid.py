@@ -93,8 +93,9 @@ async def test_hybrid_fuses_the_users_nearest_vectors_with_full_text(conn: Any) 
     lisbon = next(hit for hit in hybrid.ranked if hit.sequences == [0] and hit.conversation_id == "trips")
     assert lisbon.paths == ["fts", "vector"]
     # Though full text found enough, the vector path ran over all of the user's vectors: the Lisbon notes, near the
-    # query but sharing no word with it, are recalled by their vectors alone.
-    assert hybrid.vector_hits == 21
+    # query but sharing no word with it, are recalled by their vectors alone: the 20 notes, the Lisbon turn, and its
+    # answer "Sounds lovely." (a turn's vector is made with the end of the turn before it).
+    assert hybrid.vector_hits == 22
     assert any(hit.conversation_id == "lisbon" and hit.paths == ["vector"] for hit in hybrid.ranked)
     assert embedder.queries == ["How was the trip"]
 
