@@ -79,7 +79,10 @@ async def test_a_round_and_its_summary_are_traced_with_hashed_ids(open_memory, s
     assert start["gen_ai.conversation.id"] == hashed("trip-ana@example.com")
     assert start["memory_agent.user.id"] == hashed("ana@example.com")
     assert start["memory_agent.tenant.id"] == hashed("default")
-    assert start["memory_agent.gap.size"] >= 1 and start["memory_agent.context.tokens"] > 0
+    assert start["memory_agent.context.tokens"] > 0
+    # Round 2 starts on round 1's messages, before any summary (the first comes after round 3): its gap holds them.
+    # (Round 4's gap is 0 when round 3's summary finished before it started, as it may on a fast machine.)
+    assert starts[1].attributes["memory_agent.gap.size"] == 2
     triggered = [span for span in ends if span.attributes["memory_agent.summary.trigger"] == "started"]
     assert triggered and ends[0].attributes["gen_ai.memory.record.count"] == 2  # the user's turn and the reply
 
