@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memory_agent.schemas.started import StartedSummary
+from memory_agent.settings import JobSettings
 
 
 class RunSummary(Protocol):
@@ -71,3 +72,15 @@ class Executor(Protocol):
     async def stop(self) -> None:
         """Stop; a summary still running in this process is cancelled (its row is reclaimed later)."""
         ...
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """What the executors read of the settings, as one value built where the settings are read (the service's
+    wiring), as procrastinate's workers take theirs: the jobs group (the executor, the sweep's interval and cron),
+    whether procrastinate's schema is migrated at start (MEMORY_AGENT_AUTO_MIGRATE), and what makes the
+    consolidation tasks' runner on the pool (None: consolidation and batch summaries are off)."""
+
+    jobs: JobSettings
+    auto_migrate: bool = True
+    consolidation: Callable[[Any], Any] | None = None

@@ -1,26 +1,10 @@
-"""The executor MEMORY_AGENT_EXECUTOR names, and WorkerOptions: what the executors read of the settings."""
+"""The executor MEMORY_AGENT_EXECUTOR names (WorkerOptions, what the executors read of the settings, is in base.py
+with the rest of what executors share; imported from here too)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 from memory_agent.db.connector import Connector
-from memory_agent.jobs.base import Executor, SummaryJobs
-from memory_agent.settings import JobSettings
-
-
-@dataclass(frozen=True)
-class WorkerOptions:
-    """What the executors read of the settings, as one value built where the settings are read (the service's
-    wiring), as procrastinate's workers take theirs: the jobs group (the executor, the sweep's interval and cron),
-    whether procrastinate's schema is migrated at start (MEMORY_AGENT_AUTO_MIGRATE), and what makes the
-    consolidation tasks' runner on the pool (None: consolidation and batch summaries are off)."""
-
-    jobs: JobSettings
-    auto_migrate: bool = True
-    consolidation: Callable[[Any], Any] | None = None
+from memory_agent.jobs.base import Executor, SummaryJobs, WorkerOptions
 
 
 def make_executor(options: WorkerOptions, jobs: SummaryJobs, backend: Connector) -> Executor:

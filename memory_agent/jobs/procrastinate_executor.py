@@ -18,8 +18,7 @@ import psycopg
 
 from memory_agent.db.connector import Connector
 from memory_agent.db.schema import SchemaManager
-from memory_agent.jobs.base import SummaryJobs
-from memory_agent.jobs.executor import WorkerOptions
+from memory_agent.jobs.base import SummaryJobs, WorkerOptions
 from memory_agent.jobs.retry import RETRY_TRANSIENT
 from memory_agent.schemas.started import StartedSummary
 
