@@ -85,7 +85,8 @@ async def test_no_usable_model_is_an_error_at_open(monkeypatch, database_url):
 async def test_a_string_model_is_a_setting(fake_openai, open_memory, database_url):
     memory = await open_memory(model="openai:gpt-by-name")
     await talk(memory, "by-name")
-    assert [(s, m) for s, m, _, _ in rows(database_url)] == [("completed", "gpt-by-name")]
+    # One summary, or two when the first finished before a later round ended (a fast machine): each by that model.
+    assert {(s, m) for s, m, _, _ in rows(database_url)} == {("completed", "gpt-by-name")}
 
 
 async def test_openai_compatible_server_without_tools_degrades_and_remembers(fake_openai, open_memory, database_url):
