@@ -32,7 +32,7 @@ def test_bench_harness_small(server_url, tmp_path):
         recall_turns=10,
         recall_items=50,
         recall_repeats=1,
-        locomo=False,  # the development split's figures are make bench's, not a smoke test's
+        locomo="off",  # the development split's figures are make bench's, not a smoke test's
         model_side_rounds=8,
     )
     run(config)
