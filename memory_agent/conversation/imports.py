@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from memory_agent.conversation.import_records import TimedMessage, parse_jsonl, parse_time, timed
+from memory_agent.conversation.import_records import TimedMessage, message_from_record, parse_jsonl, parse_time, timed
 from memory_agent.conversation.messages import check_user_messages, serialize_round
 from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.trigger import SummaryTrigger
@@ -35,6 +35,7 @@ __all__ = [
     "ThreadImport",
     "TimedMessage",
     "import_rows",
+    "message_from_record",
     "parse_jsonl",
     "parse_time",
     "summary_points",
