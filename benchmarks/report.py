@@ -92,7 +92,7 @@ def _ratio(value: Any, baseline: Any) -> float | None:
 
 
 def ratio_table(results: dict[str, Any]) -> tuple[dict[str, dict[str, float | None]], list[dict[str, Any]]]:
-    """Ratios memory_agent / baseline for every row, and the issue's five targets."""
+    """Ratios memory_agent / baseline for every row, and the targets (the overhead at a quarter and at a half of (b)'s)."""
     systems = results["systems"]
     subject = systems[SUBJECT]
     ratios: dict[str, dict[str, float | None]] = {}
@@ -110,6 +110,13 @@ def ratio_table(results: dict[str, Any]) -> tuple[dict[str, dict[str, float | No
             "memory_agent round overhead <= 1/4 of (b)'s (medians, zero-latency model)",
             overhead_ratio,
             0.25,
+            f"{_get(subject, 'steady.overhead_median_ms'):.2f} ms vs "
+            f"{_get(systems['summarization_middleware'], 'steady.overhead_median_ms'):.2f} ms",
+        ),
+        (
+            "memory_agent round overhead <= 1/2 of (b)'s (medians, zero-latency model)",
+            overhead_ratio,
+            0.5,
             f"{_get(subject, 'steady.overhead_median_ms'):.2f} ms vs "
             f"{_get(systems['summarization_middleware'], 'steady.overhead_median_ms'):.2f} ms",
         ),

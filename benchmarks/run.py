@@ -78,8 +78,10 @@ class BenchConfig:
     recall_turns: int = 100
     recall_items: int = 10_000
     recall_repeats: int = 40
-    # the LoCoMo development split in the recall stage's quality figures, when its file is present
-    locomo: bool = True
+    # the LoCoMo development split in the recall stage's quality figures, when its file is present: "e5" one app-path
+    # evaluation (e5, or no embedder without the extra), "all" also no embedder and the replay summarizer (each
+    # evaluation loads the split again: ~20 minutes more on 2 cores), "off" none
+    locomo: str = "e5"
 
 
 def checkpoint(server_url: str) -> None:
@@ -600,6 +602,12 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
     )
     parser.add_argument("--model-side-rounds", type=int, default=defaults.model_side_rounds)
     parser.add_argument(
+        "--locomo",
+        choices=["e5", "all", "off"],
+        default=defaults.locomo,
+        help="the LoCoMo split's evaluations in the recall stage, when its file is present (default: e5 alone)",
+    )
+    parser.add_argument(
         "--memory-setting",
         action="append",
         default=[],
@@ -634,6 +642,7 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
         only=args.only,
         model_side_rounds=args.model_side_rounds,
         memory_settings=memory_settings,
+        locomo=args.locomo,
     )
 
 

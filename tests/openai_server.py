@@ -24,13 +24,14 @@ import json
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from memory_agent.llm.offline import offline_summary
+from tests.local_server import LocalServer, text_of
 
 
-class FakeOpenAI:
+class FakeOpenAI(LocalServer):
     def __init__(self) -> None:
         self.mode = "ok"
         self.delay_s = 0.0
@@ -50,22 +51,11 @@ class FakeOpenAI:
         self.refusal: tuple[int, str] | None = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler())
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return f"{self.url}/v1"
 
     def structured_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if _wants_summary(r)]
@@ -100,8 +90,8 @@ class FakeOpenAI:
                     self._send(400, {"error": {"message": f"{what} is not supported", "type": "invalid_request_error"}})
                     return
                 messages = body.get("messages") or []
-                if messages and "Answer with one JSON object" in _text(messages[-1].get("content")):
-                    prompt = "\n".join(_text(m.get("content")) for m in messages)
+                if messages and "Answer with one JSON object" in text_of(messages[-1].get("content")):
+                    prompt = "\n".join(text_of(m.get("content")) for m in messages)
                     fenced = json.dumps({"summary": offline_summary(prompt)})
                     text = f"Here is the summary:\n```json\n{fenced}\n```\nAnything else?"
                     self._send(
@@ -118,7 +108,7 @@ class FakeOpenAI:
                     return
                 if wants_summary and mode == "hang":
                     time.sleep(fake.hang_s)
-                prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
+                prompt = "\n".join(text_of(m.get("content")) for m in body.get("messages", []))
                 if fake.max_prompt_chars is not None and len(prompt) > fake.max_prompt_chars:
                     error = {
                         "message": f"This model's maximum context is {fake.max_prompt_chars} characters; the "
@@ -138,7 +128,7 @@ class FakeOpenAI:
                     self._send(200, _completion(body, arguments, tool=_tool_mode(body)))
                     return
                 user = [m for m in body.get("messages", []) if m.get("role") == "user"]
-                reply = "echo: " + (_text(user[-1].get("content")) if user else "")
+                reply = "echo: " + (text_of(user[-1].get("content")) if user else "")
                 calls = _planned_calls(body, fake.tool_plan)
                 if calls:
                     if body.get("stream"):
@@ -221,14 +211,6 @@ class FakeOpenAI:
         return Handler
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return ""
-
-
 def _tool_mode(body: dict[str, Any]) -> bool:
     return any(t.get("function", {}).get("name") == "MemorySummaryOutput" for t in body.get("tools") or [])
 
@@ -262,7 +244,7 @@ def _tool_results(body: dict[str, Any]) -> list[str]:
     for message in reversed(messages):
         if message.get("role") != "tool":
             break
-        results.insert(0, _text(message.get("content")))
+        results.insert(0, text_of(message.get("content")))
     return results
 
 
@@ -274,7 +256,7 @@ def _tool_calls_completion(body: dict[str, Any], calls: list[dict[str, Any]]) ->
 
 
 def _completion(body: dict[str, Any], text: str, *, tool: bool) -> dict[str, Any]:
-    prompt_chars = sum(len(_text(m.get("content"))) for m in body.get("messages", []))
+    prompt_chars = sum(len(text_of(m.get("content"))) for m in body.get("messages", []))
     message: dict[str, Any] = {"role": "assistant", "content": text}
     finish = "stop"
     if tool:

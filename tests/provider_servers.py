@@ -13,21 +13,14 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from memory_agent.llm.offline import offline_summary
+from tests.local_server import LocalServer, text_of
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return ""
-
-
-class _Stub:
+class _Stub(LocalServer):
     """A threaded HTTP server whose POSTs go to `answer(path, body) -> (status, payload or NDJSON lines)`."""
 
     def __init__(self) -> None:
@@ -54,22 +47,7 @@ class _Stub:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> Any:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(Handler)
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         raise NotImplementedError
@@ -81,7 +59,7 @@ class FakeAnthropic(_Stub):
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         if not path.endswith("/v1/messages"):
             return 404, {"type": "error", "error": {"type": "not_found_error", "message": path}}
-        prompt = "\n".join([_text(body.get("system"))] + [_text(m.get("content")) for m in body["messages"]])
+        prompt = "\n".join([text_of(body.get("system"))] + [text_of(m.get("content")) for m in body["messages"]])
         tools = {tool.get("name") for tool in body.get("tools") or []}
         if "MemorySummaryOutput" in tools:
             content = [
@@ -95,7 +73,7 @@ class FakeAnthropic(_Stub):
             stop = "tool_use"
         else:
             content, stop = (
-                [{"type": "text", "text": "echo: " + _text(body["messages"][-1].get("content"))}],
+                [{"type": "text", "text": "echo: " + text_of(body["messages"][-1].get("content"))}],
                 "end_turn",
             )
         return 200, {
@@ -123,7 +101,7 @@ class FakeOllama(_Stub):
         model = body.get("model")
         if body.get("tools") and self.refuse_tools:
             return 400, {"error": f"registry.ollama.ai/library/{model} does not support tools"}
-        prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
+        prompt = "\n".join(text_of(m.get("content")) for m in body.get("messages", []))
         summary = {"summary": offline_summary(prompt)}
         message: dict[str, Any] = {"role": "assistant", "content": ""}
         if any(t.get("function", {}).get("name") == "MemorySummaryOutput" for t in body.get("tools") or []):
@@ -131,7 +109,7 @@ class FakeOllama(_Stub):
         elif body.get("format"):
             message["content"] = json.dumps(summary)
         else:
-            message["content"] = "echo: " + _text(body["messages"][-1].get("content"))
+            message["content"] = "echo: " + text_of(body["messages"][-1].get("content"))
         stamp = "2026-01-01T00:00:00Z"
         done = {
             "model": model,

@@ -15,6 +15,7 @@ from memory_agent.api.queries import KeyQueries
 from memory_agent.conversation.identity import MAX_IDENTITY_BYTES, validate_user_id
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
+from memory_agent.long_term.tenancy import tenant_transaction
 from memory_agent.service import MemoryService
 
 T = TypeVar("T")
@@ -68,6 +69,18 @@ async def on_pool(
 
     with tenant_scope(tenant):
         return await memory.loop.arun(run())
+
+
+async def require_user(memory: MemoryService, tenant: str, user_id: str) -> None:
+    """404 (no_such_user) unless the tenant holds anything of the user: for a route that then reads the user's
+    memory through the service (each of its reads names the tenant itself)."""
+
+    async def known(conn: psycopg.AsyncConnection[Any]) -> bool:
+        async with tenant_transaction(conn, tenant):
+            return await user_known(conn, tenant, user_id)
+
+    if not await on_pool(memory, known, tenant):
+        raise no_such_user()
 
 
 async def _tenant(

@@ -4,9 +4,6 @@ answers 404, as on the other user routes."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import psycopg
 from fastapi import APIRouter, Request, Response
 
 from memory_agent.api.deps import (
@@ -16,11 +13,8 @@ from memory_agent.api.deps import (
     UserId,
     checked_user,
     memory_of,
-    no_such_user,
-    on_pool,
-    user_known,
+    require_user,
 )
-from memory_agent.long_term import tenant_transaction
 from memory_agent.transfer import FORMAT, SCHEMA_VERSION, dumps
 
 router = APIRouter(tags=["users"])
@@ -42,12 +36,6 @@ async def export_route(user_id: UserId, tenant: Tenant, request: Request) -> Res
     items with their validity and sources, consolidation notes, batch summaries, each with its times."""
     checked_user(user_id)
     memory = memory_of(request)
-
-    async def known(conn: psycopg.AsyncConnection[Any]) -> bool:
-        async with tenant_transaction(conn, tenant):
-            return await user_known(conn, tenant, user_id)
-
-    if not await on_pool(memory, known, tenant):
-        raise no_such_user()
+    await require_user(memory, tenant, user_id)
     document = await memory.transfers.export_user(user_id, tenant_id=tenant)
     return Response(content=dumps(document), media_type="application/json")

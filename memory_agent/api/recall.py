@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
-import psycopg
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
@@ -22,12 +21,9 @@ from memory_agent.api.deps import (
     UserId,
     checked_user,
     memory_of,
-    no_such_user,
-    on_pool,
+    require_user,
     unprocessable,
-    user_known,
 )
-from memory_agent.long_term import tenant_transaction
 from memory_agent.long_term.recall.block import RecallHit
 
 router = APIRouter(tags=["recall"])
@@ -104,13 +100,7 @@ async def recall_route(
     if as_of is not None and as_of.utcoffset() is None:
         raise unprocessable("query", "as_of", "as_of needs a time zone (e.g. 2026-01-31T12:00:00Z)")
     memory = memory_of(request)
-
-    async def known(conn: psycopg.AsyncConnection[Any]) -> bool:
-        async with tenant_transaction(conn, tenant):
-            return await user_known(conn, tenant, user_id)
-
-    if not await on_pool(memory, known, tenant):
-        raise no_such_user()
+    await require_user(memory, tenant, user_id)
     found = await memory.long_term.recall(user_id, q, tenant_id=tenant, limit=limit, as_of=as_of)
     return RecallAnswer(
         user_id=user_id,

@@ -22,20 +22,18 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from pydantic import Field
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.llm.offline import SUMMARY_TOOL, OfflineModel
-from memory_agent.tokens import count_tokens
+from memory_agent.llm.offline import SUMMARY_TOOL, OfflineModel, counted_tool_call
 
 REPLAY_SUMMARIZER = "replay-summarizer"
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
@@ -223,16 +221,4 @@ class ReplaySummaryModel(OfflineModel):
             return super()._generate(messages, stop, run_manager, **kwargs)
         prompt = "\n".join(str(m.text) for m in messages)
         words = _WORDS.search(prompt)
-        args = self.replay(prompt, int(words.group(1)) if words else 250)
-        tokens_in = count_tokens(messages)
-        tokens_out = count_tokens([AIMessage(json.dumps(args))])
-        message = AIMessage(
-            content="",
-            tool_calls=[{"name": SUMMARY_TOOL, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}"}],
-            usage_metadata={
-                "input_tokens": tokens_in,
-                "output_tokens": tokens_out,
-                "total_tokens": tokens_in + tokens_out,
-            },
-        )
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return counted_tool_call(messages, SUMMARY_TOOL, self.replay(prompt, int(words.group(1)) if words else 250))

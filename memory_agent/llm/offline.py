@@ -12,6 +12,7 @@ records: OFFLINE_SUMMARIZER, or OFFLINE_CONSOLIDATOR for OfflineConsolidationMod
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Sequence
@@ -113,6 +114,22 @@ def _tool_name(tool: Any) -> str | None:
     return getattr(tool, "__name__", None)
 
 
+def counted_tool_call(
+    messages: list[BaseMessage], tool_name: str, args: dict[str, Any], call_id: str | None = None
+) -> ChatResult:
+    """The answer to `messages`: one call of `tool_name` with `args`, with the usage a provider reports for it
+    (the prompt's tokens in, the call's JSON arguments out), so that the cost ledger records it as it would a
+    real model's call."""
+    tokens_in = count_tokens(messages)
+    tokens_out = count_tokens([AIMessage(json.dumps(args))])
+    message = AIMessage(
+        content="",
+        tool_calls=[{"name": tool_name, "args": args, "id": call_id or f"call_{uuid.uuid4().hex[:12]}"}],
+        usage_metadata={"input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out},
+    )
+    return ChatResult(generations=[ChatGeneration(message=message)])
+
+
 class OfflineModel(BaseChatModel):
     """Answers every call with a call of the tool it is bound to, its arguments built as the module says."""
 
@@ -148,19 +165,7 @@ class OfflineModel(BaseChatModel):
             args = {"summary": offline_summary(prompt_text), **offline_items(prompt_text)}
             message = AIMessage(content="", tool_calls=[{"name": SUMMARY_TOOL, "args": args, "id": call_id}])
             return ChatResult(generations=[ChatGeneration(message=message)])
-        args = self.answer(str(messages[-1].text))
-        tokens_in = count_tokens(messages)
-        tokens_out = count_tokens([AIMessage(str(args))])
-        message = AIMessage(
-            content="",
-            tool_calls=[{"name": self.tool_name, "args": args, "id": call_id}],
-            usage_metadata={
-                "input_tokens": tokens_in,
-                "output_tokens": tokens_out,
-                "total_tokens": tokens_in + tokens_out,
-            },
-        )
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return counted_tool_call(messages, self.tool_name, self.answer(str(messages[-1].text)), call_id)
 
 
 # The summarizer's name for it (the package's public name since the start).

@@ -8,9 +8,10 @@ embedder, recall's settings).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Coroutine
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
@@ -40,6 +41,25 @@ def user_scope(user_id: Any, tenant_id: Any) -> tuple[str, str]:
     """(tenant, user) of a call that names a user: both validated, no tenant → 'default'."""
     key = UserKey.of(user_id, tenant_id)
     return key.tenant_id, key.user_id
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def blocking(
+    method: Callable[Concatenate[LongTermMemory, P], Coroutine[Any, Any, R]], doc: str
+) -> Callable[Concatenate[LongTermMemory, P], R]:
+    """`method`, an async operation of LongTermMemory, as a method that blocks until the memory loop ran it."""
+
+    @functools.wraps(method)
+    def run(self: LongTermMemory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.loop.run(method(self, *args, **kwargs))
+
+    run.__name__ = f"{method.__name__}_sync"
+    run.__qualname__ = f"LongTermMemory.{run.__name__}"
+    run.__doc__ = doc
+    return run
 
 
 class LongTermMemory:
@@ -198,32 +218,11 @@ class LongTermMemory:
         with tenant_scope(tenant):
             return await self.loop.arun(run)
 
-    def remember_sync(
-        self,
-        user_id: str,
-        content: str,
-        *,
-        tenant_id: str | None = None,
-        key: str | None = None,
-        item_type: str = "fact",
-        importance: float = 0.5,
-    ) -> RememberOutcome:
-        """remember() from synchronous code (the service opened with `with`), as mem0's `add`."""
-        return self.loop.run(
-            self.remember(user_id, content, tenant_id=tenant_id, key=key, item_type=item_type, importance=importance)
-        )
-
-    def recall_sync(
-        self,
-        user_id: str,
-        query: str,
-        *,
-        tenant_id: str | None = None,
-        limit: int = 10,
-        as_of: datetime | None = None,
-        recent_fallback: bool = True,
-    ) -> RecallResult:
-        """recall() from synchronous code (the service opened with `with`); `.results` are the hits, best first."""
-        return self.loop.run(
-            self.recall(user_id, query, tenant_id=tenant_id, limit=limit, as_of=as_of, recent_fallback=recent_fallback)
-        )
+    # From synchronous code (the service opened with `with`): the async operation's own signature, run on the
+    # memory loop. One signature for both forms: written twice, the sync twin lagged behind the async one's options.
+    remember_sync = blocking(
+        remember, "remember() from synchronous code (the service opened with `with`), as mem0's `add`."
+    )
+    recall_sync = blocking(
+        recall, "recall() from synchronous code (the service opened with `with`); `.results` are the hits, best first."
+    )

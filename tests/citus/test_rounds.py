@@ -49,6 +49,19 @@ def distribution(url: str, schema: str) -> dict[str, tuple[str, str | None]]:
     return {name: (method, "conversations" if together else None) for name, method, together in rows}
 
 
+def round_functions_pinning_plans(url: str, schema: str) -> list[str]:
+    """Which of begin_round and end_round (both there) carry a plan_cache_mode setting."""
+    settings = query(
+        url,
+        schema,
+        "SELECT proname, proconfig FROM pg_proc WHERE pronamespace = %s::regnamespace"
+        " AND proname IN ('begin_round', 'end_round')",
+        [schema],
+    )
+    assert sorted(name for name, _ in settings) == ["begin_round", "end_round"], settings
+    return [name for name, config in settings if any("plan_cache_mode" in c for c in config or [])]
+
+
 async def test_every_table_is_distributed_and_a_rerun_keeps_it(open_memory, citus_url, schema):
     memory = await open_memory()
     await memory.aclose()
@@ -76,15 +89,7 @@ async def test_every_table_is_distributed_and_a_rerun_keeps_it(open_memory, citu
     query(citus_url, schema, "UPDATE schema_definitions SET checksum = 'changed' WHERE name = 'rules.sql'")
     report = await migrate_database(citus_url, schema, procrastinate=False)
     assert report.definitions and report.distributed
-    settings = query(
-        citus_url,
-        schema,
-        "SELECT proname, proconfig FROM pg_proc WHERE pronamespace = %s::regnamespace"
-        " AND proname IN ('begin_round', 'end_round')",
-        [schema],
-    )
-    assert len(settings) == 2
-    assert not [name for name, config in settings if any("plan_cache_mode" in c for c in config or [])]
+    assert round_functions_pinning_plans(citus_url, schema) == []
 
 
 async def test_a_fresh_migrate_warns_nothing_and_every_view_and_function_reaches_the_workers(citus_url, schema):
@@ -106,15 +111,7 @@ async def test_a_fresh_migrate_warns_nothing_and_every_view_and_function_reaches
     ((here,),) = query(citus_url, schema, counts)
     on_workers = query(citus_url, schema, "SELECT result FROM run_command_on_workers(%s)", [counts])
     assert len(on_workers) >= 1 and {result for (result,) in on_workers} == {here}, (here, on_workers)
-    settings = query(
-        citus_url,
-        schema,
-        "SELECT proname, proconfig FROM pg_proc WHERE pronamespace = %s::regnamespace"
-        " AND proname IN ('begin_round', 'end_round')",
-        [schema],
-    )
-    assert len(settings) == 2
-    assert not [name for name, config in settings if any("plan_cache_mode" in c for c in config or [])]
+    assert round_functions_pinning_plans(citus_url, schema) == []
 
 
 async def test_rounds_through_with_memory_and_inline_summaries(open_memory, citus_url, schema):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -152,16 +154,27 @@ def counts(url: str) -> list[int]:
     return [query(url, f"SELECT count(*) FROM memory_agent.{table}")[0][0] for table in tables]
 
 
+def changed(document: dict[str, Any], change: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """A copy of `document` with `change` made to it (`document` is left as it was)."""
+    copied = copy.deepcopy(document)
+    change(copied)
+    return copied
+
+
+async def each_refused(memory: Any, cases: list[tuple[Any, str]]) -> None:
+    """Each (document, error) imported as user bo raises InvalidInputError matching the error."""
+    for document, error in cases:
+        with pytest.raises(InvalidInputError, match=error):
+            await memory.transfers.import_user(document, user_id="bo", conversation_prefix="bo:")
+
+
 async def test_a_bad_document_names_the_record_and_field_and_writes_nothing(open_memory, database_url):
     memory = await open_memory(model=OfflineSummaryModel(), memory_summarize_after_seq=3)
     await user_with_everything(memory, database_url)
     good = await memory.transfers.export_user("ana")
     before = counts(database_url)
 
-    def broken(change: Any) -> dict[str, Any]:
-        doc = copy.deepcopy(good)
-        change(doc)
-        return doc
+    broken = functools.partial(changed, good)
 
     cases = [
         (broken(lambda d: d.update(schema_version=99)), "expected 'memory_agent.user_memory' version 1"),
@@ -179,9 +192,7 @@ async def test_a_bad_document_names_the_record_and_field_and_writes_nothing(open
         (broken(lambda d: d["messages"][1].update(sequence_number=0)), "messages of conversation 'bo:old-trip'"),
         ("{not json", "not JSON"),
     ]
-    for document, error in cases:
-        with pytest.raises(InvalidInputError, match=error):
-            await memory.transfers.import_user(document, user_id="bo", conversation_prefix="bo:")
+    await each_refused(memory, cases)
     # Something else, naming no user: refused as no user document, not for the user it lacks.
     with pytest.raises(InvalidInputError, match="not a user document this version reads"):
         await memory.transfers.import_user({"messages": []})
@@ -200,10 +211,7 @@ async def test_ids_of_the_wrong_type_or_defined_twice_are_refused_by_name(open_m
     good = await memory.transfers.export_user("ana")
     before = counts(database_url)
 
-    def broken(change: Any) -> dict[str, Any]:
-        doc = copy.deepcopy(good)
-        change(doc)
-        return doc
+    broken = functools.partial(changed, good)
 
     def twin(doc: dict[str, Any]) -> None:  # another item under the first one's id: it would take its sources
         doc["items"].append({**doc["items"][0], "key": "other", "content": "not the first one"})
@@ -218,9 +226,7 @@ async def test_ids_of_the_wrong_type_or_defined_twice_are_refused_by_name(open_m
         # A thread id no round could continue (rounds refuse one over 1024 bytes).
         (broken(lambda d: d["conversations"][0].update(conversation_id="t" * 1100)), r"conversations\[0\]: field"),
     ]
-    for document, error in cases:
-        with pytest.raises(InvalidInputError, match=error):
-            await memory.transfers.import_user(document, user_id="bo", conversation_prefix="bo:")
+    await each_refused(memory, cases)
     assert counts(database_url) == before
 
 

@@ -1,7 +1,20 @@
 """A made-up conversation in LoCoMo's shape, with the `observation` and `session_summary` fields the replay
-summarizer answers with (no third-party data)."""
+summarizer answers with (no third-party data), and the writer of such datasets as the files the eval reads."""
 
 from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+def write_dataset(tmp_path: Path, data: Any) -> Path:
+    """`data` (LoCoMo's samples) as a JSON file of its own in `tmp_path`, as `--dataset` and `--replay` read it."""
+    path = tmp_path / f"dataset-{uuid.uuid4().hex[:6]}.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
 
 # A made-up two-session conversation in LoCoMo's shape. The facts use words no turn says ("shelter", "Porto",
 # "retired"), so recall can find them only through the items the replayed facts became. Session 2 opens with the

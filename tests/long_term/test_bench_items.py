@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 from benchmarks.long_term_items import WRITERS, main
-from tests.long_term.replay_data import FAKE
+from tests.long_term.replay_data import FAKE, write_dataset
 
 
 def test_items_benchmark_small(server_url, tmp_path, capsys):
     out = tmp_path / "items.json"
-    replay = tmp_path / "replay.json"
-    replay.write_text(json.dumps(FAKE), encoding="utf-8")
+    replay = write_dataset(tmp_path, FAKE)
     sizes = ["--calls", "3", "--users", "2", "--items-per-user", "10"]
     assert main(["--database-url", server_url, *sizes, "--out", str(out), "--replay", str(replay)]) == 0
     results = json.loads(out.read_text())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import typer
 from typer.testing import CliRunner
@@ -14,6 +13,7 @@ from memory_agent.evaluation import evaluate, load_dataset
 from memory_agent.evaluation.recall import DirectLoad
 from memory_agent.long_term.embedders import HashingEmbeddings
 from memory_agent.service.backend import MemoryBackend
+from tests.long_term.replay_data import write_dataset
 
 # Only trigrams can find the evidence: CJK text is one token for the text-search parser, and the English
 # question's one rare word is misspelled. The padding turns share no bigram with the questions.
@@ -73,14 +73,8 @@ YESTERDAY = [
 ]
 
 
-def write(tmp_path: Path, data: Any) -> Path:
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    return path
-
-
 async def test_only_trigrams_find_the_evidence(database_url: str, tmp_path: Path) -> None:
-    samples = load_dataset(write(tmp_path, TRIGRAM_ONLY))
+    samples = load_dataset(write_dataset(tmp_path, TRIGRAM_ONLY))
     assert [len(s.turns) for s in samples[0].sessions] == [3, 2]
     pool = MemoryBackend.create_pool(database_url)
     await pool.open(wait=True)
@@ -106,7 +100,7 @@ async def test_questions_are_asked_at_the_clock_of_the_conversation_s_last_turn(
     pool = MemoryBackend.create_pool(database_url)
     await pool.open(wait=True)
     try:
-        report = await evaluate(MemoryBackend(pool), load_dataset(write(tmp_path, YESTERDAY)))
+        report = await evaluate(MemoryBackend(pool), load_dataset(write_dataset(tmp_path, YESTERDAY)))
     finally:
         await pool.close()
     assert report.as_dict()["recall"]["@1"] == 1.0  # at the real clock, 8 January 2025 is no "yesterday"
@@ -115,7 +109,7 @@ async def test_questions_are_asked_at_the_clock_of_the_conversation_s_last_turn(
 def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None:
     app = typer.Typer()
     register(app)
-    dataset = write(tmp_path, TRIGRAM_ONLY)
+    dataset = write_dataset(tmp_path, TRIGRAM_ONLY)
     result = CliRunner().invoke(
         app, ["eval", "recall", "--dataset", str(dataset), "--json", "--database-url", server_url]
     )
@@ -155,7 +149,7 @@ def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None
         app, ["eval", "recall", "--dataset", str(dataset), "--database-url", server_url, "--evidence-key", str(key)]
     )
     assert refused.exit_code == 2 and "question → list of dia ids" in refused.output
-    bad = write(tmp_path, [{"sample_id": "x", "conversation": {}}])
+    bad = write_dataset(tmp_path, [{"sample_id": "x", "conversation": {}}])
     failed = CliRunner().invoke(app, ["eval", "recall", "--dataset", str(bad), "--database-url", server_url])
     assert failed.exit_code == 2 and "speaker_a" in failed.output
 
@@ -164,7 +158,7 @@ def test_an_evidence_key_naming_what_the_dataset_lacks_is_refused(tmp_path: Path
     # A misspelt question or a dia id no turn has would be scored as evidence never found: wrong figures, no error.
     app = typer.Typer()
     register(app)
-    dataset = write(tmp_path, TRIGRAM_ONLY)
+    dataset = write_dataset(tmp_path, TRIGRAM_ONLY)
     key = tmp_path / "key.json"
     # No --database-url: the key is checked before a server is started or anything loaded.
     for entries, error in (

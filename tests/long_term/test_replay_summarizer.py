@@ -4,10 +4,8 @@ service's own summary calls, written as long-term items and found by recall."""
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 import typer
@@ -20,17 +18,11 @@ from memory_agent.evaluation.replay import REPLAY_SUMMARIZER, ReplaySummaryModel
 from memory_agent.evaluation.rounds import ReplayClock, load_through_rounds
 from memory_agent.long_term.recall.round_start import round_recall
 from memory_agent.schemas.keys import ConversationKey
-from tests.long_term.replay_data import FAKE
-
-
-def write(tmp_path: Path, data: Any) -> Path:
-    path = tmp_path / f"fake-{uuid.uuid4().hex[:6]}.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
+from tests.long_term.replay_data import FAKE, write_dataset
 
 
 async def test_replayed_facts_become_items_that_recall_finds(open_memory, tmp_path: Path) -> None:
-    path = write(tmp_path, FAKE)
+    path = write_dataset(tmp_path, FAKE)
     model = ReplaySummaryModel.from_file(path)
     clock = ReplayClock(datetime(2025, 1, 1, tzinfo=UTC))
     memory = await open_memory(model=model, clock=clock, executor="inline", event_loop="caller", long_term=True)
@@ -61,7 +53,7 @@ async def test_a_summary_is_the_sessions_facts_then_its_summary(tmp_path: Path) 
 
     from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
 
-    agent = MemoryAgent(ReplaySummaryModel.from_file(write(tmp_path, FAKE)))
+    agent = MemoryAgent(ReplaySummaryModel.from_file(write_dataset(tmp_path, FAKE)))
     turns = FAKE[0]["conversation"]["session_1"]
     messages = [
         SequencedMessage(n, (HumanMessage if t["speaker"] == "Ana" else AIMessage)(t["text"]))
@@ -87,7 +79,7 @@ async def test_a_summary_is_the_sessions_facts_then_its_summary(tmp_path: Path) 
 def test_the_command_measures_with_the_replay_summarizer(server_url: str, tmp_path: Path) -> None:
     app = typer.Typer()
     register(app)
-    dataset = write(tmp_path, FAKE)
+    dataset = write_dataset(tmp_path, FAKE)
     args = ["eval", "recall", "--dataset", str(dataset), "--database-url", server_url, "--embedder", "none"]
     result = CliRunner().invoke(app, [*args, "--json", "--summarizer", "replay"])
     assert result.exit_code == 0, result.output
@@ -102,13 +94,13 @@ def test_the_command_measures_with_the_replay_summarizer(server_url: str, tmp_pa
     assert offline["recall"]["@10"] == 0.0
     wrong = CliRunner().invoke(app, [*args, "--summarizer", "gpt"])
     assert wrong.exit_code != 0 and "offline or replay" in wrong.output
-    bare = write(tmp_path, [{k: v for k, v in FAKE[0].items() if k not in ("observation", "session_summary")}])
+    bare = write_dataset(tmp_path, [{k: v for k, v in FAKE[0].items() if k not in ("observation", "session_summary")}])
     refused = CliRunner().invoke(app, ["eval", "recall", "--dataset", str(bare), "--summarizer", "replay"])
     assert refused.exit_code == 2 and "observation" in refused.output
 
 
 def test_messages_of_no_one_session_are_not_placed(tmp_path: Path) -> None:
-    model = ReplaySummaryModel.from_file(write(tmp_path, FAKE))
+    model = ReplaySummaryModel.from_file(write_dataset(tmp_path, FAKE))
     assert model.model_name == REPLAY_SUMMARIZER
     # "Hi!" opens both sessions: which one it is cannot be told, so no session's facts are answered.
     prompt = "New messages (sequences 0-0):\n[seq 0] user: Hi!\n\nWrite the updated memory for the window 0-0."

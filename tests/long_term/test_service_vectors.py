@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 import uuid
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,12 @@ from tests.support import EchoChat
 
 CURRENT = "SELECT item_id, is_summary, content FROM items WHERE upper_inf(valid_during) ORDER BY item_id"
 VECTORS = "SELECT item_id, model FROM item_embeddings ORDER BY item_id"
+
+
+async def embedding_chat(open_memory: Any, embedder: Any = None, **settings: Any) -> tuple[Any, Any]:
+    """A service with the offline summarizer and `embedder` (the hashing one by default), and a chat graph on it."""
+    memory = await open_memory(model=OfflineSummaryModel(), embedder=embedder or HashingEmbeddings(), **settings)
+    return memory, with_memory(EchoChat().graph, memory)
 
 
 async def test_the_summary_job_embeds_items_and_summaries_once_and_forgetting_drops_their_vectors(
@@ -66,8 +73,7 @@ async def test_a_failed_embedding_is_a_warning_and_the_catch_up_embeds_it(open_m
             raise RuntimeError("embedding service away")
 
     caplog.set_level(logging.WARNING, logger="memory_agent")  # another test's logging setup may have raised it
-    memory = await open_memory(model=OfflineSummaryModel(), embedder=Failing())
-    app = with_memory(EchoChat().graph, memory)
+    memory, app = await embedding_chat(open_memory, embedder=Failing())
     await rounds(app, "f-1", ["I live in Lisbon.", "Hi.", "Bye."])
     assert await memory.drain(timeout=10)
     assert "items not embedded" in caplog.text and "embedding service away" in caplog.text
@@ -102,13 +108,7 @@ async def test_every_turn_gets_its_vector_in_the_rounds_background_work_whether_
     open_memory, database_url, conn
 ):
     # A version after round 2 (sequence 3); round 3's two turns are too few for another: they come after it.
-    memory = await open_memory(
-        model=OfflineSummaryModel(),
-        embedder=HashingEmbeddings(),
-        memory_summarize_after_seq=3,
-        memory_min_new_messages=4,
-    )
-    app = with_memory(EchoChat().graph, memory)
+    memory, app = await embedding_chat(open_memory, memory_summarize_after_seq=3, memory_min_new_messages=4)
     # Small talk: the offline extraction finds no item in it, so no version writes one.
     await rounds(app, "chat", ["Hi there.", "Same here!"])
     assert await memory.drain(timeout=10)  # the version's job ran (and embedded) before the third round
@@ -126,13 +126,7 @@ async def test_every_turn_gets_its_vector_in_the_rounds_background_work_whether_
 async def test_rounds_ending_while_their_users_turns_are_embedded_are_embedded_too(open_memory, database_url):
     # Ten rounds in a row, no summary among them: one embedding in flight per user, asked again by the rounds
     # ending meanwhile, leaves no turn without a vector.
-    memory = await open_memory(
-        model=OfflineSummaryModel(),
-        embedder=HashingEmbeddings(),
-        memory_summarize_after_seq=25,
-        memory_rolling_window_size=26,
-    )
-    app = with_memory(EchoChat().graph, memory)
+    memory, app = await embedding_chat(open_memory, memory_summarize_after_seq=25, memory_rolling_window_size=26)
     await rounds(app, "quick", [f"Note number {n} about the garden." for n in range(10)])
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT count(*) FROM memory") == [(0,)]

@@ -45,6 +45,20 @@ def answering(answers: list[str]) -> Any:
     return builder.compile()
 
 
+async def vector_hits(conn: Any, tenant_id: str, embedder: HashingEmbeddings, settings: RecallSettings) -> list[Any]:
+    """Ana's hits for "pottery workshop" by the vector path alone (it shares no word with the answer)."""
+    found = await recall(
+        conn,
+        tenant_id=tenant_id,
+        user_id="ana",
+        query="pottery workshop",
+        paths=("vector",),
+        embedder=embedder,
+        settings=settings,
+    )
+    return found.ranked
+
+
 async def test_a_short_answer_is_found_by_its_vector_through_the_turn_it_answers(open_memory, conn):
     embedder = HashingEmbeddings()
     memory = await open_memory(model=OfflineSummaryModel(), embedder=embedder)
@@ -53,16 +67,9 @@ async def test_a_short_answer_is_found_by_its_vector_through_the_turn_it_answers
     assert await memory.drain(timeout=10)
     await index_pending(conn, embedder)  # the turns after the conversation's last version
     # The query shares no word with the answer: only the turn it answers gives its vector the meaning.
-    found = await recall(
-        conn,
-        tenant_id="default",
-        user_id="ana",
-        query="pottery workshop",
-        paths=("vector",),
-        embedder=embedder,
-        settings=RecallSettings(),
-    )
-    own = [hit.sequences for hit in found.ranked if hit.kind == "turn"]
+    own = [
+        hit.sequences for hit in await vector_hits(conn, "default", embedder, RecallSettings()) if hit.kind == "turn"
+    ]
     assert [1] in own, own  # the answer is a hit of its own, not only the question's neighbour
     assert [3] not in own  # "Sure, see you then." answers "Let's meet next week."
 
@@ -102,28 +109,10 @@ async def test_turn_vectors_made_from_the_turn_alone_are_made_again_with_their_c
             conn.row_factory = dict_row
             settings = RecallSettings(vectors_always=True)
             # The old vectors serve recall until they are made again.
-            before = await recall(
-                conn,
-                tenant_id="t1",
-                user_id="ana",
-                query="pottery workshop",
-                paths=("vector",),
-                embedder=embedder,
-                settings=settings,
-            )
-            assert [hit.sequences for hit in before.ranked] == [[0]]
+            assert [hit.sequences for hit in await vector_hits(conn, "t1", embedder, settings)] == [[0]]
             assert await index_pending(conn, embedder) == 4  # every one: the first turn's text version is old too
             assert await index_pending(conn, embedder) == 0  # converged
-            after = await recall(
-                conn,
-                tenant_id="t1",
-                user_id="ana",
-                query="pottery workshop",
-                paths=("vector",),
-                embedder=embedder,
-                settings=settings,
-            )
-            assert sorted(hit.sequences for hit in after.ranked) == [[0], [1]]
+            assert sorted(hit.sequences for hit in await vector_hits(conn, "t1", embedder, settings)) == [[0], [1]]
     finally:
         await pool.close()
     stored = query(
