@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import SecretStr
 
 from memory_agent.tokens import count_tokens
 
@@ -85,3 +86,27 @@ def model_name(model: Any) -> str:
         if isinstance(value, str) and value:
             return value
     return type(model).__name__
+
+
+def secrets_of(model: Any) -> tuple[str, ...]:
+    """The credentials a chat model holds: its SecretStr fields (the API key it read from its provider's variable)."""
+    values = getattr(model, "__dict__", {}).values()
+    found = (value.get_secret_value() for value in values if isinstance(value, SecretStr))
+    return tuple(secret for secret in found if len(secret) >= 8)
+
+
+def scrub(exc: BaseException, secrets: Sequence[str]) -> BaseException:
+    """`exc` with each of `secrets` in its message replaced by `***`, in place: a provider or a gateway may quote
+    the key it refused ("Incorrect API key provided: sk-..."), and the message is stored on the row and logged."""
+    if not any(secret in str(exc) for secret in secrets):
+        return exc
+
+    def clean(text: str) -> str:
+        for secret in secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    exc.args = tuple(clean(arg) if isinstance(arg, str) else arg for arg in exc.args)
+    if isinstance(getattr(exc, "message", None), str):
+        exc.message = clean(exc.message)  # type: ignore[attr-defined]
+    return exc

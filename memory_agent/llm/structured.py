@@ -30,7 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from memory_agent.errors import SummarizationError
-from memory_agent.llm.calls import model_name
+from memory_agent.llm.calls import model_name, scrub, secrets_of
 
 logger = logging.getLogger("memory_agent")
 
@@ -223,6 +223,7 @@ class StructuredCaller:
         # What is sent: `tool` (an OpenAI-format function, e.g. terse_tool's) when given, else the model whole.
         self.tool: Any = tool if tool is not None else schema
         self.name = model_name(model)
+        self.secrets = secrets_of(model)  # kept out of the errors it raises
         self._runnables: dict[Method, Any] = {}
 
     def _runnable(self, method: Method) -> Any:
@@ -271,6 +272,7 @@ class StructuredCaller:
             try:
                 answer = await runnable.ainvoke(prompt, config=config)
             except Exception as exc:
+                scrub(exc, self.secrets)
                 if method == "text" or not refuses_method(exc):
                     raise
                 # The learned method refused too (the model behind a proxy changed): the next ones are tried.

@@ -3,6 +3,7 @@ Retry-After, JSON written in text the way small and reasoning models write it.""
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -12,10 +13,15 @@ import openai
 import pytest
 from langchain_core.messages import HumanMessage
 
+from memory_agent import with_memory
+from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
+from memory_agent.errors import SummarizationError
 from memory_agent.llm import chat_model_from_setting
 from memory_agent.llm.structured import learned_method
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage
 from memory_agent.summarize.failures import retry_after_s
+from tests.conftest import query
+from tests.support import EchoChat
 
 WINDOW = {
     "previous_summary": None,
@@ -95,3 +101,29 @@ async def test_a_model_pulled_late_gets_tool_calling(fake_openai):
     fake_openai.requests.clear()
     assert (await summarizer.summarize(**WINDOW)).text
     assert learned_method(summarizer.model) == "tools" and len(fake_openai.requests) == 1
+
+
+async def test_a_key_the_provider_quotes_is_kept_out_of_rows_and_logs(
+    fake_openai, open_memory, database_url, monkeypatch, caplog
+):
+    """A gateway that quotes the key it refused: the failed row's error and the WARNING say `***` (before: the
+    key was stored on every failed row and logged). Consolidation's error too."""
+    key = "sk-proj-quoted-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    fake_openai.mode, fake_openai.error_text = "error", f"Incorrect API key provided: {key}."
+    caplog.set_level(logging.INFO, "memory_agent")
+    memory = await open_memory(memory_model="gated-model", summary_max_attempts=2, summary_retry_backoff_s=0)
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(3):
+        await app.ainvoke({"messages": [HumanMessage(f"hi {n}")]}, {"configurable": {"thread_id": "keyed"}})
+        assert await memory.drain(timeout=20)
+    errors = [error for (error,) in query(database_url, "SELECT error FROM memory WHERE status = 'failed'")]
+    assert errors and "Incorrect API key provided: ***." in errors[0]
+    logged = [record.getMessage() for record in caplog.records]
+    assert any("Incorrect API key provided: ***." in line for line in logged)
+    assert not [text for text in errors + logged if key in text]
+    with pytest.raises(SummarizationError) as raised:
+        await call_consolidation_model(
+            chat_model_from_setting("consolidator", variable="X"), "Consolidate.", "- a", ConsolidationOutput
+        )
+    assert key not in str(raised.value) and "***" in str(raised.value)
