@@ -49,6 +49,8 @@ class FakeOpenAI(LocalServer):
         # (status, message) of a refusal of tools or response_format in another server's words, e.g. llama.cpp's
         # (500, "tools param requires --jinja flag").
         self.refusal: tuple[int, str] | None = None
+        # Keep connections open between requests (HTTP/1.1), as real servers do: a client then pools them.
+        self.keep_alive = False
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         super().__init__(self._handler())
@@ -68,6 +70,8 @@ class FakeOpenAI(LocalServer):
                 return None
 
             def do_POST(self) -> None:
+                if fake.keep_alive:
+                    self.protocol_version, self.close_connection = "HTTP/1.1", False
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake.lock:

@@ -102,6 +102,18 @@ def _client_options(provider: str, timeout_s: float, max_retries: int) -> dict[s
     return {}
 
 
+def _own_async_client(timeout_s: float) -> dict[str, Any]:
+    """An HTTP client of the model's own. langchain-openai shares one per (base URL, timeout) across the process,
+    and its pooled connections belong to the event loop that opened them: a service opened again (a new memory
+    loop, a test's loop) failed its next summary with "Event loop is closed". With OPENAI_PROXY set the
+    integration makes one per model itself (and refuses one given)."""
+    if os.environ.get("OPENAI_PROXY"):
+        return {}
+    import openai
+
+    return {"http_async_client": openai.DefaultAsyncHttpxClient(timeout=timeout_s)}
+
+
 def unusable(variable: str, name: str, why: str) -> ConfigurationError:
     """The error of a model setting whose model cannot be made, saying what to set."""
     return ConfigurationError(
@@ -130,7 +142,7 @@ def chat_model_from_setting(
         raise unusable(variable, name, f"the {provider} provider needs {' or '.join(needs)}, and none is set")
     if provider == "openai":
         _warn_if_misspelled(variable, name)
-        return openai_chat_model(model, timeout=timeout_s, max_retries=max_retries)
+        return openai_chat_model(model, timeout=timeout_s, max_retries=max_retries, **_own_async_client(timeout_s))
     from langchain.chat_models import init_chat_model
 
     try:

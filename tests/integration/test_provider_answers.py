@@ -127,3 +127,19 @@ async def test_a_key_the_provider_quotes_is_kept_out_of_rows_and_logs(
             chat_model_from_setting("consolidator", variable="X"), "Consolidate.", "- a", ConsolidationOutput
         )
     assert key not in str(raised.value) and "***" in str(raised.value)
+
+
+async def test_a_service_opened_again_summarizes_at_once(fake_openai, open_memory, database_url):
+    """Closed and opened again in one process (a new memory loop): the first summary of the new service completes
+    (before: it failed with "Event loop is closed", the summarizer reusing a connection pooled on the closed loop).
+    """
+    fake_openai.keep_alive = True
+    for opening in range(2):
+        memory = await open_memory(memory_model="reopened-model", summary_max_attempts=1, memory_summarize_after_seq=1)
+        app = with_memory(EchoChat().graph, memory)
+        for n in range(2):
+            config = {"configurable": {"thread_id": f"opened-{opening}"}}
+            await app.ainvoke({"messages": [HumanMessage(f"I like tea number {n}")]}, config)
+            assert await memory.drain(timeout=20)
+        await memory.aclose()
+    assert {row for row in query(database_url, "SELECT status, error FROM memory")} == {("completed", None)}
