@@ -4,7 +4,8 @@ Requests asking for structured output (`response_format` json_schema, or a tool 
 MemorySummaryOutput) get a summary built by the offline summarizer from the prompt; other requests get a
 chat reply `echo: <last user text>`. `mode` switches in failures: "error" (HTTP 500), "hang" (sleep
 `hang_s`), "empty" (empty summary), "malformed" (content that is not JSON), "rate_limited" (HTTP 429 with
-`Retry-After: <retry_after>`). `max_prompt_chars` makes it a
+`Retry-After: <retry_after>`), "refusal" (OpenAI's refusal of any request: no content, `error_text` as its
+`refusal`). `max_prompt_chars` makes it a
 context-limited model (HTTP 400 past it). Streaming (`stream: true`) is answered as server-sent events, one chunk
 per word.
 
@@ -92,6 +93,12 @@ class FakeOpenAI(LocalServer):
                         self._send(status, {"error": {"code": status, "message": message, "type": "server_error"}})
                         return
                     self._send(400, {"error": {"message": f"{what} is not supported", "type": "invalid_request_error"}})
+                    return
+                if mode == "refusal":  # OpenAI's structured refusal: no content, the reason in `refusal`
+                    completion = _completion(body, "", tool=False)
+                    message = {"role": "assistant", "content": None, "refusal": fake.error_text}
+                    completion["choices"][0]["message"] = message
+                    self._send(200, completion)
                     return
                 messages = body.get("messages") or []
                 if messages and "Answer with one JSON object" in text_of(messages[-1].get("content")):

@@ -192,7 +192,12 @@ def shown(answer: Any) -> str:
     """What a model answered, shortened, for an error."""
     invalid = getattr(answer, "invalid_tool_calls", None) or []
     value = invalid[0].get("args") if invalid else getattr(answer, "content", answer)
-    return repr(str(value or "")[:200])
+    # A refusal leaves no content: OpenAI's says why in `refusal`, Anthropic's in its stop reason.
+    refusal = (getattr(answer, "additional_kwargs", None) or {}).get("refusal")
+    stop = (getattr(answer, "response_metadata", None) or {}).get("stop_reason")
+    if refusal:
+        return f"the model refused: {str(refusal)[:200]!r}"
+    return "the model refused (stop_reason refusal)" if stop == "refusal" else repr(str(value or "")[:200])
 
 
 def _order(learned: Method | None, refused: dict[Method, str]) -> list[Method]:

@@ -143,3 +143,16 @@ async def test_a_service_opened_again_summarizes_at_once(fake_openai, open_memor
             assert await memory.drain(timeout=20)
         await memory.aclose()
     assert {row for row in query(database_url, "SELECT status, error FROM memory")} == {("completed", None)}
+
+
+async def test_a_refusal_is_named_in_the_failed_row(fake_openai, open_memory, database_url):
+    """The model refuses (OpenAI's `refusal`, no content): the row's error quotes the refusal (before: `raw: ''`
+    for each way of asking, the reason lost)."""
+    fake_openai.mode, fake_openai.error_text = "refusal", "I can't help with summarizing this."
+    memory = await open_memory(memory_model="refusing-model", summary_max_attempts=1, memory_summarize_after_seq=1)
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(2):
+        await app.ainvoke({"messages": [HumanMessage(f"hi {n}")]}, {"configurable": {"thread_id": "refused"}})
+        assert await memory.drain(timeout=20)
+    ((error,),) = query(database_url, "SELECT error FROM memory WHERE status = 'failed' LIMIT 1")
+    assert 'the model refused: "I can\'t help with summarizing this."' in error and "raw: ''" not in error
