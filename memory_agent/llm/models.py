@@ -139,7 +139,12 @@ def chat_model_from_setting(
         raise unusable(variable, name, "names no model")
     needs = PROVIDER_VARIABLES.get(provider, {}).get("needs", ())
     if needs and not any(os.environ.get(need) for need in needs):
-        raise unusable(variable, name, f"the {provider} provider needs {' or '.join(needs)}, and none is set")
+        why = f"the {provider} provider needs {' or '.join(needs)}, and none is set"
+        prefix, colon, _ = name.strip().partition(":")
+        # A provider misnamed, or an OpenAI-compatible server's model (`llama3.1:8b`): say how it was read.
+        if colon and provider == "openai" and model == name.strip():
+            why += f" ({prefix!r} is no provider LangChain knows, so the whole value was read as an OpenAI model)"
+        raise unusable(variable, name, why)
     if provider == "openai":
         _warn_if_misspelled(variable, name)
         return openai_chat_model(model, timeout=timeout_s, max_retries=max_retries, **_own_async_client(timeout_s))

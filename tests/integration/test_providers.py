@@ -60,6 +60,11 @@ def test_unusable_settings_say_what_to_set_or_install(monkeypatch):
     assert "MEMORY_AGENT_MEMORY_MODEL='anthropic:claude-x'" in str(raised.value)
     with pytest.raises(ConfigurationError, match="pip install langchain-groq"):
         chat_model_from_setting("groq:llama-x", variable="MEMORY_AGENT_MEMORY_MODEL")
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    # A provider LangChain does not know: said so, not only that OpenAI's variables are missing.
+    with pytest.raises(ConfigurationError, match="'nosuchprovider' is no provider LangChain knows"):
+        chat_model_from_setting("nosuchprovider:x", variable="MEMORY_AGENT_MEMORY_MODEL")
 
 
 def test_the_consolidation_setting_is_named_in_its_error(monkeypatch):
