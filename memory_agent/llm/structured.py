@@ -98,6 +98,9 @@ class _Known:
     model: weakref.ref[Any]
     method: Method | None = None
     refused: dict[Method, str] = field(default_factory=dict)  # the method -> why
+    # Once every method answered without an object (a model answering garbage), later calls ask by the first of
+    # them alone, as by a learned method: one call a try, not one per method (until a method works or is refused).
+    unparsed: Method | None = None
 
 
 # id(model) -> what is known of it, forgotten with the model.
@@ -264,7 +267,8 @@ class StructuredCaller:
         Raises the provider's error when it is not a refusal of the method (a timeout, a 500, a 401), and
         SummarizationError when no method got an answer holding a JSON object."""
         known = _knowledge(self.model)
-        learned = known.method
+        learned = known.method or known.unparsed
+        answered: list[Method] = []  # the methods that answered without an object, in this call
         refusals = [f"{method} (refused earlier): {why}" for method, why in known.refused.items()]
         for method in _order(learned, known.refused):
             try:
@@ -281,7 +285,7 @@ class StructuredCaller:
                 if method == "text" or not refuses_method(exc):
                     raise
                 # The learned method refused too (the model behind a proxy changed): the next ones are tried.
-                learned = known.method = None
+                learned = known.method = known.unparsed = None
                 known.refused[method] = f"{type(exc).__name__}: {exc}"[:300]
                 refusals.append(f"{method}: {known.refused[method]}")
                 logger.info(
@@ -298,9 +302,12 @@ class StructuredCaller:
                 refusals.append(f"{method}: no {self.schema.__name__} in the answer; raw: {shown(raw)}")
                 if learned is not None:
                     break  # a method that worked answered badly once: this call failed, not the method
+                answered.append(method)
                 continue
-            known.method = method
+            known.method, known.unparsed = method, None
             return StructuredAnswer(args, raw, method)
+        if answered and learned is None:
+            known.unparsed = answered[0]
         raise SummarizationError(
             f"model {self.name!r} returned unparseable output (no {self.schema.__name__}): " + " | ".join(refusals)
         )

@@ -33,8 +33,11 @@ async def test_rounds_and_summaries_run_on_the_loop_that_opened_the_service(open
         await app.ainvoke({"messages": [HumanMessage(f"turn {n}")]}, CONFIG)
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT count(*) FROM messages WHERE conversation_id = 'loop'") == [(8,)]
-    completed = query(database_url, "SELECT end_sequence FROM memory WHERE status = 'completed' ORDER BY 1")
-    assert completed and completed[-1] == (7,)  # the last round's summary ran on this loop too
+    # Summaries ran on this loop and finished (drained): none is left in another state. Which rounds the last one
+    # reached depends on whether an earlier one was still running when a round ended (one at a time).
+    assert query(database_url, "SELECT DISTINCT status FROM memory") == [("completed",)]
+    (last,) = query(database_url, "SELECT max(end_sequence) FROM memory")[0]
+    assert last in (5, 7)
 
 
 async def test_a_blocking_call_on_that_loop_is_refused_and_one_from_another_thread_runs(open_memory, database_url):

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
-from memory_agent.errors import ConfigurationError
+from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting, default_chat_model
 from memory_agent.llm.structured import StructuredCaller, learned_method
 from memory_agent.observability import reads as observability
@@ -157,6 +157,24 @@ async def test_garbage_is_a_failed_row_with_its_cause(fake_openai, open_memory, 
         "tools" if r.get("tools") else "format" if r.get("response_format") else "text" for r in fake_openai.requests
     ]
     assert asked == ["tools", "format", "text", "text"]
+
+
+async def test_a_model_answering_garbage_every_way_is_asked_one_way_after(fake_openai):
+    """Every method answered without an object: later calls ask by the first alone (18 model calls a failed
+    summary before, 3 ways x a try and its retry x 3 attempts), until a method works."""
+    fake_openai.mode, fake_openai.text_answer = "malformed", "no idea"
+    model = chat_model_from_setting("garbage-every-way", variable="X")
+    caller = StructuredCaller(model, MemorySummaryOutput, tool=SUMMARY_TOOL)  # as the summary agent asks
+    prompt = [HumanMessage("Window: sequences 0-0.\n[seq 0] user: hi")]
+    for _ in range(2):
+        with pytest.raises(SummarizationError, match="unparseable output"):
+            await caller.ainvoke(prompt)
+    asked = [
+        "tools" if r.get("tools") else "format" if r.get("response_format") else "text" for r in fake_openai.requests
+    ]
+    assert asked == ["tools", "format", "text", "tools"]
+    fake_openai.mode, fake_openai.text_answer = "ok", None
+    assert (await caller.ainvoke(prompt)).method == "tools" and learned_method(caller.model) == "tools"
 
 
 async def test_anthropic_messages_api(monkeypatch, open_memory, database_url):
