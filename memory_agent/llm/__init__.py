@@ -1,5 +1,5 @@
 """The LLM call path, one of each: the record of a call and the log a job keeps of them, the token counter and
-the model's name (calls.py), structured output that degrades (structured.py), the model a setting names for each role (models.py), the offline model (offline.py, its
+the model's name (calls.py), structured output that degrades (structured.py; reading the answer in answers.py), the model a setting names for each role (models.py), the offline model (offline.py, its
 item extraction in extract.py). The prompts are files in prompts/ (resources.prompt); the cost ledger
 (long_term/ledger.py) prices and writes the calls.
 May import: errors, resources, settings, schemas. Nothing else of the package: every layer that calls a model

@@ -30,6 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from memory_agent.errors import SummarizationError
+from memory_agent.llm.answers import arguments, shown, unwrapped
 from memory_agent.llm.calls import model_name, scrub, secrets_of
 
 logger = logging.getLogger("memory_agent")
@@ -139,68 +140,6 @@ def refuses_method(exc: BaseException) -> bool:
         return False  # not about the way of asking: it must not count as refusing one for good
     status = status_of(exc)
     return status in REFUSING_STATUS or (status == 500 and _REFUSING_TEXT.search(said) is not None)
-
-
-# A reasoning model's thinking (deepseek-r1, qwen3 through Ollama or an OpenAI-compatible server) opens its text,
-# before the answer, and may hold braces or a draft of the object. Matched at the start only: one pass, whatever
-# the text holds.
-_THINKING = re.compile(r"\s*<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
-MAX_JSON_STARTS = 64  # the `{` an answer's object is looked for at
-_DECODER = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings
-
-
-def lenient_json(text: str) -> dict[str, Any] | None:
-    """The JSON object in a model's text: the first that parses from one of its `{` (a code fence or sentences
-    around it are passed over, braces in them included), a reasoning model's thinking left out; None when there
-    is none."""
-    thinking = _THINKING.match(text)
-    text = text[thinking.end() if thinking else 0 :].strip()
-    start = text.find("{")
-    for _ in range(MAX_JSON_STARTS):  # bounded: each try may read to the end of a long garbage answer
-        if start < 0:
-            break
-        try:
-            value, _ = _DECODER.raw_decode(text, start)
-        except ValueError:
-            value = None
-        except RecursionError:  # nested past the interpreter's stack: so is every object inside it
-            return None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
-
-
-def arguments(answer: Any) -> dict[str, Any] | None:
-    """The schema's arguments in an answer: its first tool call's, else a JSON object in its text."""
-    for call in getattr(answer, "tool_calls", None) or []:
-        if isinstance(call.get("args"), dict):
-            return dict(call["args"])
-    text = getattr(answer, "text", None)
-    if text is None:
-        text = getattr(answer, "content", answer)
-    return lenient_json(str(text or ""))
-
-
-def unwrapped(args: dict[str, Any], name: str) -> dict[str, Any]:
-    """The schema's arguments when a model wrote them as a call of it in its text (`{"name": "<schema>",
-    "arguments": {...}}`, as small models imitate tool calling) or under the schema's name; else `args`."""
-    inner = args.get(name) if len(args) == 1 else None
-    if inner is None and args.get("name") == name and len(args) == 2:
-        inner = args.get("arguments", args.get("parameters"))
-    return dict(inner) if isinstance(inner, dict) else args
-
-
-def shown(answer: Any) -> str:
-    """What a model answered, shortened, for an error."""
-    invalid = getattr(answer, "invalid_tool_calls", None) or []
-    value = invalid[0].get("args") if invalid else getattr(answer, "content", answer)
-    # A refusal leaves no content: OpenAI's says why in `refusal`, Anthropic's in its stop reason.
-    refusal = (getattr(answer, "additional_kwargs", None) or {}).get("refusal")
-    stop = (getattr(answer, "response_metadata", None) or {}).get("stop_reason")
-    if refusal:
-        return f"the model refused: {str(refusal)[:200]!r}"
-    return "the model refused (stop_reason refusal)" if stop == "refusal" else repr(str(value or "")[:200])
 
 
 def _order(learned: Method | None, refused: dict[Method, str]) -> list[Method]:

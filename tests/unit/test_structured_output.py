@@ -1,11 +1,12 @@
-"""Reading structured output leniently, and which provider errors refuse a way of asking (llm/structured.py)."""
+"""Reading structured output leniently, and which provider errors refuse a way of asking (llm/answers.py, llm/structured.py)."""
 
 from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage
 
-from memory_agent.llm.structured import arguments, lenient_json, refuses_method, unwrapped
+from memory_agent.llm.answers import arguments, lenient_json, unwrapped
+from memory_agent.llm.structured import refuses_method
 
 
 @pytest.mark.parametrize(
