@@ -428,6 +428,37 @@ FROM (
 ) AS d
 WHERE d.distance <= 1 - %(vector_min_similarity)s
 
+-- recall_replies --
+-- The reply to each recalled turn that asks a question (replies.py): the next turn of its conversation (a user or
+-- assistant message with text), when the other side said it, read as recall_search reads a recalled turn (its text
+-- and its neighbours as far as the block shows them, its date). A lookup a question by the messages' key, in
+-- sequence order from the question: none of the user's other turns is read. `as_of`: stored by then.
+SELECT q.conversation_id, q.sequence_number AS question_sequence, r.sequence_number, r.role,
+       substr(r.content, 1, %(text_chars)s) AS text, r.created_at, nb.neighbours
+FROM unnest(%(conversation_ids)s::text[], %(sequences)s::integer[], %(roles)s::text[])
+         AS q (conversation_id, sequence_number, role)
+CROSS JOIN LATERAL (
+    SELECT m.sequence_number, m.role, m.content, m.created_at
+    FROM messages AS m
+    WHERE m.user_id = %(user_id)s AND m.conversation_id = q.conversation_id
+      AND m.sequence_number > q.sequence_number
+      AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant') AND m.content <> ''
+      AND (%(as_of)s::timestamptz IS NULL OR m.created_at <= %(as_of)s::timestamptz)
+    ORDER BY m.sequence_number
+    LIMIT 1
+) AS r
+LEFT JOIN LATERAL (
+    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, substr(b.content, 1, %(neighbour_chars)s))
+                     ORDER BY b.sequence_number) AS neighbours
+    FROM messages AS b
+    WHERE b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s AND b.conversation_id = q.conversation_id
+      AND b.sequence_number BETWEEN r.sequence_number - %(neighbours_before)s
+                                AND r.sequence_number + %(neighbours_after)s
+      AND b.sequence_number <> r.sequence_number AND b.role IN ('user', 'assistant')
+      AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
+) AS nb ON true
+WHERE r.role <> q.role
+
 -- items_to_embed --
 -- Items and summaries of a user (current ones) that have no vector of `model` yet, oldest first, with the hash of
 -- the text read (save_item_embedding writes the vector only while the item still holds that text).

@@ -50,6 +50,7 @@ from memory_agent.long_term.recall.query_text import (
     points_to_past,
     with_irregular_forms,
 )
+from memory_agent.long_term.recall.replies import with_replies
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
 from memory_agent.schemas.text import storable_text
@@ -239,7 +240,7 @@ async def recall(
     found = [hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars) for row in rows if row["kind"]]
     if now is not None:
         found = await with_date_boost(conn, found, params, settings, now)
-    hits = without_repeats(found)
+    hits = without_repeats(await with_replies(conn, found, params, settings))
     if not include_summaries:  # raw items and turns only (a tenant over its cost ceiling); the counts stay the search's
         hits = [hit for hit in hits if hit.kind != "summary"]
     kept, block, tokens, truncated = apply_guardrails(
