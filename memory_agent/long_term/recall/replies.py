@@ -15,12 +15,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from psycopg import AsyncConnection
-
-from memory_agent.long_term.recall.block import RecallHit, hit_from_row
-from memory_agent.long_term.recall.settings import RecallSettings
-from memory_agent.long_term.recall.transaction import in_recall_transaction
-
 # A sentence: text up to its closing punctuation (CJK writes no space after it).
 _SENTENCE = re.compile(r"[^.!?…。！？]+[.!?…。！？]*")
 _QUESTION_MARKS = ("?", "？")
@@ -41,45 +35,21 @@ def asks(text: str) -> bool:
     return said <= LEAD_CHARS
 
 
-async def with_replies(
-    conn: AsyncConnection[Any], hits: Sequence[RecallHit], params: dict[str, Any], settings: RecallSettings
-) -> list[RecallHit]:
-    """`hits` with each turn hit that asks a question (`asks`; not one cut at `max_turn_chars`: its end is not
-    read) replaced by the next turn of its conversation when the other side said it (`recall_replies`: one lookup
-    of the questions' replies and their neighbours, only when a hit asks), in the question's place, with its score
-    and paths (the question is what the paths found). A reply shown twice (it was a hit too) is left to
-    without_repeats. `params`: recall's (user, tenant, as_of, neighbours, text lengths)."""
-    questions = [
-        hit
-        for hit in hits
-        if hit.kind == "turn" and hit.conversation_id is not None and not hit.truncated and asks(hit.text)
-    ]
-    if not questions:
-        return list(hits)
-    rows = await in_recall_transaction(
-        conn,
-        settings,
-        "recall_replies",
+def answered(rows: Sequence[dict[str, Any]], max_turn_chars: int) -> list[dict[str, Any]]:
+    """`recall_search`'s rows with each turn that asks a question (`asks`; not one longer than `max_turn_chars`: its
+    end is not read) replaced by its reply (the statement's `reply_*` columns: the next turn of its conversation,
+    when the other side said it), in the question's place, with its score and paths (the question is what the
+    paths found). A reply that is a hit of its own too is shown once (block.without_repeats)."""
+    return [
         {
-            "tenant_id": params["tenant_id"],
-            "user_id": params["user_id"],
-            "conversation_ids": [hit.conversation_id for hit in questions],
-            "sequences": [hit.sequences[0] for hit in questions],
-            "roles": [hit.role for hit in questions],
-            "as_of": params["as_of"],
-            "neighbours_before": params["neighbours_before"],
-            "neighbours_after": params["neighbours_after"],
-            "text_chars": params["text_chars"],
-            "neighbour_chars": params["neighbour_chars"],
-        },
-    )
-    replies = {(row["conversation_id"], row["question_sequence"]): row for row in rows}
-    answered = []
-    for hit in hits:
-        reply = replies.get((hit.conversation_id, hit.sequences[0])) if hit.kind == "turn" and hit.sequences else None
-        if reply is None:
-            answered.append(hit)
-            continue
-        row = {**reply, "kind": "turn", "score": hit.score, "paths": hit.paths}
-        answered.append(hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars))
-    return answered
+            **row,
+            "sequence_number": row["reply_sequence"],
+            "role": row["reply_role"],
+            "text": row["reply_text"],
+            "created_at": row["reply_created_at"],
+            "neighbours": row["reply_neighbours"],
+        }
+        if row.get("reply_sequence") is not None and len(row["text"] or "") <= max_turn_chars and asks(row["text"])
+        else row
+        for row in rows
+    ]
