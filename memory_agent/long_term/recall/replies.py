@@ -19,8 +19,8 @@ from typing import Any
 _SENTENCE = re.compile(r"[^.!?…。！？]+[.!?…。！？]*")
 _QUESTION_MARKS = ("?", "？")
 # What a turn may say besides its questions and still be a question: a greeting or an acknowledgement ("Wow,
-# that's great, Caroline!"). 80 and 100 characters measured the same; 160 moved the turns that tell something and
-# ask back, and lost more than it gained.
+# that's great, Caroline!"). 80, 100 and 120 characters measured within 0.008 of each other; 160 moved more of the
+# turns that tell something and ask back, and gained less.
 LEAD_CHARS = 80
 
 
