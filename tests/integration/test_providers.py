@@ -194,6 +194,36 @@ async def test_anthropic_messages_api(monkeypatch, open_memory, database_url):
         ]
 
 
+async def test_an_answer_not_of_the_api_shape_is_named_on_the_row_and_in_the_log(
+    monkeypatch, open_memory, database_url, caplog
+):
+    """HTTP 200 with a Messages API answer of the wrong shape (`content` not a list of blocks, missing, a tool call's
+    `input` a string): the failed row and the WARNING name the model, that its answer was not of the expected
+    shape, and what was wrong (before: `TypeError: string indices must be integers`, from inside the client)."""
+    answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "stop_reason": "tool_use"}
+    tool_use = {"type": "tool_use", "id": "toolu_1", "name": "MemorySummaryOutput", "input": '{"summary": "tea"}'}
+    shapes = {
+        "text": ({**answer, "content": "I like tea"}, "TypeError: string indices must be integers"),
+        "none": ({**answer, "content": None}, "TypeError: 'NoneType' object is not iterable"),
+        "input": ({**answer, "content": [tool_use]}, "tool_calls.0.args: Input should be a valid dictionary"),
+    }
+    caplog.set_level(logging.WARNING, "memory_agent")
+    with FakeAnthropic() as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        memory = await open_memory(memory_model="anthropic:claude-test", summary_max_attempts=1)
+        for thread, (body, wrong) in shapes.items():
+            server.answer_with = body
+            await talk(memory, thread)
+            errors = query(database_url, "SELECT error FROM memory WHERE conversation_id = %s", (thread,))
+            assert errors and all(error for (error,) in errors)
+            said = "its answer was not of the expected shape (ChatAnthropic could not read it: "
+            warned = [r.getMessage() for r in caplog.records if f"conversation {thread!r}" in r.getMessage()]
+            for text in (errors[0][0], *warned):
+                assert "'claude-test'" in text and said in text and wrong in text, text
+            assert len(warned) == 1 and 'raw: \'{"id": "msg_1"' in warned[0]
+
+
 @pytest.mark.parametrize("tools", [True, False])
 async def test_ollama_chat_api(monkeypatch, open_memory, database_url, tools):
     with FakeOllama() as server:
