@@ -110,7 +110,9 @@ def unreadable(exc: BaseException, client: str) -> str | None:
     if not received:
         return None
     if isinstance(exc, ValidationError):  # pydantic's: the fields, without its help links
-        why = f"{exc.title} " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        why = f"{exc.title} " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors()
+        )
     else:
         why = f"{type(exc).__name__}: {exc}"
     why = why.replace("\n", " ")[:300]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
+from memory_agent.errors import MemoryAgentError, is_transient
 from memory_agent.llm.structured import status_of
 
 logger = logging.getLogger("memory_agent")
@@ -64,8 +65,18 @@ class FailingConversations:
     def completed(self, key: Key) -> None:
         self._streaks.pop(key, None)
 
-    def failed(self, key: Key, model: str, cause: str, *, memory_id: int, attempted: bool = True) -> None:
-        """Count a failed summary (`attempted`: the model was asked) and log it unless one was logged lately."""
+    def failed(
+        self,
+        key: Key,
+        model: str,
+        cause: str,
+        *,
+        memory_id: int,
+        attempted: bool = True,
+        unexpected: BaseException | None = None,
+    ) -> None:
+        """Count a failed summary (`attempted`: the model was asked) and log it unless one was logged lately;
+        `unexpected`: an error no model or provider causes (a bug), whose traceback the WARNING carries."""
         now = self.clock()
         streak = self._streaks.pop(key, None) or _Streak()
         self._streaks[key] = streak  # most recently touched last
@@ -96,6 +107,7 @@ class FailingConversations:
             cause,
             since,
             later,
+            exc_info=unexpected,
         )
         streak.logged_at, streak.unlogged = now, 0
 
@@ -107,6 +119,13 @@ class Outcome:
     status: str
     error: str | None = None
     cause: BaseException | None = None
+
+
+def expected(exc: BaseException) -> bool:
+    """Whether a summary may fail with `exc` with the code right: the model answered unusably (our errors say so),
+    its provider answered an HTTP error, or the call could not be made (the network, a timeout). Anything else is
+    a bug, logged with its traceback."""
+    return isinstance(exc, MemoryAgentError) or status_of(exc) is not None or is_transient(exc)
 
 
 def describe(exc: BaseException) -> str:
