@@ -31,7 +31,7 @@ from memory_agent.long_term.cluster_text import ClusterSummarizer
 from memory_agent.long_term.lineage import ledger_user
 from memory_agent.schemas.started import StartedSummary
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage, SummaryResult
-from memory_agent.summarize.failures import FailingConversations, Outcome, describe, expected
+from memory_agent.summarize.failures import FailingConversations, Outcome, describe
 from memory_agent.summarize.follow_ups import LongTermFollowUps
 from memory_agent.summarize.options import SummaryOptions
 from memory_agent.summarize.queries import SummaryQueries
@@ -127,7 +127,7 @@ class SummaryRunner:
         new_start = start_seq if base_end is None else max(base_end + 1, start_seq)
         started = time.perf_counter()
         error: str | None = None
-        unexpected: BaseException | None = None  # a bug, not the model: its traceback goes to the log
+        raised: BaseException | None = None  # what failed the model call (its kind decides the log and backoff)
         failing = (row["tenant_id"], user_id, conversation_id)
         backing_off = self.failing.backing_off(failing)
         try:
@@ -156,9 +156,7 @@ class SummaryRunner:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            error = describe(exc)
-            unexpected = None if expected(exc) else exc
-            result = None
+            error, raised, result = describe(exc), exc, None
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         try:
             if result is not None:
@@ -183,7 +181,7 @@ class SummaryRunner:
                 error or "unknown error",
                 memory_id=memory_id,
                 attempted=backing_off is None,
-                unexpected=unexpected,
+                raised=raised,
             )
             logger.debug("Memory %s status updated to failed", memory_id)
             return Outcome("failed", error)
