@@ -10,6 +10,7 @@ import re
 from types import TracebackType
 from typing import Any
 
+from langchain_core.outputs import LLMResult
 from pydantic import ValidationError
 
 # A reasoning model's thinking (deepseek-r1, qwen3 through Ollama or an OpenAI-compatible server) opens its text,
@@ -80,12 +81,14 @@ _READING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
 
 
 def _received(traceback: TracebackType | None) -> tuple[bool, str | None]:
-    """Whether the frames an error went through held a successful HTTP response (the answer had arrived: the client
-    failed reading it, not asking), and its body when it was read whole. The response is looked for by its traits,
+    """Whether the frames an error went through held a successful HTTP response or the result read from one (the
+    answer had arrived: the client failed reading it, not asking), and its body when it was read whole. The response is looked for by its traits,
     as each provider's SDK has a response class of its own (some under `http_response`)."""
     found, body = False, None
     while traceback is not None:
         for value in list(traceback.tb_frame.f_locals.values()):
+            # The client's result, read: what failed after it read an answer without a message (no choice).
+            found = found or isinstance(value, LLMResult)
             for candidate in (value, getattr(value, "http_response", None)):
                 status = getattr(candidate, "status_code", None)
                 if not (isinstance(status, int) and 200 <= status < 300 and hasattr(candidate, "headers")):

@@ -13,6 +13,7 @@ from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting, default_chat_model
+from memory_agent.llm.models import chat_model
 from memory_agent.llm.structured import StructuredCaller, learned_method
 from memory_agent.observability import reads as observability
 from memory_agent.schemas import MemorySummaryOutput
@@ -73,6 +74,20 @@ def test_the_consolidation_setting_is_named_in_its_error(monkeypatch):
     with pytest.raises(ConfigurationError, match="MEMORY_AGENT_CONSOLIDATION_MODEL='anthropic:claude-x'"):
         default_chat_model(settings, "consolidation")
     assert default_chat_model(settings.replace(consolidation_model=None), "consolidation")
+
+
+def test_a_summary_model_passed_with_client_retries_is_warned_about(monkeypatch, caplog):
+    """Its client sleeps what a rate-limited provider asks inside a summary's attempt (ChatAnthropic's without a
+    bound), the row `processing` meanwhile: said at open, with what to pass."""
+    from langchain_anthropic import ChatAnthropic
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    caplog.set_level(logging.WARNING, "memory_agent")
+    settings = MemorySettings(memory_model="offline")
+    for retries in (2, 0):
+        chat_model(ChatAnthropic(model="claude-x", max_retries=retries), settings)
+    (warned,) = [r.getMessage() for r in caplog.records]
+    assert "'claude-x'" in warned and "max_retries=2" in warned and "pass max_retries=0" in warned
 
 
 async def test_no_usable_model_is_an_error_at_open(monkeypatch, database_url):
