@@ -239,6 +239,23 @@ async def test_an_answer_not_of_the_api_shape_is_named_on_the_row_and_in_the_log
             assert len(warned) == 1 and 'raw: \'{"id": "msg_1"' in warned[0]
 
 
+async def test_an_ollama_answer_not_of_the_api_shape_is_garbage_too(monkeypatch):
+    """A tool call whose arguments are a string, in Ollama's stream: each way of asking is passed over as answering
+    garbage, the client's words kept (before: pydantic's ValidationError for ChatResponse, raised as it was)."""
+    message = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "x", "arguments": "oops"}}]}
+    with FakeOllama() as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        server.answer_with = [{"model": "m", "created_at": "2026-01-01T00:00:00Z", "message": message, "done": True}]
+        model = chat_model_from_setting("ollama:llama-test", variable="X")
+        caller = StructuredCaller(model, MemorySummaryOutput, tool=SUMMARY_TOOL)
+        with pytest.raises(SummarizationError) as raised:
+            await caller.ainvoke([HumanMessage("Window: sequences 0-0.\n[seq 0] user: hi")])
+    said = str(raised.value)
+    assert said.startswith("model 'llama-test' returned unparseable output") and len(server.requests) == 3
+    assert said.count("its answer was not of the expected shape (ChatOllama could not read it: ") == 3
+    assert "message.tool_calls.0.function.arguments: Input should be a valid dictionary" in said
+
+
 @pytest.mark.parametrize("tools", [True, False])
 async def test_ollama_chat_api(monkeypatch, open_memory, database_url, tools):
     with FakeOllama() as server:
