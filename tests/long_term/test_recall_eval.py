@@ -117,7 +117,9 @@ def _neighbour_answer(sample_id: str, answer: str) -> list[dict[str, object]]:
                 "speaker_b": "Bot",
                 "session_1_date_time": "9:00 am on 5 January, 2025",
                 "session_1": [
-                    {"speaker": "Bot", "dia_id": "D1:1", "text": "How was the trip to Lisbon?"},
+                    # Not a question: a recalled question is shown as its reply (recall/replies.py), and here the
+                    # answer must be the matching turn's neighbour.
+                    {"speaker": "Bot", "dia_id": "D1:1", "text": "Tell me all about the trip to Lisbon."},
                     {"speaker": "Li", "dia_id": "D1:2", "text": answer},
                 ],
             },
@@ -139,7 +141,7 @@ async def test_in_the_block_counts_only_turns_shown_whole(database_url: str, tmp
             figures[name] = (await evaluate(MemoryBackend(pool), samples)).as_dict()["recall"]
     finally:
         await pool.close()
-    # Found either way (the question turn's hit shows its answer as a neighbour); in the model's input only whole.
+    # Found either way (the matching turn's hit shows the answer as a neighbour); in the model's input only whole.
     assert figures["short"]["@1"] == figures["long"]["@1"] == 1.0
     assert figures["short"]["in_block"] == 1.0
     assert figures["long"]["in_block"] == 0.0
