@@ -23,6 +23,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from memory_agent.errors import MemoryAgentError
 from memory_agent.long_term import LongTermItem
+from memory_agent.long_term.recall.search import RecallResult
+from memory_agent.schemas.keys import zone_named
 from memory_agent.service import MemoryService
 
 SERVER_NAME = "memory-agent"
@@ -99,18 +101,26 @@ def build_server(memory: MemoryService, identity: Identity) -> MCPServer:
             raise ToolError(str(exc)) from exc
 
     @server.tool()
-    async def recall(query: str, ctx: Context, user_id: str | None = None, limit: int = 10) -> str:
+    async def recall(
+        query: str, ctx: Context, user_id: str | None = None, limit: int = 10, time_zone: str | None = None
+    ) -> str:
         """What the user said or is known to have stated, across their conversations and long-term items, best
         first: each hit with its kind (turn | item | summary), text, score, time and provenance (conversation and
-        sequence, item ids). Nothing found: an empty list."""
+        sequence, item ids). Nothing found: an empty list. `time_zone` (an IANA name such as "Europe/Paris") is the
+        user's: "yesterday" in the query and the hits' times are read in it."""
         user, tenant = await whose(ctx, user_id)
         if not isinstance(query, str) or not query.strip():
             raise ToolError("query must be a non-empty string")
         if not 1 <= limit <= 50:
             raise ToolError(f"limit must be between 1 and 50, got {limit!r}")
-        found = await guarded(
-            lambda: memory.long_term.recall(user, query, tenant_id=tenant, limit=limit, recent_fallback=False)
-        )
+
+        async def run() -> RecallResult:
+            now = memory.long_term.clock().astimezone(zone_named(time_zone, "time_zone")) if time_zone else None
+            return await memory.long_term.recall(
+                user, query, tenant_id=tenant, limit=limit, as_of=now, recent_fallback=False
+            )
+
+        found = await guarded(run)
         hits = [
             {
                 "text": hit.text,

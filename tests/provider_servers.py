@@ -5,7 +5,8 @@ for langchain-ollama, streamed as NDJSON or answered whole).
 A request offering the MemorySummaryOutput tool is answered with a call of it, its summary built by the offline
 summarizer from the prompt. Ollama's `refuse_tools` answers HTTP 400 "does not support tools" to a request with
 tools (as Ollama does for a model without tool calling); a request with a `format` (a JSON schema) then gets the
-summary as JSON text. Every request body is kept in `requests`.
+summary as JSON text. `answer_with`, when set, is every answer (HTTP 200), whatever was asked: an answer not of the
+API's shape, say. Every request body is kept in `requests`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class _Stub(LocalServer):
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.answer_with: Any = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,7 +38,9 @@ class _Stub(LocalServer):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 with stub.lock:
                     stub.requests.append(body)
-                status, payload = stub.answer(self.path, body)
+                status, payload = (
+                    (200, stub.answer_with) if stub.answer_with is not None else stub.answer(self.path, body)
+                )
                 lines = payload if isinstance(payload, list) else None
                 data = b"".join(json.dumps(line).encode() + b"\n" for line in lines) if lines else b""
                 if lines is None:

@@ -24,7 +24,9 @@ from memory_agent.api.deps import (
     require_user,
     unprocessable,
 )
+from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.recall.block import RecallHit
+from memory_agent.schemas.keys import zone_named
 
 router = APIRouter(tags=["recall"])
 MAX_QUERY_CHARS = 4000
@@ -63,6 +65,10 @@ class RecalledMemory(BaseModel):
     context: list[tuple[int, str, str]] = Field(
         default_factory=list, description="A turn's neighbours shown with it: (sequence, role, text)."
     )
+    cut_sequences: list[int] = Field(
+        default_factory=list,
+        description="The neighbours whose text is shown cut (longer than MEMORY_AGENT_RECALL_MAX_NEIGHBOUR_CHARS).",
+    )
 
     @classmethod
     def of(cls, hit: RecallHit) -> RecalledMemory:
@@ -92,6 +98,14 @@ async def recall_route(
         datetime | None,
         Query(description="ISO 8601 with a time zone: the items valid then, turns and summaries written by then."),
     ] = None,
+    time_zone: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="The user's time zone (IANA, e.g. Europe/Paris): 'yesterday' or 'last week' in q and the "
+            "turns' dates are read in it. Absent: MEMORY_AGENT_RECALL_TIME_ZONE, else the service clock's.",
+        ),
+    ] = None,
 ) -> RecallAnswer:
     """Recall the user's memories for `q` across their conversations, items and summaries, as a round does."""
     checked_user(user_id)
@@ -100,6 +114,11 @@ async def recall_route(
     if as_of is not None and as_of.utcoffset() is None:
         raise unprocessable("query", "as_of", "as_of needs a time zone (e.g. 2026-01-31T12:00:00Z)")
     memory = memory_of(request)
+    if time_zone is not None:  # the user's: as_of (default now) read in it
+        try:
+            as_of = (as_of or memory.long_term.clock()).astimezone(zone_named(time_zone, "time_zone"))
+        except InvalidInputError as exc:
+            raise unprocessable("query", "time_zone", str(exc)) from None
     await require_user(memory, tenant, user_id)
     found = await memory.long_term.recall(user_id, q, tenant_id=tenant, limit=limit, as_of=as_of)
     return RecallAnswer(

@@ -62,7 +62,8 @@ SCRIPT = [
 
 class ScriptedChatModel(BaseChatModel):
     """The demo's offline assistant: a short deterministic answer saying what it was given. It never repeats the
-    user's words, so recall finds what the user said, not the assistant's echo of it."""
+    user's words, so recall finds what the user said, not the assistant's echo of it (an answer of its own is
+    recalled as the reply to a question the user asked: recall shows a question as its reply)."""
 
     @property
     def _llm_type(self) -> str:

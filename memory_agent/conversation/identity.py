@@ -16,6 +16,9 @@ and a DEBUG line says so. A blank tenant beside a named user is refused (Invalid
 would put the user's memory in the default tenant, shared with every user of that id whose tenant was blank too. That scope's prefix is reserved: a user id a caller gives (a run's config, the
 service's methods, the HTTP API, the CLI, the store's namespaces) may not start with it, so no caller can name
 a conversation's implicit scope and read its memory.
+
+A run names its user's time zone (an IANA name) as `time_zone` in the runtime context or `config["configurable"]`
+(round_time_zone); absent, MEMORY_AGENT_RECALL_TIME_ZONE, else the service clock's zone.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from memory_agent.errors import InvalidInputError
 from memory_agent.schemas.keys import MAX_IDENTITY_BYTES as MAX_IDENTITY_BYTES
-from memory_agent.schemas.keys import validate_conversation_id, validate_identity, validate_user_id
+from memory_agent.schemas.keys import validate_conversation_id, validate_identity, validate_user_id, zone_named
 
 logger = logging.getLogger(__name__)
 
@@ -104,3 +107,18 @@ def round_identity(
     if user_id is None:
         logger.debug("thread %r names no user: the round uses the conversation's own scope", thread_id)
     return thread_id, user_id, tenant_id
+
+
+TIME_ZONE_KEY = "time_zone"
+
+
+def round_time_zone(configurable: Mapping[str, Any]) -> str | None:
+    """The user's time zone a run names (`time_zone` in its runtime context, else in `configurable`), checked;
+    None where it names none (a blank value is none)."""
+    context = getattr(configurable.get(RUNTIME_KEY), "context", None)
+    for where, source in ((f"context.{TIME_ZONE_KEY}", context), (TIME_ZONE_KEY, configurable)):
+        value = _field(source, TIME_ZONE_KEY)
+        if _named(value):
+            zone_named(value, _origin(where, value, configurable, TIME_ZONE_KEY))
+            return str(value).strip()
+    return None

@@ -24,7 +24,7 @@ from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.runtime import MemoryLoop
 from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
-from memory_agent.schemas.keys import ConversationKey
+from memory_agent.schemas.keys import ConversationKey, zone_named
 from memory_agent.tracing import memory_span, record, round_end_scope
 
 
@@ -133,6 +133,7 @@ class ConversationMemory:
         lease: str | None = None,
         user_id: str | None = None,
         tenant_id: str | None = None,
+        time_zone: str | None = None,
     ) -> tuple[list[BaseMessage], RoundInfo]:
         """Round start for any integration: take the conversation's lease, load memory + gap, and build the
         model's context (memory injected, token budget applied).
@@ -141,14 +142,17 @@ class ConversationMemory:
         is every message of it not stored yet (by id), so a message is stored once whatever the state carries;
         it needs a user message. A resumed round passes the `lease` it holds. The round belongs to `user_id` in
         `tenant_id` (none: the conversation's own scope, tenant 'default'); a thread id belongs to one user and
-        tenant: naming another raises ConversationOwnerError before anything is read or written.
+        tenant: naming another raises ConversationOwnerError before anything is read or written. `time_zone`
+        (an IANA name) is the user's: recall reads "yesterday" or "last week" in it and dates the turns it shows
+        in it (none: MEMORY_AGENT_RECALL_TIME_ZONE, else the service clock's zone).
         """
         key = round_key(conversation_id, user_id, tenant_id)
+        zone = zone_named(time_zone, "time_zone") if time_zone is not None else None
         with (
             tenant_scope(key.tenant_id),  # a role bound by row-level security names the tenant (db/tenancy.py)
             _key_span("memory_agent.round_start", "search_memory", key) as span,
         ):
-            context, info = await self.start.prepare(key, messages, lease)
+            context, info = await self.start.prepare(key, messages, lease, zone)
             record(span, **_round_start_attributes(info))
             return context, info
 

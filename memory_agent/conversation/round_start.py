@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from langchain_core.messages import BaseMessage
 
@@ -53,6 +53,8 @@ class StartOptions:
 
     rounds: RoundSettings
     gap_cap: int
+    # The users' time zone when a round names none (MEMORY_AGENT_RECALL_TIME_ZONE); None: the clock's.
+    time_zone: tzinfo | None = None
 
 
 @dataclass(frozen=True)
@@ -100,14 +102,21 @@ class RoundStart:
         return context.model_copy(update={"current_messages": not_stored(messages, stored_ids)})
 
     async def prepare(
-        self, key: ConversationKey, messages: Sequence[BaseMessage], lease: str | None = None
+        self,
+        key: ConversationKey,
+        messages: Sequence[BaseMessage],
+        lease: str | None = None,
+        time_zone: tzinfo | None = None,
     ) -> tuple[list[BaseMessage], RoundInfo]:
+        """`time_zone`: the user's (the round's config), else the settings', else the clock's: recall reads the
+        query's date expressions and dates the turns it shows in it."""
         started = time.perf_counter()
         validate_conversation_id(key.conversation_id)
         checked = validate_round_input(messages, need_user=False)
         query = recall_query(checked)
+        zone = time_zone or self.options.time_zone
         token, (context, stored_ids, created_at), recalled = await self.loop.arun(
-            self._begin(key, checked, query, lease)
+            self._begin(key, checked, query, lease, zone)
         )
         try:
             recalled = recalled.without_window(key.conversation_id, context.gap_start_sequence)
@@ -118,7 +127,7 @@ class RoundStart:
             raise
 
     async def _begin(
-        self, key: ConversationKey, messages: list[BaseMessage], query: str, lease: str | None
+        self, key: ConversationKey, messages: list[BaseMessage], query: str, lease: str | None, zone: tzinfo | None
     ) -> tuple[str, tuple[ConversationContext, set[str], datetime | None], Recalled]:
         """The lease, memory + gap read with it in one round trip, and recall beside them on a connection of
         its own: recall adds its excess over the round start, not its whole time. A failing start cancels
@@ -127,7 +136,8 @@ class RoundStart:
         recalling: asyncio.Future[Recalled] | None = None
         recall = self.recall
         if recall is not None and recall.recalls(key, query):  # no task on the round path when nothing is recalled
-            recalling = asyncio.ensure_future(recall(key, query, self.clock()))
+            now = self.clock()
+            recalling = asyncio.ensure_future(recall(key, query, now.astimezone(zone) if zone else now))
 
         async def attempt(token: str) -> tuple[ConversationContext, set[str], datetime | None] | None:
             rows = await self.queries.begin_round(

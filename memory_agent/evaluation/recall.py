@@ -14,7 +14,7 @@ the statement, settings, scope switch, guardrails and block a round start uses. 
 provenance (the turns behind it, neighbours shown with it included) holds an evidence turn; the hit's own turn
 is counted beside it (scores.py). @k is read on the ranked list (the first k of the fused ranking, up to 10);
 "in block" on what the guardrails let into the block the model gets (at most `max_turns` turns and
-`max_tokens`). Categories 1-4 are scored so; the fraction of evidence turns found @5 and @10 is over all five
+`max_tokens`), counting only the turns it shows whole (a neighbour cut at `max_neighbour_chars` is not). Categories 1-4 are scored so; the fraction of evidence turns found @5 and @10 is over all five
 (the published form). `evidence_key` (question → dia ids) corrects the dataset's evidence.
 """
 
@@ -163,7 +163,7 @@ async def evaluate(
                 continue
             rank = first_evidence(result.ranked, evidence, provenance)
             own = first_evidence(result.ranked, evidence, provenance, own=True)
-            in_block = first_evidence(result.results, evidence, provenance) is not None
+            in_block = first_evidence(result.results, evidence, provenance, whole=True) is not None
             report.overall.add(rank, in_block, own)
             category = CATEGORIES.get(question.category or 0, f"category {question.category}")
             report.categories.setdefault(category, Score()).add(rank, in_block, own)
@@ -212,5 +212,5 @@ async def _per_path(
             )
             rank = first_evidence(alone.ranked, evidence, provenance)
             own = first_evidence(alone.ranked, evidence, provenance, own=True)
-            in_block = first_evidence(alone.results, evidence, provenance) is not None
+            in_block = first_evidence(alone.results, evidence, provenance, whole=True) is not None
             report.per_path.setdefault(path, Score()).add(rank, in_block, own)

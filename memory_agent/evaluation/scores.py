@@ -151,12 +151,18 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def first_evidence(
-    hits: Sequence[RecallHit], evidence: set[str], provenance: dict[tuple[str, int], str], *, own: bool = False
+    hits: Sequence[RecallHit],
+    evidence: set[str],
+    provenance: dict[tuple[str, int], str],
+    *,
+    own: bool = False,
+    whole: bool = False,
 ) -> int | None:
     """The rank of the first hit whose provenance holds an evidence turn (None: no hit does); `own`: the hit's own
-    turns only (a turn's own sequence, not the neighbours shown with it)."""
+    turns only (a turn's own sequence, not the neighbours shown with it); `whole`: the turns whose text it shows
+    whole only (a neighbour cut at the neighbour cap is not in the model's input, whatever its provenance says)."""
     for rank, hit in enumerate(hits):
-        turns = own_turns(hit) if own else hit.sources
+        turns = own_turns(hit) if own else hit.shown_whole() if whole else hit.sources
         if evidence & {provenance.get(source) for source in turns}:
             return rank
     return None

@@ -12,6 +12,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 
+from memory_agent.conversation.identity import round_time_zone
 from memory_agent.schemas import RoundInfo, fingerprint, new_messages
 
 if TYPE_CHECKING:
@@ -40,6 +41,14 @@ class RoundMemory(Protocol):
     def round_identity(self, config: RunnableConfig | None) -> tuple[str, str | None, str | None]:
         """(thread id, user id, tenant id) a run's config names; None where it names none."""
         ...
+
+
+def round_scope(memory: RoundMemory, config: RunnableConfig | None) -> tuple[str, dict[str, Any]]:
+    """The conversation a run's config names, and prepare_round's keywords for it: whose round it is and the
+    user's time zone."""
+    conversation_id, user_id, tenant_id = memory.round_identity(config)
+    zone = round_time_zone((config or {}).get("configurable") or {})
+    return conversation_id, {"user_id": user_id, "tenant_id": tenant_id, "time_zone": zone}
 
 
 def produced_messages(

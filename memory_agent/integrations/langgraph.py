@@ -23,6 +23,7 @@ from memory_agent.integrations.base import (
     persist_round,
     produced_messages,
     record_interrupted,
+    round_scope,
     with_fresh_ids,
 )
 from memory_agent.integrations.direct import direct_round_config, fresh_channel, plain_graph
@@ -43,9 +44,9 @@ class MemoryRoundState(TypedDict, total=False):
 
 
 async def _load(memory: RoundMemory, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-    conversation_id, user_id, tenant_id = memory.round_identity(config)
+    conversation_id, scope = round_scope(memory, config)
     workflow, info = await memory.conversations.prepare_round(
-        conversation_id, list(state.get("messages") or []), user_id=user_id, tenant_id=tenant_id
+        conversation_id, list(state.get("messages") or []), **scope
     )
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info.to_state()}
 
@@ -131,10 +132,8 @@ def memory_round_node(graph: Any, memory: RoundMemory, name: str) -> Runnable[An
     """
 
     def begin(state: Any, config: RunnableConfig) -> Any:
-        conversation_id, user_id, tenant_id = memory.round_identity(config)
-        return memory.conversations.prepare_round(
-            conversation_id, _messages_of(state), user_id=user_id, tenant_id=tenant_id
-        )
+        conversation_id, scope = round_scope(memory, config)
+        return memory.conversations.prepare_round(conversation_id, _messages_of(state), **scope)
 
     def produced(state: Any, workflow: list[BaseMessage], output: Any, info: RoundInfo) -> list[BaseMessage]:
         if not isinstance(output, dict):
@@ -254,6 +253,10 @@ def with_memory(graph: Any, memory: RoundMemory, *, name: str = "agent") -> Any:
     messages `graph` produced. (`memory_load_node` and `memory_save_node` do the same inside a graph of
     your own.)
     """
+    if isinstance(graph, StateGraph):
+        raise TypeError("with_memory wraps a compiled graph: pass builder.compile() (and your checkpointer, if any)")
+    if not callable(getattr(graph, "ainvoke", None)) or not callable(getattr(graph, "invoke", None)):
+        raise TypeError(f"with_memory wraps a compiled graph (a Runnable with invoke/ainvoke), got {type(graph)!r}")
     builder_of_graph = getattr(graph, "builder", None)
     schema = getattr(builder_of_graph, "state_schema", None) or MessagesState
     if "messages" not in getattr(schema, "__annotations__", {}) and not hasattr(schema, "model_fields"):

@@ -31,7 +31,13 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from memory_agent.errors import InvalidInputError
-from memory_agent.integrations.base import RoundMemory, persist_round, record_interrupted, with_fresh_ids
+from memory_agent.integrations.base import (
+    RoundMemory,
+    persist_round,
+    record_interrupted,
+    round_scope,
+    with_fresh_ids,
+)
 from memory_agent.schemas import RoundInfo, fingerprint, new_messages
 
 # Contexts of the rounds in flight in this process, by round token. The loaded context (memory and gap) is
@@ -77,10 +83,8 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         return context
 
     async def _start(self, config: Any, messages: list[BaseMessage]) -> dict[str, Any]:
-        conversation_id, user_id, tenant_id = self.memory.round_identity(config)
-        context, info = await self.memory.conversations.prepare_round(
-            conversation_id, messages, user_id=user_id, tenant_id=tenant_id
-        )
+        conversation_id, scope = round_scope(self.memory, config)
+        context, info = await self.memory.conversations.prepare_round(conversation_id, messages, **scope)
         token = uuid.uuid4().hex
         self._remember(token, context)
         return {"memory_round": {"token": token, "info": info.to_state(), "start": [fingerprint(m) for m in messages]}}
@@ -104,7 +108,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
 
     def before_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         config = get_config()
-        self.memory.round_identity(config)  # a bad config fails here, before the memory loop is involved
+        round_scope(self.memory, config)  # a bad config fails here, before the memory loop is involved
         return self.memory.call_sync(self._start(config, list(state["messages"])))
 
     # ------------------------------------------------------------------ every model call

@@ -18,6 +18,7 @@ import psycopg
 
 from memory_agent.db.connector import Connector
 from memory_agent.db.schema import SchemaManager
+from memory_agent.errors import JobFailedError
 from memory_agent.jobs.base import SummaryJobs, WorkerOptions
 from memory_agent.jobs.retry import RETRY_TRANSIENT
 from memory_agent.schemas.started import StartedSummary
@@ -29,6 +30,23 @@ SUMMARIZE_TASK = "memory_agent.summarize"
 SWEEP_TASK = "memory_agent.sweep"
 REFRESH_CLUSTERS_TASK = "memory_agent.refresh_clusters"
 EMBED_TASK = "memory_agent.embed_turns"
+
+
+class ExpectedFailuresInOneLine(logging.Filter):
+    """procrastinate logs a job that raised with the exception's traceback (ERROR, or INFO when it retries it). A
+    JobFailedError is a failure the job expected (a model's HTTP error, an unusable answer, the database away)
+    whose cause is on its rows and in the summary's WARNING, and its traceback only shows the line that raised it:
+    its line says the cause instead. Any other exception (a bug) keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        failure = record.exc_info[1] if record.exc_info else None
+        if isinstance(failure, JobFailedError):
+            record.msg, record.args = f"{record.getMessage()} - {failure}", None
+            record.exc_info = record.exc_text = None
+        return True
+
+
+ONE_LINE = ExpectedFailuresInOneLine()
 
 
 def build_app(jobs: SummaryJobs, options: WorkerOptions, pool: Any = None) -> procrastinate.App:
@@ -136,6 +154,7 @@ class ProcrastinateExecutor:
     async def run_worker(self, concurrency: int, **options: Any) -> None:
         """Run jobs until cancelled (the memory loop runs this in `memory-agent worker`)."""
         assert self.app is not None
+        logging.getLogger("procrastinate.worker").addFilter(ONE_LINE)  # once per process: addFilter keeps one
         await self.app.run_worker_async(
             queues=[QUEUE], concurrency=concurrency, install_signal_handlers=False, **options
         )

@@ -1,12 +1,17 @@
 """Reading a model's answer for a schema's arguments: a tool call's, else the JSON object in its text, read
-leniently (code fences, prose and a reasoning model's thinking around it are passed over), and what it answered,
-shortened, for an error. The answer is untrusted input: the caller validates what is read here."""
+leniently (code fences, prose and a reasoning model's thinking around it are passed over), what it answered,
+shortened, for an error, and why a client could not read an answer at all (one not of its API's shape). The answer
+is untrusted input: the caller validates what is read here."""
 
 from __future__ import annotations
 
 import json
 import re
+from types import TracebackType
 from typing import Any
+
+from langchain_core.outputs import LLMResult
+from pydantic import ValidationError
 
 # A reasoning model's thinking (deepseek-r1, qwen3 through Ollama or an OpenAI-compatible server) opens its text,
 # before the answer, and may hold braces or a draft of the object. Matched at the start only: one pass, whatever
@@ -68,3 +73,51 @@ def shown(answer: Any) -> str:
     if refusal:
         return f"the model refused: {str(refusal)[:200]!r}"
     return "the model refused (stop_reason refusal)" if stop == "refusal" else repr(str(value or "")[:200])
+
+
+# What a client raises reading an answer not of its API's shape (a field missing, a string where a list of blocks
+# or an object belongs, a body that is no JSON): the integration's own reading code fails on it, in its words.
+_READING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
+
+
+def _received(traceback: TracebackType | None) -> tuple[bool, str | None]:
+    """Whether the frames an error went through held a successful HTTP response or the result read from one (the
+    answer had arrived: the client failed reading it, not asking), and its body when it was read whole. The response is looked for by its traits,
+    as each provider's SDK has a response class of its own (some under `http_response`)."""
+    found, body = False, None
+    while traceback is not None:
+        for value in list(traceback.tb_frame.f_locals.values()):
+            # The client's result, read: what failed after it read an answer without a message (no choice).
+            found = found or isinstance(value, LLMResult)
+            for candidate in (value, getattr(value, "http_response", None)):
+                status = getattr(candidate, "status_code", None)
+                if not (isinstance(status, int) and 200 <= status < 300 and hasattr(candidate, "headers")):
+                    continue
+                found = True
+                try:
+                    text = candidate.text  # type: ignore[union-attr]
+                except Exception:  # a streamed body, not read whole
+                    text = None
+                body = body or (text if isinstance(text, str) else None)
+        traceback = traceback.tb_next
+    return found, body
+
+
+def unreadable(exc: BaseException, client: str) -> str | None:
+    """Why an answer could not be read, when `exc`, raised by the chat model `client` while asking, failed on an
+    answer that arrived (HTTP 2xx) not of its API's shape: the client's error, and the answer, shortened, when at
+    hand. None for anything else (an HTTP error, the network, a request refused before it was sent)."""
+    if not isinstance(exc, _READING_ERRORS) or getattr(exc, "status_code", None) is not None:
+        return None
+    received, body = _received(exc.__traceback__)
+    if not received:
+        return None
+    if isinstance(exc, ValidationError):  # pydantic's: the fields, without its help links
+        why = f"{exc.title} " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors()
+        )
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    why = why.replace("\n", " ")[:300]
+    raw = f"; raw: {body[:200]!r}" if body else ""
+    return f"its answer was not of the expected shape ({client} could not read it: {why}){raw}"

@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from memory_agent.errors import ConfigurationError
+from memory_agent.llm.calls import model_name
 from memory_agent.llm.offline import OFFLINE_CONSOLIDATOR, OFFLINE_SUMMARIZER, OfflineModel
 from memory_agent.settings import ConsolidationSettings, MemoryWindowSettings, SummarySettings
 
@@ -198,4 +199,17 @@ def chat_model(model: BaseChatModel | str | None, settings: ModelConfig, role: M
         return chat_model_from_setting(
             model, variable="model", role=role, timeout_s=timeout, max_retries=0 if role == "summary" else 1
         )
-    return model if model is not None else default_chat_model(settings, role)
+    if model is None:
+        return default_chat_model(settings, role)
+    retries = getattr(model, "max_retries", None)
+    if role == "summary" and isinstance(retries, int) and retries > 0:
+        # Its client sleeps what a rate-limited provider asks (Anthropic's without a bound) inside a summary's
+        # attempt, the row `processing` meanwhile; the summary's own attempts fail at once and back off instead.
+        logger.warning(
+            "The summary model passed (%s %r) retries in its client (max_retries=%s): a rate-limited call waits "
+            "there, its summary `processing`; pass max_retries=0 to leave retries to the summary's attempts",
+            type(model).__name__,
+            model_name(model),
+            retries,
+        )
+    return model

@@ -30,7 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from memory_agent.errors import SummarizationError
-from memory_agent.llm.answers import arguments, shown, unwrapped
+from memory_agent.llm.answers import arguments, shown, unreadable, unwrapped
 from memory_agent.llm.calls import model_name, scrub, secrets_of
 
 logger = logging.getLogger("memory_agent")
@@ -221,30 +221,35 @@ class StructuredCaller:
                 answer = await runnable.ainvoke(prompt, config=config)
             except Exception as exc:
                 scrub(exc, self.secrets)
-                if method == "text" or not refuses_method(exc):
+                # An answer its client could not read (not of its API's shape) is garbage, as one without the
+                # object is: this way answered, badly. Neither the provider's error nor a bug (raised as it is).
+                why = unreadable(exc, type(self.model).__name__)
+                if why is None and (method == "text" or not refuses_method(exc)):
                     raise
-                # The learned method refused too (the model behind a proxy changed): the next ones are tried.
-                learned = known.method = known.unparsed = None
-                known.refused[method] = f"{type(exc).__name__}: {exc}"[:300]
-                refusals.append(f"{method}: {known.refused[method]}")
-                logger.info(
-                    "Model %r refused structured output by %s (%s); trying the next way", self.name, method, exc
-                )
-                continue
-            raw = answer.get("raw") if isinstance(answer, dict) else answer
-            if note is not None:
-                note(raw, prompt)
-            args = arguments(raw)
-            if args is not None and method == "text":
-                args = unwrapped(args, self.schema.__name__)
-            if args is None:
-                refusals.append(f"{method}: no {self.schema.__name__} in the answer; raw: {shown(raw)}")
-                if learned is not None:
-                    break  # a method that worked answered badly once: this call failed, not the method
-                answered.append(method)
-                continue
-            known.method, known.unparsed = method, None
-            return StructuredAnswer(args, raw, method)
+                if why is None:
+                    # The learned method refused too (the model behind a proxy changed): the next ones are tried.
+                    learned = known.method = known.unparsed = None
+                    known.refused[method] = f"{type(exc).__name__}: {exc}"[:300]
+                    refusals.append(f"{method}: {known.refused[method]}")
+                    logger.info(
+                        "Model %r refused structured output by %s (%s); trying the next way", self.name, method, exc
+                    )
+                    continue
+            else:
+                raw = answer.get("raw") if isinstance(answer, dict) else answer
+                if note is not None:
+                    note(raw, prompt)
+                args = arguments(raw)
+                if args is not None and method == "text":
+                    args = unwrapped(args, self.schema.__name__)
+                if args is not None:
+                    known.method, known.unparsed = method, None
+                    return StructuredAnswer(args, raw, method)
+                why = f"no {self.schema.__name__} in the answer; raw: {shown(raw)}"
+            refusals.append(f"{method}: {why}")
+            if learned is not None:
+                break  # a method that worked answered badly once: this call failed, not the method
+            answered.append(method)
         if answered and learned is None:
             known.unparsed = answered[0]
         raise SummarizationError(

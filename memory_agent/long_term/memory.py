@@ -34,7 +34,7 @@ from memory_agent.long_term.stated import remember_stated, stated_items
 from memory_agent.long_term.tenancy import tenant_transaction
 from memory_agent.long_term.writer import RememberOutcome
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas.keys import ConversationKey, UserKey
+from memory_agent.schemas.keys import ConversationKey, UserKey, zone_named
 
 
 def user_scope(user_id: Any, tenant_id: Any) -> tuple[str, str]:
@@ -195,11 +195,17 @@ class LongTermMemory:
         latest turns of the user's most recently active conversation (paths ['recent']), as at round start;
         `recent_fallback=False` gives nothing instead (a search). Never calls a chat model; with an embedder, the
         query is embedded beside full text and its nearest vectors fused with its hits (hybrid; with MEMORY_AGENT_RECALL_VECTORS_ALWAYS
-        false, only when full text and trigrams find too little: the vector fallback)."""
+        false, only when full text and trigrams find too little: the vector fallback). "Yesterday" or "last week"
+        in the query, and the turns' dates in the block, are read in the user's time zone: `as_of`'s own (give
+        `as_of=datetime.now(ZoneInfo("Asia/Tokyo"))` for now in Tokyo), else MEMORY_AGENT_RECALL_TIME_ZONE, else
+        the service clock's."""
         tenant, user = user_scope(user_id, tenant_id)
         if as_of is not None:
             check_now(as_of, "as_of")  # a naive time would be read in the server's time zone
         settings, embedder = self.recall_settings, self.embedder
+        now = as_of or self.clock()  # "yesterday" in a recall as of a past time: the day before it
+        if as_of is None and settings.time_zone is not None:
+            now = now.astimezone(zone_named(settings.time_zone, "MEMORY_AGENT_RECALL_TIME_ZONE"))
 
         run = user_recall(
             self.backend,
@@ -211,7 +217,7 @@ class LongTermMemory:
             settings=settings,
             embedder=embedder,
             recent_fallback=recent_fallback,
-            now=as_of or self.clock(),  # "yesterday" in a recall as of a past time: the day before it
+            now=now,
         )
         # Recall names its tenant in its own transaction too (user.py): row-level security would otherwise hide
         # every item and note of the user from a role it binds, and recall would find turns only.

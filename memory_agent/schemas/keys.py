@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memory_agent.errors import InvalidInputError
 
@@ -75,6 +76,20 @@ def validate_user_id(value: Any, what: str = "user_id") -> str:
             "conversations run without a user; choose a user id without that prefix"
         )
     return user_id
+
+
+def zone_named(name: Any, what: str) -> ZoneInfo:
+    """The time zone an IANA name gives ("Europe/Paris", "UTC"; `what` names where it came from, as an error says
+    it): a user's time, in which recall reads "yesterday" or "last week" and dates the turns it shows."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 64:
+        raise InvalidInputError(f"{what} must be a time zone name such as 'Europe/Paris' or 'UTC', got {name!r:.80}")
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInputError(
+            f"{what} {name!r:.80} is no time zone this machine knows: give an IANA name such as 'Europe/Paris', "
+            "'America/New_York' or 'UTC'"
+        ) from None
 
 
 @dataclass(frozen=True)

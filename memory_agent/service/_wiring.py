@@ -10,6 +10,7 @@ from typing import Any
 from memory_agent.conversation.round_start import StartOptions
 from memory_agent.conversation.window import TriggerOptions
 from memory_agent.jobs.executor import WorkerOptions
+from memory_agent.schemas.keys import zone_named
 from memory_agent.settings import MemorySettings
 from memory_agent.summarize.options import SummaryOptions
 
@@ -24,7 +25,12 @@ def trigger_options(settings: MemorySettings) -> TriggerOptions:
 
 
 def start_options(settings: MemorySettings) -> StartOptions:
-    return StartOptions(rounds=settings.rounds, gap_cap=settings.gap_message_cap)
+    zone = settings.recall.time_zone
+    return StartOptions(
+        rounds=settings.rounds,
+        gap_cap=settings.gap_message_cap,
+        time_zone=zone_named(zone, "MEMORY_AGENT_RECALL_TIME_ZONE") if zone else None,
+    )
 
 
 def summary_options(settings: MemorySettings) -> SummaryOptions:

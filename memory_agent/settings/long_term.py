@@ -4,8 +4,9 @@ and what the summary job writes to the tier (read by summarize/ and long_term/).
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from memory_agent.settings.base import CASE_INSENSITIVE, ENV_PREFIX, SettingsGroup
@@ -100,6 +101,23 @@ class RecallSettings(SettingsGroup):
     )
     neighbours_after: int = Field(default=2, ge=0, le=5, description="Turns shown after a recalled turn.")
     max_neighbour_chars: int = Field(default=300, ge=1, description="A neighbour turn longer than this is cut.")
+    time_zone: str | None = Field(
+        default=None,
+        description="The users' time zone (an IANA name such as 'Europe/Paris') when a round or a recall names "
+        "none: recall reads date expressions ('yesterday', 'last week') and dates the turns it shows in it. None: "
+        "the service clock's zone (UTC by default). A round names its user's in config['configurable']['time_zone'] "
+        "(or the run's context).",
+    )
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        try:
+            return value if value is None else str(ZoneInfo(value))
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{value!r:.80} is no time zone this machine knows: give an IANA name such as 'Europe/Paris' or 'UTC'"
+            ) from None
 
 
 class LongTermSettings(SettingsGroup):

@@ -25,6 +25,8 @@ from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent")
 
+# The longest Retry-After a summary waits for its next attempt; a provider asking for more fails it at once.
+RETRY_AFTER_WAIT_MAX_S = 10.0
 # The summary's tool as sent to the model (benchmarks price this one).
 SUMMARY_TOOL = terse_tool(MemorySummaryOutput, "The updated memory of the window and its items.")
 
@@ -251,8 +253,14 @@ class MemoryAgent:
                     exc = SummarizationError(f"Timeout: summarizer did not answer within {timeout:.3g}s")
                 if attempt == retries.attempts:
                     raise exc
-                # A provider that says when to come back (429, 503 with Retry-After) is not asked sooner.
-                wait = max(delay, retry_after_s(exc) or 0.0)
+                # A provider that says when to come back (429, 503 with Retry-After) is not asked sooner; one that
+                # asks for longer than RETRY_AFTER_WAIT_MAX_S fails the summary at once (its row must not look in
+                # progress meanwhile), and the conversation's next summary waits that long (failures.py).
+                asked = retry_after_s(exc) or 0.0
+                wait = max(delay, asked)
+                if asked > RETRY_AFTER_WAIT_MAX_S:
+                    logger.info("%s: attempt %s failed (%s); not waiting %.3g s for another", what, attempt, exc, asked)
+                    raise exc
                 if ends is not None and ends - loop.time() - wait < min(1.0, retries.timeout_s / 4):
                     logger.info("%s: attempt %s failed (%s); no time left for another", what, attempt, exc)
                     if isinstance(exc, SummarizationError) and str(exc).startswith("Timeout"):

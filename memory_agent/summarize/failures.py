@@ -5,7 +5,8 @@ LOG_INTERVAL_S (the failures in between are counted into the next one): a model 
 flood the log, and one that fails must not go unseen. A conversation whose summaries keep failing backs off: after
 BACKOFF_AFTER failures in a row, its next summaries are recorded `failed` without a model call until BACKOFF_BASE_S
 (doubled for each further failure, at most BACKOFF_MAX_S) has passed; its rounds meanwhile get the raw gap, bounded
-by max_gap_messages. A completed summary clears the conversation. At most MAX_TRACKED conversations are held (the
+by max_gap_messages. A provider that asks to be called again later (a 429 or 503 with Retry-After) is not asked
+for the conversation's next summary before then. A completed summary clears the conversation. At most MAX_TRACKED conversations are held (the
 longest untouched go first); a process that restarts starts afresh.
 """
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
+from memory_agent.errors import MemoryAgentError, is_transient
 from memory_agent.llm.structured import status_of
 
 logger = logging.getLogger("memory_agent")
@@ -64,8 +66,19 @@ class FailingConversations:
     def completed(self, key: Key) -> None:
         self._streaks.pop(key, None)
 
-    def failed(self, key: Key, model: str, cause: str, *, memory_id: int, attempted: bool = True) -> None:
-        """Count a failed summary (`attempted`: the model was asked) and log it unless one was logged lately."""
+    def failed(
+        self,
+        key: Key,
+        model: str,
+        cause: str,
+        *,
+        memory_id: int,
+        attempted: bool = True,
+        raised: BaseException | None = None,
+    ) -> None:
+        """Count a failed summary (`attempted`: the model was asked) and log it unless one was logged lately.
+        `raised`: what failed it. A provider's Retry-After holds the conversation's next summaries until then; an
+        error no model or provider causes (a bug) puts its traceback in the WARNING."""
         now = self.clock()
         streak = self._streaks.pop(key, None) or _Streak()
         self._streaks[key] = streak  # most recently touched last
@@ -76,9 +89,11 @@ class FailingConversations:
             # Not the message: it may quote the model's answer, and so the conversation, and rows recorded
             # without a model call outlive what they would quote (an erased conversation, its thread id reused).
             streak.kind, streak.memory_id = cause.split(": ", 1)[0][:200], memory_id
+            waits = [retry_after_s(raised) or 0.0] if raised is not None else []
             if streak.failures >= BACKOFF_AFTER:
-                wait = min(BACKOFF_BASE_S * 2 ** (streak.failures - BACKOFF_AFTER), BACKOFF_MAX_S)
-                streak.retry_at = now + timedelta(seconds=wait)
+                waits.append(BACKOFF_BASE_S * 2 ** (streak.failures - BACKOFF_AFTER))
+            if any(waits):
+                streak.retry_at = now + timedelta(seconds=min(max(waits), BACKOFF_MAX_S))
         if streak.logged_at is not None and now - streak.logged_at < timedelta(seconds=LOG_INTERVAL_S):
             streak.unlogged += 1
             return
@@ -96,6 +111,7 @@ class FailingConversations:
             cause,
             since,
             later,
+            exc_info=raised if raised is not None and not expected(raised) else None,
         )
         streak.logged_at, streak.unlogged = now, 0
 
@@ -109,11 +125,20 @@ class Outcome:
     cause: BaseException | None = None
 
 
+def expected(exc: BaseException) -> bool:
+    """Whether a summary may fail with `exc` with the code right: the model answered unusably (our errors say so),
+    its provider answered an HTTP error, or the call could not be made (the network, a timeout). Anything else is
+    a bug, logged with its traceback."""
+    return isinstance(exc, MemoryAgentError) or status_of(exc) is not None or is_transient(exc)
+
+
 def describe(exc: BaseException) -> str:
     """A failure as a row's error names it: the exception's type, the provider's HTTP status, its message."""
     status = status_of(exc)  # the provider's HTTP status, named alike for every client
     name = f"{type(exc).__name__} (HTTP {status})" if status is not None else type(exc).__name__
-    return f"{name}: {exc}" if str(exc) else name
+    asked = retry_after_s(exc)
+    later = f" (the provider asked to retry after {asked:.3g} s)" if asked else ""
+    return (f"{name}: {exc}" if str(exc) else name) + later
 
 
 def retry_after_s(exc: BaseException) -> float | None:

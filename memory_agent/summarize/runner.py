@@ -127,6 +127,7 @@ class SummaryRunner:
         new_start = start_seq if base_end is None else max(base_end + 1, start_seq)
         started = time.perf_counter()
         error: str | None = None
+        raised: BaseException | None = None  # what failed the model call (its kind decides the log and backoff)
         failing = (row["tenant_id"], user_id, conversation_id)
         backing_off = self.failing.backing_off(failing)
         try:
@@ -155,8 +156,7 @@ class SummaryRunner:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            error = describe(exc)
-            result = None
+            error, raised, result = describe(exc), exc, None
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         try:
             if result is not None:
@@ -181,6 +181,7 @@ class SummaryRunner:
                 error or "unknown error",
                 memory_id=memory_id,
                 attempted=backing_off is None,
+                raised=raised,
             )
             logger.debug("Memory %s status updated to failed", memory_id)
             return Outcome("failed", error)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine, Sequence
+from datetime import tzinfo
 from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
@@ -29,7 +30,11 @@ class _NoopRounds:
     stored and nothing recalled: each round's model context is the messages given, unchanged."""
 
     async def prepare(
-        self, key: ConversationKey, messages: Sequence[BaseMessage], lease: str | None
+        self,
+        key: ConversationKey,
+        messages: Sequence[BaseMessage],
+        lease: str | None,
+        time_zone: tzinfo | None = None,  # nothing is recalled: no date to read in it
     ) -> tuple[list[BaseMessage], RoundInfo]:
         incoming = list(messages)
         return incoming, RoundInfo(

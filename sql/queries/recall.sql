@@ -250,7 +250,9 @@ SELECT counts.*, f.kind, f.score::float8 AS score, f.paths, f.bm25, f.similarity
        coalesce(t.created_at, lower(i.valid_during), n.created_at, bs.created_at) AS created_at,
        n.note_id, n.period, n.period_start,
        bs.summary_id AS batch_summary_id, bs.summarized_from, bs.summarized_until,
-       src.sources, nb.neighbours
+       src.sources, nb.neighbours,
+       rp.sequence_number AS reply_sequence, rp.role AS reply_role, rp.text AS reply_text,
+       rp.created_at AS reply_created_at, rnb.neighbours AS reply_neighbours
 FROM counts
 LEFT JOIN fused AS f ON true
 LEFT JOIN messages AS t
@@ -281,6 +283,35 @@ LEFT JOIN LATERAL (
       AND b.sequence_number <> f.sequence_number AND b.role IN ('user', 'assistant')
       AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
 ) AS nb ON true
+LEFT JOIN LATERAL (
+    -- A turn that ends with a question (as far as the block shows it, and no letter or digit after its last
+    -- question mark): the next turn of its conversation (a user or assistant message with text) when the other
+    -- side said it, read as the turn itself is. replies.py decides whether the hit is shown as this reply (a turn
+    -- that says more than a greeting before its question is not). A lookup by the messages' key, from the question
+    -- on.
+    SELECT r.sequence_number, r.role, substr(r.content, 1, %(text_chars)s) AS text, r.created_at
+    FROM messages AS r
+    WHERE f.kind = 'turn' AND char_length(substr(t.content, 1, %(text_chars)s)) < %(text_chars)s
+      AND substr(t.content, 1, %(text_chars)s) ~ '[?？][^[:alnum:]]*$'
+      AND r.user_id = %(user_id)s AND r.conversation_id = f.conversation_id
+      AND r.sequence_number > f.sequence_number
+      AND r.tenant_id = %(tenant_id)s AND r.role IN ('user', 'assistant') AND r.content <> ''
+      AND (%(as_of)s::timestamptz IS NULL OR r.created_at <= %(as_of)s::timestamptz)
+    ORDER BY r.sequence_number
+    LIMIT 1
+) AS rp ON rp.role <> t.role
+LEFT JOIN LATERAL (
+    -- The reply's neighbours, as a turn's above.
+    SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, substr(b.content, 1, %(neighbour_chars)s))
+                     ORDER BY b.sequence_number) AS neighbours
+    FROM messages AS b
+    WHERE rp.sequence_number IS NOT NULL AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
+      AND b.conversation_id = f.conversation_id
+      AND b.sequence_number BETWEEN rp.sequence_number - %(neighbours_before)s
+                                AND rp.sequence_number + %(neighbours_after)s
+      AND b.sequence_number <> rp.sequence_number AND b.role IN ('user', 'assistant')
+      AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
+) AS rnb ON true
 ORDER BY f.score DESC NULLS LAST,
          coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) DESC NULLS LAST, f.kind,
          f.sequence_number

@@ -47,6 +47,8 @@ async def test_recall_is_tenant_checked_and_validates_its_parameters(served):
         assert (await http.get("/users/nobody/recall", params={"q": "violin"})).status_code == 404
         ok = await http.get("/users/ana/recall", params={"q": "violin teacher"})
         assert ok.status_code == 200 and "Ingrid" in ok.json()["results"][0]["text"]
+        zoned = await http.get("/users/ana/recall", params={"q": "violin teacher", "time_zone": "Asia/Tokyo"})
+        assert zoned.status_code == 200 and zoned.json()["results"][0]["text"] == ok.json()["results"][0]["text"]
         for params, field in (
             ({}, "q"),
             ({"q": "   "}, "q"),
@@ -56,6 +58,8 @@ async def test_recall_is_tenant_checked_and_validates_its_parameters(served):
             ({"q": "violin", "limit": 51}, "limit"),
             ({"q": "violin", "as_of": "2026-01-02T00:00:00"}, "as_of"),
             ({"q": "violin", "as_of": "yesterday"}, "as_of"),
+            ({"q": "violin", "time_zone": "Europe/Lyon"}, "time_zone"),
+            ({"q": "violin", "time_zone": "x" * 65}, "time_zone"),
         ):
             response = await http.get("/users/ana/recall", params=params)
             assert response.status_code == 422, (params, response.text)

@@ -67,7 +67,8 @@ async def test_a_model_answering_500_retries_the_job_until_it_answers(app, fake_
 
 
 async def test_a_model_answering_garbage_ends_the_job_failed_without_retry(app, fake_openai, database_url):
-    fake_openai.mode = "malformed"
+    # Garbage every way of asking: a tool call's arguments and the JSON-schema answer that are no JSON, prose.
+    fake_openai.mode, fake_openai.text_answer = "malformed", "no idea"
     assert await defer_user(app, "nightly", "acme", "alice", day(1, 5))
     await run_alice(app)
     assert user_jobs(database_url) == [("failed", 1, False)]

@@ -149,3 +149,24 @@ async def test_forget_names_an_id_no_item_can_have(open_memory, item_id):
     async with Client(server) as client:
         assert "item_id must be" in _error(await client.call_tool("forget", {"item_id": item_id}))
         assert _data(await client.call_tool("list_memories", {})) == []  # still serving
+
+
+async def test_recall_reads_yesterday_in_the_users_time_zone(open_memory):
+    from datetime import UTC, datetime
+
+    from memory_agent.llm.offline import OfflineSummaryModel
+
+    # 23:30 UTC on 12 March is 08:30 on the 13th in Tokyo: that user's yesterday is the 12th (the walk).
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: datetime(2024, 3, 12, 23, 30, tzinfo=UTC))
+    for thread, at, text in (("walks", "2024-03-12T10:00:00+00:00", "I walked by the river."),
+                             ("cakes", "2024-03-11T05:00:00+00:00", "I baked a lemon cake.")):  # fmt: skip
+        await memory.transfers.import_messages(
+            thread, [{"role": "user", "content": text, "created_at": at}], user_id="ana", summarize=False
+        )
+    server = build_server(memory, Identity(user_id="ana", tenant_id=None))
+    async with Client(server) as client:
+        tokyo = _data(await client.call_tool("recall", {"query": "what did I do yesterday", "time_zone": "Asia/Tokyo"}))
+        utc = _data(await client.call_tool("recall", {"query": "what did I do yesterday"}))
+        assert (tokyo[0]["conversation_id"], utc[0]["conversation_id"]) == ("walks", "cakes")
+        assert tokyo[0]["time"] == "2024-03-12T19:00:00+09:00"
+        assert "no time zone" in _error(await client.call_tool("recall", {"query": "x", "time_zone": "Mars/Base"}))

@@ -52,6 +52,26 @@ async def test_a_rate_limited_provider_is_not_asked_before_its_retry_after(fake_
     assert len(fake_openai.structured_requests()) == 1 and time.monotonic() - started < 5
 
 
+async def test_a_long_retry_after_fails_the_row_at_once_and_backs_the_conversation_off(
+    fake_openai, open_memory, database_url
+):
+    """HTTP 429 with Retry-After: 100, the default settings: the row is `failed` within seconds, its error naming
+    the status and the wait, and the conversation's next summaries are not asked of the model before then (before:
+    the row stayed `processing` while the summary slept 100 s, twice)."""
+    fake_openai.mode, fake_openai.retry_after = "rate_limited", "100"
+    memory = await open_memory(memory_model="limited-model")
+    app = with_memory(EchoChat().graph, memory)
+    started = time.monotonic()
+    for n in range(4):
+        await app.ainvoke({"messages": [HumanMessage(f"I like tea number {n}")]}, {"configurable": {"thread_id": "rl"}})
+        assert await memory.drain(timeout=5)
+    assert time.monotonic() - started < 5
+    (first, *later) = query(database_url, "SELECT status, error FROM memory ORDER BY memory_id")
+    assert first[0] == "failed" and "(HTTP 429)" in first[1] and "retry after 100 s" in first[1]
+    assert later and all(status == "failed" and "not attempted" in error for status, error in later)
+    assert "HTTP 429" in later[0][1] and len(fake_openai.structured_requests()) == 1
+
+
 async def test_json_in_text_as_small_and_reasoning_models_write_it(fake_openai):
     """A server without tools or response_format, whose model thinks aloud with braces first and writes the call
     of the schema out: the summary is read (before: no JSON object found, the summary failed)."""

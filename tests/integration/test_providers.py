@@ -13,6 +13,7 @@ from memory_agent import MemoryService, MemorySettings, with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting, default_chat_model
+from memory_agent.llm.models import chat_model
 from memory_agent.llm.structured import StructuredCaller, learned_method
 from memory_agent.observability import reads as observability
 from memory_agent.schemas import MemorySummaryOutput
@@ -73,6 +74,20 @@ def test_the_consolidation_setting_is_named_in_its_error(monkeypatch):
     with pytest.raises(ConfigurationError, match="MEMORY_AGENT_CONSOLIDATION_MODEL='anthropic:claude-x'"):
         default_chat_model(settings, "consolidation")
     assert default_chat_model(settings.replace(consolidation_model=None), "consolidation")
+
+
+def test_a_summary_model_passed_with_client_retries_is_warned_about(monkeypatch, caplog):
+    """Its client sleeps what a rate-limited provider asks inside a summary's attempt (ChatAnthropic's without a
+    bound), the row `processing` meanwhile: said at open, with what to pass."""
+    from langchain_anthropic import ChatAnthropic
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    caplog.set_level(logging.WARNING, "memory_agent")
+    settings = MemorySettings(memory_model="offline")
+    for retries in (2, 0):
+        chat_model(ChatAnthropic(model="claude-x", max_retries=retries), settings)
+    (warned,) = [r.getMessage() for r in caplog.records]
+    assert "'claude-x'" in warned and "max_retries=2" in warned and "pass max_retries=0" in warned
 
 
 async def test_no_usable_model_is_an_error_at_open(monkeypatch, database_url):
@@ -192,6 +207,53 @@ async def test_anthropic_messages_api(monkeypatch, open_memory, database_url):
             "key",
             "content",
         ]
+
+
+async def test_an_answer_not_of_the_api_shape_is_named_on_the_row_and_in_the_log(
+    monkeypatch, open_memory, database_url, caplog
+):
+    """HTTP 200 with a Messages API answer of the wrong shape (`content` not a list of blocks, missing, a tool call's
+    `input` a string): the failed row and the WARNING name the model, that its answer was not of the expected
+    shape, and what was wrong (before: `TypeError: string indices must be integers`, from inside the client)."""
+    answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "stop_reason": "tool_use"}
+    tool_use = {"type": "tool_use", "id": "toolu_1", "name": "MemorySummaryOutput", "input": '{"summary": "tea"}'}
+    shapes = {
+        "text": ({**answer, "content": "I like tea"}, "TypeError: string indices must be integers"),
+        "none": ({**answer, "content": None}, "TypeError: 'NoneType' object is not iterable"),
+        "input": ({**answer, "content": [tool_use]}, "tool_calls.0.args: Input should be a valid dictionary"),
+    }
+    caplog.set_level(logging.WARNING, "memory_agent")
+    with FakeAnthropic() as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        memory = await open_memory(memory_model="anthropic:claude-test", summary_max_attempts=1)
+        for thread, (body, wrong) in shapes.items():
+            server.answer_with = body
+            await talk(memory, thread)
+            errors = query(database_url, "SELECT error FROM memory WHERE conversation_id = %s", (thread,))
+            assert errors and all(error for (error,) in errors)
+            said = "its answer was not of the expected shape (ChatAnthropic could not read it: "
+            warned = [r.getMessage() for r in caplog.records if f"conversation {thread!r}" in r.getMessage()]
+            for text in (errors[0][0], *warned):
+                assert "'claude-test'" in text and said in text and wrong in text, text
+            assert len(warned) == 1 and 'raw: \'{"id": "msg_1"' in warned[0]
+
+
+async def test_an_ollama_answer_not_of_the_api_shape_is_garbage_too(monkeypatch):
+    """A tool call whose arguments are a string, in Ollama's stream: each way of asking is passed over as answering
+    garbage, the client's words kept (before: pydantic's ValidationError for ChatResponse, raised as it was)."""
+    message = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "x", "arguments": "oops"}}]}
+    with FakeOllama() as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        server.answer_with = [{"model": "m", "created_at": "2026-01-01T00:00:00Z", "message": message, "done": True}]
+        model = chat_model_from_setting("ollama:llama-test", variable="X")
+        caller = StructuredCaller(model, MemorySummaryOutput, tool=SUMMARY_TOOL)
+        with pytest.raises(SummarizationError) as raised:
+            await caller.ainvoke([HumanMessage("Window: sequences 0-0.\n[seq 0] user: hi")])
+    said = str(raised.value)
+    assert said.startswith("model 'llama-test' returned unparseable output") and len(server.requests) == 3
+    assert said.count("its answer was not of the expected shape (ChatOllama could not read it: ") == 3
+    assert "message.tool_calls.0.function.arguments: Input should be a valid dictionary" in said
 
 
 @pytest.mark.parametrize("tools", [True, False])

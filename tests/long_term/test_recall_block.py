@@ -21,7 +21,7 @@ async def test_turns_shared_by_two_hits_are_shown_once(conn: Any) -> None:
         "kayak",
         [
             ("user", "We rented a kayak on Saturday.", at(0)),
-            ("assistant", "A kayak on the fjord near Bergen, you said?", at(0)),
+            ("assistant", "A kayak on the fjord near Bergen, I hope.", at(0)),
             ("user", "Yes, Bergen in the rain.", at(0)),
             ("assistant", "Rain is the rule there.", at(0)),
             ("user", "Bergen again next summer, with the kayak.", at(0)),

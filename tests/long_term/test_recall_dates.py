@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from memory_agent.errors import InvalidInputError
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term.recall.dates import date_span
 
@@ -135,3 +136,72 @@ async def test_a_rounds_turns_are_dated_by_the_services_clock(open_memory, datab
     await memory.conversations.finish_round("next", [*question, AIMessage("A walk.")], info, user_id="ana")
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT recall_path FROM round_metrics WHERE conversation_id = 'next'") == [("date",)]
+
+
+# The user's time zone, named by the round: at 23:30 UTC on 12 March it is 08:30 on 13 March in Tokyo, so the user's
+# "yesterday" is 12 March in Tokyo (the walk, at 19:00 there), not 11 March in UTC (the cake, 14:00 in Tokyo on the
+# 11th). Read in the service clock's zone (UTC), every user everywhere had UTC's yesterday.
+TOKYO_NOW = datetime(2024, 3, 12, 23, 30, tzinfo=UTC)
+WALK = "I took a long walk by the river."
+CAKE = "I baked a lemon cake for the neighbours."
+
+
+async def _walk_and_cake(open_memory, **settings):
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: TOKYO_NOW, **settings)
+    for thread, at, text in (
+        ("walks", datetime(2024, 3, 12, 10, 0, tzinfo=UTC), WALK),
+        ("cakes", datetime(2024, 3, 11, 5, 0, tzinfo=UTC), CAKE),
+    ):
+        await memory.transfers.import_messages(thread, records(at, [text, "Nice."]), user_id="ana", summarize=False)
+    return memory
+
+
+def _first_recalled(context) -> str:
+    text = "\n".join(str(m.content) for m in context)
+    found = {name: text.find(turn) for name, turn in (("walk", WALK), ("cake", CAKE)) if turn in text}
+    return min(found, key=found.__getitem__)
+
+
+async def test_a_round_reads_yesterday_in_the_time_zone_it_names(open_memory):
+    from langchain_core.messages import HumanMessage
+
+    memory = await _walk_and_cake(open_memory)
+    question = [HumanMessage("what did I do yesterday?")]
+    tokyo, _ = await memory.conversations.prepare_round("q-tokyo", question, user_id="ana", time_zone="Asia/Tokyo")
+    assert _first_recalled(tokyo) == "walk"
+    assert "12 March 2024]" in "\n".join(str(m.content) for m in tokyo)
+    utc, _ = await memory.conversations.prepare_round("q-utc", question, user_id="ana")
+    assert _first_recalled(utc) == "cake"  # the service clock's zone when the round names none
+
+
+async def test_a_graph_run_names_the_time_zone_in_its_config_and_a_bad_one_is_refused(open_memory):
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from memory_agent import with_memory
+
+    memory = await _walk_and_cake(open_memory)
+    seen = []
+
+    def chat(state: MessagesState):
+        seen.append(_first_recalled(state["messages"]))
+        return {"messages": [AIMessage("noted")]}
+
+    builder = StateGraph(MessagesState).add_node("chat", chat).add_edge(START, "chat")
+    with pytest.raises(TypeError, match="compiled graph"):
+        with_memory(builder, memory)  # failed only at the first invoke, with StateGraph's AttributeError
+    graph = with_memory(builder.compile(), memory)
+    config = {"configurable": {"thread_id": "q-graph", "user_id": "ana", "time_zone": "Asia/Tokyo"}}
+    await graph.ainvoke({"messages": [HumanMessage("what did I do yesterday?")]}, config)
+    assert seen == ["walk"]
+    config["configurable"].update(thread_id="q-bad", time_zone="Asia/Tokio")
+    with pytest.raises(InvalidInputError, match="time_zone 'Asia/Tokio' is no time zone"):
+        await graph.ainvoke({"messages": [HumanMessage("what did I do yesterday?")]}, config)
+
+
+async def test_the_users_time_zone_setting_and_a_recall_as_of_a_time_in_its_own(open_memory):
+    memory = await _walk_and_cake(open_memory, recall_time_zone="Asia/Tokyo")
+    assert (await memory.long_term.recall("ana", "what did I do yesterday?")).results[0].conversation_id == "walks"
+    # A recall as of a time is read in that time's zone (the caller's), whatever the setting says.
+    utc = await memory.long_term.recall("ana", "what did I do yesterday?", as_of=TOKYO_NOW)
+    assert utc.results[0].conversation_id == "cakes"

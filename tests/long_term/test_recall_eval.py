@@ -106,6 +106,47 @@ async def test_questions_are_asked_at_the_clock_of_the_conversation_s_last_turn(
     assert report.as_dict()["recall"]["@1"] == 1.0  # at the real clock, 8 January 2025 is no "yesterday"
 
 
+# The question matches the question turn only; the answer after it is the evidence, shown as its neighbour. Long,
+# the answer is cut at the neighbour cap in the block: the model does not read it, whatever the provenance says.
+def _neighbour_answer(sample_id: str, answer: str) -> list[dict[str, object]]:
+    return [
+        {
+            "sample_id": sample_id,
+            "conversation": {
+                "speaker_a": "Li",
+                "speaker_b": "Bot",
+                "session_1_date_time": "9:00 am on 5 January, 2025",
+                "session_1": [
+                    # Not a question: a recalled question is shown as its reply (recall/replies.py), and here the
+                    # answer must be the matching turn's neighbour.
+                    {"speaker": "Bot", "dia_id": "D1:1", "text": "Tell me all about the trip to Lisbon."},
+                    {"speaker": "Li", "dia_id": "D1:2", "text": answer},
+                ],
+            },
+            "qa": [{"question": "Lisbon trip?", "evidence": ["D1:2"], "category": 4}],
+        }
+    ]
+
+
+async def test_in_the_block_counts_only_turns_shown_whole(database_url: str, tmp_path: Path) -> None:
+    short = "Wonderful: we ate custard tarts every morning."
+    long = short + " " + " ".join(f"Then day {n} was spent walking the old quarter slowly." for n in range(8))
+    assert len(short) < 300 < len(long)
+    pool = MemoryBackend.create_pool(database_url)
+    await pool.open(wait=True)
+    try:
+        figures = {}
+        for name, answer in (("short", short), ("long", long)):
+            samples = load_dataset(write_dataset(tmp_path, _neighbour_answer(name, answer)))
+            figures[name] = (await evaluate(MemoryBackend(pool), samples)).as_dict()["recall"]
+    finally:
+        await pool.close()
+    # Found either way (the matching turn's hit shows the answer as a neighbour); in the model's input only whole.
+    assert figures["short"]["@1"] == figures["long"]["@1"] == 1.0
+    assert figures["short"]["in_block"] == 1.0
+    assert figures["long"]["in_block"] == 0.0
+
+
 def test_the_command_prints_the_figures(server_url: str, tmp_path: Path) -> None:
     app = typer.Typer()
     register(app)

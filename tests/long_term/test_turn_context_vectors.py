@@ -28,7 +28,9 @@ from tests.long_term.test_embedding_races import cosine
 from tests.long_term.test_forget import rounds
 from tests.migration.old_releases import build_release
 
-QUESTION = "Did you get to the pottery workshop on Saturday?"
+# Not a question: a recalled question is shown as its reply (recall/replies.py), and these tests look at which
+# turns' vectors match.
+QUESTION = "I hope you got to the pottery workshop on Saturday!"
 ANSWER = "Yes! It was amazing."
 
 

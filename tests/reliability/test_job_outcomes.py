@@ -5,6 +5,7 @@ the job with the row still `processing`; one that cannot ends the job `failed` w
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -14,7 +15,7 @@ from memory_agent import MemoryService, with_memory
 from memory_agent.jobs.procrastinate_executor import REFRESH_CLUSTERS_TASK, SUMMARIZE_TASK
 from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import execute, query
-from tests.support import EchoChat, ScriptedSummaryModel
+from tests.support import EchoChat, FailingSummaryModel, ScriptedSummaryModel
 
 
 async def say(memory: MemoryService, thread: str, texts: list[str]) -> None:
@@ -66,6 +67,38 @@ async def test_a_summary_whose_model_answers_500_ends_its_job_failed(open_memory
     assert jobs(database_url, SUMMARIZE_TASK) == [("failed", 1, False)]
     [(status, error)] = memory_rows(database_url)
     assert status == "failed" and "upstream exploded" in error
+
+
+async def test_the_worker_logs_a_model_failure_in_one_line_and_a_bug_with_its_traceback(
+    open_memory, database_url, fake_openai, caplog
+):
+    """A job whose model answers HTTP 500, then 400: procrastinate's line for each names the cause, no traceback
+    (before: a traceback per failed job, of the line in the runner raising JobFailedError, while the row said it
+    all). An unexpected error (a bug) keeps its traceback, once, in the summary's WARNING."""
+    caplog.set_level(logging.INFO)
+    fake_openai.mode = "error"
+    memory = await open_memory(executor="procrastinate", summary_max_attempts=1)
+    await say(memory, "t500", ROUNDS)
+    await run_jobs(memory)
+    fake_openai.mode, fake_openai.max_prompt_chars = "ok", 10  # HTTP 400: context_length_exceeded
+    await say(memory, "t400", ROUNDS)
+    await run_jobs(memory)
+    ended = [r for r in caplog.records if r.name == "procrastinate.worker" and "ended with status" in r.getMessage()]
+    ended = [r for r in ended if SUMMARIZE_TASK in r.getMessage()]
+    assert [r.levelno for r in ended] == [logging.ERROR, logging.ERROR]
+    assert "HTTP 500" in ended[0].getMessage() and "upstream exploded" in ended[0].getMessage()
+    assert "HTTP 400" in ended[1].getMessage() and "maximum context" in ended[1].getMessage()
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+    caplog.clear()
+    buggy = await open_memory(FailingSummaryModel(), executor="procrastinate", summary_max_attempts=1)
+    await say(buggy, "bug", ROUNDS)
+    await run_jobs(buggy)
+    (traced,) = [r for r in caplog.records if r.exc_info]
+    assert traced.levelno == logging.WARNING and "'bug'" in traced.getMessage()
+    assert isinstance(traced.exc_info[1], RuntimeError) and "model exploded" in str(traced.exc_info[1])
+    ended = [r for r in caplog.records if r.name == "procrastinate.worker" and "ended with status" in r.getMessage()]
+    ended = [r for r in ended if SUMMARIZE_TASK in r.getMessage()]
+    assert len(ended) == 1 and "model exploded" in ended[0].getMessage()
 
 
 async def test_a_summary_the_database_refuses_to_start_ends_failed_and_so_does_its_row(open_memory, database_url):

@@ -127,11 +127,14 @@ def test_a_group_given_whole_reads_the_environment_for_the_rest(monkeypatch):
 
 def test_bad_settings_of_several_groups_are_reported_together_by_variable():
     with pytest.raises(ConfigurationError) as caught:
-        MemorySettings(pool_max_size=0, recall_max_turns=0, schedule_time="25:00", unknown_knob=1)
+        MemorySettings(
+            pool_max_size=0, recall_max_turns=0, schedule_time="25:00", recall_time_zone="Europe/Lyon", unknown_knob=1
+        )
     message = str(caught.value)
     for named in (
         "MEMORY_AGENT_POOL_MAX_SIZE (got 0)",
         "MEMORY_AGENT_RECALL_MAX_TURNS (got 0)",
+        "MEMORY_AGENT_RECALL_TIME_ZONE (got 'Europe/Lyon'): 'Europe/Lyon' is no time zone",
         "MEMORY_AGENT_SCHEDULE_TIME (got '25:00')",
         "unknown_knob: not a memory_agent setting",
     ):

@@ -5,7 +5,7 @@ the retriever, `memory-agent at`).
 settings.py holds the knobs (RecallSettings, read from MEMORY_AGENT_RECALL_*); search.py runs the one statement
 (`recall_search` in sql/queries/recall.sql) and applies the guardrails; hybrid.py embeds the query beside it and
 re-ranks its hits with their vectors and adds the user's nearest it missed; transaction.py runs recall's statements with its settings; block.py says what
-a hit is and renders the block; query_text.py reads a query (CJK bigrams, pointing to the past, what is searched
+a hit is and renders the block; replies.py shows a recalled question as its reply; query_text.py reads a query (CJK bigrams, pointing to the past, what is searched
 and embedded of it); round_start.py is recall as a round sees it
 (its query, its metrics, never failing the round); user.py is recall for a named user outside a round. Never calls a chat model. May import what long_term/ may.
 """

@@ -48,10 +48,21 @@ class RecallHit:
     created_at: datetime | None = None
     # A turn's neighbours in its conversation shown with it: (sequence, role, text), in order.
     context: list[tuple[int, str, str]] = field(default_factory=list)
+    # The neighbours among them whose text is shown cut (longer than the neighbour cap).
+    cut_sequences: list[int] = field(default_factory=list)
 
     @property
     def is_summary(self) -> bool:
         return self.kind == "summary"
+
+    def shown_whole(self) -> list[tuple[str, int]]:
+        """The sources whose text the hit shows whole: a turn's own unless cut, its neighbours but those cut; an
+        item's or a summary's sources when its text is not cut (what the model reads of them is their text)."""
+        if self.kind != "turn" or self.conversation_id is None:
+            return [] if self.truncated else list(self.sources)
+        own = [] if self.truncated else [(self.conversation_id, s) for s in self.sequences]
+        cut = set(self.cut_sequences)
+        return own + [(self.conversation_id, s) for s, _, _ in self.context if s not in cut]
 
     def provenance(self) -> dict[str, Any]:
         """Where the hit came from, as JSON data (every surface that shows a hit gives this): the fields that
@@ -108,7 +119,8 @@ def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: 
     }
     if row["kind"] == "turn":
         conversation_id, sequence = row["conversation_id"], row["sequence_number"]
-        context = [(int(s), str(r), cut(str(t), max_neighbour_chars)) for s, r, t in row.get("neighbours") or []]
+        neighbours = [(int(s), str(r), str(t)) for s, r, t in row.get("neighbours") or []]
+        context = [(s, r, cut(t, max_neighbour_chars)) for s, r, t in neighbours]
         return RecallHit(
             kind="turn",
             text=text,
@@ -117,6 +129,7 @@ def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: 
             sequences=[sequence],
             sources=sorted([(conversation_id, sequence)] + [(conversation_id, s) for s, _, _ in context]),
             context=context,
+            cut_sequences=[s for s, _, t in neighbours if len(t) > max_neighbour_chars],
             **common,
         )
     if row["kind"] == "insight":

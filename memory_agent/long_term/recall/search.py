@@ -51,6 +51,7 @@ from memory_agent.long_term.recall.query_text import (
     points_to_past,
     with_irregular_forms,
 )
+from memory_agent.long_term.recall.replies import answered
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
 from memory_agent.schemas.text import storable_text
@@ -254,7 +255,12 @@ async def recall(
     if rows is None:  # vectors asked for, but the server has no pgvector
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
-    found = [hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars) for row in rows if row["kind"]]
+    # A hit that asks a question is shown as its reply (replies.py), once full text and vectors have ranked it.
+    found = [
+        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
+        for row in answered(rows, settings.max_turn_chars)
+        if row["kind"]
+    ]
     if now is not None:
         found = await with_date_boost(conn, found, params, settings, now)
     hits = without_repeats(found)
