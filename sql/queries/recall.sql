@@ -350,9 +350,9 @@ to_tsvector(%(config)s::regconfig, left(b.content, 100000))
 
 -- recall_vector_hits --
 -- The vector path over all of a user's vectors: the user's nearest turns, items and summaries by cosine distance to
--- the query's vector, above a similarity floor. Run with the other paths when full text and trigrams found too
--- little, else alone (search.py adds the hits only it found to theirs: hybrid.fused), on every recall with an
--- embedder. Per user
+-- the query's vector, above a similarity floor. Run alone, after full text and trigrams, on every recall with an
+-- embedder: search.py adds the hits only it found to theirs (hybrid.fused), or, when they found too little, fuses
+-- the two lists by ranks as this statement with every path would (hybrid.with_nearest). Per user
 -- (HNSW cannot filter by user before it ranks, and a user is a small part of the table), in two passes: the user's
 -- compact vectors (0025: the signs of the vector minus its model's center) ranked by Hamming distance to the
 -- query's, read from an index alone, keep each table's nearest 4 × candidates, ranked by their exact cosine

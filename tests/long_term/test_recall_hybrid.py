@@ -1,6 +1,6 @@
 """Hybrid recall (an embedder configured): the vector path over all of the user's vectors runs on every recall and
 its hits are fused with full text's (a turn that shares no word with the query is found); when full text finds
-too little, one statement runs every path. The query is embedded without its closing punctuation."""
+too little, the vector path runs alone and is fused with their rows as one statement with every path would. The query is embedded without its closing punctuation."""
 
 from __future__ import annotations
 
@@ -319,3 +319,46 @@ async def test_a_hit_nearest_by_far_outranks_full_texts_best_when_its_words_matc
         conn, **ask, embedder=embedder, settings=RecallSettings(neighbours_before=0, neighbours_after=0)
     )
     assert first_turn(hybrid) == ("trips", 2)
+
+
+@pytest.mark.parametrize(
+    ("query", "min_hits"),
+    [("Portugal?", 2), ("凉爽的里斯本", 2), ("Osaka", 3), ("Lisbon", 50)],
+    ids=["nothing", "cjk", "one-turn-two-paths", "hits-vectors-found-too"],
+)
+async def test_too_little_full_text_fuses_the_vector_path_as_one_statement_with_every_path_would(
+    conn: Any, query: str, min_hits: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Full text and trigrams are not run twice: their first run's rows and the vector path run alone, fused,
+    rank as the statement with every path ranks (same hits, order, scores, paths and counts): nothing matched
+    (the latest turns dropped for the vectors' hits), a turn found by full text and trigrams, hits found by full
+    text and vectors both (their reciprocal ranks summed)."""
+    from memory_agent.long_term.recall import search
+
+    embedder = await seed(conn)
+    compared: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+    first_runs: list[list[dict[str, Any]]] = []
+    split = search._with_nearest
+
+    async def both(conn: Any, lexical: Any, params: Any, settings: Any, vectors: Any) -> list[dict[str, Any]]:
+        rows = await split(conn, lexical, params, settings, vectors)
+        compared.append((rows, await search._search(conn, params, settings, vectors=vectors)))
+        first_runs.append(lexical)
+        return rows
+
+    monkeypatch.setattr(search, "_with_nearest", both)
+    settings = RecallSettings(min_hits=min_hits)
+    await recall(
+        conn, tenant_id=TENANT, user_id=USER, query=query, conversation_id="trips", embedder=embedder, settings=settings
+    )
+    [(rows, statement)] = compared
+    fields = ("kind", "conversation_id", "sequence_number", "item_id", "paths", "bm25", "similarity", "text")
+    counts = ("fts_hits", "trgm_hits", "vector_hits", "recent_hits", "trgm_ran", "user_wide")
+    assert [[row[f] for f in fields] for row in rows] == [[row[f] for f in fields] for row in statement]
+    assert [row["score"] for row in rows] == pytest.approx([row["score"] for row in statement])
+    assert [[row[c] for c in counts] for row in rows] == [[row[c] for c in counts] for row in statement]
+    assert statement[0]["vector_hits"] > 0 and statement[0]["fts_hits"] + statement[0]["trgm_hits"] < min_hits
+    if query == "Portugal?":  # the first run's answer, the latest turns, gave way to the vectors' hits
+        assert [row["paths"] for row in first_runs[0]] == [["recent"], ["recent"]]
+    if query == "Lisbon":
+        assert any({"fts", "vector"} <= set(row["paths"]) for row in rows)

@@ -1,7 +1,8 @@
 """Recall's vectors beside full text (search.py runs them): the query's embedding, started at once and bounded in
 text and time, whose failure costs the vectors and not the recall; the re-ranking of full text's first hits with
 their own vectors (`recall_vector_distances`: a lookup a hit), and the hits only the vector path found (the
-user's nearest turns, items and summaries) added to that ranking."""
+user's nearest turns, items and summaries) added to that ranking; when full text found too little, the vector
+path's hits fused with its few by ranks (`with_nearest`)."""
 
 from __future__ import annotations
 
@@ -192,6 +193,38 @@ def fused(
             merged[_key(row)] = {**row, **{k: first[k] for k in COUNTS}, **counts, "score": score}
     rows = sorted(merged.values(), key=_row_order)
     return rows or [{**first, **counts}]
+
+
+def with_nearest(
+    lexical: list[dict[str, Any]], nearest: list[dict[str, Any]], conversation_id: str | None, limit: int
+) -> list[dict[str, Any]]:
+    """`recall_search` with every path, vectors included, from its two parts when full text and trigrams found
+    too little: their rows (`lexical`, run without vectors, all of them: fewer than the limit) and the vector
+    path's (`nearest`, run alone: its first `limit`, the only ones that can make the limit). A hit both found
+    scores the sum of its reciprocal ranks (and has both paths); turns of other conversations are kept only when
+    full text's scope was the whole user; the latest turns (path `recent`, the statement's answer when nothing
+    matched) only when vectors found nothing either. Rows in the statement's order, at most `limit`."""
+    first = lexical[0]
+    found = nearest[0]["vector_hits"] if nearest else 0
+    counts = {"vector_hits": found, "recent_hits": first["recent_hits"] if not found else 0}
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in lexical:
+        if row["kind"] and not (found and row["paths"] == ["recent"]):
+            merged[_key(row)] = {**row, **counts}
+    for row in nearest:
+        if not row["kind"]:
+            continue
+        if row["kind"] == "turn" and not first["user_wide"] and row["conversation_id"] != conversation_id:
+            continue
+        both = merged.get(_key(row))
+        if both is None:
+            merged[_key(row)] = {**row, **{k: first[k] for k in COUNTS}, **counts}
+        else:
+            paths = sorted({*both["paths"], *row["paths"]})
+            score = both["score"] + row["score"]
+            merged[_key(row)] = {**both, "score": score, "paths": paths, "similarity": row["similarity"]}
+    rows = sorted(merged.values(), key=_row_order)[:limit]
+    return rows or [{**first, **counts, "kind": None}]
 
 
 # The figures every row of `recall_search` repeats (its `counts`): full text's, for the fused rows too.

@@ -41,6 +41,7 @@ from memory_agent.long_term.recall.hybrid import (
     reranked,
     start_embedding,
     vector_only,
+    with_nearest,
 )
 from memory_agent.long_term.recall.query_text import (
     bounded_query,
@@ -108,6 +109,20 @@ async def _search(
     the user's vectors."""
     statement = _statement(vectors is not None, stored_vectors(settings))
     return await in_recall_transaction(conn, settings, statement, {**params, **(vectors or {})})
+
+
+async def _with_nearest(
+    conn: AsyncConnection[Any],
+    lexical: list[dict[str, Any]],
+    params: dict[str, Any],
+    settings: RecallSettings,
+    vectors: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Full text's and trigrams' too few rows (`lexical`, the statement's first run) with the user's nearest
+    vectors: the statement's vector path alone, fused by ranks as the statement with every path would have (its
+    full text and trigrams are not run twice: hybrid.with_nearest)."""
+    nearest = await _search(conn, vector_only(params, params["fused_limit"]), settings, vectors=vectors)
+    return with_nearest(lexical, nearest, params["conversation_id"], params["fused_limit"])
 
 
 def _retrieval_path(hits: Sequence[RecallHit]) -> RetrievalPath:
@@ -200,7 +215,8 @@ async def recall(
     # cosine similarity, each normalized, in a convex combination), then, when they left places in the block, the
     # statement runs its vector path alone (all of the user's vectors) and the hits only it found join the ranking
     # on the same scale (hybrid.fused): a turn that shares no word with the query is found.
-    # When they found too little (either mode), the statement runs again with every path, vectors included.
+    # When they found too little (either mode), the statement's vector path runs alone and its hits are fused with
+    # theirs by ranks, as the statement with every path would (hybrid.with_nearest): full text and trigrams run once.
     # A vector weight of 0 fuses nothing: then vectors are only the fallback.
     block_rows = params["fused_limit"]
     always = (settings.vectors_always and settings.vector_weight > 0) or "fts" not in paths
@@ -229,6 +245,8 @@ async def recall(
                 if can_place_vector_hits(rows, block_rows):
                     nearest = await _search(conn, vector_only(params, block_rows), settings, vectors=vectors)
                     rows = fused(rows, nearest, conversation_id, scale, settings.vector_weight)
+            elif vector is not None and rows is not None:  # full text and trigrams found too little
+                rows = await _with_nearest(conn, rows, params, settings, vectors)
             elif vector is not None:
                 rows = await _search(conn, params, settings, vectors=vectors)
     finally:  # not awaited when the check failed or the server has no pgvector
