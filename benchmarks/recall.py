@@ -442,7 +442,49 @@ def render_round_start(cost: dict[str, Any]) -> list[str]:
 
 async def recall_stage(server_url: str, *, locomo: str = "e5", **sizes: int) -> dict[str, Any]:
     quality = await recall_quality(server_url, locomo)
-    return {"quality": quality, "latency": await recall_latency(server_url, **sizes)}
+    stage = {"quality": quality, "latency": await recall_latency(server_url, **sizes)}
+    stage["targets"] = recall_targets(stage)
+    return stage
+
+
+# Issue 34's goals: the development split through the app path (those whose run was made), the round start's cost.
+QUALITY_TARGETS = (
+    ("locomo dev, e5", ("@5",), 0.88, "e5 @5"),
+    ("locomo dev, e5", ("@10",), 0.93, "e5 @10"),
+    ("locomo dev, e5", ("in_block",), 0.88, "e5, evidence in the block (shown whole)"),
+    ("locomo dev, e5", ("own_turn", "@5"), 0.72, "e5, the hit's own turn @5"),
+    ("locomo dev, none", ("@5",), 0.83, "no embedder @5"),
+)
+
+
+def recall_targets(stage: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recall goals that this run measured: at least the figure for quality, at most the limit for cost."""
+    figures = stage["quality"]["figures"]
+    targets: list[dict[str, Any]] = []
+
+    def add(name: str, value: float, limit: float, at_least: bool) -> None:
+        holds = value >= limit if at_least else value <= limit
+        targets.append({"target": name, "value": value, "limit": limit, "at_least": at_least, "holds": holds})
+
+    for run, path, limit, label in QUALITY_TARGETS:
+        if run in figures:
+            value: Any = figures[run]["recall"]
+            for key in path:
+                value = value[key]
+            add(f"{label} >= {limit}", float(value), limit, True)
+    if "locomo dev, e5" in figures and "locomo dev, none" in figures:
+        gain = figures["locomo dev, e5"]["recall"]["@5"] - figures["locomo dev, none"]["recall"]["@5"]
+        add("e5 @5 - no embedder @5 >= 0.03", round(gain, 4), 0.03, True)
+    added = stage["latency"]["round_start"]["added_p95_ms"]
+    for name, limit in (("none", 5.0), ("e5", 30.0)):
+        if name in added:
+            add(
+                f"added round-start p95, {'no embedder' if name == 'none' else 'e5'} <= {limit:g} ms",
+                added[name],
+                limit,
+                False,
+            )
+    return targets
 
 
 def render(stage: dict[str, Any]) -> str:
@@ -470,4 +512,10 @@ def render(stage: dict[str, Any]) -> str:
         "- recall p50 by query (no vectors): "
         + "; ".join(f"{query!r} {ms:.1f} ms" for query, ms in latency["recall_p50_ms_by_query"].items())
     )
+    if stage.get("targets"):
+        lines += ["", "| Target | Value | Limit | Holds |", "|---|---:|---:|---|"]
+        for t in stage["targets"]:
+            lines.append(
+                f"| {t['target']} | {t['value']:.3f} | {t['limit']:g} | {'holds' if t['holds'] else 'does not hold'} |"
+            )
     return "\n".join(lines)

@@ -86,6 +86,10 @@ def test_bench_harness_small(server_url, tmp_path):
     assert round_start["model_calls_on_read_path"] == 0 and round_start["recall_errors"] == 0
     assert 0 < round_start["block_tokens_max"]["none"] <= round_start["block_token_limit"]
     assert "added p95" in (tmp_path / "recall.md").read_text()
+    # Without the LoCoMo split only the round start's cost has a target; each says whether it holds.
+    assert recall["targets"] and all(t["target"].startswith("added round-start p95") for t in recall["targets"])
+    assert all(isinstance(t["holds"], bool) for t in recall["targets"])
+    assert "| Target | Value | Limit | Holds |" in (tmp_path / "recall.md").read_text()
 
 
 def test_bench_observability_alone(server_url, tmp_path):
@@ -113,3 +117,26 @@ def test_bench_observability_alone(server_url, tmp_path):
     results = json.loads((tmp_path / "observability.json").read_text())
     assert results["observability"]["data"]["messages"] == 20 * 3 * 2
     assert not (tmp_path / "latest.json").exists()  # a full run's results are left alone
+
+
+def test_recall_targets_read_the_locomo_runs_that_were_made():
+    from benchmarks.recall import recall_targets
+
+    def run(at5, at10, block, own5):
+        return {"recall": {"@5": at5, "@10": at10, "in_block": block, "own_turn": {"@5": own5}}}
+
+    stage = {
+        "quality": {"figures": {"locomo dev, e5": run(0.89, 0.92, 0.88, 0.70), "locomo dev, none": run(0.87, 0, 0, 0)}},
+        "latency": {"round_start": {"added_p95_ms": {"none": 5.5, "e5": 29.0}}},
+    }
+    holds = {t["target"]: t["holds"] for t in recall_targets(stage)}
+    assert holds == {
+        "e5 @5 >= 0.88": True,
+        "e5 @10 >= 0.93": False,
+        "e5, evidence in the block (shown whole) >= 0.88": True,
+        "e5, the hit's own turn @5 >= 0.72": False,
+        "no embedder @5 >= 0.83": True,
+        "e5 @5 - no embedder @5 >= 0.03": False,
+        "added round-start p95, no embedder <= 5 ms": False,
+        "added round-start p95, e5 <= 30 ms": True,
+    }
