@@ -535,7 +535,6 @@ def write_results(results: dict[str, Any], out_dir: Path, plot: bool = True) -> 
 
 def run(config: BenchConfig) -> dict[str, Any]:
     """Run every stage for every system (or only the one named); write the results; return them."""
-    logging.getLogger("memory_agent").setLevel(logging.ERROR)
     if config.database_url:
         server_url = config.database_url
     else:
@@ -647,6 +646,8 @@ def parse_args(argv: list[str] | None) -> BenchConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The command's output is its figures; set here, not in run(), which a test calls in a process of its own tests.
+    logging.getLogger("memory_agent").setLevel(logging.ERROR)
     config = parse_args(argv)
     started = time.perf_counter()
     results = run(config)

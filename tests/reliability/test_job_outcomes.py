@@ -76,6 +76,7 @@ async def test_the_worker_logs_a_model_failure_in_one_line_and_a_bug_with_its_tr
     (before: a traceback per failed job, of the line in the runner raising JobFailedError, while the row said it
     all). An unexpected error (a bug) keeps its traceback, once, in the summary's WARNING."""
     caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="memory_agent")  # whatever an earlier test of the process set it to
     fake_openai.mode = "error"
     memory = await open_memory(executor="procrastinate", summary_max_attempts=1)
     await say(memory, "t500", ROUNDS)
