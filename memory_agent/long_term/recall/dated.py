@@ -17,9 +17,9 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 
 from memory_agent import resources
-from memory_agent.long_term.recall.block import RecallHit, hit_from_row
+from memory_agent.long_term.recall.block import RecallHit
 from memory_agent.long_term.recall.dates import DateSpan, date_span
-from memory_agent.long_term.recall.replies import answered
+from memory_agent.long_term.recall.replies import shown_hits
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
 
@@ -55,10 +55,7 @@ async def dated_hits(
             "neighbour_chars": params["neighbour_chars"],
         },
     )
-    return [
-        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
-        for row in answered(rows, settings.max_turn_chars)
-    ]
+    return shown_hits(rows, settings)
 
 
 def boosted(hits: Sequence[RecallHit], dated: Sequence[RecallHit], span: DateSpan) -> list[RecallHit]:

@@ -15,6 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from memory_agent.long_term.recall.block import RecallHit, hit_from_row
+from memory_agent.settings import RecallSettings
+
 # A sentence: text up to its closing punctuation (CJK writes no space after it).
 _SENTENCE = re.compile(r"[^.!?…。！？]+[.!?…。！？]*")
 _QUESTION_MARKS = ("?", "？")
@@ -52,4 +55,15 @@ def answered(rows: Sequence[dict[str, Any]], max_turn_chars: int) -> list[dict[s
         if row.get("reply_sequence") is not None and len(row["text"] or "") <= max_turn_chars and asks(row["text"])
         else row
         for row in rows
+    ]
+
+
+def shown_hits(rows: Sequence[dict[str, Any]], settings: RecallSettings) -> list[RecallHit]:
+    """The hits of a recall statement's rows (`recall_search`, `recall_dated_turns`) as the block shows them: each
+    question as its reply (`answered`), texts cut at the settings' caps; a row without a kind (the statement's
+    counts alone) is no hit."""
+    return [
+        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
+        for row in answered(rows, settings.max_turn_chars)
+        if row["kind"]
     ]

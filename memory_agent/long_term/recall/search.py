@@ -32,7 +32,7 @@ from memory_agent import resources
 from memory_agent.errors import InvalidInputError
 from memory_agent.long_term.embeddings import model_name, vectors_available
 from memory_agent.long_term.queries import QUERIES as Q
-from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, hit_from_row, without_repeats
+from memory_agent.long_term.recall.block import RecallHit, apply_guardrails, without_repeats
 from memory_agent.long_term.recall.dated import with_date_boost
 from memory_agent.long_term.recall.hybrid import (
     can_place_vector_hits,
@@ -51,7 +51,7 @@ from memory_agent.long_term.recall.query_text import (
     points_to_past,
     with_irregular_forms,
 )
-from memory_agent.long_term.recall.replies import answered
+from memory_agent.long_term.recall.replies import shown_hits
 from memory_agent.long_term.recall.settings import RecallSettings
 from memory_agent.long_term.recall.transaction import in_recall_transaction, stored_vectors
 from memory_agent.schemas.text import storable_text
@@ -256,11 +256,7 @@ async def recall(
         rows = await _search(conn, params, settings, vectors=None)
     first = rows[0]
     # A hit that asks a question is shown as its reply (replies.py), once full text and vectors have ranked it.
-    found = [
-        hit_from_row(row, settings.max_turn_chars, settings.max_neighbour_chars)
-        for row in answered(rows, settings.max_turn_chars)
-        if row["kind"]
-    ]
+    found = shown_hits(rows, settings)
     if now is not None:
         found = await with_date_boost(conn, found, params, settings, now)
     hits = without_repeats(found)
