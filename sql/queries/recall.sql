@@ -121,10 +121,12 @@ WITH user_turns AS NOT MATERIALIZED (
         -- BM25 with a term counted once per row (a chat turn rarely repeats a word): the weights of the terms a
         -- row holds, normalized by its length against the matching rows' mean, a length under half of the mean
         -- counted as half of it: a very short turn ("Same here!", "Bye!") does not outrank one with content for
-        -- being short.
+        -- being short. k1 1.2, and b (how much length counts) 0.3, not the usual 0.75: chat turns are short and a
+        -- longer one is the one that tells something (docs/measurements/recall.md: b from 0.2 to 0.4 gained at
+        -- every k, 0.75 and 0.9 were the lowest).
         SELECT m.kind, m.conversation_id, m.sequence_number, m.item_id,
                (SELECT sum(w.idf) FROM weights AS w WHERE m.fts @@ w.q) * 2.2
-                   / (1 + 1.2 * (0.25 + 0.75 * greatest(length(m.fts), 0.5 * c.avg_length) / c.avg_length)) AS score
+                   / (1 + 1.2 * (0.7 + 0.3 * greatest(length(m.fts), 0.5 * c.avg_length) / c.avg_length)) AS score
         FROM matches AS m, corpus AS c
         WHERE NOT EXISTS (SELECT 1 FROM rare) OR EXISTS (SELECT 1 FROM rare AS r WHERE m.fts @@ r.q)
         ORDER BY 5 DESC
