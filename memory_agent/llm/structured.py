@@ -252,6 +252,10 @@ class StructuredCaller:
             answered.append(method)
         if answered and learned is None:
             known.unparsed = answered[0]
-        raise SummarizationError(
-            f"model {self.name!r} returned unparseable output (no {self.schema.__name__}): " + " | ".join(refusals)
+        # The answers quoted can hold the key too (a gateway's 200 page echoing the request's headers).
+        raise scrub(
+            SummarizationError(
+                f"model {self.name!r} returned unparseable output (no {self.schema.__name__}): " + " | ".join(refusals)
+            ),
+            self.secrets,
         )

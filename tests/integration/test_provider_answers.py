@@ -149,6 +149,19 @@ async def test_a_key_the_provider_quotes_is_kept_out_of_rows_and_logs(
     assert key not in str(raised.value) and "***" in str(raised.value)
 
 
+async def test_a_key_quoted_in_a_garbage_answer_is_kept_out_of_the_error(fake_openai, monkeypatch):
+    """A server that answers garbage quoting the key (a gateway page echoing the request's headers): the error,
+    stored on the row and logged, says `***` (before: the key, in the answer quoted after `raw:`)."""
+    key = "sk-proj-echoed-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = True
+    fake_openai.text_answer = f"Request headers: Authorization: Bearer {key}"
+    with pytest.raises(SummarizationError) as raised:
+        await MemoryAgent(chat_model_from_setting("echoing-model", variable="X")).summarize(**WINDOW)
+    assert "raw: 'Request headers: Authorization: Bearer ***'" in str(raised.value)
+    assert key not in str(raised.value)
+
+
 async def test_a_service_opened_again_summarizes_at_once(fake_openai, open_memory, database_url):
     """Closed and opened again in one process (a new memory loop): the first summary of the new service completes
     (before: it failed with "Event loop is closed", the summarizer reusing a connection pooled on the closed loop).
