@@ -78,6 +78,9 @@ def shown(answer: Any) -> str:
 # What a client raises reading an answer not of its API's shape (a field missing, a string where a list of blocks
 # or an object belongs, a body that is no JSON): the integration's own reading code fails on it, in its words.
 _READING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
+# What a client raises once a streamed answer (HTTP 200) ended without a chunk: its stream is read by then, so the
+# response is no longer on the stack. In its words: langchain-ollama's.
+_NOTHING_STREAMED = ("No data received from Ollama stream",)
 
 
 def _received(traceback: TracebackType | None) -> tuple[bool, str | None]:
@@ -110,7 +113,7 @@ def unreadable(exc: BaseException, client: str) -> str | None:
     if not isinstance(exc, _READING_ERRORS) or getattr(exc, "status_code", None) is not None:
         return None
     received, body = _received(exc.__traceback__)
-    if not received:
+    if not received and not str(exc).startswith(_NOTHING_STREAMED):
         return None
     if isinstance(exc, ValidationError):  # pydantic's: the fields, without its help links
         why = f"{exc.title} " + "; ".join(

@@ -256,6 +256,20 @@ async def test_an_ollama_answer_not_of_the_api_shape_is_garbage_too(monkeypatch)
     assert "message.tool_calls.0.function.arguments: Input should be a valid dictionary" in said
 
 
+async def test_an_empty_ollama_answer_is_garbage_too(monkeypatch):
+    """Ollama answering HTTP 200 with an empty body: each way of asking is passed over as answering garbage (before:
+    langchain-ollama's ValueError "No data received from Ollama stream." was raised at the first, as a bug)."""
+    with FakeOllama() as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        server.answer_with = []  # no line at all
+        caller = StructuredCaller(chat_model_from_setting("ollama:llama-test", variable="X"), MemorySummaryOutput)
+        with pytest.raises(SummarizationError) as raised:
+            await caller.ainvoke([HumanMessage("Window: sequences 0-0.\n[seq 0] user: hi")])
+    said = str(raised.value)
+    assert said.startswith("model 'llama-test' returned unparseable output") and len(server.requests) == 3
+    assert said.count("(ChatOllama could not read it: ValueError: No data received from Ollama stream.)") == 3
+
+
 @pytest.mark.parametrize("tools", [True, False])
 async def test_ollama_chat_api(monkeypatch, open_memory, database_url, tools):
     with FakeOllama() as server:
