@@ -17,6 +17,7 @@ stays the pydantic model's, whole.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -164,9 +165,18 @@ Noter = Callable[[Any, Sequence[BaseMessage]], None]
 class StructuredCaller:
     """Asks `model` for `schema`'s arguments by the first method that works (the module docstring)."""
 
-    def __init__(self, model: BaseChatModel, schema: type[BaseModel], *, tool: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: BaseChatModel,
+        schema: type[BaseModel],
+        *,
+        tool: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
         self.model = model
         self.schema = schema
+        # Each model call's bound (None: the caller bounds the whole, as a summary's attempt does).
+        self.timeout_s = timeout_s
         # What is sent: `tool` (an OpenAI-format function, e.g. terse_tool's) when given, else the model whole.
         self.tool: Any = tool if tool is not None else schema
         self.name = model_name(model)
@@ -218,7 +228,11 @@ class StructuredCaller:
                 continue
             prompt = self._messages(method, messages)
             try:
-                answer = await runnable.ainvoke(prompt, config=config)
+                answer = await asyncio.wait_for(runnable.ainvoke(prompt, config=config), self.timeout_s)
+            except TimeoutError:
+                if self.timeout_s is None:
+                    raise
+                raise TimeoutError(f"model {self.name!r} did not answer within {self.timeout_s:.3g}s") from None
             except Exception as exc:
                 scrub(exc, self.secrets)
                 # An answer its client could not read (not of its API's shape) is garbage, as one without the

@@ -7,6 +7,7 @@ import logging
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from http.server import BaseHTTPRequestHandler
 
 import httpx
 import openai
@@ -15,12 +16,13 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
-from memory_agent.errors import SummarizationError
+from memory_agent.errors import SummarizationError, is_transient
 from memory_agent.llm import chat_model_from_setting
 from memory_agent.llm.structured import learned_method
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage
 from memory_agent.summarize.failures import retry_after_s
 from tests.conftest import query
+from tests.local_server import LocalServer
 from tests.support import EchoChat
 
 WINDOW = {
@@ -189,3 +191,37 @@ async def test_a_refusal_is_named_in_the_failed_row(fake_openai, open_memory, da
         assert await memory.drain(timeout=20)
     ((error,),) = query(database_url, "SELECT error FROM memory WHERE status = 'failed' LIMIT 1")
     assert 'the model refused: "I can\'t help with summarizing this."' in error and "raw: ''" not in error
+
+
+class Trickling(BaseHTTPRequestHandler):
+    """HTTP 200 headers, then a space every 0.2 s for 3 s: each read within any timeout, the answer never whole."""
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        try:
+            for _ in range(15):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            pass  # the client gave up
+
+
+async def test_a_consolidation_call_to_a_trickling_server_is_bounded(monkeypatch):
+    """A server that trickles its answer never trips the client's timeout (it is per read): consolidation's call
+    ends after the client's timeout, as a transient error naming it (before: after 3 s a way of asking, 9 s here,
+    and as long as the server went on: a database connection and the tenant's slot held meanwhile)."""
+    with LocalServer(Trickling) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        model = chat_model_from_setting("slow-model", variable="X", role="consolidation", timeout_s=0.5, max_retries=0)
+        started = time.monotonic()
+        with pytest.raises(SummarizationError) as raised:
+            await call_consolidation_model(model, "Consolidate.", "- a", ConsolidationOutput)
+    assert time.monotonic() - started < 2.5
+    assert "model 'slow-model' did not answer within 0.5s" in str(raised.value) and is_transient(raised.value)
