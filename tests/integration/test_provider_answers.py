@@ -225,3 +225,15 @@ async def test_a_consolidation_call_to_a_trickling_server_is_bounded(monkeypatch
             await call_consolidation_model(model, "Consolidate.", "- a", ConsolidationOutput)
     assert time.monotonic() - started < 2.5
     assert "model 'slow-model' did not answer within 0.5s" in str(raised.value) and is_transient(raised.value)
+
+
+async def test_a_cluster_summary_from_a_trickling_server_is_bounded(monkeypatch):
+    """The cluster summary's plain call, made holding the cluster's lock, ends after the client's timeout too
+    (before: after the 3 s the server trickled, and as long as it would go on)."""
+    with LocalServer(Trickling) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        model = chat_model_from_setting("slow-model", variable="X", timeout_s=0.5, max_retries=0)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="model 'slow-model' did not answer within 0.5s"):
+            await MemoryAgent(model).summarize_cluster(["I like tea", "I like green tea", "Tea at five"])
+    assert time.monotonic() - started < 2.5
