@@ -14,7 +14,7 @@ from memory_agent.consolidation.model import ConsolidationOutput, call_consolida
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting, default_chat_model
 from memory_agent.llm.models import chat_model
-from memory_agent.llm.structured import StructuredCaller, learned_method
+from memory_agent.llm.structured import MISSES_TO_FORGET, StructuredCaller, learned_method
 from memory_agent.observability import reads as observability
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.summarize.agent import SUMMARY_TOOL, parse_summary
@@ -346,6 +346,21 @@ async def test_a_learned_method_the_server_stops_serving_degrades_again(fake_ope
     answer = await caller.ainvoke(prompt)
     assert answer.method == "json_schema" and isinstance(answer.args["summary"], str)
     assert learned_method(model) == "json_schema"
+
+
+async def test_a_learned_method_that_keeps_answering_garbage_is_forgotten(fake_openai):
+    """Tool calling worked, then the model behind the address answers it without the object (HTTP 200) while JSON
+    in text works: after MISSES_TO_FORGET failed calls every way is asked again and text is learned (before: tool
+    calling alone was asked, and every summary failed, for as long as the process ran)."""
+    model = chat_model_from_setting("swapped-model", variable="X")
+    caller = StructuredCaller(model, MemorySummaryOutput, tool=SUMMARY_TOOL)
+    prompt = [HumanMessage("Window: sequences 0-0.\n[seq 0] user: I like tea")]
+    assert (await caller.ainvoke(prompt)).method == "tools"
+    fake_openai.mode = "malformed"  # tools and the JSON-schema format answer garbage; JSON in text is answered
+    for _ in range(MISSES_TO_FORGET):
+        with pytest.raises(SummarizationError, match="unparseable output"):
+            await caller.ainvoke(prompt)
+    assert (await caller.ainvoke(prompt)).method == "text" and learned_method(model) == "text"
 
 
 async def test_a_backoff_is_its_tenants_own_and_carries_no_answer_text(fake_openai, open_memory, database_url):
