@@ -70,6 +70,22 @@ def split_model_setting(name: str) -> tuple[str, str]:
     return "openai", name.strip()
 
 
+def _unsendable(provider: str) -> str | None:
+    """The first of the provider's variables whose value its client cannot send (a header refuses surrounding
+    whitespace and control characters, a key anything but printable ASCII: a stray newline or carriage return from
+    an env file), said without the value. Sent anyway, every call failed as `Connection error.`, as if the
+    network were away, and was retried as such."""
+    for name in PROVIDER_VARIABLES.get(provider, {}).get("reads", ()):
+        value = os.environ.get(name)
+        if not value:
+            continue
+        key = name.endswith("_KEY")
+        if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 or (key and ord(c) > 126) for c in value):
+            outside = ", a control character or a character outside ASCII" if key else " or a control character"
+            return f"{name} holds whitespace around it{outside} (a stray newline?); its value is not shown"
+    return None
+
+
 def _warn_if_misspelled(variable: str, name: str) -> None:
     """A bare name whose part before a `:` is close to a provider's (`antropic:claude-x`) is sent to OpenAI as
     written, and fails only on the first summary, in the background: said at once. Not refused, as a bare name
@@ -146,6 +162,9 @@ def chat_model_from_setting(
         if colon and provider == "openai" and model == name.strip():
             why += f" ({prefix!r} is no provider LangChain knows, so the whole value was read as an OpenAI model)"
         raise unusable(variable, name, why)
+    unsendable = _unsendable(provider)
+    if unsendable is not None:
+        raise unusable(variable, name, unsendable)
     if provider == "openai":
         _warn_if_misspelled(variable, name)
         return openai_chat_model(model, timeout=timeout_s, max_retries=max_retries, **_own_async_client(timeout_s))

@@ -315,6 +315,26 @@ async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
     assert query(database_url, "SELECT failed, max_summary_lag FROM memory_health_last_hour") == [(len(stored), 18)]
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OPENAI_API_KEY", "sk-proj-0123456789\r"),
+        ("OPENAI_API_KEY", " "),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1\n"),
+    ],
+)
+def test_a_provider_variable_its_client_cannot_send_is_refused_at_open(monkeypatch, variable, value):
+    """A key with a carriage return from an env file (or only a space) cannot go in a header: refused when the
+    model is made, naming the variable, not its value (before: every summary failed as `Connection error.`, as if
+    the network were away, and was retried as such)."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fine")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigurationError, match=f"MEMORY_AGENT_MEMORY_MODEL='openai:x': {variable} holds") as raised:
+        chat_model_from_setting("openai:x", variable="MEMORY_AGENT_MEMORY_MODEL")
+    assert not value.strip() or value.strip() not in str(raised.value)
+
+
 def test_model_settings_a_confused_user_writes_are_refused_or_flagged(monkeypatch, caplog):
     """`:gpt-4o` left the provider out and a control character is a stray escape: refused, naming the setting
     (before: OpenAI's model ':gpt-4o', failing on every summary in the background). A provider misspelled is sent
