@@ -109,6 +109,15 @@ def _warn_if_misspelled(variable: str, name: str) -> None:
         )
 
 
+def _other_providers_model(name: str) -> str | None:
+    """The provider LangChain would read a bare name as (`claude-sonnet-4-5`: anthropic), when not OpenAI. Such a
+    name is sent to OpenAI as written: its API has no such model (a gateway behind OPENAI_BASE_URL may)."""
+    from langchain.chat_models.base import _attempt_infer_model_provider
+
+    inferred = _attempt_infer_model_provider(name.strip())
+    return inferred if inferred not in (None, "openai") and ":" not in name else None
+
+
 def _client_options(provider: str, timeout_s: float, max_retries: int) -> dict[str, Any]:
     """The timeout and client retries in the words of the provider's chat model (others get none: the summary
     runner bounds each attempt with its own timeout)."""
@@ -161,12 +170,27 @@ def chat_model_from_setting(
         # A provider misnamed, or an OpenAI-compatible server's model (`llama3.1:8b`): say how it was read.
         if colon and provider == "openai" and model == name.strip():
             why += f" ({prefix!r} is no provider LangChain knows, so the whole value was read as an OpenAI model)"
+        other = _other_providers_model(name) if provider == "openai" else None
+        if other is not None:
+            why += f" (a bare name is OpenAI's; for {other}'s model write `{other}:{name.strip()}`)"
         raise unusable(variable, name, why)
     unsendable = _unsendable(provider)
     if unsendable is not None:
         raise unusable(variable, name, unsendable)
     if provider == "openai":
         _warn_if_misspelled(variable, name)
+        other = _other_providers_model(name)
+        if other is not None and not os.environ.get("OPENAI_BASE_URL"):
+            logger.warning(
+                "%s=%r is a bare name, sent to the OpenAI API as the model %r, which it does not serve; for "
+                "%s's model write `%s:%s`",
+                variable,
+                name,
+                name.strip(),
+                other,
+                other,
+                name.strip(),
+            )
         return openai_chat_model(model, timeout=timeout_s, max_retries=max_retries, **_own_async_client(timeout_s))
     from langchain.chat_models import init_chat_model
 

@@ -335,6 +335,29 @@ def test_a_provider_variable_its_client_cannot_send_is_refused_at_open(monkeypat
     assert not value.strip() or value.strip() not in str(raised.value)
 
 
+def test_another_providers_model_as_a_bare_name_is_flagged(monkeypatch, caplog):
+    """`claude-sonnet-4-5` without `anthropic:` is OpenAI's model by the rule, which OpenAI does not serve: said at
+    once, with the value to write (before: nothing, then HTTP 404 on every summary, in the background). Behind
+    OPENAI_BASE_URL (a gateway may serve it) it is not flagged."""
+    caplog.set_level(logging.WARNING, "memory_agent")
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    with pytest.raises(ConfigurationError, match="for anthropic's model write `anthropic:claude-sonnet-4-5`"):
+        chat_model_from_setting("claude-sonnet-4-5", variable="MEMORY_AGENT_MEMORY_MODEL")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    assert chat_model_from_setting("claude-sonnet-4-5", variable="MEMORY_AGENT_MEMORY_MODEL")
+    assert [r.getMessage() for r in caplog.records] == [
+        "MEMORY_AGENT_MEMORY_MODEL='claude-sonnet-4-5' is a bare name, sent to the OpenAI API as the model "
+        "'claude-sonnet-4-5', which it does not serve; for anthropic's model write `anthropic:claude-sonnet-4-5`"
+    ]
+    caplog.clear()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    chat_model_from_setting("claude-sonnet-4-5", variable="MEMORY_AGENT_MEMORY_MODEL")
+    chat_model_from_setting("gpt-4.1-mini", variable="MEMORY_AGENT_MEMORY_MODEL")
+    assert caplog.records == []
+
+
 def test_model_settings_a_confused_user_writes_are_refused_or_flagged(monkeypatch, caplog):
     """`:gpt-4o` left the provider out and a control character is a stray escape: refused, naming the setting
     (before: OpenAI's model ':gpt-4o', failing on every summary in the background). A provider misspelled is sent
