@@ -112,8 +112,10 @@ def _warn_if_misspelled(variable: str, name: str) -> None:
 def _other_providers_model(name: str) -> str | None:
     """The provider LangChain would read a bare name as (`claude-sonnet-4-5`: anthropic), when not OpenAI. Such a
     name is sent to OpenAI as written: its API has no such model (a gateway behind OPENAI_BASE_URL may)."""
-    from langchain.chat_models.base import _attempt_infer_model_provider
-
+    try:
+        from langchain.chat_models.base import _attempt_infer_model_provider
+    except ImportError:  # a private helper of LangChain's: without it, nothing is said
+        return None
     inferred = _attempt_infer_model_provider(name.strip())
     return inferred if inferred not in (None, "openai") and ":" not in name else None
 
