@@ -76,8 +76,9 @@ def shown(answer: Any) -> str:
 
 
 # What a client raises reading an answer not of its API's shape (a field missing, a string where a list of blocks
-# or an object belongs, a body that is no JSON): the integration's own reading code fails on it, in its words.
-_READING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
+# or an object belongs, a body that is no JSON, or JSON nested past the interpreter's stack): the integration's own
+# reading code fails on it, in its words.
+_READING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError, RecursionError)
 # What a client raises once a streamed answer (HTTP 200) ended without a chunk: its stream is read by then, so the
 # response is no longer on the stack. In its words: langchain-ollama's.
 _NOTHING_STREAMED = ("No data received from Ollama stream",)

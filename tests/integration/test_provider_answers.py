@@ -237,3 +237,31 @@ async def test_a_cluster_summary_from_a_trickling_server_is_bounded(monkeypatch)
         with pytest.raises(TimeoutError, match="model 'slow-model' did not answer within 0.5s"):
             await MemoryAgent(model).summarize_cluster(["I like tea", "I like green tea", "Tea at five"])
     assert time.monotonic() - started < 2.5
+
+
+class NestedPastTheStack(BaseHTTPRequestHandler):
+    """HTTP 200 with a JSON body nested deeper than the interpreter's stack."""
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        data = b'{"choices": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+async def test_an_answer_nested_past_the_stack_is_garbage(monkeypatch):
+    """A body the client's JSON reader cannot read (RecursionError) is an answer without the object, each way of
+    asking passed over (before: the RecursionError was raised at the first, named `HTTP 200` on the row and logged
+    as a bug of the code)."""
+    with LocalServer(NestedPastTheStack) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        with pytest.raises(SummarizationError) as raised:
+            await MemoryAgent(chat_model_from_setting("deep-model", variable="X")).summarize(**WINDOW)
+    said = str(raised.value)
+    assert said.startswith("model 'deep-model' returned unparseable output") and "RecursionError" in said
