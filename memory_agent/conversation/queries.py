@@ -138,7 +138,7 @@ class ConversationQueries:
         the round's metrics row (`stored.metrics`; None: none). The
         cursor comes back unread (in a session in pipeline mode, COMMIT travels with the statement); its row: saved_round's, the rule's
         outcome, and with `rule.pick_up` what the claimed summary reads. `now`: the service's clock (the
-        conversation's updated_at). The round's `produced`: see round_json; `started_on`: see StoredRound."""
+        conversation's updated_at). The round's `after`: see round_json; `started_on`: see StoredRound."""
         params = {
             "tenant_id": key.tenant_id,
             "user_id": key.user_id,

@@ -48,7 +48,7 @@ class TriggerRule(NamedTuple):
 
 class StoredRound(NamedTuple):
     """A round as end_round stores it: serialize_round's roles, contents and message JSON texts, in order,
-    `produced` (see round_json) and `started_on`: the created_at of the conversation row the round started on
+    `after` (see round_json) and `started_on`: the created_at of the conversation row the round started on
     (RoundInfo.conversation_created_at; None: nothing stored then). When that row was erased since, nothing is
     stored and end_round's row says `erased`. `metrics`: the round's metrics row (round_metrics_row; None: none),
     whose sequences and trigger outcome end_round fills in."""
@@ -56,22 +56,22 @@ class StoredRound(NamedTuple):
     roles: Sequence[str]
     contents: Sequence[str]
     messages: Sequence[str]
-    produced: tuple[int, int] | None = None
+    after: int | None = None
     started_on: datetime | None = None
     metrics: dict[str, Any] | None = None
 
 
 def round_json(stored: StoredRound) -> str:
-    """end_round's `round`: a JSON array of {role, content, message}, built from serialize_round's output. The
-    message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. The round's
-    `produced` (first position, last sequence stored at round start): those messages carry "after", so only a copy
-    stored after the round started (the same round stored twice) keeps them from being stored."""
-    roles, contents, messages, produced, *_ = stored
-    first, after = produced if produced is not None else (len(messages), -1)
+    """end_round's `round`: a JSON array of {role, content, message, after}, built from serialize_round's output.
+    The message texts are JSON already (json.dumps), so they are placed as they are, not encoded again. `after`:
+    the last sequence stored when the round started (-1: none), so only a copy stored since (the same round stored
+    twice) keeps a message from being stored; None (a round stored without its start): each message is looked for
+    in the whole conversation."""
+    roles, contents, messages, after, *_ = stored
+    tail = "}" if after is None else f',"after":{int(after)}}}'
     items = (
-        f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}'
-        + (f',"after":{int(after)}}}' if position >= first else "}")
-        for position, (role, content, message) in enumerate(zip(roles, contents, messages, strict=True))
+        f'{{"role":{json.dumps(role)},"content":{json.dumps(content, ensure_ascii=False)},"message":{message}' + tail
+        for role, content, message in zip(roles, contents, messages, strict=True)
     )
     return "[" + ",".join(items) + "]"
 

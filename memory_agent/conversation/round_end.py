@@ -90,7 +90,7 @@ class RoundEnd:
         # trigger rule's outcome.
         metrics = round_metrics_row(info, None, None, graph_ended) if info is not None else None
         started_on = info.conversation_created_at if info is not None else None
-        stored = stored._replace(produced=_produced(info), started_on=started_on, metrics=metrics)
+        stored = stored._replace(after=_stored_through(info), started_on=started_on, metrics=metrics)
         holder = info.lease if info is not None else None
         alone = self.app_prices is None and not self.trigger.enqueues
         if alone and not self.queries.connector.tenant_per_transaction:
@@ -174,9 +174,10 @@ class RoundEnd:
             logger.warning("Could not release the round lease of %s: %s", info.conversation_id, failure)
 
 
-def _produced(info: RoundInfo | None) -> tuple[int, int] | None:
-    """(first position, last stored sequence at round start) of what the graph produced: the messages after the
-    round's input (persist_round's order). None without a RoundInfo: every message is checked as input."""
+def _stored_through(info: RoundInfo | None) -> int | None:
+    """The last sequence stored when the round started (-1: none): its start found the input unstored up to there,
+    so end_round looks for copies only among the messages stored since. None without a RoundInfo: each message is
+    looked for in the whole conversation."""
     if info is None:
         return None
-    return len(info.input_messages), -1 if info.stored_through is None else info.stored_through
+    return -1 if info.stored_through is None else info.stored_through

@@ -437,8 +437,9 @@ $$;
 -- the reclaimed row's id, what claim_summary read for a picked-up row, and the `processing` row the rule found in
 -- flight (`in_flight_memory_id`). Run alone in autocommit it is the round's transaction: a round end is one round
 -- trip.
--- `p_round`: the round's messages in order, a JSON array of {role, content, message} (one parameter: three text
--- arrays of message JSON cost the client ~115 µs to encode, escaping every quote; this ~4 µs). `p_now`: the
+-- `p_round`: the round's messages in order, a JSON array of {role, content, message, after} (one parameter: three
+-- text arrays of message JSON cost the client ~115 µs to encode, escaping every quote; this ~4 µs); `after`, the
+-- last sequence stored when the round started (-1: none), is absent for a round stored without its start. `p_now`: the
 -- service's clock (the conversation's updated_at, the messages' created_at). `p_started_on`: the created_at of the
 -- conversation row the round started on (round_context's conversation_created_at; null: nothing was stored, or no
 -- round start is known).
@@ -495,20 +496,35 @@ BEGIN
     INTO v_fresh, v_count
     FROM jsonb_array_elements(p_round) WITH ORDINALITY AS r (item, ord)
     WHERE r.item -> 'message' -> 'data' ->> 'id' IS NULL
-       -- One probe of the partial message_id index per message of the round. OFFSET 0 keeps the probe a
-       -- correlated subplan: otherwise the planner, with statistics stale after fast growth (a conversation
-       -- estimated at one row), turned it into one hashed read of every message of the conversation through
-       -- the round index (2,000 messages: 583 buffers, 4 ms at every round end, growing with the
-       -- conversation). `message_id IS NOT NULL` written out lets the planner use the partial index.
-       OR NOT EXISTS (SELECT 1 FROM messages AS s
-                      WHERE s.user_id = p_user_id AND s.conversation_id = p_conversation_id
-                        AND s.message_id IS NOT NULL
-                        AND s.message_id = r.item -> 'message' -> 'data' ->> 'id'
-                        AND s.message = r.item -> 'message'
-                        -- What the graph produced ("after": the last sequence stored at round start) is new
-                        -- even when an earlier message has its id and content (a model that repeats itself).
-                        AND s.sequence_number > coalesce((r.item ->> 'after')::integer, -1)
-                      OFFSET 0);
+       OR CASE WHEN r.item ? 'after'
+       -- A round that started on this conversation ("after": the last sequence stored at its start) looks for a
+       -- copy among the messages stored since: its start found its input unstored up to there (round_context's
+       -- stored_ids), and what the graph produced is new even when an earlier message has its id and content (a
+       -- model that repeats itself). Read through the primary key's range, a few rows at most (none unless
+       -- another round stored meanwhile). Ordered by the key: without statistics (a new table, before the first
+       -- ANALYZE) the planner's estimates of the three indexes that lead with (user_id, conversation_id) tie,
+       -- and unordered it took the round index and read every message of the conversation for each message of
+       -- the round (2 x 0.3 ms at 800 messages, growing with the conversation).
+               THEN NOT EXISTS (SELECT 1 FROM messages AS s
+                                WHERE s.user_id = p_user_id AND s.conversation_id = p_conversation_id
+                                  AND s.sequence_number > (r.item ->> 'after')::integer
+                                  AND s.message_id = r.item -> 'message' -> 'data' ->> 'id'
+                                  AND s.message = r.item -> 'message'
+                                ORDER BY s.sequence_number
+                                OFFSET 0)
+       -- A round stored without its start (no "after"): one probe of the partial message_id index per message
+       -- over the whole conversation. OFFSET 0 keeps the probe a correlated subplan: otherwise the planner, with
+       -- statistics stale after fast growth (a conversation estimated at one row), turned it into one hashed read
+       -- of every message of the conversation through the round index (2,000 messages: 583 buffers, 4 ms at
+       -- every round end, growing with the conversation). `message_id IS NOT NULL` written out lets the planner
+       -- use the partial index.
+               ELSE NOT EXISTS (SELECT 1 FROM messages AS s
+                                WHERE s.user_id = p_user_id AND s.conversation_id = p_conversation_id
+                                  AND s.message_id IS NOT NULL
+                                  AND s.message_id = r.item -> 'message' -> 'data' ->> 'id'
+                                  AND s.message = r.item -> 'message'
+                                OFFSET 0)
+          END;
     IF v_count > 0 AND p_started_on IS NOT NULL THEN
         UPDATE conversations AS c
         SET next_sequence = c.next_sequence + v_count, round_count = c.round_count + 1, updated_at = p_now
