@@ -292,6 +292,18 @@ async def test_consolidation_degrades_too(fake_openai):
     assert [bool(r.get("tools")) for r in fake_openai.requests] == [True, False]
 
 
+async def test_a_consolidation_failure_names_its_kind_and_http_status(fake_openai):
+    """As a summary row does (before: `failed: Error code: 500 - upstream exploded`, the kind and status left out,
+    and a connection failure only `Connection error.`)."""
+    fake_openai.mode = "error"
+    model = chat_model_from_setting("consolidator", variable="X", role="consolidation", max_retries=0)
+    with pytest.raises(SummarizationError) as raised:
+        await call_consolidation_model(model, "Consolidate.", "- a", ConsolidationOutput)
+    assert str(raised.value) == (
+        "consolidation model 'consolidator' failed: OpenAIAPIError (HTTP 500): Error code: 500 - upstream exploded"
+    )
+
+
 async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
     fake_openai, open_memory, database_url, caplog
 ):
