@@ -258,7 +258,7 @@ class StructuredCaller:
                 raw = answer.get("raw") if isinstance(answer, dict) else answer
                 if note is not None:
                     note(raw, prompt)
-                args = arguments(raw)
+                args = arguments(raw, self.schema.__name__)
                 if args is not None and method == "text":
                     args = unwrapped(args, self.schema.__name__)
                 if args is not None:
