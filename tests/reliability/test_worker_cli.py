@@ -83,3 +83,39 @@ async def test_a_stop_waits_the_drain_timeout_for_a_hanging_model(fake_openai, o
     assert worker.returncode == 0 and "memory_agent worker stopped" in rest, rest
     assert "Traceback" not in rest, rest
     assert query(database_url, "SELECT status FROM memory") == [("processing",)]
+
+
+async def test_a_verbose_worker_logs_no_credentials_of_the_base_url(fake_openai, open_memory, database_url):
+    """`memory-agent -v worker` shows the HTTP client's request lines: a gateway's credentials in OPENAI_BASE_URL
+    are written `***` there (before: `POST http://gw-user:gw-password-123@...` in the log)."""
+    memory = await open_memory(executor="procrastinate", memory_model="gated-model")
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(3):
+        await app.ainvoke({"messages": [HumanMessage(f"m{n}")]}, {"configurable": {"thread_id": "gated"}})
+    base = fake_openai.base_url.replace("http://", "http://gw-user:gw-password-123@")
+    env = {
+        **os.environ,
+        "MEMORY_AGENT_DATABASE_URL": database_url,
+        "PYTHONPATH": os.getcwd(),
+        "MEMORY_AGENT_MEMORY_MODEL": "gated-model",
+        "OPENAI_BASE_URL": base,
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "memory_agent", "-v", "worker", "--concurrency", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while query(database_url, "SELECT status FROM memory") != [("completed",)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        worker.send_signal(signal.SIGTERM)
+        _, rest = worker.communicate(timeout=15)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert query(database_url, "SELECT status FROM memory") == [("completed",)], rest
+    assert "HTTP Request: POST http://***@127.0.0.1" in rest, rest
+    assert "gw-password-123" not in rest and "gw-user" not in rest
