@@ -31,7 +31,7 @@ from memory_agent.consolidation.clock import check_aware
 from memory_agent.consolidation.periods import PeriodName
 from memory_agent.consolidation.summaries import PeriodSummary, SummarizeResult, summarize_latest
 from memory_agent.conversation.identity import MAX_IDENTITY_BYTES
-from memory_agent.errors import SummarizationError
+from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import default_chat_model
 from memory_agent.long_term import tenant_transaction
 
@@ -50,12 +50,18 @@ class SummarizeRequest(BaseModel):
     force: StrictBool = Field(default=False, description="Write the note again even if this cycle's exists.")
 
 
-MODEL_FAILED: dict[int | str, dict[str, Any]] = {502: {"description": "the consolidation model failed"}}
+MODEL_FAILED: dict[int | str, dict[str, Any]] = {
+    502: {"description": "the consolidation model failed"},
+    503: {"description": "the consolidation model cannot be made (its setting, or its provider's variables)"},
+}
 
 
 def _model(request: Request) -> BaseChatModel:
     if request.app.state.consolidation_model is None:
-        request.app.state.consolidation_model = default_chat_model(memory_of(request).settings, "consolidation")
+        try:
+            request.app.state.consolidation_model = default_chat_model(memory_of(request).settings, "consolidation")
+        except ConfigurationError as exc:  # an app over its own service: the model is made at the first request
+            raise HTTPException(503, f"the consolidation model cannot be made: {exc}") from exc
     model: BaseChatModel = request.app.state.consolidation_model
     return model
 

@@ -102,12 +102,10 @@ def main(
     debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error."),
 ) -> None:
     """memory_agent: bounded, auditable conversation memory on PostgreSQL."""
-    import logging
+    from memory_agent.cli import logs
 
     ctx.meta["memory_agent.debug"] = debug
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(verbose)
 
 
 @app.command()

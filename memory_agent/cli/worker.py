@@ -28,7 +28,11 @@ def run_worker(concurrency: int = 4, settings: Any = None, model: Any = None) ->
         async def run_until_stopped() -> None:
             # The worker ends (its in-flight jobs with it) before the service closes procrastinate's app:
             # cancelling it and closing at once made every stop print an AppNotOpen traceback.
-            worker = asyncio.create_task(executor.run_worker(concurrency))
+            # A stop waits drain_timeout_s for the jobs in flight, then cancels them (a summary's row is reclaimed
+            # by the sweep): a model that hangs must not hold the stop for the summary's whole timeout budget.
+            worker = asyncio.create_task(
+                executor.run_worker(concurrency, shutdown_graceful_timeout=settings.jobs.drain_timeout_s)
+            )
             stop = asyncio.create_task(stopping.wait())
             await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()

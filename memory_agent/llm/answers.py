@@ -43,11 +43,13 @@ def lenient_json(text: str) -> dict[str, Any] | None:
     return None
 
 
-def arguments(answer: Any) -> dict[str, Any] | None:
-    """The schema's arguments in an answer: its first tool call's, else a JSON object in its text."""
-    for call in getattr(answer, "tool_calls", None) or []:
-        if isinstance(call.get("args"), dict):
-            return dict(call["args"])
+def arguments(answer: Any, name: str | None = None) -> dict[str, Any] | None:
+    """The schema's arguments in an answer: its tool call named `name` (the schema's), else its first tool call's,
+    else a JSON object in its text. A small model may call a tool it was not offered before the one it was."""
+    calls = [call for call in getattr(answer, "tool_calls", None) or [] if isinstance(call.get("args"), dict)]
+    named = [call for call in calls if call.get("name") == name]
+    for call in named or calls:
+        return dict(call["args"])
     text = getattr(answer, "text", None)
     if text is None:
         text = getattr(answer, "content", answer)
@@ -76,8 +78,12 @@ def shown(answer: Any) -> str:
 
 
 # What a client raises reading an answer not of its API's shape (a field missing, a string where a list of blocks
-# or an object belongs, a body that is no JSON): the integration's own reading code fails on it, in its words.
-_READING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError)
+# or an object belongs, a body that is no JSON, or JSON nested past the interpreter's stack): the integration's own
+# reading code fails on it, in its words.
+_READING_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError, RecursionError)
+# What a client raises once a streamed answer (HTTP 200) ended without a chunk: its stream is read by then, so the
+# response is no longer on the stack. In its words: langchain-ollama's.
+_NOTHING_STREAMED = ("No data received from Ollama stream",)
 
 
 def _received(traceback: TracebackType | None) -> tuple[bool, str | None]:
@@ -110,7 +116,7 @@ def unreadable(exc: BaseException, client: str) -> str | None:
     if not isinstance(exc, _READING_ERRORS) or getattr(exc, "status_code", None) is not None:
         return None
     received, body = _received(exc.__traceback__)
-    if not received:
+    if not received and not str(exc).startswith(_NOTHING_STREAMED):
         return None
     if isinstance(exc, ValidationError):  # pydantic's: the fields, without its help links
         why = f"{exc.title} " + "; ".join(

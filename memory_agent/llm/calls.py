@@ -88,6 +88,28 @@ def model_name(model: Any) -> str:
     return type(model).__name__
 
 
+# What a client may spend between its tries (its own backoff, a rate-limited provider's Retry-After).
+RETRY_ALLOWANCE_S = 10.0
+
+
+def call_bound_s(model: Any) -> float | None:
+    """The longest one call of `model` should take by its client's own settings: its timeout (ChatOpenAI's
+    request_timeout, ChatAnthropic's default_request_timeout, ChatOllama's client timeout) for each of its tries,
+    with RETRY_ALLOWANCE_S between them. That timeout is per read: a server trickling its answer never trips it,
+    so the caller bounds the call with this. None when the model names no timeout as a number."""
+    candidates = (
+        getattr(model, "request_timeout", None),
+        getattr(model, "default_request_timeout", None),
+        (getattr(model, "client_kwargs", None) or {}).get("timeout"),
+    )
+    timeout = next((value for value in candidates if isinstance(value, int | float) and value > 0), None)
+    if timeout is None:
+        return None
+    retries = getattr(model, "max_retries", None)
+    retries = retries if isinstance(retries, int) and retries > 0 else 0
+    return float(timeout) * (retries + 1) + RETRY_ALLOWANCE_S * retries
+
+
 def secrets_of(model: Any) -> tuple[str, ...]:
     """The credentials a chat model holds: its SecretStr fields (the API key it read from its provider's variable)."""
     values = getattr(model, "__dict__", {}).values()

@@ -70,6 +70,22 @@ def split_model_setting(name: str) -> tuple[str, str]:
     return "openai", name.strip()
 
 
+def _unsendable(provider: str) -> str | None:
+    """The first of the provider's variables whose value its client cannot send (a header refuses surrounding
+    whitespace and control characters, a key anything but printable ASCII: a stray newline or carriage return from
+    an env file), said without the value. Sent anyway, every call failed as `Connection error.`, as if the
+    network were away, and was retried as such."""
+    for name in PROVIDER_VARIABLES.get(provider, {}).get("reads", ()):
+        value = os.environ.get(name)
+        if not value:
+            continue
+        key = name.endswith("_KEY")
+        if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 or (key and ord(c) > 126) for c in value):
+            outside = ", a control character or a character outside ASCII" if key else " or a control character"
+            return f"{name} holds whitespace around it{outside} (a stray newline?); its value is not shown"
+    return None
+
+
 def _warn_if_misspelled(variable: str, name: str) -> None:
     """A bare name whose part before a `:` is close to a provider's (`antropic:claude-x`) is sent to OpenAI as
     written, and fails only on the first summary, in the background: said at once. Not refused, as a bare name
@@ -91,6 +107,17 @@ def _warn_if_misspelled(variable: str, name: str) -> None:
             prefix,
             near[0],
         )
+
+
+def _other_providers_model(name: str) -> str | None:
+    """The provider LangChain would read a bare name as (`claude-sonnet-4-5`: anthropic), when not OpenAI. Such a
+    name is sent to OpenAI as written: its API has no such model (a gateway behind OPENAI_BASE_URL may)."""
+    try:
+        from langchain.chat_models.base import _attempt_infer_model_provider
+    except ImportError:  # a private helper of LangChain's: without it, nothing is said
+        return None
+    inferred = _attempt_infer_model_provider(name.strip())
+    return inferred if inferred not in (None, "openai") and ":" not in name else None
 
 
 def _client_options(provider: str, timeout_s: float, max_retries: int) -> dict[str, Any]:
@@ -145,9 +172,27 @@ def chat_model_from_setting(
         # A provider misnamed, or an OpenAI-compatible server's model (`llama3.1:8b`): say how it was read.
         if colon and provider == "openai" and model == name.strip():
             why += f" ({prefix!r} is no provider LangChain knows, so the whole value was read as an OpenAI model)"
+        other = _other_providers_model(name) if provider == "openai" else None
+        if other is not None:
+            why += f" (a bare name is OpenAI's; for {other}'s model write `{other}:{name.strip()}`)"
         raise unusable(variable, name, why)
+    unsendable = _unsendable(provider)
+    if unsendable is not None:
+        raise unusable(variable, name, unsendable)
     if provider == "openai":
         _warn_if_misspelled(variable, name)
+        other = _other_providers_model(name)
+        if other is not None and not os.environ.get("OPENAI_BASE_URL"):
+            logger.warning(
+                "%s=%r is a bare name, sent to the OpenAI API as the model %r, which it does not serve; for "
+                "%s's model write `%s:%s`",
+                variable,
+                name,
+                name.strip(),
+                other,
+                other,
+                name.strip(),
+            )
         return openai_chat_model(model, timeout=timeout_s, max_retries=max_retries, **_own_async_client(timeout_s))
     from langchain.chat_models import init_chat_model
 

@@ -7,7 +7,8 @@ the answer parsed leniently: code fences and prose around the object are ignored
 (HTTP 400/404/405/415/422/501, a 500 naming it unsupported, or a client that cannot send it) or that answers nothing usable is passed over for
 the next; the first that works is remembered for that model object, so later calls make one request, and a
 refused method is not asked again of that model (the remembered one included, should the provider start refusing
-it: the next is tried and remembered). The answer
+it: the next is tried and remembered). A remembered method that answers without an object MISSES_TO_FORGET calls in
+a row is forgotten, and every method not refused is asked again. The answer
 is untrusted input: the caller validates the arguments (a garbage answer is an error recorded on its row).
 
 `terse=True` sends the schema as `terse_tool` makes it: types, required fields and bounds, no descriptions, titles
@@ -17,6 +18,7 @@ stays the pydantic model's, whole.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -57,6 +59,7 @@ _REFUSING_TEXT = re.compile(
     r"|\b(unsupported|not supported|does not support)\b.{0,40}\b(tools?|tool_choice|response_format|json_schema)\b",
     re.IGNORECASE,
 )
+MISSES_TO_FORGET = 3
 TEXT_INSTRUCTION = (
     "Answer with one JSON object and nothing else: no prose, no code fence. It must match this JSON schema:\n{schema}"
 )
@@ -102,6 +105,9 @@ class _Known:
     # Once every method answered without an object (a model answering garbage), later calls ask by the first of
     # them alone, as by a learned method: one call a try, not one per method (until a method works or is refused).
     unparsed: Method | None = None
+    # Calls in a row the remembered method (learned or unparsed) answered without an object. At MISSES_TO_FORGET it
+    # is forgotten: another model behind the same address may ignore that way and serve another.
+    misses: int = 0
 
 
 # id(model) -> what is known of it, forgotten with the model.
@@ -164,9 +170,18 @@ Noter = Callable[[Any, Sequence[BaseMessage]], None]
 class StructuredCaller:
     """Asks `model` for `schema`'s arguments by the first method that works (the module docstring)."""
 
-    def __init__(self, model: BaseChatModel, schema: type[BaseModel], *, tool: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: BaseChatModel,
+        schema: type[BaseModel],
+        *,
+        tool: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
         self.model = model
         self.schema = schema
+        # Each model call's bound (None: the caller bounds the whole, as a summary's attempt does).
+        self.timeout_s = timeout_s
         # What is sent: `tool` (an OpenAI-format function, e.g. terse_tool's) when given, else the model whole.
         self.tool: Any = tool if tool is not None else schema
         self.name = model_name(model)
@@ -218,7 +233,11 @@ class StructuredCaller:
                 continue
             prompt = self._messages(method, messages)
             try:
-                answer = await runnable.ainvoke(prompt, config=config)
+                answer = await asyncio.wait_for(runnable.ainvoke(prompt, config=config), self.timeout_s)
+            except TimeoutError:
+                if self.timeout_s is None:
+                    raise
+                raise TimeoutError(f"model {self.name!r} did not answer within {self.timeout_s:.3g}s") from None
             except Exception as exc:
                 scrub(exc, self.secrets)
                 # An answer its client could not read (not of its API's shape) is garbage, as one without the
@@ -239,19 +258,29 @@ class StructuredCaller:
                 raw = answer.get("raw") if isinstance(answer, dict) else answer
                 if note is not None:
                     note(raw, prompt)
-                args = arguments(raw)
+                args = arguments(raw, self.schema.__name__)
                 if args is not None and method == "text":
                     args = unwrapped(args, self.schema.__name__)
                 if args is not None:
-                    known.method, known.unparsed = method, None
+                    known.method, known.unparsed, known.misses = method, None, 0
                     return StructuredAnswer(args, raw, method)
                 why = f"no {self.schema.__name__} in the answer; raw: {shown(raw)}"
             refusals.append(f"{method}: {why}")
             if learned is not None:
-                break  # a method that worked answered badly once: this call failed, not the method
+                # A method that worked answered badly: this call failed, not the method, unless it keeps doing so
+                # (the model behind the address swapped for one that ignores it): then every way is asked again.
+                known.misses += 1
+                if known.misses >= MISSES_TO_FORGET:
+                    known.method = known.unparsed = None
+                    known.misses = 0
+                break
             answered.append(method)
         if answered and learned is None:
             known.unparsed = answered[0]
-        raise SummarizationError(
-            f"model {self.name!r} returned unparseable output (no {self.schema.__name__}): " + " | ".join(refusals)
+        # The answers quoted can hold the key too (a gateway's 200 page echoing the request's headers).
+        raise scrub(
+            SummarizationError(
+                f"model {self.name!r} returned unparseable output (no {self.schema.__name__}): " + " | ".join(refusals)
+            ),
+            self.secrets,
         )

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from memory_agent import resources
 from memory_agent.errors import SummarizationError
 from memory_agent.llm import model_name, note_answer, usage_of
+from memory_agent.llm.calls import call_bound_s
 from memory_agent.llm.structured import StructuredAnswer, StructuredCaller, terse_tool
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
@@ -171,7 +172,15 @@ class MemoryAgent:
         prompt = [
             HumanMessage(resources.prompt("cluster_summary").format(members="\n".join(f"- {m}" for m in members)))
         ]
-        answer = await self.model.ainvoke(prompt, config={"callbacks": []})
+        # Bounded whole: the client's timeout is per read (a trickling server never trips it), and the call is
+        # made holding the cluster's lock.
+        bound = call_bound_s(self.model)
+        try:
+            answer = await asyncio.wait_for(self.model.ainvoke(prompt, config={"callbacks": []}), bound)
+        except TimeoutError:
+            if bound is None:
+                raise
+            raise TimeoutError(f"model {self.model_name!r} did not answer within {bound:.3g}s") from None
         note_answer("cluster_summary", self.model_name, answer, prompt)
         return str(answer.text).strip()
 

@@ -71,10 +71,11 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def serve(memory: MemoryService) -> AsyncIterator[Served]:
-    """The HTTP API over `memory`, served by uvicorn on 127.0.0.1 in a thread, at NOW on a manual clock."""
+async def serve(memory: MemoryService, *, settings_model: bool = False) -> AsyncIterator[Served]:
+    """The HTTP API over `memory`, served by uvicorn on 127.0.0.1 in a thread, at NOW on a manual clock.
+    `settings_model`: consolidation calls the model the settings name, not Served.model."""
     clock, model = ManualClock(NOW), RacingModel()
-    app = create_app(memory, clock=clock, consolidation_model=model)
+    app = create_app(memory, clock=clock, consolidation_model=None if settings_model else model)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan="on")
     )

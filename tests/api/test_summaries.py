@@ -205,3 +205,18 @@ async def test_over_its_ceiling_a_tenant_gets_200_over_budget(open_memory, datab
             assert response.json()["status"] == "over_budget" and response.json()["summaryId"] is None
     assert len(served.model.calls) == 1
     assert notes(database_url) == [("acme", "daily", "2026-01-06")]
+
+
+async def test_an_unusable_consolidation_model_is_503_naming_its_setting(open_memory, database_url, monkeypatch):
+    """An app over its own open service makes the consolidation model at the first request: a setting naming no
+    usable model answers 503 saying what to set, nothing written (before: a bare 500 Internal Server Error)."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    memory = await open_memory(consolidation_model="anthropic:claude-x")
+    async with serve(memory, settings_model=True) as served:
+        await remember_on(served, "acme", "ana", 6, "The user lives in Lyon")
+        async with client(served, await served.key("acme")) as http:
+            response = await http.post("/memory/summarize", json={"userId": "ana", "period": "daily"})
+    assert response.status_code == 503, response.text
+    detail = response.json()["detail"]
+    assert "MEMORY_AGENT_CONSOLIDATION_MODEL='anthropic:claude-x'" in detail and "ANTHROPIC_API_KEY" in detail
+    assert notes(database_url) == []

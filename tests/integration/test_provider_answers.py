@@ -7,6 +7,7 @@ import logging
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from http.server import BaseHTTPRequestHandler
 
 import httpx
 import openai
@@ -15,12 +16,13 @@ from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
-from memory_agent.errors import SummarizationError
+from memory_agent.errors import SummarizationError, is_transient
 from memory_agent.llm import chat_model_from_setting
 from memory_agent.llm.structured import learned_method
 from memory_agent.summarize.agent import MemoryAgent, Retries, SequencedMessage
 from memory_agent.summarize.failures import retry_after_s
 from tests.conftest import query
+from tests.local_server import LocalServer
 from tests.support import EchoChat
 
 WINDOW = {
@@ -149,6 +151,19 @@ async def test_a_key_the_provider_quotes_is_kept_out_of_rows_and_logs(
     assert key not in str(raised.value) and "***" in str(raised.value)
 
 
+async def test_a_key_quoted_in_a_garbage_answer_is_kept_out_of_the_error(fake_openai, monkeypatch):
+    """A server that answers garbage quoting the key (a gateway page echoing the request's headers): the error,
+    stored on the row and logged, says `***` (before: the key, in the answer quoted after `raw:`)."""
+    key = "sk-proj-echoed-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    fake_openai.refuse_tools = fake_openai.refuse_response_format = True
+    fake_openai.text_answer = f"Request headers: Authorization: Bearer {key}"
+    with pytest.raises(SummarizationError) as raised:
+        await MemoryAgent(chat_model_from_setting("echoing-model", variable="X")).summarize(**WINDOW)
+    assert "raw: 'Request headers: Authorization: Bearer ***'" in str(raised.value)
+    assert key not in str(raised.value)
+
+
 async def test_a_service_opened_again_summarizes_at_once(fake_openai, open_memory, database_url):
     """Closed and opened again in one process (a new memory loop): the first summary of the new service completes
     (before: it failed with "Event loop is closed", the summarizer reusing a connection pooled on the closed loop).
@@ -176,3 +191,77 @@ async def test_a_refusal_is_named_in_the_failed_row(fake_openai, open_memory, da
         assert await memory.drain(timeout=20)
     ((error,),) = query(database_url, "SELECT error FROM memory WHERE status = 'failed' LIMIT 1")
     assert 'the model refused: "I can\'t help with summarizing this."' in error and "raw: ''" not in error
+
+
+class Trickling(BaseHTTPRequestHandler):
+    """HTTP 200 headers, then a space every 0.2 s for 3 s: each read within any timeout, the answer never whole."""
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        try:
+            for _ in range(15):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            pass  # the client gave up
+
+
+async def test_a_consolidation_call_to_a_trickling_server_is_bounded(monkeypatch):
+    """A server that trickles its answer never trips the client's timeout (it is per read): consolidation's call
+    ends after the client's timeout, as a transient error naming it (before: after 3 s a way of asking, 9 s here,
+    and as long as the server went on: a database connection and the tenant's slot held meanwhile)."""
+    with LocalServer(Trickling) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        model = chat_model_from_setting("slow-model", variable="X", role="consolidation", timeout_s=0.5, max_retries=0)
+        started = time.monotonic()
+        with pytest.raises(SummarizationError) as raised:
+            await call_consolidation_model(model, "Consolidate.", "- a", ConsolidationOutput)
+    assert time.monotonic() - started < 2.5
+    assert "model 'slow-model' did not answer within 0.5s" in str(raised.value) and is_transient(raised.value)
+
+
+async def test_a_cluster_summary_from_a_trickling_server_is_bounded(monkeypatch):
+    """The cluster summary's plain call, made holding the cluster's lock, ends after the client's timeout too
+    (before: after the 3 s the server trickled, and as long as it would go on)."""
+    with LocalServer(Trickling) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        model = chat_model_from_setting("slow-model", variable="X", timeout_s=0.5, max_retries=0)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="model 'slow-model' did not answer within 0.5s"):
+            await MemoryAgent(model).summarize_cluster(["I like tea", "I like green tea", "Tea at five"])
+    assert time.monotonic() - started < 2.5
+
+
+class NestedPastTheStack(BaseHTTPRequestHandler):
+    """HTTP 200 with a JSON body nested deeper than the interpreter's stack."""
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        data = b'{"choices": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+async def test_an_answer_nested_past_the_stack_is_garbage(monkeypatch):
+    """A body the client's JSON reader cannot read (RecursionError) is an answer without the object, each way of
+    asking passed over (before: the RecursionError was raised at the first, named `HTTP 200` on the row and logged
+    as a bug of the code)."""
+    with LocalServer(NestedPastTheStack) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        with pytest.raises(SummarizationError) as raised:
+            await MemoryAgent(chat_model_from_setting("deep-model", variable="X")).summarize(**WINDOW)
+    said = str(raised.value)
+    assert said.startswith("model 'deep-model' returned unparseable output") and "RecursionError" in said

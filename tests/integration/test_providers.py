@@ -14,7 +14,7 @@ from memory_agent.consolidation.model import ConsolidationOutput, call_consolida
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting, default_chat_model
 from memory_agent.llm.models import chat_model
-from memory_agent.llm.structured import StructuredCaller, learned_method
+from memory_agent.llm.structured import MISSES_TO_FORGET, StructuredCaller, learned_method
 from memory_agent.observability import reads as observability
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.summarize.agent import SUMMARY_TOOL, parse_summary
@@ -256,6 +256,20 @@ async def test_an_ollama_answer_not_of_the_api_shape_is_garbage_too(monkeypatch)
     assert "message.tool_calls.0.function.arguments: Input should be a valid dictionary" in said
 
 
+async def test_an_empty_ollama_answer_is_garbage_too(monkeypatch):
+    """Ollama answering HTTP 200 with an empty body: each way of asking is passed over as answering garbage (before:
+    langchain-ollama's ValueError "No data received from Ollama stream." was raised at the first, as a bug)."""
+    with FakeOllama() as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        server.answer_with = []  # no line at all
+        caller = StructuredCaller(chat_model_from_setting("ollama:llama-test", variable="X"), MemorySummaryOutput)
+        with pytest.raises(SummarizationError) as raised:
+            await caller.ainvoke([HumanMessage("Window: sequences 0-0.\n[seq 0] user: hi")])
+    said = str(raised.value)
+    assert said.startswith("model 'llama-test' returned unparseable output") and len(server.requests) == 3
+    assert said.count("(ChatOllama could not read it: ValueError: No data received from Ollama stream.)") == 3
+
+
 @pytest.mark.parametrize("tools", [True, False])
 async def test_ollama_chat_api(monkeypatch, open_memory, database_url, tools):
     with FakeOllama() as server:
@@ -276,6 +290,18 @@ async def test_consolidation_degrades_too(fake_openai):
     parsed, call = await call_consolidation_model(model, "Consolidate.", "- fact city: Lisbon", ConsolidationOutput)
     assert parsed.summary == "- fact city: Lisbon" and call.model == "consolidator"
     assert [bool(r.get("tools")) for r in fake_openai.requests] == [True, False]
+
+
+async def test_a_consolidation_failure_names_its_kind_and_http_status(fake_openai):
+    """As a summary row does (before: `failed: Error code: 500 - upstream exploded`, the kind and status left out,
+    and a connection failure only `Connection error.`)."""
+    fake_openai.mode = "error"
+    model = chat_model_from_setting("consolidator", variable="X", role="consolidation", max_retries=0)
+    with pytest.raises(SummarizationError) as raised:
+        await call_consolidation_model(model, "Consolidate.", "- a", ConsolidationOutput)
+    assert str(raised.value) == (
+        "consolidation model 'consolidator' failed: OpenAIAPIError (HTTP 500): Error code: 500 - upstream exploded"
+    )
 
 
 async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
@@ -299,6 +325,49 @@ async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
     assert (recent["completed"], recent["failed"], recent["failure_rate"]) == (0, len(stored), 1)
     assert recent["rounds"] == 10 and recent["max_summary_lag"] == 18
     assert query(database_url, "SELECT failed, max_summary_lag FROM memory_health_last_hour") == [(len(stored), 18)]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OPENAI_API_KEY", "sk-proj-0123456789\r"),
+        ("OPENAI_API_KEY", " "),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1\n"),
+    ],
+)
+def test_a_provider_variable_its_client_cannot_send_is_refused_at_open(monkeypatch, variable, value):
+    """A key with a carriage return from an env file (or only a space) cannot go in a header: refused when the
+    model is made, naming the variable, not its value (before: every summary failed as `Connection error.`, as if
+    the network were away, and was retried as such)."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fine")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigurationError, match=f"MEMORY_AGENT_MEMORY_MODEL='openai:x': {variable} holds") as raised:
+        chat_model_from_setting("openai:x", variable="MEMORY_AGENT_MEMORY_MODEL")
+    assert not value.strip() or value.strip() not in str(raised.value)
+
+
+def test_another_providers_model_as_a_bare_name_is_flagged(monkeypatch, caplog):
+    """`claude-sonnet-4-5` without `anthropic:` is OpenAI's model by the rule, which OpenAI does not serve: said at
+    once, with the value to write (before: nothing, then HTTP 404 on every summary, in the background). Behind
+    OPENAI_BASE_URL (a gateway may serve it) it is not flagged."""
+    caplog.set_level(logging.WARNING, "memory_agent")
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    with pytest.raises(ConfigurationError, match="for anthropic's model write `anthropic:claude-sonnet-4-5`"):
+        chat_model_from_setting("claude-sonnet-4-5", variable="MEMORY_AGENT_MEMORY_MODEL")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    assert chat_model_from_setting("claude-sonnet-4-5", variable="MEMORY_AGENT_MEMORY_MODEL")
+    assert [r.getMessage() for r in caplog.records] == [
+        "MEMORY_AGENT_MEMORY_MODEL='claude-sonnet-4-5' is a bare name, sent to the OpenAI API as the model "
+        "'claude-sonnet-4-5', which it does not serve; for anthropic's model write `anthropic:claude-sonnet-4-5`"
+    ]
+    caplog.clear()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    chat_model_from_setting("claude-sonnet-4-5", variable="MEMORY_AGENT_MEMORY_MODEL")
+    chat_model_from_setting("gpt-4.1-mini", variable="MEMORY_AGENT_MEMORY_MODEL")
+    assert caplog.records == []
 
 
 def test_model_settings_a_confused_user_writes_are_refused_or_flagged(monkeypatch, caplog):
@@ -332,6 +401,21 @@ async def test_a_learned_method_the_server_stops_serving_degrades_again(fake_ope
     answer = await caller.ainvoke(prompt)
     assert answer.method == "json_schema" and isinstance(answer.args["summary"], str)
     assert learned_method(model) == "json_schema"
+
+
+async def test_a_learned_method_that_keeps_answering_garbage_is_forgotten(fake_openai):
+    """Tool calling worked, then the model behind the address answers it without the object (HTTP 200) while JSON
+    in text works: after MISSES_TO_FORGET failed calls every way is asked again and text is learned (before: tool
+    calling alone was asked, and every summary failed, for as long as the process ran)."""
+    model = chat_model_from_setting("swapped-model", variable="X")
+    caller = StructuredCaller(model, MemorySummaryOutput, tool=SUMMARY_TOOL)
+    prompt = [HumanMessage("Window: sequences 0-0.\n[seq 0] user: I like tea")]
+    assert (await caller.ainvoke(prompt)).method == "tools"
+    fake_openai.mode = "malformed"  # tools and the JSON-schema format answer garbage; JSON in text is answered
+    for _ in range(MISSES_TO_FORGET):
+        with pytest.raises(SummarizationError, match="unparseable output"):
+            await caller.ainvoke(prompt)
+    assert (await caller.ainvoke(prompt)).method == "text" and learned_method(model) == "text"
 
 
 async def test_a_backoff_is_its_tenants_own_and_carries_no_answer_text(fake_openai, open_memory, database_url):

@@ -40,6 +40,20 @@ def test_a_tool_call_wins_over_text():
     assert arguments(AIMessage(content='```\n{"summary": "text"}\n```')) == {"summary": "text"}
 
 
+def test_the_call_of_the_schema_wins_over_a_call_of_a_tool_not_offered():
+    """A small model calling a tool it was not offered before the schema's (before: the first call's arguments
+    were taken, and the summary failed: `summary` missing)."""
+    answer = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "search", "args": {"query": "tea"}, "id": "1"},
+            {"name": "MemorySummaryOutput", "args": {"summary": "tool"}, "id": "2"},
+        ],
+    )
+    assert arguments(answer, "MemorySummaryOutput") == {"summary": "tool"}
+    assert arguments(answer, "Other") == {"query": "tea"}  # none of its name: the first, as before
+
+
 def test_garbage_of_any_size_is_read_in_bounded_time():
     for garbage in ("<think>" * 100_000, "{" * 200_000, '{"a": 1' * 100_000, '{"a":' * 50_000):
         assert lenient_json(garbage) is None
