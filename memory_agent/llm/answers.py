@@ -21,10 +21,16 @@ MAX_JSON_STARTS = 64  # the `{` an answer's object is looked for at
 _DECODER = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings
 
 
+def _echoed_schema(value: dict[str, Any]) -> bool:
+    """A JSON schema (an object's type and properties) written before the answer: a small model repeats the
+    schema it was shown, then answers."""
+    return value.get("type") == "object" and isinstance(value.get("properties"), dict)
+
+
 def lenient_json(text: str) -> dict[str, Any] | None:
     """The JSON object in a model's text: the first that parses from one of its `{` (a code fence or sentences
-    around it are passed over, braces in them included), a reasoning model's thinking left out; None when there
-    is none."""
+    around it are passed over, braces in them included) and is not an echo of a JSON schema, a reasoning model's
+    thinking left out; None when there is none."""
     thinking = _THINKING.match(text)
     text = text[thinking.end() if thinking else 0 :].strip()
     start = text.find("{")
@@ -32,14 +38,15 @@ def lenient_json(text: str) -> dict[str, Any] | None:
         if start < 0:
             break
         try:
-            value, _ = _DECODER.raw_decode(text, start)
+            value, end = _DECODER.raw_decode(text, start)
         except ValueError:
-            value = None
+            value, end = None, start + 1
         except RecursionError:  # nested past the interpreter's stack: so is every object inside it
             return None
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not _echoed_schema(value):
             return value
-        start = text.find("{", start + 1)
+        # Past a whole schema (its braces are not the answer's), else past this brace.
+        start = text.find("{", end if isinstance(value, dict) else start + 1)
     return None
 
 

@@ -25,6 +25,13 @@ from memory_agent.llm.structured import refuses_method
         ('{"summary": "a"}\n{"summary": "b"}', {"summary": "a"}),
         ('<think>I will answer {"summary": "draft"}</think>\n```json\n{"summary": "a"}\n```', {"summary": "a"}),
         ('{"summary": "café — 東京 😀"}', {"summary": "café — 東京 😀"}),
+        # The schema echoed before the answer (a small model repeats what it was shown): the answer is read.
+        (
+            'The schema: {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}'
+            '\nMy answer: {"summary": "a"}',
+            {"summary": "a"},
+        ),
+        ('{"type": "object", "properties": {"summary": {"type": "string"}}}', None),
     ],
 )
 def test_lenient_json(text, expected):
