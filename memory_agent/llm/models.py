@@ -33,7 +33,10 @@ logger = logging.getLogger("memory_agent")
 # provider to answer (its client would otherwise fail on the first call, in the background, round after round).
 PROVIDER_VARIABLES: dict[str, dict[str, tuple[str, ...]]] = {
     "openai": {"needs": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "reads": ("OPENAI_API_KEY", "OPENAI_BASE_URL")},
-    "anthropic": {"needs": ("ANTHROPIC_API_KEY",), "reads": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")},
+    "anthropic": {
+        "needs": ("ANTHROPIC_API_KEY",),
+        "reads": ("ANTHROPIC_API_KEY", "ANTHROPIC_API_URL", "ANTHROPIC_BASE_URL"),  # the API URL first, as its client
+    },
     "ollama": {"needs": (), "reads": ("OLLAMA_HOST",)},
     "google_genai": {"needs": ("GOOGLE_API_KEY",), "reads": ("GOOGLE_API_KEY",)},
     "groq": {"needs": ("GROQ_API_KEY",), "reads": ("GROQ_API_KEY",)},

@@ -333,6 +333,7 @@ async def test_a_failing_conversation_is_warned_about_once_and_backs_off(
         ("OPENAI_API_KEY", "sk-proj-0123456789\r"),
         ("OPENAI_API_KEY", " "),
         ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1\n"),
+        ("ANTHROPIC_API_URL", "https://gateway.example/anthropic\r"),  # read before ANTHROPIC_BASE_URL
     ],
 )
 def test_a_provider_variable_its_client_cannot_send_is_refused_at_open(monkeypatch, variable, value):
@@ -341,9 +342,11 @@ def test_a_provider_variable_its_client_cannot_send_is_refused_at_open(monkeypat
     the network were away, and was retried as such)."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fine")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fine")
     monkeypatch.setenv(variable, value)
-    with pytest.raises(ConfigurationError, match=f"MEMORY_AGENT_MEMORY_MODEL='openai:x': {variable} holds") as raised:
-        chat_model_from_setting("openai:x", variable="MEMORY_AGENT_MEMORY_MODEL")
+    setting = "anthropic:x" if variable.startswith("ANTHROPIC") else "openai:x"
+    with pytest.raises(ConfigurationError, match=f"MEMORY_AGENT_MEMORY_MODEL='{setting}': {variable} holds") as raised:
+        chat_model_from_setting(setting, variable="MEMORY_AGENT_MEMORY_MODEL")
     assert not value.strip() or value.strip() not in str(raised.value)
 
 
