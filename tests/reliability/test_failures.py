@@ -6,6 +6,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from memory_agent import with_memory
+from memory_agent.llm.structured import MISSES_TO_FORGET
 from tests.conftest import query
 from tests.reliability.test_concurrency import assert_linear_chain
 from tests.support import EchoChat, FailingSummaryModel
@@ -36,6 +37,8 @@ async def test_model_failure_is_recorded_and_round_served_from_previous_memory(
     assert await memory.drain(timeout=10)  # memory 1 (0-5) completed while the model works
 
     fake_openai.mode = mode
+    if mode == "malformed":
+        fake_openai.text_answer = "no idea"  # every way of asking answers garbage, JSON in plain text too
     await round_(4)  # ends at seq 7: memory 2 (0-7, base 1) starts and fails
     assert await memory.drain(timeout=15)
     status, error, generation_ms, attempts = query(
@@ -46,7 +49,11 @@ async def test_model_failure_is_recorded_and_round_served_from_previous_memory(
     # Memory 1, then memory 2 tried twice; an answer that does not validate is asked for once more inside its
     # attempt (the errors shown to the model), so those attempts are two calls each.
     calls_per_attempt = 2 if mode in ("empty", "malformed") else 1
-    assert len(fake_openai.structured_requests()) == 1 + 2 * calls_per_attempt
+    # Garbage (no object at all) MISSES_TO_FORGET calls in a row makes the remembered way forgotten: the last call
+    # asks every way again, the JSON-schema format too (and JSON in plain text, not counted here).
+    forgotten = 1 if mode == "malformed" else 0
+    assert MISSES_TO_FORGET == 3
+    assert len(fake_openai.structured_requests()) == 1 + 2 * calls_per_attempt + forgotten
 
     # The user's round keeps working: round 5 is answered from memory 1 + the gap it left (seq 6-7).
     fake_openai.mode = "ok"
