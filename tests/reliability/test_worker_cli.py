@@ -15,17 +15,23 @@ from tests.conftest import query
 from tests.support import EchoChat
 
 
-def test_worker_announces_itself_and_stops_cleanly(database_url):
-    env = {**os.environ, "MEMORY_AGENT_DATABASE_URL": database_url, "PYTHONPATH": os.getcwd()}
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("OPENAI_BASE_URL", None)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "memory_agent", "worker", "--concurrency", "1"],
+def start_worker(database_url: str, *options: str, **variables: str) -> subprocess.Popen[str]:
+    """`memory-agent [options] worker --concurrency 1` on the test's database, in a process of its own, with
+    `variables` in its environment."""
+    env = {**os.environ, "MEMORY_AGENT_DATABASE_URL": database_url, "PYTHONPATH": os.getcwd(), **variables}
+    return subprocess.Popen(
+        [sys.executable, "-m", "memory_agent", *options, "worker", "--concurrency", "1"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_worker_announces_itself_and_stops_cleanly(database_url, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    worker = start_worker(database_url)
     try:
         deadline = time.monotonic() + 30
         assert worker.stderr is not None
@@ -53,20 +59,11 @@ async def test_a_stop_waits_the_drain_timeout_for_a_hanging_model(fake_openai, o
     app = with_memory(EchoChat().graph, memory)
     for n in range(3):
         await app.ainvoke({"messages": [HumanMessage(f"m{n}")]}, {"configurable": {"thread_id": "hung"}})
-    env = {
-        **os.environ,
-        "MEMORY_AGENT_DATABASE_URL": database_url,
-        "PYTHONPATH": os.getcwd(),
-        "MEMORY_AGENT_MEMORY_MODEL": "hanging-model",
-        "MEMORY_AGENT_SUMMARY_TIMEOUT_S": "30",
-        "MEMORY_AGENT_DRAIN_TIMEOUT_S": "1",
-    }
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "memory_agent", "worker", "--concurrency", "1"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    worker = start_worker(
+        database_url,
+        MEMORY_AGENT_MEMORY_MODEL="hanging-model",
+        MEMORY_AGENT_SUMMARY_TIMEOUT_S="30",
+        MEMORY_AGENT_DRAIN_TIMEOUT_S="1",
     )
     try:
         deadline = time.monotonic() + 30
@@ -93,20 +90,7 @@ async def test_a_verbose_worker_logs_no_credentials_of_the_base_url(fake_openai,
     for n in range(3):
         await app.ainvoke({"messages": [HumanMessage(f"m{n}")]}, {"configurable": {"thread_id": "gated"}})
     base = fake_openai.base_url.replace("http://", "http://gw-user:gw-password-123@")
-    env = {
-        **os.environ,
-        "MEMORY_AGENT_DATABASE_URL": database_url,
-        "PYTHONPATH": os.getcwd(),
-        "MEMORY_AGENT_MEMORY_MODEL": "gated-model",
-        "OPENAI_BASE_URL": base,
-    }
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "memory_agent", "-v", "worker", "--concurrency", "1"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    worker = start_worker(database_url, "-v", MEMORY_AGENT_MEMORY_MODEL="gated-model", OPENAI_BASE_URL=base)
     try:
         deadline = time.monotonic() + 30
         while query(database_url, "SELECT status FROM memory") != [("completed",)] and time.monotonic() < deadline:
