@@ -144,8 +144,13 @@ async def test_a_failed_round_carries_its_error_type_but_not_its_message(open_me
     )
     for secret in ("Lisbon", "Porto", "ana@example.com", "bob@x.org", "trip-ana"):
         assert secret not in shown
-    (failed,) = [span for span in finished if span.status.status_code == trace.StatusCode.ERROR]
-    assert failed.attributes["error.type"] == "ConversationOwnerError"
+    # The round's span, among what the process recorded meanwhile (background work of earlier tests may end now).
+    (failed,) = [
+        span
+        for span in finished
+        if span.status.status_code == trace.StatusCode.ERROR
+        and span.attributes.get("error.type") == "ConversationOwnerError"
+    ]
     assert [event.name for event in failed.events] == ["exception"]
 
 
