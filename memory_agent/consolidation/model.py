@@ -21,7 +21,7 @@ from memory_agent import resources
 from memory_agent.errors import SummarizationError
 from memory_agent.llm import LLMCall, Purpose, StructuredCaller, model_name, usage_of
 from memory_agent.llm.calls import call_bound_s
-from memory_agent.llm.structured import status_of
+from memory_agent.summarize.failures import describe
 
 logger = logging.getLogger("memory_agent.consolidation")
 
@@ -80,14 +80,10 @@ async def call_consolidation_model(
         # answer held the call (a database connection and the tenant's slot with it) for as long as it went on.
         answer = await StructuredCaller(model, schema, timeout_s=call_bound_s(model)).ainvoke(messages)
     except Exception as exc:
-        # Named as a summary row names it: the error's kind and the provider's HTTP status before its message (a
-        # bare "Connection error." or "Error code: 500 - ..." says neither what failed nor how).
-        status = status_of(exc)
-        kind = type(exc).__name__ + (f" (HTTP {status})" if status is not None else "")
-        said = f"{kind}: {exc}" if str(exc) else kind
-        raise SummarizationError(
-            f"consolidation model {name!r} failed: {exc if isinstance(exc, SummarizationError) else said}"
-        ) from exc
+        # Named as a summary row names it (describe: the error's kind and the provider's HTTP status before its
+        # message; a bare "Connection error." or "Error code: 500 - ..." says neither what failed nor how).
+        said = exc if isinstance(exc, SummarizationError) else describe(exc)
+        raise SummarizationError(f"consolidation model {name!r} failed: {said}") from exc
     try:
         parsed = schema.model_validate(answer.args)
     except ValidationError as exc:

@@ -6,16 +6,19 @@ here; the cost ledger (long_term/ledger.py) prices and writes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import asyncio
+from collections.abc import Awaitable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import SecretStr
 
 from memory_agent.tokens import count_tokens
+
+T = TypeVar("T")
 
 Purpose = Literal["conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app"]
 PURPOSES: tuple[Purpose, ...] = ("conversation_summary", "cluster_summary", "consolidation", "batch_summary", "app")
@@ -108,6 +111,16 @@ def call_bound_s(model: Any) -> float | None:
     retries = getattr(model, "max_retries", None)
     retries = retries if isinstance(retries, int) and retries > 0 else 0
     return float(timeout) * (retries + 1) + RETRY_ALLOWANCE_S * retries
+
+
+async def within_bound(call: Awaitable[T], bound_s: float | None, name: str) -> T:
+    """`call`, cut after `bound_s` (call_bound_s) with a TimeoutError naming the model `name`; None: unbounded."""
+    try:
+        return await asyncio.wait_for(call, bound_s)
+    except TimeoutError:
+        if bound_s is None:
+            raise
+        raise TimeoutError(f"model {name!r} did not answer within {bound_s:.3g}s") from None
 
 
 def secrets_of(model: Any) -> tuple[str, ...]:

@@ -18,7 +18,6 @@ stays the pydantic model's, whole.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -33,7 +32,7 @@ from pydantic import BaseModel
 
 from memory_agent.errors import SummarizationError
 from memory_agent.llm.answers import arguments, shown, unreadable, unwrapped
-from memory_agent.llm.calls import model_name, scrub, secrets_of
+from memory_agent.llm.calls import model_name, scrub, secrets_of, within_bound
 
 logger = logging.getLogger("memory_agent")
 
@@ -233,11 +232,9 @@ class StructuredCaller:
                 continue
             prompt = self._messages(method, messages)
             try:
-                answer = await asyncio.wait_for(runnable.ainvoke(prompt, config=config), self.timeout_s)
+                answer = await within_bound(runnable.ainvoke(prompt, config=config), self.timeout_s, self.name)
             except TimeoutError:
-                if self.timeout_s is None:
-                    raise
-                raise TimeoutError(f"model {self.name!r} did not answer within {self.timeout_s:.3g}s") from None
+                raise  # the call's bound (or its caller's): not a refusal of this way of asking
             except Exception as exc:
                 scrub(exc, self.secrets)
                 # An answer its client could not read (not of its API's shape) is garbage, as one without the

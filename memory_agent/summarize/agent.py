@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from memory_agent import resources
 from memory_agent.errors import SummarizationError
 from memory_agent.llm import model_name, note_answer, usage_of
-from memory_agent.llm.calls import call_bound_s
+from memory_agent.llm.calls import call_bound_s, within_bound
 from memory_agent.llm.structured import StructuredAnswer, StructuredCaller, terse_tool
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
@@ -174,13 +174,8 @@ class MemoryAgent:
         ]
         # Bounded whole: the client's timeout is per read (a trickling server never trips it), and the call is
         # made holding the cluster's lock.
-        bound = call_bound_s(self.model)
-        try:
-            answer = await asyncio.wait_for(self.model.ainvoke(prompt, config={"callbacks": []}), bound)
-        except TimeoutError:
-            if bound is None:
-                raise
-            raise TimeoutError(f"model {self.model_name!r} did not answer within {bound:.3g}s") from None
+        call = self.model.ainvoke(prompt, config={"callbacks": []})
+        answer = await within_bound(call, call_bound_s(self.model), self.model_name)
         note_answer("cluster_summary", self.model_name, answer, prompt)
         return str(answer.text).strip()
 

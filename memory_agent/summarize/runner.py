@@ -35,11 +35,10 @@ from memory_agent.summarize.failures import FailingConversations, Outcome, descr
 from memory_agent.summarize.follow_ups import LongTermFollowUps
 from memory_agent.summarize.options import SummaryOptions
 from memory_agent.summarize.queries import SummaryQueries
+from memory_agent.summarize.recorded_items import recorded_items
 from memory_agent.tracing import record, summary_attributes, summary_span
 
 logger = logging.getLogger("memory_agent")
-# Dropped items listed on a memory row; the rest are counted.
-DROPPED_SHOWN = 20
 
 
 class SummaryRunner:
@@ -227,24 +226,9 @@ class SummaryRunner:
         they are recorded) in one transaction. True when done, False when the row was reclaimed meanwhile
         (nothing written), the error text when a write failed (rolled back)."""
         user_id, tenant_id, memory_id = row["user_id"], row["tenant_id"], row["memory_id"]
-        items, over_cap = result.items.within(row["start_sequence"], row["end_sequence"]).capped(
-            self.options.summary.max_items
+        items, stored = recorded_items(
+            result, memory_id, row["start_sequence"], row["end_sequence"], self.options.summary.max_items
         )
-        stored = items.model_dump(mode="json")
-        dropped = list(result.dropped_items)
-        if dropped:
-            logger.warning("Memory %s: invalid items dropped after the retry: %s", memory_id, dropped[:DROPPED_SHOWN])
-        if over_cap:
-            logger.warning("Memory %s: %s items over the cap dropped", memory_id, over_cap)
-            dropped.insert(
-                0,
-                f"{over_cap} items over the cap of {self.options.summary.max_items} per version "
-                "(MEMORY_AGENT_SUMMARY_MAX_ITEMS): the most important were kept",
-            )
-        if dropped:
-            # Recorded on the row, bounded: a model can answer thousands of bad items.
-            more = len(dropped) - DROPPED_SHOWN
-            stored["dropped"] = dropped[:DROPPED_SHOWN] + ([f"... and {more} more"] if more > 0 else [])
         outcomes: list[long_term.RememberOutcome] = []
         now = self.clock()
         calls = list(log.calls)
