@@ -273,50 +273,58 @@ LEFT JOIN LATERAL (
            OR s.item_id = ANY(coalesce(i.source_item_ids, bs.summarized_ids)))
       AND s.conversation_id IS NOT NULL AND s.sequence_number IS NOT NULL
 ) AS src ON true
+-- The hit as a turn (a row of another kind is none: its turn context is empty), for the turn context below.
 LEFT JOIN LATERAL (
-    -- A turn's neighbours in its conversation (the turn before and after it), shown with it: a question's answer
-    -- is often the reply to the turn that matched it, or the turn it replied to. As far as the block shows them.
+    SELECT f.kind = 'turn' AS is_turn, f.conversation_id, f.sequence_number, t.role,
+           substr(t.content, 1, %(text_chars)s) AS text
+) AS h ON true
+{turn_context}
+ORDER BY f.score DESC NULLS LAST,
+         coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) DESC NULLS LAST, f.kind,
+         f.sequence_number
+
+-- recall_turn_context --
+-- A turn hit's context, for recall_search and recall_dated_turns: joined to their hit `h` (is_turn,
+-- conversation_id, sequence_number, role, and its text as far as the block shows it, `text_chars`: one more than
+-- it keeps). `nb`: its neighbours in its conversation (`neighbours_before` and `_after` turns), shown with it: a
+-- question's answer is often the reply to the turn that matched it, or the turn it replied to. `rp`: for a turn
+-- that ends with a question (as far as the block shows it, and no letter or digit after its last question mark),
+-- the next turn of its conversation (a user or assistant message with text) when the other side said it, read as
+-- the turn itself is; replies.py decides whether the hit is shown as this reply (a turn that says more than a
+-- greeting before its question is not). A lookup by the messages' key, from the question on. `rnb`: the reply's
+-- neighbours, as a turn's. Texts as far as the block shows them (`neighbour_chars`); `as_of`: stored by then.
+LEFT JOIN LATERAL (
     SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, substr(b.content, 1, %(neighbour_chars)s))
                      ORDER BY b.sequence_number) AS neighbours
     FROM messages AS b
-    WHERE f.kind = 'turn' AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
-      AND b.conversation_id = f.conversation_id
-      AND b.sequence_number BETWEEN f.sequence_number - %(neighbours_before)s AND f.sequence_number + %(neighbours_after)s
-      AND b.sequence_number <> f.sequence_number AND b.role IN ('user', 'assistant')
+    WHERE h.is_turn AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
+      AND b.conversation_id = h.conversation_id
+      AND b.sequence_number BETWEEN h.sequence_number - %(neighbours_before)s AND h.sequence_number + %(neighbours_after)s
+      AND b.sequence_number <> h.sequence_number AND b.role IN ('user', 'assistant')
       AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
 ) AS nb ON true
 LEFT JOIN LATERAL (
-    -- A turn that ends with a question (as far as the block shows it, and no letter or digit after its last
-    -- question mark): the next turn of its conversation (a user or assistant message with text) when the other
-    -- side said it, read as the turn itself is. replies.py decides whether the hit is shown as this reply (a turn
-    -- that says more than a greeting before its question is not). A lookup by the messages' key, from the question
-    -- on.
     SELECT r.sequence_number, r.role, substr(r.content, 1, %(text_chars)s) AS text, r.created_at
     FROM messages AS r
-    WHERE f.kind = 'turn' AND char_length(substr(t.content, 1, %(text_chars)s)) < %(text_chars)s
-      AND substr(t.content, 1, %(text_chars)s) ~ '[?？][^[:alnum:]]*$'
-      AND r.user_id = %(user_id)s AND r.conversation_id = f.conversation_id
-      AND r.sequence_number > f.sequence_number
+    WHERE h.is_turn AND char_length(h.text) < %(text_chars)s AND h.text ~ '[?？][^[:alnum:]]*$'
+      AND r.user_id = %(user_id)s AND r.conversation_id = h.conversation_id
+      AND r.sequence_number > h.sequence_number
       AND r.tenant_id = %(tenant_id)s AND r.role IN ('user', 'assistant') AND r.content <> ''
       AND (%(as_of)s::timestamptz IS NULL OR r.created_at <= %(as_of)s::timestamptz)
     ORDER BY r.sequence_number
     LIMIT 1
-) AS rp ON rp.role <> t.role
+) AS rp ON rp.role <> h.role
 LEFT JOIN LATERAL (
-    -- The reply's neighbours, as a turn's above.
     SELECT jsonb_agg(jsonb_build_array(b.sequence_number, b.role, substr(b.content, 1, %(neighbour_chars)s))
                      ORDER BY b.sequence_number) AS neighbours
     FROM messages AS b
     WHERE rp.sequence_number IS NOT NULL AND b.user_id = %(user_id)s AND b.tenant_id = %(tenant_id)s
-      AND b.conversation_id = f.conversation_id
+      AND b.conversation_id = h.conversation_id
       AND b.sequence_number BETWEEN rp.sequence_number - %(neighbours_before)s
                                 AND rp.sequence_number + %(neighbours_after)s
       AND b.sequence_number <> rp.sequence_number AND b.role IN ('user', 'assistant')
       AND (%(as_of)s::timestamptz IS NULL OR b.created_at <= %(as_of)s::timestamptz)
 ) AS rnb ON true
-ORDER BY f.score DESC NULLS LAST,
-         coalesce(i.is_summary, n.note_id IS NOT NULL OR bs.summary_id IS NOT NULL) DESC NULLS LAST, f.kind,
-         f.sequence_number
 
 -- recall_message_fts_stored --
 -- The full-text vector of a turn when the configuration is 'english': the stored column (and its index).

@@ -28,7 +28,9 @@ from memory_agent.long_term.recall.transaction import in_recall_transaction, sto
 def _statement(stored: bool) -> sql.Composed:
     queries = resources.queries()
     fts = queries["recall_message_fts_stored" if stored else "recall_message_fts_computed"]
-    return sql.SQL(queries["recall_dated_turns"]).format(message_fts=sql.SQL(fts))
+    return sql.SQL(queries["recall_dated_turns"]).format(
+        message_fts=sql.SQL(fts), turn_context=sql.SQL(queries["recall_turn_context"])
+    )
 
 
 async def dated_hits(

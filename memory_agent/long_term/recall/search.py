@@ -99,6 +99,7 @@ def _statement(vectors: bool, stored: bool) -> sql.Composed:
         item_fts=sql.SQL(queries[f"recall_item_fts_{fts}"]),
         note_fts=sql.SQL(queries[f"recall_note_fts_{fts}"]),
         batch_fts=sql.SQL(queries[f"recall_batch_fts_{fts}"]),
+        turn_context=sql.SQL(queries["recall_turn_context"]),
     )
 
 
