@@ -109,11 +109,14 @@ class _RoundNode(Runnable[Any, Any]):
         self._run = run
         self._arun = arun
 
+    # The config is passed on as LangGraph gives it (as its own nodes do): LangChain's ensure_config would fill in
+    # its recursion limit of 25 where LangGraph leaves it out, and the wrapped graph would stop there, not at
+    # LangGraph's default.
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self._run(input, ensure_config(config))
+        return self._run(input, config if config is not None else ensure_config())
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return await self._arun(input, ensure_config(config))
+        return await self._arun(input, config if config is not None else ensure_config())
 
 
 def _raise_interrupts(output: Any) -> Any:

@@ -16,7 +16,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.errors import GraphRecursionError
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.store.memory import InMemoryStore
 from typing_extensions import TypedDict
@@ -280,3 +281,34 @@ async def test_a_wrapped_runnable_that_returns_no_dict_fails_as_on_the_runner(op
         await app.ainvoke({"messages": [HumanMessage("q")]}, config("nd1"))
     with pytest.raises(InvalidUpdateError, match="Expected dict"):
         await app.ainvoke({"messages": [HumanMessage("q")]}, config("nd2"), stream_mode="values")
+
+
+def counting_graph(steps: int) -> Any:
+    """A graph that adds one AI message per step until it has taken `steps` steps: more than LangChain's default
+    recursion limit (25), well within LangGraph's."""
+
+    def step(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"step {sum(m.type == 'ai' for m in state['messages']) + 1}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda state: END if state["messages"][-1].text == f"step {steps}" else "step")
+    return builder.compile()
+
+
+async def test_the_wrapped_graph_has_langgraphs_recursion_limit_on_both_paths(open_memory):
+    memory = await open_memory()
+    graph = counting_graph(30)
+    assert len((await graph.ainvoke({"messages": [HumanMessage("count")]}))["messages"]) == 31  # on its own
+    app = with_memory(graph, memory)
+    direct = await app.ainvoke({"messages": [HumanMessage("count")]}, config("rl1"))
+    runner = await app.ainvoke({"messages": [HumanMessage("count")]}, config("rl2"), stream_mode="values")
+    assert shape(direct["messages"]) == shape(runner["messages"])
+    assert direct["messages"][-1].text == "step 30"
+    sync = app.invoke({"messages": [HumanMessage("count")]}, config("rl3"), stream_mode="values")
+    assert sync["messages"][-1].text == "step 30"
+    # A limit the caller sets still applies to the wrapped graph, on both paths.
+    for thread, options in (("rl4", {}), ("rl5", {"stream_mode": "values"})):
+        with pytest.raises(GraphRecursionError, match="limit of 20"):
+            await app.ainvoke({"messages": [HumanMessage("count")]}, config(thread, recursion_limit=20), **options)
