@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.base import BaseChannel
+from langgraph.pregel import Pregel
 
 try:  # LangGraph's own config merging, callback set-up and empty channel value, so both paths see the same
     from langgraph._internal._config import ensure_config, get_async_callback_manager_for_config
@@ -41,13 +42,17 @@ def direct_round_config(
 ) -> RunnableConfig | None:
     """The config the round node gets on the direct path, or None when the runner must run it.
 
-    The runner is needed when the wrapped graph is not a plain graph, when the call comes from a parent
-    graph, and when any callback handler would see the runner's runs (tracing, a handler in the config,
-    LangChain's debug output): the same handlers LangGraph would start them on.
+    The runner is needed when the wrapped graph is not a plain graph, or no graph at all (a graph makes its own
+    run context; any other runnable has the runner's: interrupt(), the runtime, the stream writer), when the call
+    comes from a parent graph, when any callback handler would see the runner's runs (tracing, a handler in the
+    config, LangChain's debug output: the same handlers LangGraph would start them on), and when the runner
+    would refuse the config before the round starts (a recursion limit below 1).
     """
-    if ensure_config is None or not plain_graph(wrapped):
+    if ensure_config is None or not isinstance(wrapped, Pregel) or not plain_graph(wrapped):
         return None
     merged = ensure_config(graph_config, config)
+    if merged["recursion_limit"] < 1:
+        return None
     if any(key.startswith(_RUNNER_KEY_PREFIX) for key in merged.get("configurable", {})):
         return None
     callbacks = get_async_callback_manager_for_config(merged)

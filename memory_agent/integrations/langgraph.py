@@ -176,7 +176,8 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
     """What `with_memory` returns for a graph whose state is only "messages": a compiled graph like any
     other, whose `invoke`/`ainvoke` run the round node directly when nothing could tell the difference.
 
-    "Nothing could tell": a plain invoke (no stream mode, context or interrupt options), no checkpointer,
+    "Nothing could tell": a plain invoke (no stream mode, context or interrupt options) of a wrapped LangGraph
+    graph (any other runnable needs the runner's run context), no recursion limit below 1, no checkpointer,
     store, cache or interrupt nodes on this graph or the wrapped one, no step timeout or retry policy, no
     callback handler (tracing included), not running inside another graph (integrations/direct.py decides).
     Then LangGraph's runner around the one node adds nothing but its cost (docs/measurements/code.md: the

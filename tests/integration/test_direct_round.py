@@ -293,7 +293,9 @@ def counting_graph(steps: int) -> Any:
     builder = StateGraph(MessagesState)
     builder.add_node("step", step)
     builder.add_edge(START, "step")
-    builder.add_conditional_edges("step", lambda state: END if state["messages"][-1].text == f"step {steps}" else "step")
+    builder.add_conditional_edges(
+        "step", lambda state: END if state["messages"][-1].text == f"step {steps}" else "step"
+    )
     return builder.compile()
 
 
@@ -312,3 +314,30 @@ async def test_the_wrapped_graph_has_langgraphs_recursion_limit_on_both_paths(op
     for thread, options in (("rl4", {}), ("rl5", {"stream_mode": "values"})):
         with pytest.raises(GraphRecursionError, match="limit of 20"):
             await app.ainvoke({"messages": [HumanMessage("count")]}, config(thread, recursion_limit=20), **options)
+
+
+async def test_a_wrapped_runnable_that_is_no_graph_has_the_runners_context(open_memory, database_url):
+    """A graph makes its own run context (interrupts, stream writer, runtime); any other runnable has the round
+    node's, which only LangGraph's runner gives it."""
+    from langchain_core.runnables import RunnableLambda
+    from langgraph.types import interrupt
+
+    memory = await open_memory()
+
+    def ask(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"approved: {interrupt('approve?')}")]}
+
+    app = with_memory(RunnableLambda(ask), memory)
+    paused = await app.ainvoke({"messages": [HumanMessage("may I?")]}, config("nl1"))
+    assert shape(paused["messages"]) == [("human", "may I?")]
+    assert [i.value for i in paused["__interrupt__"]] == ["approve?"]
+    assert stored(database_url, "nl1") == []
+
+
+async def test_a_recursion_limit_below_one_fails_before_the_round_starts(open_memory, database_url):
+    memory = await open_memory()
+    app = with_memory(EchoGraph().graph, memory)
+    for thread, options in (("rl0a", {}), ("rl0b", {"stream_mode": "values"})):
+        with pytest.raises(ValueError, match="recursion_limit must be at least 1"):
+            await app.ainvoke({"messages": [HumanMessage("q")]}, config(thread, recursion_limit=0), **options)
+    assert query(database_url, "SELECT count(*) FROM round_metrics WHERE conversation_id LIKE 'rl0%'") == [(0,)]
