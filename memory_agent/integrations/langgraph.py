@@ -253,7 +253,7 @@ def with_memory(graph: Any, memory: RoundMemory, *, name: str = "agent") -> Any:
     """Wrap a compiled graph whose state has "messages": each invoke is one round with memory.
 
     The wrapped graph sees only the memory, the gap and this round's input, never the whole history.
-    Returns a compiled graph with the same state as `graph`; its result holds the round's input and the
+    Returns a compiled graph with the same state (and context_schema) as `graph`; its result holds the round's input and the
     messages `graph` produced. (`memory_load_node` and `memory_save_node` do the same inside a graph of
     your own.)
     """
@@ -265,7 +265,8 @@ def with_memory(graph: Any, memory: RoundMemory, *, name: str = "agent") -> Any:
     schema = getattr(builder_of_graph, "state_schema", None) or MessagesState
     if "messages" not in getattr(schema, "__annotations__", {}) and not hasattr(schema, "model_fields"):
         schema = MessagesState
-    builder = StateGraph(schema)
+    # The wrapped graph's context_schema too: a context given as a dict reaches it as that type, as on its own.
+    builder = StateGraph(schema, context_schema=getattr(builder_of_graph, "context_schema", None))
     builder.add_node(name, memory_round_node(graph, memory, name))
     builder.add_edge(START, name)
     builder.add_edge(name, END)

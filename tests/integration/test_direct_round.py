@@ -9,6 +9,7 @@ checkpoint namespace starts with the round node's), run directly it is a graph o
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pytest
@@ -341,3 +342,30 @@ async def test_a_recursion_limit_below_one_fails_before_the_round_starts(open_me
         with pytest.raises(ValueError, match="recursion_limit must be at least 1"):
             await app.ainvoke({"messages": [HumanMessage("q")]}, config(thread, recursion_limit=0), **options)
     assert query(database_url, "SELECT count(*) FROM round_metrics WHERE conversation_id LIKE 'rl0%'") == [(0,)]
+
+
+@dataclass
+class Caller:
+    who: str = "nobody"
+
+
+async def test_the_wrapped_graphs_context_schema_is_kept(open_memory):
+    """A context given as a dict reaches the wrapped graph as its context_schema's type, as on its own."""
+    from langgraph.runtime import Runtime
+
+    memory = await open_memory()
+    seen: list[Any] = []
+
+    def respond(state: MessagesState, runtime: Runtime[Caller]) -> dict[str, Any]:
+        seen.append(runtime.context)
+        return {"messages": [AIMessage(f"hi {runtime.context.who}")]}
+
+    builder = StateGraph(MessagesState, context_schema=Caller)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    graph = builder.compile()
+    app = with_memory(graph, memory)
+    assert app.get_context_jsonschema() == graph.get_context_jsonschema()
+    result = await app.ainvoke({"messages": [HumanMessage("q")]}, config("ctx"), context={"who": "bob"})
+    assert seen == [Caller("bob")]
+    assert result["messages"][-1].text == "hi bob"
