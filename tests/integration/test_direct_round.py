@@ -369,3 +369,17 @@ async def test_the_wrapped_graphs_context_schema_is_kept(open_memory):
     result = await app.ainvoke({"messages": [HumanMessage("q")]}, config("ctx"), context={"who": "bob"})
     assert seen == [Caller("bob")]
     assert result["messages"][-1].text == "hi bob"
+
+
+async def test_an_agent_with_a_long_tool_loop_runs_as_on_its_own(open_memory, database_url):
+    """create_agent's graph (a state of more than messages: always LangGraph's runner) with 15 tool calls in a row:
+    31 steps, within LangGraph's default limit, as the agent has on its own."""
+    from langchain.agents import create_agent
+
+    from tests.integration.agent_support import ToolScriptModel, lookup
+
+    memory = await open_memory()
+    app = with_memory(create_agent(ToolScriptModel(), [lookup]), memory)
+    result = await app.ainvoke({"messages": [HumanMessage("look up tools:15:seq")]}, config("loop"))
+    assert len(result["messages"]) == 32  # the input, 15 calls and their results, the answer
+    assert len(stored(database_url, "loop")) == 32
