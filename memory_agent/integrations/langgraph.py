@@ -5,13 +5,14 @@ No SQL and no window maths here: the nodes call a RoundMemory (MemoryService).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 from langgraph.channels.base import BaseChannel
-from langgraph.errors import ErrorCode, GraphInterrupt, InvalidUpdateError, create_error_message
+from langgraph.errors import ErrorCode, GraphBubbleUp, GraphInterrupt, InvalidUpdateError, create_error_message
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.graph.state import CompiledStateGraph
@@ -213,6 +214,11 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
             return _apply(channel, node.invoke({"messages": channel.get()}, run_config))
         except GraphInterrupt as paused:
             return _paused(channel, paused)
+        except GraphBubbleUp:
+            raise
+        except Exception as error:
+            _note_task(error, node.name)
+            raise
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **options: Any) -> Any:
         direct = self._direct(input, config, options)
@@ -223,6 +229,11 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
             return _apply(channel, await node.ainvoke({"messages": channel.get()}, run_config))
         except GraphInterrupt as paused:
             return _paused(channel, paused)
+        except GraphBubbleUp:
+            raise
+        except Exception as error:
+            _note_task(error, node.name)
+            raise
 
 
 def _apply(channel: BaseChannel[Any, Any, Any], update: Any) -> dict[str, Any]:
@@ -237,6 +248,11 @@ def _apply(channel: BaseChannel[Any, Any, Any], update: Any) -> dict[str, Any]:
     if "messages" in update:
         channel.update([update["messages"]])
     return {"messages": channel.get()}
+
+
+def _note_task(error: Exception, name: str) -> None:
+    """The note the runner adds to an error of a task it ran (the task's id is its own on either path)."""
+    error.add_note(f"During task with name '{name}' and id '{uuid.uuid4()}'")
 
 
 def _paused(channel: BaseChannel[Any, Any, Any], paused: GraphInterrupt) -> dict[str, Any]:

@@ -383,3 +383,18 @@ async def test_an_agent_with_a_long_tool_loop_runs_as_on_its_own(open_memory, da
     result = await app.ainvoke({"messages": [HumanMessage("look up tools:15:seq")]}, config("loop"))
     assert len(result["messages"]) == 32  # the input, 15 calls and their results, the answer
     assert len(stored(database_url, "loop")) == 32
+
+
+async def test_a_failed_round_carries_the_runners_notes_on_both_paths(open_memory):
+    """LangGraph notes the task an error came from; a traceback reads the same whichever path ran."""
+    memory = await open_memory()
+    app = with_memory(EchoGraph(fail_on="boom").graph, memory, name="chat")
+    notes = []
+    for thread, options in (("n1", {}), ("n2", {"stream_mode": "values"})):
+        with pytest.raises(RuntimeError) as raised:
+            await app.ainvoke({"messages": [HumanMessage("boom")]}, config(thread), **options)
+        notes.append([note.split("' and id")[0] for note in raised.value.__notes__])
+    with pytest.raises(InvalidInputError) as no_user:
+        app.invoke({"messages": []}, config("n3"))
+    assert notes[0] == notes[1] == ["During task with name 'respond", "During task with name 'chat"]
+    assert no_user.value.__notes__[0].startswith("During task with name 'chat' and id '")
