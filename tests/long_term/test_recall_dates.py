@@ -3,14 +3,17 @@ turns of that time first."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from memory_agent.errors import InvalidInputError
+from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.long_term.recall import RecallSettings
 from memory_agent.long_term.recall.dates import date_span
+from memory_agent.schemas.keys import zone_named
 
 PARIS = ZoneInfo("Europe/Paris")
 NOW = datetime(2024, 3, 13, 9, 0, tzinfo=PARIS)  # a Wednesday
@@ -57,6 +60,16 @@ def test_no_date_or_an_impossible_one_gives_none(query):
 def test_the_clock_must_know_its_time_zone():
     with pytest.raises(ValueError, match="timezone-aware"):
         date_span("yesterday", datetime(2024, 3, 13))
+
+
+@pytest.mark.parametrize("name", ["Asia/Tokio", "Europe", "America", "Etc", "../etc", "+02:00"])
+def test_a_name_that_is_no_time_zone_is_refused_by_name(name):
+    # "Europe" is a folder of the zone database: ZoneInfo raised IsADirectoryError, which reached the round (and
+    # the HTTP route's 500) instead of the InvalidInputError naming the setting.
+    with pytest.raises(InvalidInputError, match=f"time_zone {re.escape(repr(name))} is no time zone"):
+        zone_named(name, "time_zone")
+    with pytest.raises(ConfigurationError, match="MEMORY_AGENT_RECALL_TIME_ZONE .* is no time zone"):
+        RecallSettings(time_zone=name)
 
 
 def records(start: datetime, texts: list[str]) -> list[dict[str, str]]:
