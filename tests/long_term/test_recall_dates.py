@@ -44,6 +44,13 @@ def day(year: int, month: int, number: int, zone=PARIS) -> datetime:
         ("last Monday", day(2024, 3, 11), day(2024, 3, 12)),
         ("last Wednesday", day(2024, 3, 6), day(2024, 3, 7)),
         ("during 2022", day(2022, 1, 1), day(2023, 1, 1)),
+        # A day without its year: the latest one not after today (a user asks about the past).
+        ("what did we do on March 3rd?", day(2024, 3, 3), day(2024, 3, 4)),
+        ("on the 13th of March", day(2024, 3, 13), day(2024, 3, 14)),
+        ("what happened on March 14", day(2023, 3, 14), day(2023, 3, 15)),
+        ("on 29 February", day(2024, 2, 29), day(2024, 3, 1)),
+        ("the call of Dec. 24th", day(2023, 12, 24), day(2023, 12, 25)),
+        ("on Sept 5 at the office", day(2023, 9, 5), day(2023, 9, 6)),
     ],
 )
 def test_date_expressions_name_a_span_in_the_users_time(query, start, end):
@@ -52,7 +59,17 @@ def test_date_expressions_name_a_span_in_the_users_time(query, start, end):
     assert (span.start, span.end) == (start, end)
 
 
-@pytest.mark.parametrize("query", ["peanut allergy", "February 30, 2024", "the 2023-13 report", "May I ask?"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "peanut allergy",
+        "February 30, 2024",
+        "the 2023-13 report",
+        "May I ask?",
+        "on February 30th",
+        "I may 3D print it",
+    ],
+)
 def test_no_date_or_an_impossible_one_gives_none(query):
     assert date_span(query, NOW) is None
 
