@@ -51,6 +51,8 @@ def day(year: int, month: int, number: int, zone=PARIS) -> datetime:
         ("on 29 February", day(2024, 2, 29), day(2024, 3, 1)),
         ("the call of Dec. 24th", day(2023, 12, 24), day(2023, 12, 25)),
         ("on Sept 5 at the office", day(2023, 9, 5), day(2023, 9, 6)),
+        ("what did we plan in September?", day(2023, 9, 1), day(2023, 10, 1)),
+        ("during march", day(2024, 3, 1), day(2024, 4, 1)),
     ],
 )
 def test_date_expressions_name_a_span_in_the_users_time(query, start, end):

@@ -1,6 +1,6 @@
 """The time a recall query points to: "in September 2023", "last week", "yesterday", "on 5 March 2024", "on
-March 3rd" (the latest, not after today), "2023-09" … as a span of instants, read in the user's time (the time
-zone of the `now` the service's clock gives).
+March 3rd", "in September" (the latest, not after today), "2023-09" … as a span of instants, read in the user's
+time (the time zone of the `now` the service's clock gives).
 
 Recall ranks the turns of that span first (dated.py). English expressions only; a query without one gives None.
 """
@@ -52,6 +52,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("day_no_year", rf"\bon\s+{_MONTH}\s+(?:the\s+)?{_DAY}\b"),
         ("day_no_year", rf"\b{_ORDINAL}\s+of\s+{_MONTH}(?!\w)"),
         ("day_no_year", rf"\b{_MONTH}\s+{_ORDINAL}\b"),
+        ("month_no_year", rf"\b(?:in|during)\s+{_MONTH}(?!\w)"),
         ("relative", r"\b(?P<word>yesterday|today|tonight|this morning|this afternoon)\b"),
         ("ago", r"\b(?P<count>\d{1,3}|a|an|one|two|three) (?P<unit>day|week|month|year)s? ago\b"),
         ("last", r"\b(?P<which>last|this|past|previous) (?P<unit>week|month|year|weekend)\b"),
@@ -108,6 +109,9 @@ def _days(kind: str, found: re.Match[str], today: date) -> tuple[date, date] | N
         return day, day
     if kind == "day_no_year":
         return _latest(today, MONTHS[groups["month"].lower()], int(groups["day"]))
+    if kind == "month_no_year":
+        month = MONTHS[groups["month"].lower()]
+        return _month(today.year - (month > today.month), month)  # the latest, this one included
     if kind in ("iso_month", "month"):
         month = int(groups["month"]) if groups["month"].isdigit() else MONTHS[groups["month"].lower()]
         return _month(int(groups["year"]), month)
