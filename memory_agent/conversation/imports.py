@@ -8,7 +8,8 @@ calls: here). The thread must be new: history is not merged into a thread that h
 forget lock shared (sql/queries/forget.sql), as every writer that must lose against forget_user: an import that
 committed first is erased by the forget, and one that waited for the forget writes after it (a new import).
 Afterwards the thread is summarized as its rounds would have been: one version per window of
-`rolling_window_size` messages ending at a round's end, each on the one before, in this process.
+`rolling_window_size` messages ending at a round's end, each on the one before, in this process; without a
+summary (none asked or none due), the turns are embedded in the background as a round's are.
 """
 
 from __future__ import annotations
@@ -151,12 +152,16 @@ class ThreadImport:
         run_summary: Callable[[int, str], Awaitable[str]],
         clock: Callable[[], datetime],
         window: int,
+        embed: Callable[[str, str], Awaitable[None]] | None = None,
     ) -> None:
         self.queries = queries
         self.trigger = trigger
         self.run_summary = run_summary
         self.clock = clock
         self.window = window
+        # With an embedder, the executor's `embed(user_id, tenant_id)`: as after a round, the turns get their
+        # vectors in the background when no summary was made (a summary embeds them itself).
+        self.embed = embed
 
     async def run(self, key: ConversationKey, messages: Sequence[TimedMessage], *, summarize: bool) -> ImportReport:
         now = self.clock()
@@ -164,6 +169,8 @@ class ThreadImport:
         with tenant_scope(key.tenant_id):
             await self.queries.store_import(key, rows, now)
             memory_ids = await self._summarize(key, rows) if summarize else []
+        if self.embed is not None and not memory_ids:
+            await self.embed(key.user_id, key.tenant_id)
         return ImportReport(
             key.conversation_id,
             key.user_id,

@@ -85,7 +85,7 @@ def zone_named(name: Any, what: str) -> ZoneInfo:
         raise InvalidInputError(f"{what} must be a time zone name such as 'Europe/Paris' or 'UTC', got {name!r:.80}")
     try:
         return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of the zone database ("Europe")
         raise InvalidInputError(
             f"{what} {name!r:.80} is no time zone this machine knows: give an IANA name such as 'Europe/Paris', "
             "'America/New_York' or 'UTC'"

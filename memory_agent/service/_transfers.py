@@ -57,6 +57,7 @@ class Transfers:
             parts.runner.run_summary,
             self.clock,
             self.window_size,
+            embed=parts.executor.embed if parts.embedder is not None else None,
         )
         return await self.loop.arun(importer.run(key, checked, summarize=summarize))
 

@@ -114,7 +114,7 @@ class RecallSettings(SettingsGroup):
     def _known_zone(cls, value: str | None) -> str | None:
         try:
             return value if value is None else str(ZoneInfo(value))
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of the zone database ("Europe")
             raise ValueError(
                 f"{value!r:.80} is no time zone this machine knows: give an IANA name such as 'Europe/Paris' or 'UTC'"
             ) from None

@@ -361,3 +361,24 @@ async def test_a_summary_whose_earlier_checkpoints_are_gone_is_kept(open_memory,
     memory = await open_memory(model=OfflineSummaryModel())
     await memory.transfers.import_thread(saver, "pruned", user_id="ana", summarize=False)
     assert any(r[4].startswith("Here is a summary of the conversation to date") for r in stored(database_url))
+
+
+@pytest.mark.parametrize("summarize", [False, True])
+async def test_imported_turns_get_their_vectors_whether_or_not_a_summary_follows(open_memory, database_url, summarize):
+    # A round's turns are embedded by its background work when no summary starts; an import without a summary
+    # (--no-summarize, or one the trigger rule does not find due) left its turns to the periodic catch-up, and
+    # recall could not find them by meaning until then.
+    from memory_agent.long_term.embedders import HashingEmbeddings
+
+    memory = await open_memory(
+        model=OfflineSummaryModel(),
+        clock=clock,
+        embedder=HashingEmbeddings(),
+        memory_summarize_after_seq=50,
+        memory_rolling_window_size=52,
+    )
+    await memory.transfers.import_messages("old-trip", records(), user_id="ana", summarize=summarize)
+    assert await memory.drain(timeout=10)
+    assert query(database_url, "SELECT count(*) FROM memory_agent.memory") == [(0,)]  # no summary was due
+    vectors = "SELECT sequence_number FROM memory_agent.message_embeddings ORDER BY sequence_number"
+    assert query(database_url, vectors) == [(n,) for n in range(6)]

@@ -3,14 +3,17 @@ turns of that time first."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from memory_agent.errors import InvalidInputError
+from memory_agent.errors import ConfigurationError, InvalidInputError
 from memory_agent.llm.offline import OfflineSummaryModel
+from memory_agent.long_term.recall import RecallSettings
 from memory_agent.long_term.recall.dates import date_span
+from memory_agent.schemas.keys import zone_named
 
 PARIS = ZoneInfo("Europe/Paris")
 NOW = datetime(2024, 3, 13, 9, 0, tzinfo=PARIS)  # a Wednesday
@@ -41,6 +44,15 @@ def day(year: int, month: int, number: int, zone=PARIS) -> datetime:
         ("last Monday", day(2024, 3, 11), day(2024, 3, 12)),
         ("last Wednesday", day(2024, 3, 6), day(2024, 3, 7)),
         ("during 2022", day(2022, 1, 1), day(2023, 1, 1)),
+        # A day without its year: the latest one not after today (a user asks about the past).
+        ("what did we do on March 3rd?", day(2024, 3, 3), day(2024, 3, 4)),
+        ("on the 13th of March", day(2024, 3, 13), day(2024, 3, 14)),
+        ("what happened on March 14", day(2023, 3, 14), day(2023, 3, 15)),
+        ("on 29 February", day(2024, 2, 29), day(2024, 3, 1)),
+        ("the call of Dec. 24th", day(2023, 12, 24), day(2023, 12, 25)),
+        ("on Sept 5 at the office", day(2023, 9, 5), day(2023, 9, 6)),
+        ("what did we plan in September?", day(2023, 9, 1), day(2023, 10, 1)),
+        ("during march", day(2024, 3, 1), day(2024, 4, 1)),
     ],
 )
 def test_date_expressions_name_a_span_in_the_users_time(query, start, end):
@@ -49,7 +61,17 @@ def test_date_expressions_name_a_span_in_the_users_time(query, start, end):
     assert (span.start, span.end) == (start, end)
 
 
-@pytest.mark.parametrize("query", ["peanut allergy", "February 30, 2024", "the 2023-13 report", "May I ask?"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "peanut allergy",
+        "February 30, 2024",
+        "the 2023-13 report",
+        "May I ask?",
+        "on February 30th",
+        "I may 3D print it",
+    ],
+)
 def test_no_date_or_an_impossible_one_gives_none(query):
     assert date_span(query, NOW) is None
 
@@ -57,6 +79,16 @@ def test_no_date_or_an_impossible_one_gives_none(query):
 def test_the_clock_must_know_its_time_zone():
     with pytest.raises(ValueError, match="timezone-aware"):
         date_span("yesterday", datetime(2024, 3, 13))
+
+
+@pytest.mark.parametrize("name", ["Asia/Tokio", "Europe", "America", "Etc", "../etc", "+02:00"])
+def test_a_name_that_is_no_time_zone_is_refused_by_name(name):
+    # "Europe" is a folder of the zone database: ZoneInfo raised IsADirectoryError, which reached the round (and
+    # the HTTP route's 500) instead of the InvalidInputError naming the setting.
+    with pytest.raises(InvalidInputError, match=f"time_zone {re.escape(repr(name))} is no time zone"):
+        zone_named(name, "time_zone")
+    with pytest.raises(ConfigurationError, match="MEMORY_AGENT_RECALL_TIME_ZONE .* is no time zone"):
+        RecallSettings(time_zone=name)
 
 
 def records(start: datetime, texts: list[str]) -> list[dict[str, str]]:

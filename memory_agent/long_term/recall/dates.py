@@ -1,5 +1,6 @@
-"""The time a recall query points to: "in September 2023", "last week", "yesterday", "on 5 March 2024", "2023-09"
-… as a span of instants, read in the user's time (the time zone of the `now` the service's clock gives).
+"""The time a recall query points to: "in September 2023", "last week", "yesterday", "on 5 March 2024", "on
+March 3rd", "in September" (the latest, not after today), "2023-09" … as a span of instants, read in the user's
+time (the time zone of the `now` the service's clock gives).
 
 Recall ranks the turns of that span first (dated.py). English expressions only; a query without one gives None.
 """
@@ -34,6 +35,7 @@ MONTHS = {
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_ORDINAL = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)"
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 # Most specific first: a day before a month before a year.
@@ -45,6 +47,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("day", rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b"),
         ("iso_month", r"\b(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)\b"),
         ("month", rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b"),
+        # A day without its year: after "on", or as an ordinal ("March 3rd"); "May 3" alone may be a verb's.
+        ("day_no_year", rf"\bon\s+(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)"),
+        ("day_no_year", rf"\bon\s+{_MONTH}\s+(?:the\s+)?{_DAY}\b"),
+        ("day_no_year", rf"\b{_ORDINAL}\s+of\s+{_MONTH}(?!\w)"),
+        ("day_no_year", rf"\b{_MONTH}\s+{_ORDINAL}\b"),
+        ("month_no_year", rf"\b(?:in|during)\s+{_MONTH}(?!\w)"),
         ("relative", r"\b(?P<word>yesterday|today|tonight|this morning|this afternoon)\b"),
         ("ago", r"\b(?P<count>\d{1,3}|a|an|one|two|three) (?P<unit>day|week|month|year)s? ago\b"),
         ("last", r"\b(?P<which>last|this|past|previous) (?P<unit>week|month|year|weekend)\b"),
@@ -99,6 +107,11 @@ def _days(kind: str, found: re.Match[str], today: date) -> tuple[date, date] | N
         month = int(groups["month"]) if groups["month"].isdigit() else MONTHS[groups["month"].lower()]
         day = date(int(groups["year"]), month, int(groups["day"]))
         return day, day
+    if kind == "day_no_year":
+        return _latest(today, MONTHS[groups["month"].lower()], int(groups["day"]))
+    if kind == "month_no_year":
+        month = MONTHS[groups["month"].lower()]
+        return _month(today.year - (month > today.month), month)  # the latest, this one included
     if kind in ("iso_month", "month"):
         month = int(groups["month"]) if groups["month"].isdigit() else MONTHS[groups["month"].lower()]
         return _month(int(groups["year"]), month)
@@ -119,6 +132,19 @@ def _days(kind: str, found: re.Match[str], today: date) -> tuple[date, date] | N
         day = today - timedelta(days=back)
         return day, day
     return None
+
+
+def _latest(today: date, month: int, number: int) -> tuple[date, date]:
+    """The latest `month` `number` not after today (a 29 February up to 8 years back); ValueError when the
+    calendar has none."""
+    for year in range(today.year, today.year - 9, -1):
+        try:
+            day = date(year, month, number)
+        except ValueError:
+            continue
+        if day <= today:
+            return day, day
+    raise ValueError(f"no {month}/{number} in the calendar")
 
 
 def _month(year: int, month: int) -> tuple[date, date]:
