@@ -6,7 +6,8 @@ No SQL and no window maths here: the nodes call a RoundMemory (MemoryService).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
@@ -211,14 +212,10 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
             return super().invoke(input, config, **options)
         node, channel, run_config = direct
         try:
-            return _apply(channel, node.invoke({"messages": channel.get()}, run_config))
+            with _as_a_task(node.name):
+                return _apply(channel, node.invoke({"messages": channel.get()}, run_config))
         except GraphInterrupt as paused:
             return _paused(channel, paused)
-        except GraphBubbleUp:
-            raise
-        except Exception as error:
-            _note_task(error, node.name)
-            raise
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **options: Any) -> Any:
         direct = self._direct(input, config, options)
@@ -226,14 +223,10 @@ class MemoryGraph(CompiledStateGraph[Any, Any, Any, Any]):
             return await super().ainvoke(input, config, **options)
         node, channel, run_config = direct
         try:
-            return _apply(channel, await node.ainvoke({"messages": channel.get()}, run_config))
+            with _as_a_task(node.name):
+                return _apply(channel, await node.ainvoke({"messages": channel.get()}, run_config))
         except GraphInterrupt as paused:
             return _paused(channel, paused)
-        except GraphBubbleUp:
-            raise
-        except Exception as error:
-            _note_task(error, node.name)
-            raise
 
 
 def _apply(channel: BaseChannel[Any, Any, Any], update: Any) -> dict[str, Any]:
@@ -250,9 +243,17 @@ def _apply(channel: BaseChannel[Any, Any, Any], update: Any) -> dict[str, Any]:
     return {"messages": channel.get()}
 
 
-def _note_task(error: Exception, name: str) -> None:
-    """The note the runner adds to an error of a task it ran (the task's id is its own on either path)."""
-    error.add_note(f"During task with name '{name}' and id '{uuid.uuid4()}'")
+@contextmanager
+def _as_a_task(name: str) -> Iterator[None]:
+    """An error inside noted as the runner notes an error of a task it ran (the task's id is its own on either
+    path); an interrupt or a hand-off (GraphBubbleUp) passes as it is."""
+    try:
+        yield
+    except GraphBubbleUp:
+        raise
+    except Exception as error:
+        error.add_note(f"During task with name '{name}' and id '{uuid.uuid4()}'")
+        raise
 
 
 def _paused(channel: BaseChannel[Any, Any, Any], paused: GraphInterrupt) -> dict[str, Any]:

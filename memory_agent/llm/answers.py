@@ -54,9 +54,9 @@ def arguments(answer: Any, name: str | None = None) -> dict[str, Any] | None:
     """The schema's arguments in an answer: its tool call named `name` (the schema's), else its first tool call's,
     else a JSON object in its text. A small model may call a tool it was not offered before the one it was."""
     calls = [call for call in getattr(answer, "tool_calls", None) or [] if isinstance(call.get("args"), dict)]
-    named = [call for call in calls if call.get("name") == name]
-    for call in named or calls:
-        return dict(call["args"])
+    chosen = [call for call in calls if call.get("name") == name] or calls
+    if chosen:
+        return dict(chosen[0]["args"])
     text = getattr(answer, "text", None)
     if text is None:
         text = getattr(answer, "content", answer)

@@ -104,17 +104,15 @@ def _days(kind: str, found: re.Match[str], today: date) -> tuple[date, date] | N
     """(first day, last day) of the expression, both included."""
     groups = found.groupdict()
     if kind in ("iso_day", "day"):
-        month = int(groups["month"]) if groups["month"].isdigit() else MONTHS[groups["month"].lower()]
-        day = date(int(groups["year"]), month, int(groups["day"]))
+        day = date(int(groups["year"]), _month_number(groups), int(groups["day"]))
         return day, day
     if kind == "day_no_year":
-        return _latest(today, MONTHS[groups["month"].lower()], int(groups["day"]))
+        return _latest(today, _month_number(groups), int(groups["day"]))
     if kind == "month_no_year":
-        month = MONTHS[groups["month"].lower()]
+        month = _month_number(groups)
         return _month(today.year - (month > today.month), month)  # the latest, this one included
     if kind in ("iso_month", "month"):
-        month = int(groups["month"]) if groups["month"].isdigit() else MONTHS[groups["month"].lower()]
-        return _month(int(groups["year"]), month)
+        return _month(int(groups["year"]), _month_number(groups))
     if kind == "year":
         year = int(groups["year"])
         return date(year, 1, 1), date(year, 12, 31)
@@ -132,6 +130,12 @@ def _days(kind: str, found: re.Match[str], today: date) -> tuple[date, date] | N
         day = today - timedelta(days=back)
         return day, day
     return None
+
+
+def _month_number(groups: dict[str, str]) -> int:
+    """The expression's month: a number ("2023-09") or a month's name or abbreviation."""
+    month = groups["month"]
+    return int(month) if month.isdigit() else MONTHS[month.lower()]
 
 
 def _latest(today: date, month: int, number: int) -> tuple[date, date]:
