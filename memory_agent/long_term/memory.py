@@ -64,7 +64,8 @@ def blocking(
 
 class LongTermMemory:
     """list_items, remember, forget_item, forget_user, forget_conversation (behind
-    MemoryService.delete_conversation), recall; remember_sync and recall_sync from synchronous code."""
+    MemoryService.delete_conversation), recall; their _sync twins (list_items, remember, recall, forget_item,
+    forget_user) from synchronous code."""
 
     def __init__(
         self,
@@ -231,4 +232,12 @@ class LongTermMemory:
     )
     recall_sync = blocking(
         recall, "recall() from synchronous code (the service opened with `with`); `.results` are the hits, best first."
+    )
+    # Called without await, the async forgets return a coroutine and erase nothing: a script needs these.
+    list_items_sync = blocking(list_items, "list_items() from synchronous code (the service opened with `with`).")
+    forget_item_sync = blocking(
+        forget_item, "forget_item() from synchronous code (the service opened with `with`); committed when it returns."
+    )
+    forget_user_sync = blocking(
+        forget_user, "forget_user() from synchronous code (the service opened with `with`); committed when it returns."
     )

@@ -49,3 +49,24 @@ async def test_remember_is_async_too(open_memory):
     assert outcome.item_id is not None
     hits = (await memory.long_term.recall("sam", "window seats")).results
     assert hits[0].kind == "item" and outcome.item_id in hits[0].item_ids
+
+
+def test_forgetting_from_synchronous_code(database_url):
+    """A script opened with `with` forgets as it remembers: forget_user() there is a coroutine that, called
+    without await, erased nothing; the _sync twins run it and return the report."""
+    with MemoryService(MemorySettings(database_url=database_url), model=OfflineModel()) as memory:
+        kept = memory.long_term.remember_sync("lia", "Lia is allergic to peanuts")
+        memory.long_term.remember_sync("lia", "Lia lives in Porto", key="home_city")
+        memory.long_term.remember_sync("noa", "Noa is allergic to peanuts")
+        assert {item.content for item in memory.long_term.list_items_sync("lia")} == {
+            "Lia is allergic to peanuts",
+            "Lia lives in Porto",
+        }
+        assert memory.long_term.forget_item_sync("lia", kept.item_id).items_deleted == (kept.item_id,)
+        assert [item.content for item in memory.long_term.list_items_sync("lia")] == ["Lia lives in Porto"]
+        assert len(memory.long_term.forget_user_sync("lia").items_deleted) == 1
+        assert memory.long_term.list_items_sync("lia") == []
+        assert memory.long_term.recall_sync("lia", "peanuts allergy").results == []
+        with pytest.raises(InvalidInputError, match="item_id must be an integer"):
+            memory.long_term.forget_item_sync("noa", "1")  # type: ignore[arg-type]
+    assert query(database_url, "SELECT user_id, content FROM items") == [("noa", "Noa is allergic to peanuts")]
