@@ -172,8 +172,9 @@ class _Writer:
         owner = await Q.import_owner(self.conn, {**self.who, **row, "now": row["created_at"]})
         if owner is None or (owner["tenant_id"], owner["user_id"]) != (self.who["tenant_id"], self.who["user_id"]):
             raise InvalidInputError(
-                f"{where}: thread id {row['conversation_id']!r} belongs to another user of this database; import "
-                "with a conversation prefix"
+                f"{where}: thread id {row['conversation_id']!r} belongs to another user of this database; give "
+                "the threads a prefix: import_user(..., conversation_prefix='...') or `memory-agent import-user "
+                "--conversation-prefix ...`"
             )
         self.messages_of[row["conversation_id"]] = []
         await Q.import_conversation(self.conn, {**self.who, **row, "next_sequence": 0, "now": row["created_at"]})

@@ -90,3 +90,23 @@ def test_a_thread_check_names_the_files_line(database_url, tmp_path: Path):
         done.output
     )
     assert query(database_url, "SELECT count(*) FROM memory_agent.messages")[0][0] == 0
+
+
+def test_a_taken_thread_id_names_the_option_that_imports_beside_it(database_url, tmp_path: Path):
+    # A user exported and imported into another tenant of the same database: the thread ids are taken. The error
+    # said "import with a conversation prefix", which names no option the command has.
+    thread = tmp_path / "thread.jsonl"
+    thread.write_text("\n".join(json.dumps(line) for line in LINES) + "\n", encoding="utf-8")
+    assert invoke(database_url, "import", str(thread), "--thread", "kyoto", "--user", "ana").exit_code == 0
+    assert invoke(database_url, "export", "--user", "ana", "--output", str(tmp_path / "ana.json")).exit_code == 0
+    taken = invoke(database_url, "import-user", str(tmp_path / "ana.json"), "--tenant", "acme")
+    assert taken.exit_code == 2 and "Traceback" not in taken.output
+    assert "thread id 'kyoto' belongs to another user" in taken.output and "--conversation-prefix" in taken.output
+    assert query(database_url, "SELECT count(*) FROM memory_agent.messages WHERE tenant_id = 'acme'") == [(0,)]
+    beside = invoke(
+        database_url, "import-user", str(tmp_path / "ana.json"), "--tenant", "acme", "--conversation-prefix", "acme:"
+    )
+    assert beside.exit_code == 0, beside.output
+    assert query(database_url, "SELECT conversation_id FROM memory_agent.conversations WHERE tenant_id = 'acme'") == [
+        ("acme:kyoto",)
+    ]
