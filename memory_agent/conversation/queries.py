@@ -23,7 +23,7 @@ from memory_agent.conversation.query_rows import (
 from memory_agent.db.connector import Connector, Row, execute_many, execute_query, fetch_one, send
 from memory_agent.errors import ConversationOwnerError, InvalidInputError
 from memory_agent.schemas import MemoryRecord, RoundSaved, SummaryClaim
-from memory_agent.schemas.keys import ConversationKey
+from memory_agent.schemas.keys import CONVERSATION_SCOPE_PREFIX, ConversationKey
 
 __all__ = ["ConversationQueries", "StoredRound"]
 
@@ -94,9 +94,11 @@ class ConversationQueries:
                 assert retried is not None
                 row = retried
         if owner != (tenant_id, user_id):
+            # A round without a user runs under the thread's own scope, a name the caller never gave: not shown.
+            who = "without a user_id" if user_id.startswith(CONVERSATION_SCOPE_PREFIX) else f"for user {user_id!r}"
             raise ConversationOwnerError(
-                f"conversation {conversation_id!r} belongs to another user or tenant; a round for user "
-                f"{user_id!r} (tenant {tenant_id!r}) cannot continue it: use a new thread id"
+                f"conversation {conversation_id!r} belongs to another user or tenant; a round {who} "
+                f"(tenant {tenant_id!r}) cannot continue it: use a new thread id"
             )
         return row["holder"] is not None
 

@@ -66,6 +66,17 @@ async def test_another_user_is_refused_and_sees_nothing(open_memory, database_ur
     assert counts(database_url) == before
 
 
+async def test_a_round_without_a_user_is_told_so(open_memory):
+    # The refusal named the thread's own scope ("user 'conversation:t'"), an internal name the caller never gave.
+    memory = await open_memory()
+    app = with_memory(EchoChat().graph, memory)
+    await app.ainvoke({"messages": [HumanMessage("hi")]}, config("t", user_id="alice"))
+    with pytest.raises(ConversationOwnerError) as refused:
+        await app.ainvoke({"messages": [HumanMessage("hi")]}, config("t"))
+    assert "conversation:" not in str(refused.value)
+    assert "a round without a user_id (tenant 'default') cannot continue it" in str(refused.value)
+
+
 async def test_middleware_rounds_are_keyed_and_guarded(open_memory, database_url):
     memory = await open_memory()
     agent = create_agent(ToolScriptModel(), [], middleware=[MemoryMiddleware(memory)])
