@@ -74,6 +74,19 @@ def test_root_refuses_a_data_dir_the_server_user_cannot_reach():
         shutil.rmtree(closed)
 
 
+@pytest.mark.skipif(not AS_ROOT, reason="only root runs the server as another OS user")
+def test_a_refused_data_dir_leaves_no_directory_behind():
+    # The missing parents of the data directory were made before the refusal: `relative/pg` under a closed
+    # directory left an empty `relative/` there.
+    closed = Path(tempfile.mkdtemp(prefix="ma_closed_"))
+    try:
+        with pytest.raises(ConfigurationError, match="MEMORY_AGENT_DATA_DIR"):
+            start_embedded_postgres(closed / "app" / "data" / "pgdata")
+        assert list(closed.iterdir()) == []
+    finally:
+        shutil.rmtree(closed)
+
+
 def test_default_data_dir_needs_no_permission_change():
     import platformdirs
 

@@ -73,6 +73,9 @@ def start_embedded_postgres(
         raise ValueError(f"cleanup_mode must be 'stop', 'delete' or None, not {cleanup_mode!r}")
     data_dir = Path(data_dir).expanduser().absolute()
     user = None
+    if as_root():  # checked where it exists before anything is made: a refusal leaves no directory behind
+        existing = next(parent for parent in data_dir.parents if parent.exists())
+        require_reachable(existing, "the data directory (MEMORY_AGENT_DATA_DIR)")
     create_missing_parents(data_dir.parent, mode=0o755 if as_root() else 0o700)
     if as_root():
         require_reachable(data_dir.parent, "the data directory (MEMORY_AGENT_DATA_DIR)")
