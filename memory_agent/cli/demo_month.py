@@ -32,6 +32,7 @@ from memory_agent.settings import MemorySettings
 
 # The conversation demo's tenant, so `memory-agent demo --clean` removes this user too.
 TENANT, USER = DEMO_TENANT, MONTH_USER_ID
+LEGACY_TENANT = "demo"
 START = datetime(2025, 9, 1, tzinfo=UTC)  # a Monday
 FOLLOW_UPS = ["Thanks, can you keep that in mind?", "Great, that's all for today."]
 # What the user says on the days they chat (day 0 = START); the other days they are away.
@@ -57,8 +58,25 @@ def at(day: int, hour: int) -> datetime:
     return START + timedelta(days=day, hours=hour)
 
 
+def _thread(day: int) -> str:
+    return f"month-{USER}-{(START + timedelta(days=day)).date().isoformat()}"
+
+
+async def _free_legacy_threads(memory: MemoryService, days: int) -> int:
+    """Earlier versions ran the month in a tenant named 'demo', which still owns those thread ids: delete the
+    run's threads that owner holds (and only those), else the first day's round is refused."""
+    removed = 0
+    for day in range(days):
+        if CHATS.get(day % 35) is None:
+            continue
+        owner = await memory.loop.arun(memory.backend.conversations.conversation_owner(_thread(day)))
+        if owner == (LEGACY_TENANT, USER):
+            removed += await memory.delete_conversation(_thread(day), user_id=USER, tenant_id=LEGACY_TENANT)
+    return removed
+
+
 async def _chat(memory: MemoryService, app: Any, day: int, text: str) -> None:
-    thread = f"month-{USER}-{(START + timedelta(days=day)).date().isoformat()}"
+    thread = _thread(day)
     config = {"configurable": {"thread_id": thread, "user_id": USER, "tenant_id": TENANT}}
     for said in [text, *FOLLOW_UPS]:
         await app.ainvoke({"messages": [HumanMessage(said)]}, config)
@@ -81,6 +99,8 @@ async def _simulate(days: int, console: Console) -> dict[str, int]:
         forgotten = await memory.long_term.forget_user(USER, tenant_id=TENANT)
         if forgotten.items_deleted or forgotten.notes_deleted:
             console.print(f"(forgot the previous run's user {USER!r}: its items, notes and conversations)")
+        if legacy := await _free_legacy_threads(memory, days):
+            console.print(f"(removed {legacy} conversations an earlier version left in tenant {LEGACY_TENANT!r})")
         app = with_memory(_chat_graph(ScriptedChatModel()), memory)
         table = Table("day", "chat", "nightly run", "daily note", "weekly", "monthly", "compacted")
         table.title = (

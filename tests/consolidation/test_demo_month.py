@@ -68,3 +68,25 @@ def test_a_month_while_another_demo_runs_is_refused(database_url):
         refused = demo(database_url, 8)
     assert refused.exit_code == 2 and "another `memory-agent demo` is running" in refused.output, refused.output
     assert query(database_url, "SELECT count(*) FROM consolidation_notes") == [(0,)]
+
+
+def test_a_month_an_earlier_version_ran_in_tenant_demo_is_run_again(database_url):
+    # Earlier versions ran the month in a tenant named 'demo': its thread ids belonged to that owner, and every
+    # later `demo --days` failed on the first day ("belongs to another user or tenant: use a new thread id").
+    from langchain_core.messages import HumanMessage
+
+    from memory_agent import MemoryService, MemorySettings, with_memory
+    from memory_agent.llm import OfflineModel
+    from tests.support import EchoChat
+
+    with MemoryService(MemorySettings(database_url=database_url), model=OfflineModel()) as memory:
+        app = with_memory(EchoChat().graph, memory)
+        for thread, tenant in (("month-sam-2025-09-01", "demo"), ("month-sam-2025-09-02", "acme")):
+            config = {"configurable": {"thread_id": thread, "user_id": "sam", "tenant_id": tenant}}
+            app.invoke({"messages": [HumanMessage("My name is Sam.")]}, config)
+    result = demo(database_url, 1)
+    assert result.exit_code == 0, result.output
+    owners = query(database_url, "SELECT conversation_id, tenant_id FROM conversation_owners ORDER BY 1")
+    # The legacy owner's thread is the demo's again; a thread another tenant holds is not touched.
+    assert owners == [("month-sam-2025-09-01", DEMO_TENANT), ("month-sam-2025-09-02", "acme")]
+    assert query(database_url, "SELECT count(*) FROM messages WHERE tenant_id = 'demo'") == [(0,)]
