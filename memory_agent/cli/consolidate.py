@@ -54,6 +54,12 @@ def consolidate(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Consolidate the last complete period of a user (a repeat is a no-op unless --force), or every due user."""
+    if not due:  # the arguments first: neither the model nor the database has anything to say about them
+        if not user:
+            raise _fail("give --user USER (or --due for every due user)")
+        _check_user(user)
+        if period not in PERIODS:
+            raise _fail(f"period must be one of {', '.join(PERIODS)}, got {period!r}")
     settings = MemorySettings()
     model = default_chat_model(settings, "consolidation")
     config = settings
@@ -75,9 +81,6 @@ def consolidate(
             table.add_row(job, escape(tenant_id), escape(user_id), escape(outcome))
         Console().print(table)
         return
-    if not user:
-        raise _fail("give --user USER (or --due for every due user)")
-    _check_user(user)
 
     async def run_one(backend: Any) -> SummarizeResult:
         async with backend.session() as conn:

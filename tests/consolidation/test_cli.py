@@ -74,3 +74,17 @@ def test_a_conversations_own_scope_cannot_be_named(database_url):
     for args in (("consolidate", "--user", "conversation:t"), ("summaries", "--user", "conversation:t")):
         result = invoke(database_url, *args)
         assert result.exit_code != 0 and "reserved for the scope of conversations" in result.output, result.output
+
+
+def test_bad_arguments_are_named_before_the_model_or_the_user_is_looked_at(database_url):
+    # A bad --period was reported as "holds nothing of user" (the user was looked up first), and a missing
+    # --user as the model's missing OpenAI key (the model was made first): the argument was never named.
+    env = {"MEMORY_AGENT_DATABASE_URL": database_url, "COLUMNS": "250", "NO_COLOR": "1", "OPENAI_API_KEY": ""}
+    unusable = {**env, "MEMORY_AGENT_MEMORY_MODEL": "gpt-4.1-mini", "OPENAI_BASE_URL": ""}
+    for args, said, environment in (
+        (("consolidate", "--user", "nobody-here", "--period", "yearly"), "period must be one of", env),
+        (("consolidate", "--user", "alice", "--period", "yearly"), "period must be one of", unusable),
+        (("consolidate", "--period", "weekly"), "give --user USER", unusable),
+    ):
+        result = CliRunner().invoke(app, list(args), env=environment)
+        assert result.exit_code == 2 and said in result.output, (args, result.output)
