@@ -6,15 +6,19 @@ without an OpenAI key or base URL)."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
+from typing import TextIO
 
 import typer
 
 from memory_agent.cli.output import _fail, _opened, _print_json
-from memory_agent.conversation.imports import parse_jsonl
-from memory_agent.errors import MemoryAgentError
+from memory_agent.conversation.imports import read_jsonl
+from memory_agent.errors import InvalidInputError, MemoryAgentError
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 from memory_agent.transfer import dumps
@@ -32,6 +36,43 @@ def _read_text(path: str) -> tuple[str, str]:
         raise _fail(f"cannot read {path}: {exc}") from exc
 
 
+@contextmanager
+def _lines(path: str) -> Iterator[tuple[Iterator[str], str]]:
+    """(the lines of `path` or standard input, read as they are asked for; name for errors). Lines end at a
+    newline ("\n", "\r\n" or "\r") only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would
+    cut at. An editor's byte order mark is not JSON: utf-8-sig drops it."""
+    if path == "-":
+        raw = getattr(sys.stdin, "buffer", None)
+        handle: TextIO = (
+            io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape") if raw is not None else sys.stdin
+        )
+        yield _decoded(handle, "stdin"), "stdin"
+        return
+    with _open(path) as handle:
+        yield _decoded(handle, path), path
+
+
+def _open(path: str) -> TextIO:
+    """`path` opened to read, or exit 2 naming why it cannot be (before the import starts)."""
+    try:
+        return Path(path).open(encoding="utf-8-sig", errors="surrogateescape")
+    except OSError as exc:
+        raise _fail(f"cannot read {path}: {exc}") from exc
+
+
+def _decoded(handle: TextIO, name: str) -> Iterator[str]:
+    """`handle`'s lines; a byte that is not UTF-8 is bad input named by its line (the import then writes nothing).
+    The handle keeps such bytes as lone surrogates (surrogateescape) to be found here: a strict decoder fails on a
+    whole chunk read ahead, some lines before the bad one."""
+    for number, line in enumerate(handle, start=1):
+        if not line.isascii():
+            try:
+                line.encode()
+            except UnicodeEncodeError:
+                raise InvalidInputError(f"{name}, line {number}: not UTF-8; save the file as UTF-8") from None
+        yield line
+
+
 def import_thread(
     file: str = typer.Argument(..., help=FILE_HELP + " One JSON object a line: role, content, created_at."),
     thread: str = typer.Option(..., "--thread", help="The thread id to store the messages under (a new one)."),
@@ -41,17 +82,21 @@ def import_thread(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a sentence."),
 ) -> None:
     """Import a thread's messages with the times they were written (a JSON lines file): stored as rounds store
-    theirs, recalled under their own dates. All or nothing: a bad line is named and nothing is written."""
-    text, name = _read_text(file)
-    try:
-        # Lines end at "\n" only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would cut at.
-        messages = parse_jsonl(text.split("\n"), name)
-        with MemoryService.from_settings(MemorySettings()) as memory:
-            report = memory.call_sync(
-                memory.transfers.import_messages(thread, messages, user_id=user, tenant_id=tenant, summarize=summarize)
-            )
-    except MemoryAgentError as exc:
-        raise _fail(str(exc)) from exc
+    theirs, recalled under their own dates. Read and written a batch at a time: a file of any size. All or nothing:
+    a bad line is named and nothing is written."""
+    with _lines(file) as (lines, name):
+        try:
+            messages = read_jsonl(lines, name)
+            with MemoryService.from_settings(MemorySettings()) as memory:
+                report = memory.call_sync(
+                    memory.transfers.import_messages(
+                        thread, messages, user_id=user, tenant_id=tenant, summarize=summarize
+                    )
+                )
+        except MemoryAgentError as exc:
+            raise _fail(str(exc)) from exc
+        except OSError as exc:
+            raise _fail(f"cannot read {name}: {exc}") from exc
     if as_json:
         _print_json(dataclasses.asdict(report))
         return

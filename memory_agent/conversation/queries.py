@@ -252,23 +252,46 @@ class ConversationQueries:
         row = await self.connector.fetch_one("last_sequence", {"user_id": user_id, "conversation_id": conversation_id})
         return row["last_sequence"] if row else None
 
-    async def store_import(self, key: ConversationKey, rows: list[dict[str, Any]], now: datetime) -> None:
-        """An imported thread in one transaction (conversation/imports.py): the user's forget lock shared, the
-        thread's owner, its conversation row (None: it has messages already) and every message row."""
+    async def begin_import(
+        self, conn: psycopg.AsyncConnection[Row], key: ConversationKey, now: datetime, first_at: datetime
+    ) -> None:
+        """The start of an imported thread's transaction (conversation/imports.py): the user's forget lock shared,
+        the thread's owner and its conversation row (InvalidInputError: it has messages already)."""
         who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
-        async with self.connector.session(transaction=True) as conn:
-            await fetch_one(conn, "share_forget_lock", who)
-            owner = await fetch_one(conn, "import_owner", {**who, "now": now})
-            if owner is None or (owner["tenant_id"], owner["user_id"]) != (key.tenant_id, key.user_id):
-                raise ConversationOwnerError(
-                    f"conversation {key.conversation_id!r} belongs to another user or tenant; import the thread "
-                    "under a new thread id"
-                )
-            counts = {"next_sequence": len(rows), "round_count": rows[-1]["round_number"]}
-            params = {**who, **counts, "now": now, "updated_at": rows[-1]["created_at"]}
-            if await fetch_one(conn, "import_conversation", params) is None:
-                raise InvalidInputError(
-                    f"conversation {key.conversation_id!r} has messages already; an import makes a new thread: "
-                    "import under a new thread id (or delete the conversation first)"
-                )
-            await execute_many(conn, "import_message", rows)
+        await fetch_one(conn, "share_forget_lock", who)
+        owner = await fetch_one(conn, "import_owner", {**who, "now": now})
+        if owner is None or (owner["tenant_id"], owner["user_id"]) != (key.tenant_id, key.user_id):
+            raise ConversationOwnerError(
+                f"conversation {key.conversation_id!r} belongs to another user or tenant; import the thread "
+                "under a new thread id"
+            )
+        params = {**who, "next_sequence": 0, "round_count": 0, "now": now, "updated_at": first_at}
+        if await fetch_one(conn, "import_conversation", params) is None:
+            raise InvalidInputError(
+                f"conversation {key.conversation_id!r} has messages already; an import makes a new thread: "
+                "import under a new thread id (or delete the conversation first)"
+            )
+
+    async def import_batch(
+        self, conn: psycopg.AsyncConnection[Row], key: ConversationKey, rows: list[dict[str, Any]]
+    ) -> Row | None:
+        """Messages rows of an imported thread, in its transaction; the first of them whose id an earlier message
+        of the thread holds (sequence_number, message_id, first_sequence), None when none does."""
+        await execute_many(conn, "import_message", rows)
+        first, last = rows[0]["sequence_number"], rows[-1]["sequence_number"]
+        params = {"user_id": key.user_id, "conversation_id": key.conversation_id, "first": first, "last": last}
+        return await fetch_one(conn, "import_duplicate_id", params)
+
+    async def end_import(
+        self, conn: psycopg.AsyncConnection[Row], key: ConversationKey, messages: int, rounds: int, last_at: datetime
+    ) -> None:
+        """The imported thread's conversation row once its last message is written."""
+        params = {
+            "tenant_id": key.tenant_id,
+            "user_id": key.user_id,
+            "conversation_id": key.conversation_id,
+            "next_sequence": messages,
+            "round_count": rounds,
+            "updated_at": last_at,
+        }
+        await execute_query(conn, "import_thread_end", params)
