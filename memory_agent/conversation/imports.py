@@ -132,12 +132,13 @@ class ThreadImport:
         with tenant_scope(key.tenant_id):
             async with self.queries.connector.session(transaction=True) as conn:
                 await self.queries.begin_import(conn, key, thread.now, row["created_at"])
-                batch = _Batch(row, first.source)
+                batch = _Batch()
+                batch.add(row, first)
                 async for entry in entries:
                     if batch.full:
                         await self._write(conn, key, batch)
                         batch = _Batch()
-                    batch.add(thread.row(entry), entry.source)
+                    batch.add(thread.row(entry), entry)
                 await self._write(conn, key, batch)
                 points = thread.finish()
                 assert thread.last_at is not None
@@ -149,7 +150,7 @@ class ThreadImport:
         a graph's state holds one message an id, so a later round would drop the first."""
         if not batch.rows:
             return
-        twice = await self.queries.import_batch(conn, key, batch.rows)
+        twice = await self.queries.import_batch(conn, key, batch.rows, batch.ids)
         if twice is not None:
             where = batch.where(twice["sequence_number"])
             raise InvalidInputError(
@@ -176,18 +177,19 @@ class ThreadImport:
 
 
 class _Batch:
-    """The rows of an import not written yet, and where each was read (for errors)."""
+    """The rows of an import not written yet, their messages' ids, and where each was read (for errors)."""
 
-    def __init__(self, row: dict[str, Any] | None = None, source: str | None = None) -> None:
+    def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
         self.sources: list[str | None] = []
+        self.ids: dict[int, str] = {}  # sequence -> the message's id, for those that have one
         self.size = 0
-        if row is not None:
-            self.add(row, source)
 
-    def add(self, row: dict[str, Any], source: str | None) -> None:
+    def add(self, row: dict[str, Any], entry: TimedMessage) -> None:
         self.rows.append(row)
-        self.sources.append(source)
+        self.sources.append(entry.source)
+        if entry.message.id is not None:
+            self.ids[row["sequence_number"]] = entry.message.id
         self.size += len(row["content"]) + len(row["message"])
 
     @property

@@ -273,13 +273,24 @@ class ConversationQueries:
             )
 
     async def import_batch(
-        self, conn: psycopg.AsyncConnection[Row], key: ConversationKey, rows: list[dict[str, Any]]
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        key: ConversationKey,
+        rows: list[dict[str, Any]],
+        ids: dict[int, str],
     ) -> Row | None:
-        """Messages rows of an imported thread, in its transaction; the first of them whose id an earlier message
-        of the thread holds (sequence_number, message_id, first_sequence), None when none does."""
+        """Messages rows of an imported thread, in its transaction; the first of them whose id (`ids`: sequence ->
+        the message's id, for those that have one) an earlier message of the thread holds (sequence_number,
+        message_id, first_sequence), None when none does."""
         await execute_many(conn, "import_message", rows)
-        first, last = rows[0]["sequence_number"], rows[-1]["sequence_number"]
-        params = {"user_id": key.user_id, "conversation_id": key.conversation_id, "first": first, "last": last}
+        if not ids:
+            return None
+        params = {
+            "user_id": key.user_id,
+            "conversation_id": key.conversation_id,
+            "sequences": list(ids),
+            "message_ids": list(ids.values()),
+        }
         return await fetch_one(conn, "import_duplicate_id", params)
 
     async def end_import(

@@ -21,17 +21,19 @@ VALUES (%(tenant_id)s, %(user_id)s, %(conversation_id)s, %(sequence_number)s, %(
         %(content)s, %(message)s::jsonb, %(created_at)s)
 
 -- import_duplicate_id --
--- The first message of an imported batch (sequences `first` to `last`) whose id an earlier message of the thread
--- holds, and the first that holds it (no row: every id of the batch is the thread's only one so far). Read through
--- idx_messages_conversation_message_id: a batch costs its own rows, whatever the thread's length.
-SELECT b.sequence_number, b.message_id, min(m.sequence_number) AS first_sequence
-FROM messages AS b
-JOIN messages AS m
-    ON m.user_id = b.user_id AND m.conversation_id = b.conversation_id AND m.message_id = b.message_id
-   AND m.sequence_number < b.sequence_number
-WHERE b.user_id = %(user_id)s AND b.conversation_id = %(conversation_id)s
-  AND b.sequence_number BETWEEN %(first)s AND %(last)s AND b.message_id IS NOT NULL
-GROUP BY b.sequence_number, b.message_id
+-- The first message of an imported batch (`sequences` and their `message_ids`, the batch's messages that have
+-- one, written already) whose id an earlier message of the thread holds, and the first that holds it (no row:
+-- each is its id's only message so far). One lookup of idx_messages_conversation_message_id per id: a batch costs
+-- its own messages, whatever the thread's length.
+SELECT b.sequence_number, b.message_id, f.first_sequence
+FROM unnest(%(sequences)s::integer[], %(message_ids)s::text[]) AS b (sequence_number, message_id)
+CROSS JOIN LATERAL (
+    SELECT min(m.sequence_number) AS first_sequence
+    FROM messages AS m
+    WHERE m.user_id = %(user_id)s AND m.conversation_id = %(conversation_id)s AND m.message_id = b.message_id
+      AND m.message_id IS NOT NULL
+) AS f
+WHERE f.first_sequence < b.sequence_number
 ORDER BY b.sequence_number
 LIMIT 1
 
