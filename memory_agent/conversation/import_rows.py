@@ -1,6 +1,6 @@
-"""An imported thread's messages rows, checked one message at a time as they are read: what an import holds of
-the thread while it streams is the state below (counts, the last time, the calls not answered yet, the summary
-points), never its messages.
+"""An imported thread's messages rows, checked one message at a time as they are read: while an import streams,
+it holds of the thread only its counts, its last time, the tool calls not answered yet and the summary points,
+never its messages.
 
 The thread's checks that need more than the message (times in order, none after the service's clock, tool calls
 answered, a user message among them) are here; one message an id is decided by the database as the rows are
