@@ -20,7 +20,7 @@ from memory_agent.long_term.embeddings import index_items, index_pending
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.long_term.test_forget import rounds, tables_holding
-from tests.support import EchoChat
+from tests.support import EchoChat, FailingSummaryModel
 
 CURRENT = "SELECT item_id, is_summary, content FROM items WHERE upper_inf(valid_during) ORDER BY item_id"
 VECTORS = "SELECT item_id, model FROM item_embeddings ORDER BY item_id"
@@ -131,4 +131,14 @@ async def test_rounds_ending_while_their_users_turns_are_embedded_are_embedded_t
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT count(*) FROM memory") == [(0,)]
     assert len(query(database_url, TURNS)) == 20
+    assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)
+
+
+async def test_the_turns_of_a_round_whose_summary_failed_get_their_vectors_all_the_same(open_memory, database_url):
+    # The summary the third round started fails: the round left its turns' vectors to it (before, they waited for
+    # the periodic catch-up, up to MEMORY_AGENT_SWEEP_INTERVAL_S later).
+    memory = await open_memory(model=FailingSummaryModel(), embedder=HashingEmbeddings(), summary_max_attempts=1)
+    await rounds(with_memory(EchoChat().graph, memory), "chat", ["Hi there.", "Same here!", "Bye"])
+    assert await memory.drain(timeout=10)
+    assert query(database_url, "SELECT status FROM memory") == [("failed",)]
     assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)
