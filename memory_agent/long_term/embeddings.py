@@ -30,6 +30,12 @@ from memory_agent.long_term.tenancy import tenant_transaction
 # again by the embedding job (and the periodic catch-up), so a database converges when this changes.
 TURN_TEXT_VERSION = 1
 CONTEXT_CHARS = 200
+# A turn's own text is embedded by its first TURN_CHARS characters (its speaker's name included). An embedder's time
+# grows with the text (the bundled e5 averages 512-token windows: 100,000 characters took 40 s, 1,000,000 took
+# 392 s, measured), and a hosted one refuses a text past its token limit, failing the batch at every retry: one
+# pasted log or book of a user held back the vectors of all their later turns. The text is stored and searched
+# whole; turns this long carry their meaning in their start as much as anywhere.
+TURN_CHARS = 2_000
 FLOAT32_MAX = 3.4028234663852886e38  # pgvector's `vector` holds single-precision values
 MAX_VECTOR_DIMENSIONS = 16_000  # and at most this many
 
@@ -125,6 +131,7 @@ async def index_items(
         "batch": batch,
         "text_version": TURN_TEXT_VERSION,
         "context_chars": CONTEXT_CHARS,
+        "turn_chars": TURN_CHARS,
     }
     async with tenant_transaction(conn, tenant_id):  # the compact copies of vectors stored before they existed
         await Q.fill_bits(conn, keys)

@@ -486,9 +486,9 @@ LIMIT %(batch)s
 -- the turn with the turn before it (embeddings.turn_passage): a short answer ("Yes! It was amazing") carries its
 -- meaning in the turn it answers. Each with its speaker's name when the message has one, and the hashes of both
 -- texts (save_turn_embedding writes the vector only while both rows still hold them); of the turn before, only its
--- last `context_chars` characters are read.
+-- last `context_chars` characters are read, and of the turn its first `turn_chars` (its hash is of its whole text).
 SELECT m.conversation_id, m.sequence_number,
-       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content,
+       left(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content, %(turn_chars)s) AS content,
        md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) AS content_hash,
        p.name AS previous_name, right(p.content, %(context_chars)s) AS previous_tail,
        length(p.content) > %(context_chars)s AS previous_cut,

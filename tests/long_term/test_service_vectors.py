@@ -16,7 +16,7 @@ from memory_agent import with_memory
 from memory_agent.errors import ConfigurationError
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term.embedders import HashingEmbeddings
-from memory_agent.long_term.embeddings import index_items, index_pending
+from memory_agent.long_term.embeddings import CONTEXT_CHARS, TURN_CHARS, index_items, index_pending
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.long_term.test_forget import rounds, tables_holding
@@ -142,3 +142,20 @@ async def test_the_turns_of_a_round_whose_summary_failed_get_their_vectors_all_t
     assert await memory.drain(timeout=10)
     assert query(database_url, "SELECT status FROM memory") == [("failed",)]
     assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)
+
+
+async def test_a_huge_turn_is_embedded_by_its_start_and_gets_its_vector(open_memory, database_url):
+    # A pasted 3 MB log went whole to the embedder: the bundled e5 spends minutes on it (its time grows with the
+    # text) and a hosted model refuses it at every retry, holding back the vectors of the user's later turns.
+    class Measuring(HashingEmbeddings):
+        longest = 0
+
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            Measuring.longest = max(Measuring.longest, *map(len, texts))
+            return await super().aembed_documents(texts)
+
+    memory, app = await embedding_chat(open_memory, embedder=Measuring())
+    await rounds(app, "paste", ["Here is the log: " + "error at line 42; " * 170_000, "Thanks."])
+    assert await memory.drain(timeout=10)
+    assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)  # written: the hash is the whole text's
+    assert Measuring.longest <= TURN_CHARS + CONTEXT_CHARS + 100
