@@ -112,13 +112,22 @@ def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
     return out
 
 
-def parse_jsonl(lines: Iterable[str], source: str = "input") -> list[TimedMessage]:
-    """The messages of a JSON lines text, one object a line (blank lines skipped); errors name `source`'s line."""
+def parse_jsonl(lines: Iterable[str | bytes], source: str = "input") -> list[TimedMessage]:
+    """The messages of a JSON lines text, one object a line (blank lines skipped; a line of bytes is UTF-8); errors
+    name `source`'s line."""
     messages = []
     for number, line in enumerate(lines, start=1):
+        where = f"{source}, line {number}"
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(
+                    f"{where}: not UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the line); save the "
+                    "file as UTF-8"
+                ) from None
         if not line.strip():
             continue
-        where = f"{source}, line {number}"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
