@@ -198,15 +198,21 @@ async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, use
     """The periodic catch-up: index_items for up to `users` users that have a current item or summary, or a turn,
     without a vector of this embedder (their summary job's indexing failed or ran before an embedder was
     configured, or the turns are newer than their conversation's last version).
-    Returns how many vectors it wrote."""
+    Returns how many vectors it wrote; a user whose indexing fails does not stop the others (the first failure is
+    raised after them)."""
     if not await vectors_available(conn):
         return 0
     await vector_center(conn, embedder)  # users whose vectors lack their compact copies are found with it
     rows = await Q.users_to_embed(conn, model_name(embedder), users, TURN_TEXT_VERSION)
     pending = [(r["tenant_id"], r["user_id"]) for r in rows]
-    written = 0
+    written, failure = 0, None
     for tenant_id, user_id in pending:
-        written += await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=embedder)
+        try:
+            written += await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=embedder)
+        except Exception as exc:  # a text the embedder refuses at every run must not hold back the other users
+            failure = failure or exc
+    if failure is not None:
+        raise failure  # after the other users: the caller says what is left for the next run
     return written
 
 

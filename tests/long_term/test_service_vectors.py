@@ -159,3 +159,28 @@ async def test_a_huge_turn_is_embedded_by_its_start_and_gets_its_vector(open_mem
     assert await memory.drain(timeout=10)
     assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)  # written: the hash is the whole text's
     assert Measuring.longest <= TURN_CHARS + CONTEXT_CHARS + 100
+
+
+@pytest.mark.parametrize("poisoned", ["ana", "bo"])  # first or last of the catch-up's users
+async def test_a_user_whose_turns_the_embedder_refuses_does_not_hold_back_the_other_users(
+    open_memory, database_url, conn, poisoned
+):
+    # The catch-up embedded user after user and stopped at the first that failed: a text the embedder refuses at
+    # every attempt held back every user after that one, run after run.
+    class Refusing(HashingEmbeddings):
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            if any("poison" in text for text in texts):
+                raise RuntimeError("the embedder refuses this text")
+            return await super().aembed_documents(texts)
+
+    memory = await open_memory(model=OfflineSummaryModel())  # no embedder: the turns wait for the catch-up
+    app = with_memory(EchoChat().graph, memory)
+    for user in ("ana", "bo"):
+        said = "poison ivy in the garden." if user == poisoned else "The roses are in bloom."
+        await rounds(app, f"garden-{user}", [said], user=user)
+    assert await memory.drain(timeout=10)
+    with pytest.raises(RuntimeError, match="refuses"):  # what failed is still said
+        await index_pending(conn, Refusing())
+    clean = "bo" if poisoned == "ana" else "ana"
+    embedded = query(database_url, "SELECT DISTINCT user_id FROM message_embeddings")
+    assert embedded == [(clean,)]
