@@ -34,6 +34,9 @@ def day(year: int, month: int, number: int, zone=PARIS) -> datetime:
         ("the 2023-09-14 call", day(2023, 9, 14), day(2023, 9, 15)),
         ("notes of 2023-09", day(2023, 9, 1), day(2023, 10, 1)),
         ("what did I say yesterday", day(2024, 3, 12), day(2024, 3, 13)),
+        # Read as "yesterday", the day before it named the wrong day; "last night" named none.
+        ("what did I say the day before yesterday?", day(2024, 3, 11), day(2024, 3, 12)),
+        ("what did we talk about last night", day(2024, 3, 12), day(2024, 3, 13)),
         ("what did we decide today", day(2024, 3, 13), day(2024, 3, 14)),
         ("last week", day(2024, 3, 4), day(2024, 3, 11)),
         ("this week", day(2024, 3, 11), day(2024, 3, 18)),
