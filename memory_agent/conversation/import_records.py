@@ -136,6 +136,16 @@ def parse_jsonl(lines: Iterable[str | bytes], source: str = "input") -> list[Tim
     return messages
 
 
+def _with_time(message: Any, created_at: Any, where: str, source: str | None = None) -> TimedMessage:
+    """A message given with its time (a pair or a TimedMessage), checked."""
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(
+            f"{where}: a message with its time is a LangChain message, got {type(message).__name__}; give "
+            'HumanMessage("...") or a record {"role", "content", "created_at"}'
+        )
+    return TimedMessage(message, parse_time(created_at, where), source)
+
+
 def timed(messages: Sequence[Any]) -> list[TimedMessage]:
     """TimedMessage, (message, time) pairs or import-format records, as TimedMessage (errors name the position)."""
     if not isinstance(messages, (list, tuple)):
@@ -144,9 +154,9 @@ def timed(messages: Sequence[Any]) -> list[TimedMessage]:
     for position, entry in enumerate(messages):
         where = f"message {position}"
         if isinstance(entry, TimedMessage):
-            out.append(TimedMessage(entry.message, parse_time(entry.created_at, where), entry.source))
+            out.append(_with_time(entry.message, entry.created_at, where, entry.source))
         elif isinstance(entry, tuple) and len(entry) == 2:
-            out.append(TimedMessage(entry[0], parse_time(entry[1], where)))
+            out.append(_with_time(entry[0], entry[1], where))
         else:
             out.append(message_from_record(entry, where))
     return out

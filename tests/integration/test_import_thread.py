@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
 
 from memory_agent import with_memory
-from memory_agent.conversation.imports import parse_jsonl, summary_points
+from memory_agent.conversation.imports import TimedMessage, parse_jsonl, summary_points
 from memory_agent.errors import ConversationOwnerError, InvalidInputError
 from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import query
@@ -111,6 +111,11 @@ async def test_messages_and_pairs_import_as_records_do(open_memory, database_url
         ("user", "hello", SEPT),
         ("assistant", "hi", SEPT + timedelta(seconds=5)),
     ]
+    # A pair whose message is no LangChain message: named (it was an AttributeError), nothing written.
+    for entry in (("hello", SEPT), TimedMessage({"role": "user"}, SEPT)):  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="message 1: a message with its time is a LangChain message"):
+            await memory.transfers.import_messages("bad-pair", [pairs[0], entry], user_id="ana")
+    assert len(stored(database_url)) == 2
 
 
 @pytest.mark.parametrize(
