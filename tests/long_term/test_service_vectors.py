@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memory_agent import with_memory
-from memory_agent.errors import ConfigurationError
+from memory_agent.errors import ConfigurationError, JobFailedError
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term.embedders import HashingEmbeddings
 from memory_agent.long_term.embeddings import CONTEXT_CHARS, TURN_CHARS, index_items, index_pending
@@ -179,8 +179,48 @@ async def test_a_user_whose_turns_the_embedder_refuses_does_not_hold_back_the_ot
         said = "poison ivy in the garden." if user == poisoned else "The roses are in bloom."
         await rounds(app, f"garden-{user}", [said], user=user)
     assert await memory.drain(timeout=10)
-    with pytest.raises(RuntimeError, match="refuses"):  # what failed is still said
+    with pytest.raises(JobFailedError, match="refuses"):  # what failed is still said
         await index_pending(conn, Refusing())
     clean = "bo" if poisoned == "ana" else "ana"
     embedded = query(database_url, "SELECT DISTINCT user_id FROM message_embeddings")
     assert embedded == [(clean,)]
+
+
+async def test_a_turn_the_embedder_refuses_does_not_hold_back_the_users_other_turns(
+    open_memory, database_url, conn, caplog
+):
+    # The turns were embedded 128 at a time, oldest first: one text the embedder refused at every attempt (past a
+    # provider's limits, or a vector it cannot make) failed its batch at every run, and no later turn of the user
+    # ever got a vector.
+    class Refusing(HashingEmbeddings):
+        calls = 0
+
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            Refusing.calls += 1
+            if any(text.splitlines()[-1].startswith("poison") for text in texts):  # the turn's own text
+                raise RuntimeError("the embedder refuses this text")
+            return await super().aembed_documents(texts)
+
+    caplog.set_level(logging.WARNING, logger="memory_agent")
+    memory, app = await embedding_chat(
+        open_memory, embedder=Refusing(), memory_summarize_after_seq=25, memory_rolling_window_size=26
+    )
+    await rounds(app, "garden", ["poison ivy by the fence.", "The roses are in bloom.", "And the tulips."])
+    assert await memory.drain(timeout=10)
+    vectors = query(database_url, TURN_VECTORS)
+    assert vectors == [row for row in query(database_url, TURNS) if row != ("garden", 0)]
+    assert "turn garden #0" in caplog.text and "refuses this text" in caplog.text
+
+    # An embedder that is away is not asked once a text: a few calls, then its error.
+    class Away(HashingEmbeddings):
+        calls = 0
+
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            Away.calls += 1
+            if Away.calls > 1:  # after the model's center (the mean of its vectors of reference texts)
+                raise RuntimeError("embedding service away")
+            return await super().aembed_documents(texts)
+
+    with pytest.raises(RuntimeError, match="away"):  # another model: every turn is to embed
+        await index_items(conn, tenant_id="default", user_id="ana", embedder=Away(dimensions=64))
+    assert Away.calls == 1 + 4  # the center; the batch, then three texts alone
