@@ -65,6 +65,27 @@ def test_date_expressions_name_a_span_in_the_users_time(query, start, end):
 
 
 @pytest.mark.parametrize(
+    ("query", "now", "start", "end", "hours"),
+    [
+        # Paris moved to summer time at 02:00 on 31 March 2024: that day had 23 hours, 27 October 25.
+        ("yesterday", datetime(2024, 4, 1, 12, tzinfo=PARIS), day(2024, 3, 31), day(2024, 4, 1), 23),
+        ("in October 2024", NOW, day(2024, 10, 1), day(2024, 11, 1), 31 * 24 + 1),
+        # A Monday: last week is the whole week before, not the day before.
+        ("last week", datetime(2024, 3, 4, 0, 5, tzinfo=PARIS), day(2024, 2, 26), day(2024, 3, 4), 7 * 24),
+        # Across a year: the 1st of January's yesterday, last month and December.
+        ("yesterday", datetime(2024, 1, 1, 0, 30, tzinfo=PARIS), day(2023, 12, 31), day(2024, 1, 1), 24),
+        ("last month", datetime(2024, 1, 1, 0, 30, tzinfo=PARIS), day(2023, 12, 1), day(2024, 1, 1), 31 * 24),
+        ("in December", datetime(2024, 1, 1, 0, 30, tzinfo=PARIS), day(2023, 12, 1), day(2024, 1, 1), 31 * 24),
+        ("on Feb 29", datetime(2025, 3, 1, tzinfo=PARIS), day(2024, 2, 29), day(2024, 3, 1), 24),
+    ],
+)
+def test_spans_follow_the_users_calendar_across_summer_time_and_year_ends(query, now, start, end, hours):
+    span = date_span(query, now)
+    assert span is not None and (span.start, span.end) == (start, end)
+    assert span.end.astimezone(UTC) - span.start.astimezone(UTC) == timedelta(hours=hours)
+
+
+@pytest.mark.parametrize(
     "query",
     [
         "peanut allergy",
