@@ -5,6 +5,7 @@ a missing extra is a configuration error that names the variable and the extra."
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import uuid
@@ -224,3 +225,26 @@ async def test_a_turn_the_embedder_refuses_does_not_hold_back_the_users_other_tu
     with pytest.raises(RuntimeError, match="away"):  # another model: every turn is to embed
         await index_items(conn, tenant_id="default", user_id="ana", embedder=Away(dimensions=64))
     assert Away.calls == 1 + 4  # the center; the batch, then three texts alone
+
+
+@pytest.mark.parametrize("clean", ["ana", "bo", "cy"])
+async def test_users_whose_texts_the_embedder_refuses_do_not_take_every_place_of_the_catch_up(
+    open_memory, database_url, conn, clean
+):
+    # The catch-up takes `users` users a run, in an order that did not change from run to run: as many users with a
+    # text the embedder refuses (they stay pending) took every place, and no other user was ever caught up.
+    class Refusing(HashingEmbeddings):
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            if any("poison" in text for text in texts):
+                raise RuntimeError("the embedder refuses this text")
+            return await super().aembed_documents(texts)
+
+    memory = await open_memory(model=OfflineSummaryModel())  # no embedder: the turns wait for the catch-up
+    app = with_memory(EchoChat().graph, memory)
+    for user in ("ana", "bo", "cy"):
+        await rounds(app, f"garden-{user}", ["poison ivy." if user != clean else "The roses."], user=user)
+    assert await memory.drain(timeout=10)
+    for _ in range(40):  # one user a run: a fair pick misses the clean one 40 times once in ~10 million
+        with contextlib.suppress(JobFailedError):
+            await index_pending(conn, Refusing(), users=1)
+    assert query(database_url, "SELECT DISTINCT user_id FROM message_embeddings") == [(clean,)]
