@@ -61,6 +61,13 @@ async def test_recall_and_the_store(open_memory):
     assert hits and all("shellfish" not in hit.text for hit in hits)
     assert {"turn", "item"} <= {hit.kind for hit in hits}
     assert any("peanuts" in hit.text for hit in hits if hit.kind == "item")
+    # A date in the query: the date path's statement (the span's turns) is routed to the user's shard too.
+    async with memory.backend.session() as conn:
+        dated = await recall(
+            conn, tenant_id="acme", user_id="ana", query="what did I say today?", now=datetime.now(UTC)
+        )
+    assert dated.ranked and all("date" in hit.paths for hit in dated.ranked if hit.kind == "turn")
+    assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in dated.ranked)
 
     store = MemoryStore.from_service(memory, tenant_id="acme")
     await store.aput(("facts", "ana"), "diet", {"content": "ana eats no meat"})
