@@ -5,20 +5,20 @@ without an OpenAI key or base URL)."""
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
-import io
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO
 
 import typer
 
 from memory_agent.cli.output import _fail, _opened, _print_json
 from memory_agent.conversation.imports import read_jsonl
-from memory_agent.errors import InvalidInputError, MemoryAgentError
+from memory_agent.errors import MemoryAgentError
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
 from memory_agent.transfer import dumps
@@ -26,51 +26,45 @@ from memory_agent.transfer import dumps
 FILE_HELP = "The file to read ('-': standard input)."
 
 
-def _read_text(path: str) -> tuple[str, str]:
-    """(text, name for errors) of `path` or standard input."""
+def _read_bytes(path: str) -> tuple[bytes, str]:
+    """(bytes, name for errors) of `path` or standard input, without an editor's byte order mark (not JSON)."""
     if path == "-":
-        return sys.stdin.read().removeprefix("\ufeff"), "stdin"
+        return sys.stdin.buffer.read().removeprefix(codecs.BOM_UTF8), "stdin"
     try:
-        return Path(path).read_text(encoding="utf-8-sig"), path  # an editor's byte order mark is not JSON
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(f"cannot read {path}: {exc}") from exc
-
-
-@contextmanager
-def _lines(path: str) -> Iterator[tuple[Iterator[str], str]]:
-    """(the lines of `path` or standard input, read as they are asked for; name for errors). Lines end at a
-    newline ("\n", "\r\n" or "\r") only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would
-    cut at. An editor's byte order mark is not JSON: utf-8-sig drops it."""
-    if path == "-":
-        raw = getattr(sys.stdin, "buffer", None)
-        handle: TextIO = (
-            io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape") if raw is not None else sys.stdin
-        )
-        yield _decoded(handle, "stdin"), "stdin"
-        return
-    with _open(path) as handle:
-        yield _decoded(handle, path), path
-
-
-def _open(path: str) -> TextIO:
-    """`path` opened to read, or exit 2 naming why it cannot be (before the import starts)."""
-    try:
-        return Path(path).open(encoding="utf-8-sig", errors="surrogateescape")
+        return Path(path).read_bytes().removeprefix(codecs.BOM_UTF8), path
     except OSError as exc:
         raise _fail(f"cannot read {path}: {exc}") from exc
 
 
-def _decoded(handle: TextIO, name: str) -> Iterator[str]:
-    """`handle`'s lines; a byte that is not UTF-8 is bad input named by its line (the import then writes nothing).
-    The handle keeps such bytes as lone surrogates (surrogateescape) to be found here: a strict decoder fails on a
-    whole chunk read ahead, some lines before the bad one."""
-    for number, line in enumerate(handle, start=1):
-        if not line.isascii():
-            try:
-                line.encode()
-            except UnicodeEncodeError:
-                raise InvalidInputError(f"{name}, line {number}: not UTF-8; save the file as UTF-8") from None
-        yield line
+@contextmanager
+def _lines(path: str) -> Iterator[tuple[Iterator[bytes], str]]:
+    """(the lines of `path` or standard input, read as they are asked for; name for errors). Lines end at "\n"
+    only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would cut at. Each line is decoded on its
+    own (read_jsonl, which drops a byte order mark): one that is not UTF-8 is named."""
+    if path == "-":
+        yield iter(sys.stdin.buffer), "stdin"
+        return
+    with _open(path) as handle:
+        yield iter(handle), path
+
+
+def _open(path: str) -> BinaryIO:
+    """`path` opened to read, or exit 2 naming why it cannot be (before the import starts)."""
+    try:
+        return Path(path).open("rb")
+    except OSError as exc:
+        raise _fail(f"cannot read {path}: {exc}") from exc
+
+
+def _read_text(path: str) -> tuple[str, str]:
+    """(text, name for errors) of `path` or standard input, UTF-8."""
+    data, name = _read_bytes(path)
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as exc:
+        raise _fail(
+            f"cannot read {name}: not UTF-8 (byte 0x{data[exc.start]:02x} at byte {exc.start + 1}); save it as UTF-8"
+        ) from exc
 
 
 def import_thread(

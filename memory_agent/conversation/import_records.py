@@ -112,13 +112,24 @@ def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
     return out
 
 
-def read_jsonl(lines: Iterable[str], source: str = "input") -> Iterator[TimedMessage]:
-    """The messages of a JSON lines text, one object a line (blank lines skipped), read as they are asked for: a
-    file of any size is held one line at a time. Errors name `source`'s line."""
+def read_jsonl(lines: Iterable[str | bytes], source: str = "input") -> Iterator[TimedMessage]:
+    """The messages of a JSON lines text, one object a line (blank lines skipped; a line of bytes is UTF-8, a byte
+    order mark dropped), read as they are asked for: a file of any size is held one line at a time. Errors name
+    `source`'s line."""
     for number, line in enumerate(lines, start=1):
+        where = f"{source}, line {number}"
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(
+                    f"{where}: not UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the line); save the "
+                    "file as UTF-8"
+                ) from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")  # an editor's byte order mark is not JSON
         if not line.strip():
             continue
-        where = f"{source}, line {number}"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -126,9 +137,19 @@ def read_jsonl(lines: Iterable[str], source: str = "input") -> Iterator[TimedMes
         yield message_from_record(record, where)
 
 
-def parse_jsonl(lines: Iterable[str], source: str = "input") -> list[TimedMessage]:
+def parse_jsonl(lines: Iterable[str | bytes], source: str = "input") -> list[TimedMessage]:
     """read_jsonl's messages, all read at once (a short text; an import streams a file with read_jsonl)."""
     return list(read_jsonl(lines, source))
+
+
+def _with_time(message: Any, created_at: Any, where: str, source: str | None = None) -> TimedMessage:
+    """A message given with its time (a pair or a TimedMessage), checked."""
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(
+            f"{where}: a message with its time is a LangChain message, got {type(message).__name__}; give "
+            'HumanMessage("...") or a record {"role", "content", "created_at"}'
+        )
+    return TimedMessage(message, parse_time(created_at, where), source)
 
 
 def timed_entry(entry: Any, position: int) -> TimedMessage:
@@ -136,9 +157,9 @@ def timed_entry(entry: Any, position: int) -> TimedMessage:
     position)."""
     where = f"message {position}"
     if isinstance(entry, TimedMessage):
-        return TimedMessage(entry.message, parse_time(entry.created_at, where), entry.source)
+        return _with_time(entry.message, entry.created_at, where, entry.source)
     if isinstance(entry, tuple) and len(entry) == 2:
-        return TimedMessage(entry[0], parse_time(entry[1], where))
+        return _with_time(entry[0], entry[1], where)
     return message_from_record(entry, where)
 
 

@@ -118,7 +118,9 @@ class ThreadRows:
         if not self.count:
             raise InvalidInputError("nothing to import: the thread has no message")
         if not self.said:
-            raise InvalidInputError("a round needs a user message (HumanMessage); none was given")
+            raise InvalidInputError(
+                "the thread needs a user message (role 'user'); none was given: its rounds start at the user's messages"
+            )
         self.points.last(self.count - 1)
         return list(self.points.points)
 

@@ -260,6 +260,9 @@ class ConversationQueries:
         who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
         await fetch_one(conn, "share_forget_lock", who)
         owner = await fetch_one(conn, "import_owner", {**who, "now": now})
+        if owner is None:  # an import or round of the thread committed its owner while the statement waited on it:
+            # the statement's snapshot, older, does not show it; a statement of its own does
+            owner = await fetch_one(conn, "conversation_owner", who)
         if owner is None or (owner["tenant_id"], owner["user_id"]) != (key.tenant_id, key.user_id):
             raise ConversationOwnerError(
                 f"conversation {key.conversation_id!r} belongs to another user or tenant; import the thread "
@@ -297,12 +300,6 @@ class ConversationQueries:
         self, conn: psycopg.AsyncConnection[Row], key: ConversationKey, messages: int, rounds: int, last_at: datetime
     ) -> None:
         """The imported thread's conversation row once its last message is written."""
-        params = {
-            "tenant_id": key.tenant_id,
-            "user_id": key.user_id,
-            "conversation_id": key.conversation_id,
-            "next_sequence": messages,
-            "round_count": rounds,
-            "updated_at": last_at,
-        }
-        await execute_query(conn, "import_thread_end", params)
+        who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
+        counts = {"next_sequence": messages, "round_count": rounds, "updated_at": last_at}
+        await execute_query(conn, "import_thread_end", {**who, **counts})

@@ -96,7 +96,7 @@ def test_a_bad_last_line_leaves_the_database_as_it_was(database_url, tmp_path: P
 
 
 def test_a_byte_that_is_not_utf8_is_named_by_its_line(database_url, tmp_path: Path):
-    # Decoded a chunk at a time, the error came with the chunk that held the byte, lines before it.
+    # Streamed, the line is named as it is read, after the batches before it were written (and rolled back).
     thread = write(tmp_path / "thread.jsonl", 400)
     lines = thread.read_bytes().split(b"\n")
     lines[299] = lines[299].replace(b"message 299", b"message \xff")
