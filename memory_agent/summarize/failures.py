@@ -29,6 +29,9 @@ BACKOFF_AFTER = 2
 BACKOFF_BASE_S = 60.0
 BACKOFF_MAX_S = 1800.0
 MAX_TRACKED = 10_000
+# The most of an error's message a row, the WARNING or an API error quotes: a provider's error body is untrusted
+# and unbounded (a 1 MB HTML page, a gateway echoing the whole request, and with it the conversation).
+MAX_SAID_CHARS = 2000
 
 # (tenant_id, user_id, conversation_id): a thread id is free again once its conversation is erased, and then
 # another tenant's user of the same id may start it.
@@ -133,12 +136,16 @@ def expected(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    """A failure as a row's error names it: the exception's type, the provider's HTTP status, its message."""
+    """A failure as a row's error names it: the exception's type, the provider's HTTP status, its message (at most
+    MAX_SAID_CHARS of it)."""
     status = status_of(exc)  # the provider's HTTP status, named alike for every client
     name = f"{type(exc).__name__} (HTTP {status})" if status is not None else type(exc).__name__
     asked = retry_after_s(exc)
     later = f" (the provider asked to retry after {asked:.3g} s)" if asked else ""
-    return (f"{name}: {exc}" if str(exc) else name) + later
+    said = str(exc)
+    if len(said) > MAX_SAID_CHARS:
+        said = f"{said[:MAX_SAID_CHARS]}... ({len(said) - MAX_SAID_CHARS} more characters not shown)"
+    return (f"{name}: {said}" if said else name) + later
 
 
 def retry_after_s(exc: BaseException) -> float | None:

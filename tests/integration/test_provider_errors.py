@@ -1,0 +1,114 @@
+"""What a provider can answer that a deployment must survive without leaking it: an error body of any size (quoted
+on the row, in the WARNING, in API errors), a base URL written without its scheme, a key quoted by the call that
+makes a cluster summary."""
+
+from __future__ import annotations
+
+import json
+import logging
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from memory_agent import with_memory
+from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
+from memory_agent.errors import ConfigurationError, SummarizationError
+from memory_agent.llm import chat_model_from_setting
+from memory_agent.summarize.agent import MemoryAgent
+from memory_agent.summarize.failures import MAX_SAID_CHARS
+from tests.conftest import query
+from tests.local_server import LocalServer
+from tests.support import EchoChat
+
+
+async def test_a_huge_error_body_is_cut_on_the_row_in_the_log_and_in_consolidation(
+    fake_openai, open_memory, database_url, caplog
+):
+    """A provider answering HTTP 500 with a 300 KB body (an HTML error page, a gateway echoing the whole request,
+    and with it the conversation): the row's error, every log line and consolidation's error quote at most
+    MAX_SAID_CHARS of it and say how much was cut (before: the WARNING and each attempt's INFO line held all
+    300 KB, the row its first 4,000 characters without a word that it was cut)."""
+    fake_openai.mode, fake_openai.error_text = "error", "upstream page " + "x" * 300_000
+    caplog.set_level(logging.INFO, "memory_agent")
+    memory = await open_memory(memory_model="big-error-model", summary_max_attempts=2, summary_retry_backoff_s=0)
+    app = with_memory(EchoChat().graph, memory)
+    for n in range(3):  # the first summary is asked for at the third round
+        await app.ainvoke({"messages": [HumanMessage(f"hi {n}")]}, {"configurable": {"thread_id": "big"}})
+        assert await memory.drain(timeout=20)
+    ((error,),) = query(database_url, "SELECT error FROM memory WHERE status = 'failed'")
+    assert error.startswith("OpenAIAPIError (HTTP 500): Error code: 500 - ")
+    assert len(error) < MAX_SAID_CHARS + 100 and "more characters not shown" in error
+    logged = [record.getMessage() for record in caplog.records]
+    assert any("Summary of conversation 'big'" in line and "upstream page" in line for line in logged)
+    assert max(len(line) for line in logged) < MAX_SAID_CHARS + 400
+    with pytest.raises(SummarizationError) as raised:
+        await call_consolidation_model(
+            chat_model_from_setting("big-error-model", variable="X", role="consolidation", max_retries=0),
+            "Consolidate.",
+            "- a",
+            ConsolidationOutput,
+        )
+    assert "HTTP 500" in str(raised.value) and len(str(raised.value)) < MAX_SAID_CHARS + 200
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OPENAI_BASE_URL", "localhost:8000/v1"),  # the scheme left out: read as the scheme `localhost`
+        ("OPENAI_BASE_URL", "127.0.0.1:8000/v1"),
+        ("OPENAI_BASE_URL", "http://user:secret-pass@:8000/v1"),  # no host
+        ("OPENAI_BASE_URL", "http://gateway:port/v1"),
+        ("ANTHROPIC_BASE_URL", "gateway.example/anthropic"),
+    ],
+)
+def test_a_base_url_without_its_scheme_or_host_is_refused_at_open(monkeypatch, variable, value):
+    """Such a base URL made a model, and every summary failed as `Connection error.`, retried as if the server
+    were down: refused when the model is made, naming the variable, not its value (it may hold a password)."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fine")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fine")
+    monkeypatch.setenv(variable, value)
+    setting = "anthropic:x" if variable.startswith("ANTHROPIC") else "gpt-4o"
+    with pytest.raises(ConfigurationError, match=f"{variable} is not an http:// or https:// URL") as raised:
+        chat_model_from_setting(setting, variable="MEMORY_AGENT_MEMORY_MODEL")
+    assert f"MEMORY_AGENT_MEMORY_MODEL='{setting}'" in str(raised.value) and value not in str(raised.value)
+
+
+def test_base_urls_users_write_are_accepted(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fine")
+    for value in ("http://127.0.0.1:8000/v1", "https://user:pass@gateway.example/v1", "HTTPS://[::1]:8000"):
+        monkeypatch.setenv("OPENAI_BASE_URL", value)
+        assert chat_model_from_setting("gpt-4o", variable="MEMORY_AGENT_MEMORY_MODEL")
+
+
+KEY = "sk-proj-cluster-0123456789abcdef"
+
+
+class QuotesTheKey(BaseHTTPRequestHandler):
+    """HTTP 401 quoting the key it was sent, as OpenAI's "Incorrect API key provided" does."""
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        data = json.dumps({"error": {"message": f"Incorrect API key provided: {key}.", "code": "invalid_api_key"}})
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+
+async def test_a_key_quoted_to_a_cluster_summary_is_kept_out_of_its_error(monkeypatch):
+    """The cluster summary's plain call (not asked through the structured caller) failed with the provider's error
+    as it was: the key it quoted went to the WARNING of the cluster's refresh (before: the key in the message)."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with LocalServer(QuotesTheKey) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        agent = MemoryAgent(chat_model_from_setting("revoked-model", variable="X"))
+        with pytest.raises(Exception, match=r"Incorrect API key provided: \*\*\*\.") as raised:
+            await agent.summarize_cluster(["I like tea", "I like green tea"])
+    assert KEY not in str(raised.value) and KEY not in repr(raised.value)
