@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -16,7 +17,7 @@ from memory_agent.consolidation.model import ConsolidationOutput, call_consolida
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting
 from memory_agent.summarize.agent import MemoryAgent
-from memory_agent.summarize.failures import MAX_SAID_CHARS
+from memory_agent.summarize.failures import BACKOFF_BASE_S, MAX_SAID_CHARS
 from tests.conftest import query
 from tests.local_server import LocalServer
 from tests.support import EchoChat
@@ -112,3 +113,32 @@ async def test_a_key_quoted_to_a_cluster_summary_is_kept_out_of_its_error(monkey
         with pytest.raises(Exception, match=r"Incorrect API key provided: \*\*\*\.") as raised:
             await agent.summarize_cluster(["I like tea", "I like green tea"])
     assert KEY not in str(raised.value) and KEY not in repr(raised.value)
+
+
+async def test_a_backed_off_conversation_recovers_once_the_model_answers(fake_openai, open_memory, database_url):
+    """HTTP 500 on every summary: after two failures the model is not asked (backing off, 60 s); it answers again,
+    and once the backoff has passed (the service's clock) the next summary is asked, completes and ends the
+    backoff: the summaries after it are asked at once, and the rounds get the memory again."""
+    now = [datetime(2026, 3, 2, 9, tzinfo=UTC)]
+    fake_openai.mode = "error"
+    memory = await open_memory(memory_model="flaky-model", summary_max_attempts=1, clock=lambda: now[0])
+    chat = EchoChat()
+    app = with_memory(chat.graph, memory)
+
+    async def rounds(count: int) -> None:
+        for n in range(count):
+            await app.ainvoke(
+                {"messages": [HumanMessage(f"I like tea number {n}")]}, {"configurable": {"thread_id": "r"}}
+            )
+            assert await memory.drain(timeout=20)
+
+    await rounds(5)
+    assert len(fake_openai.structured_requests()) == 2  # two failures, then backing off
+    fake_openai.mode = "ok"
+    await rounds(2)
+    assert len(fake_openai.structured_requests()) == 2  # still within the backoff
+    now[0] += timedelta(seconds=BACKOFF_BASE_S + 1)
+    await rounds(3)
+    statuses = [status for (status,) in query(database_url, "SELECT status FROM memory ORDER BY memory_id")]
+    assert statuses[-3:] == ["completed"] * 3 and len(fake_openai.structured_requests()) == 5
+    assert chat.seen[-1][0].text.startswith("[Previous context:") and len(chat.seen[-1]) < len(chat.seen[-4])
