@@ -78,10 +78,20 @@ def shown(answer: Any) -> str:
     value = invalid[0].get("args") if invalid else getattr(answer, "content", answer)
     # A refusal leaves no content: OpenAI's says why in `refusal`, Anthropic's in its stop reason.
     refusal = (getattr(answer, "additional_kwargs", None) or {}).get("refusal")
-    stop = (getattr(answer, "response_metadata", None) or {}).get("stop_reason")
+    metadata = getattr(answer, "response_metadata", None) or {}
+    stop = metadata.get("stop_reason")
     if refusal:
         return f"the model refused: {str(refusal)[:200]!r}"
-    return "the model refused (stop_reason refusal)" if stop == "refusal" else repr(str(value or "")[:200])
+    if stop == "refusal":
+        return "the model refused (stop_reason refusal)"
+    # An answer cut at the model's output limit holds half an object: said, as the raw text alone reads as garbage
+    # (OpenAI's finish_reason, Anthropic's stop_reason, Ollama's done_reason).
+    cut = next((f"{field} {value}" for field, value in _CUT.items() if metadata.get(field) == value), None)
+    said = repr(str(value or "")[:200])
+    return f"{said} (cut at the model's output limit: {cut})" if cut else said
+
+
+_CUT = {"finish_reason": "length", "stop_reason": "max_tokens", "done_reason": "length"}
 
 
 # What a client raises reading an answer not of its API's shape (a field missing, a string where a list of blocks
@@ -120,6 +130,8 @@ def unreadable(exc: BaseException, client: str) -> str | None:
     """Why an answer could not be read, when `exc`, raised by the chat model `client` while asking, failed on an
     answer that arrived (HTTP 2xx) not of its API's shape: the client's error, and the answer, shortened, when at
     hand. None for anything else (an HTTP error, the network, a request refused before it was sent)."""
+    if type(exc).__name__ == "LengthFinishReasonError":  # openai's parse of a JSON-schema answer cut short
+        return "its answer was cut at the model's output limit (finish_reason length)"
     if not isinstance(exc, _READING_ERRORS) or getattr(exc, "status_code", None) is not None:
         return None
     received, body = _received(exc.__traceback__)

@@ -8,6 +8,7 @@ import json
 import logging
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
+from typing import ClassVar
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -16,7 +17,7 @@ from memory_agent import with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting
-from memory_agent.summarize.agent import MemoryAgent
+from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
 from memory_agent.summarize.failures import BACKOFF_BASE_S, MAX_SAID_CHARS
 from tests.conftest import query
 from tests.local_server import LocalServer
@@ -83,6 +84,13 @@ def test_base_urls_users_write_are_accepted(monkeypatch):
         assert chat_model_from_setting("gpt-4o", variable="MEMORY_AGENT_MEMORY_MODEL")
 
 
+WINDOW = {
+    "previous_summary": None,
+    "base_end_sequence": None,
+    "new_messages": [SequencedMessage(0, HumanMessage("I like green tea"))],
+    "window_start_seq": 0,
+    "window_end_seq": 0,
+}
 KEY = "sk-proj-cluster-0123456789abcdef"
 
 
@@ -142,3 +150,48 @@ async def test_a_backed_off_conversation_recovers_once_the_model_answers(fake_op
     statuses = [status for (status,) in query(database_url, "SELECT status FROM memory ORDER BY memory_id")]
     assert statuses[-3:] == ["completed"] * 3 and len(fake_openai.structured_requests()) == 5
     assert chat.seen[-1][0].text.startswith("[Previous context:") and len(chat.seen[-1]) < len(chat.seen[-4])
+
+
+class CutShort(BaseHTTPRequestHandler):
+    """Every answer cut at the model's output limit (finish_reason length): a tool call's arguments or the text
+    end halfway through the object."""
+
+    asked: ClassVar[list[dict]] = []
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        CutShort.asked.append(body)
+        half = '{"summary": "The user likes green'
+        message: dict = {"role": "assistant", "content": None if body.get("tools") else half}
+        if body.get("tools"):
+            call = {"name": "MemorySummaryOutput", "arguments": half}
+            message["tool_calls"] = [{"id": "call_1", "type": "function", "function": call}]
+        choice = {"index": 0, "message": message, "finish_reason": "length"}
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        data = json.dumps(
+            {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice], "usage": usage}
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+
+async def test_an_answer_cut_at_the_output_limit_is_named_so(monkeypatch):
+    """A model that stops at its output limit: each way of asking is passed over like one answering without the
+    object, and the error says the answer was cut (before: the JSON-schema way raised openai's
+    LengthFinishReasonError, named `HTTP 200`, without trying JSON in text, and the tool call's half object read
+    as plain garbage)."""
+    CutShort.asked = []
+    with LocalServer(CutShort) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        model = chat_model_from_setting("terse-model", variable="X")
+        with pytest.raises(SummarizationError) as raised:
+            await MemoryAgent(model).summarize(**WINDOW)
+    said = str(raised.value)
+    assert "tools: no MemorySummaryOutput in the answer" in said and "finish_reason length" in said
+    assert [bool(body.get("tools")) or "response_format" in body for body in CutShort.asked][:3] == [True, True, False]
