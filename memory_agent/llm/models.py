@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import unicodedata
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -179,8 +180,12 @@ def chat_model_from_setting(
     for the error."""
     if name.strip().lower() == OFFLINE:
         return OfflineModel(model_name=OFFLINE_SUMMARIZER if role == "summary" else OFFLINE_CONSOLIDATOR)
-    if any(ord(char) < 32 or ord(char) == 127 for char in name.strip()):
-        raise unusable(variable, name, "holds a control character (a stray newline or escape in the value?)")
+    # Cc: a newline or escape; Cf: invisible (a zero-width space or byte order mark pasted with the value), sent
+    # to the provider as part of the model's name: HTTP 404 on every summary, the name looking right in the log.
+    if any(unicodedata.category(char) in ("Cc", "Cf") for char in name.strip()):
+        raise unusable(
+            variable, name, "holds a control or invisible character (a stray newline, escape or zero-width space?)"
+        )
     if name.strip().startswith(":"):  # `:gpt-4o` is a provider left out, not OpenAI's model ":gpt-4o"
         raise unusable(variable, name, "names no provider before the `:`")
     provider, model = split_model_setting(name)

@@ -195,3 +195,13 @@ async def test_an_answer_cut_at_the_output_limit_is_named_so(monkeypatch):
     said = str(raised.value)
     assert "tools: no MemorySummaryOutput in the answer" in said and "finish_reason length" in said
     assert [bool(body.get("tools")) or "response_format" in body for body in CutShort.asked][:3] == [True, True, False]
+
+
+@pytest.mark.parametrize("name", ["gpt-4o\u200b", "\ufeffgpt-4o", "anthropic:claude-x\u200d", "offline\u2060"])
+def test_a_model_setting_with_an_invisible_character_is_refused(monkeypatch, name):
+    """A zero-width space or byte order mark pasted with the value was sent as part of the model's name: HTTP 404
+    on every summary, the name looking right in the log (before: the model was made)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fine")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fine")
+    with pytest.raises(ConfigurationError, match="holds a control or invisible character"):
+        chat_model_from_setting(name, variable="MEMORY_AGENT_MEMORY_MODEL")
