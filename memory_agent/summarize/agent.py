@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from memory_agent import resources
 from memory_agent.errors import SummarizationError
 from memory_agent.llm import model_name, note_answer, usage_of
-from memory_agent.llm.calls import call_bound_s, scrub, within_bound
+from memory_agent.llm.calls import call_bound_s, reported_tokens, scrub, within_bound
 from memory_agent.llm.structured import StructuredAnswer, StructuredCaller, terse_tool
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
@@ -227,7 +227,7 @@ class MemoryAgent:
         return SummaryResult(
             text=text,
             input_tokens=input_tokens,
-            output_tokens=usage.get("output_tokens") or tokens,
+            output_tokens=reported_tokens(usage.get("output_tokens")) or tokens,
             model_name=self.model_name,
             items=parsed.items,
             dropped_items=parsed.invalid,

@@ -205,3 +205,45 @@ def test_a_model_setting_with_an_invisible_character_is_refused(monkeypatch, nam
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fine")
     with pytest.raises(ConfigurationError, match="holds a control or invisible character"):
         chat_model_from_setting(name, variable="MEMORY_AGENT_MEMORY_MODEL")
+
+
+class OddUsage(BaseHTTPRequestHandler):
+    """A summary answered as asked, its usage not a count: negative input tokens, output tokens past any column."""
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        arguments = json.dumps({"summary": "The user likes green tea."})
+        call = {"id": "call_1", "type": "function", "function": {"name": "MemorySummaryOutput", "arguments": arguments}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        if not body.get("tools"):
+            message = {"role": "assistant", "content": "A cluster of tea preferences."}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        usage = {"prompt_tokens": -1, "completion_tokens": 3_000_000_000, "total_tokens": 0}
+        data = json.dumps(
+            {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice], "usage": usage}
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+
+async def test_a_usage_that_is_no_count_is_estimated(monkeypatch, open_memory, database_url):
+    """A server reporting negative or impossible token counts (its usage is untrusted input too): the summary
+    completes and its calls are recorded with estimates (before: the ledger's checks refused the counts, and every
+    summary failed with `completion failed: NumericValueOutOfRange`)."""
+    with LocalServer(OddUsage) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fine")
+        memory = await open_memory(memory_model="odd-usage-model")
+        app = with_memory(EchoChat().graph, memory)
+        for n in range(3):
+            await app.ainvoke({"messages": [HumanMessage(f"I like tea {n}")]}, {"configurable": {"thread_id": "odd"}})
+            assert await memory.drain(timeout=20)
+    assert {status for (status,) in query(database_url, "SELECT status FROM memory")} == {"completed"}
+    calls = query(database_url, "SELECT input_tokens, output_tokens FROM llm_calls WHERE purpose <> 'app'")
+    assert calls and all(0 < tokens < 10_000 for row in calls for tokens in row)
