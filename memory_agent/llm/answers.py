@@ -29,8 +29,8 @@ def _echoed_schema(value: dict[str, Any]) -> bool:
 
 def lenient_json(text: str) -> dict[str, Any] | None:
     """The JSON object in a model's text: the first that parses from one of its `{` (a code fence or sentences
-    around it are passed over, braces in them included) and is not an echo of a JSON schema, a reasoning model's
-    thinking left out; None when there is none."""
+    around it are passed over, braces in them included) and is neither empty nor an echo of a JSON schema, a
+    reasoning model's thinking left out; None when there is none."""
     thinking = _THINKING.match(text)
     text = text[thinking.end() if thinking else 0 :].strip()
     start = text.find("{")
@@ -43,7 +43,7 @@ def lenient_json(text: str) -> dict[str, Any] | None:
             value, end = None, start + 1
         except RecursionError:  # nested past the interpreter's stack: so is every object inside it
             return None
-        if isinstance(value, dict) and not _echoed_schema(value):
+        if isinstance(value, dict) and value and not _echoed_schema(value):  # `{}` in prose is no answer
             return value
         # Past a whole schema (its braces are not the answer's), else past this brace.
         start = text.find("{", end if isinstance(value, dict) else start + 1)
