@@ -84,14 +84,27 @@ def shown(answer: Any) -> str:
         return f"the model refused: {str(refusal)[:200]!r}"
     if stop == "refusal":
         return "the model refused (stop_reason refusal)"
-    # An answer cut at the model's output limit holds half an object: said, as the raw text alone reads as garbage
-    # (OpenAI's finish_reason, Anthropic's stop_reason, Ollama's done_reason).
-    cut = next((f"{field} {value}" for field, value in _CUT.items() if metadata.get(field) == value), None)
+    # An answer cut at the model's output limit holds half an object, one a content filter withheld nothing: said,
+    # as the raw text alone reads as garbage (OpenAI's finish_reason, Anthropic's stop_reason, Ollama's done_reason).
     said = repr(str(value or "")[:200])
-    return f"{said} (cut at the model's output limit: {cut})" if cut else said
+    for (field, reason), why in _STOPPED.items():
+        if metadata.get(field) == reason:
+            return f"{said} ({why}: {field} {reason})"
+    return said
 
 
-_CUT = {"finish_reason": "length", "stop_reason": "max_tokens", "done_reason": "length"}
+_CUT, _FILTERED = "cut at the model's output limit", "withheld by the provider's content filter"
+_STOPPED = {
+    ("finish_reason", "length"): _CUT,
+    ("stop_reason", "max_tokens"): _CUT,
+    ("done_reason", "length"): _CUT,
+    ("finish_reason", "content_filter"): _FILTERED,
+}
+# What openai's parse of a JSON-schema answer raises for such an answer (an answer without the object, not an error).
+_STOPPED_ERRORS = {
+    "LengthFinishReasonError": f"{_CUT} (finish_reason length)",
+    "ContentFilterFinishReasonError": f"{_FILTERED} (finish_reason content_filter)",
+}
 
 
 # What a client raises reading an answer not of its API's shape (a field missing, a string where a list of blocks
@@ -130,8 +143,8 @@ def unreadable(exc: BaseException, client: str) -> str | None:
     """Why an answer could not be read, when `exc`, raised by the chat model `client` while asking, failed on an
     answer that arrived (HTTP 2xx) not of its API's shape: the client's error, and the answer, shortened, when at
     hand. None for anything else (an HTTP error, the network, a request refused before it was sent)."""
-    if type(exc).__name__ == "LengthFinishReasonError":  # openai's parse of a JSON-schema answer cut short
-        return "its answer was cut at the model's output limit (finish_reason length)"
+    if type(exc).__name__ in _STOPPED_ERRORS:
+        return f"its answer was {_STOPPED_ERRORS[type(exc).__name__]}"
     if not isinstance(exc, _READING_ERRORS) or getattr(exc, "status_code", None) is not None:
         return None
     received, body = _received(exc.__traceback__)

@@ -153,10 +153,11 @@ async def test_a_backed_off_conversation_recovers_once_the_model_answers(fake_op
 
 
 class CutShort(BaseHTTPRequestHandler):
-    """Every answer cut at the model's output limit (finish_reason length): a tool call's arguments or the text
-    end halfway through the object."""
+    """Every answer stopped short, `finish_reason` saying why: at the model's output limit (`length`: a tool call's
+    arguments or the text end halfway through the object), or by a content filter (`content_filter`)."""
 
     asked: ClassVar[list[dict]] = []
+    finish_reason: ClassVar[str] = "length"
 
     def log_message(self, *args: object) -> None:
         return None
@@ -169,7 +170,7 @@ class CutShort(BaseHTTPRequestHandler):
         if body.get("tools"):
             call = {"name": "MemorySummaryOutput", "arguments": half}
             message["tool_calls"] = [{"id": "call_1", "type": "function", "function": call}]
-        choice = {"index": 0, "message": message, "finish_reason": "length"}
+        choice = {"index": 0, "message": message, "finish_reason": CutShort.finish_reason}
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         data = json.dumps(
             {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice], "usage": usage}
@@ -181,19 +182,23 @@ class CutShort(BaseHTTPRequestHandler):
         self.wfile.write(data.encode())
 
 
-async def test_an_answer_cut_at_the_output_limit_is_named_so(monkeypatch):
-    """A model that stops at its output limit: each way of asking is passed over like one answering without the
-    object, and the error says the answer was cut (before: the JSON-schema way raised openai's
-    LengthFinishReasonError, named `HTTP 200`, without trying JSON in text, and the tool call's half object read
-    as plain garbage)."""
-    CutShort.asked = []
+@pytest.mark.parametrize(
+    ("finish_reason", "why"),
+    [("length", "cut at the model's output limit"), ("content_filter", "withheld by the provider's content filter")],
+)
+async def test_an_answer_stopped_short_is_named_so(monkeypatch, finish_reason, why):
+    """A model that stops at its output limit, or whose answer a content filter withheld: each way of asking is
+    passed over like one answering without the object, and the error says why the answer stopped (before: the
+    JSON-schema way raised openai's LengthFinishReasonError or ContentFilterFinishReasonError, named `HTTP 200`,
+    without trying JSON in text, and the tool call's half object read as plain garbage)."""
+    CutShort.asked, CutShort.finish_reason = [], finish_reason
     with LocalServer(CutShort) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
         model = chat_model_from_setting("terse-model", variable="X")
         with pytest.raises(SummarizationError) as raised:
             await MemoryAgent(model).summarize(**WINDOW)
     said = str(raised.value)
-    assert "tools: no MemorySummaryOutput in the answer" in said and "finish_reason length" in said
+    assert "tools: no MemorySummaryOutput in the answer" in said and f"{why}: finish_reason {finish_reason}" in said
     assert [bool(body.get("tools")) or "response_format" in body for body in CutShort.asked][:3] == [True, True, False]
 
 
