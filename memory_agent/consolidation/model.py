@@ -120,10 +120,10 @@ async def call_consolidation_model(
 def _valid_insights(args: dict[str, Any], name: str) -> dict[str, Any]:
     """`args` with each insight that does not validate left out (an importance of 8 on a scale the model made up,
     a missing text): one bad insight costs that insight, never the note, as one bad item never costs a summary.
-    Insights that are not a list are left out whole."""
-    insights = args.get("insights")
-    if insights is None:
+    Insights that are not a list are left out whole (`null`: none)."""
+    if "insights" not in args:
         return args
+    insights = args["insights"]
     kept, dropped = [], []
     for position, value in enumerate(insights if isinstance(insights, list) else []):
         try:
@@ -132,7 +132,7 @@ def _valid_insights(args: dict[str, Any], name: str) -> dict[str, Any]:
             dropped.append(f"insights[{position}]: {exc.errors()[0]['msg']}")
         else:
             kept.append(value)
-    if not isinstance(insights, list):
+    if not isinstance(insights, list) and insights is not None:
         dropped.append(f"insights: not a list ({type(insights).__name__})")
     if dropped:
         logger.info("Consolidation model %r: invalid insights left out: %s", name, "; ".join(dropped[:5]))

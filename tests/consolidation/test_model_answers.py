@@ -33,9 +33,10 @@ async def test_an_invalid_insight_is_left_out_and_the_note_kept(fake_openai):
     output, call = await call_consolidation_model(consolidator(), "Consolidate.", "- a", ConsolidationOutput)
     assert [(i.text, i.importance) for i in output.insights] == [("Moved to Lisbon", 0.9)]
     assert output.summary.startswith("The user likes tea") and call.output_tokens > 0
-    fake_openai.text_answer = json.dumps({"summary": "Tea.", "insights": "none"})
-    output, _ = await call_consolidation_model(consolidator(), "Consolidate.", "- a", ConsolidationOutput)
-    assert output.insights == []
+    for none in ("none", None):
+        fake_openai.text_answer = json.dumps({"summary": "Tea.", "insights": none})
+        output, _ = await call_consolidation_model(consolidator(), "Consolidate.", "- a", ConsolidationOutput)
+        assert output.insights == []
     fake_openai.text_answer = json.dumps({"insights": []})  # the note itself missing: no note
     with pytest.raises(SummarizationError, match="gave no valid ConsolidationOutput: summary: Field required"):
         await call_consolidation_model(consolidator(), "Consolidate.", "- a", ConsolidationOutput)
