@@ -8,15 +8,17 @@ import json
 import logging
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import START, MessagesState, StateGraph
 
 from memory_agent import with_memory
 from memory_agent.consolidation.model import ConsolidationOutput, call_consolidation_model
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting
+from memory_agent.settings import ModelPrice
 from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
 from memory_agent.summarize.failures import BACKOFF_BASE_S, MAX_SAID_CHARS
 from tests.conftest import query
@@ -252,3 +254,25 @@ async def test_a_usage_that_is_no_count_is_estimated(monkeypatch, open_memory, d
     assert {status for (status,) in query(database_url, "SELECT status FROM memory")} == {"completed"}
     calls = query(database_url, "SELECT input_tokens, output_tokens FROM llm_calls WHERE purpose <> 'app'")
     assert calls and all(0 < tokens < 10_000 for row in calls for tokens in row)
+
+
+async def test_an_app_answer_whose_usage_is_no_count_does_not_fail_its_round(open_memory, database_url):
+    """With a price table, each round records its app model's answers that report their usage: one reporting a
+    count past the integer range (or a negative one) is recorded as 0 tokens (before: the round failed with
+    NumericValueOutOfRange, nothing of it stored)."""
+    usages = iter([3_000_000_000, -4, 7])
+
+    def respond(state: MessagesState) -> dict[str, Any]:
+        usage = {"input_tokens": next(usages), "output_tokens": 5, "total_tokens": 5}
+        return {"messages": [AIMessage("hi", usage_metadata=usage, response_metadata={"model_name": "app-m"})]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    memory = await open_memory(llm_prices={"app-m": ModelPrice(input=1.0, output=1.0)})
+    app = with_memory(builder.compile(), memory)
+    for n in range(3):
+        await app.ainvoke({"messages": [HumanMessage(f"x {n}")]}, {"configurable": {"thread_id": "usage"}})
+    assert query(database_url, "SELECT count(*) FROM messages") == [(6,)]
+    recorded = query(database_url, "SELECT input_tokens, output_tokens FROM llm_calls WHERE purpose = 'app'")
+    assert sorted(recorded) == [(0, 5), (0, 5), (7, 5)]
