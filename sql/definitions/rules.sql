@@ -116,18 +116,16 @@ BEGIN
                         p_app_model, 'unknown') AS model,
                -- A count as the ledger records it: a JSON number from 0 to 100 million (rounded), else 0. The
                -- answer's usage is untrusted input: cast as it came, a count past the integer range, a fraction or
-               -- a string failed the round that stored it.
-               CASE WHEN jsonb_typeof(u.input_tokens) <> 'number' THEN 0  -- a CASE, not AND: no cast of a string
-                    WHEN (u.input_tokens #>> '{}')::numeric BETWEEN 0 AND 100000000
-                    THEN round((u.input_tokens #>> '{}')::numeric)::integer ELSE 0 END AS input_tokens,
-               CASE WHEN jsonb_typeof(u.output_tokens) <> 'number' THEN 0  -- a CASE, not AND: no cast of a string
-                    WHEN (u.output_tokens #>> '{}')::numeric BETWEEN 0 AND 100000000
-                    THEN round((u.output_tokens #>> '{}')::numeric)::integer ELSE 0 END AS output_tokens
+               -- a string failed the round that stored it. A CASE, not AND: a string is never cast.
+               CASE WHEN jsonb_typeof(m.message #> '{data,usage_metadata,input_tokens}') <> 'number' THEN 0
+                    WHEN (m.message #>> '{data,usage_metadata,input_tokens}')::numeric BETWEEN 0 AND 100000000
+                    THEN round((m.message #>> '{data,usage_metadata,input_tokens}')::numeric)::integer
+                    ELSE 0 END AS input_tokens,
+               CASE WHEN jsonb_typeof(m.message #> '{data,usage_metadata,output_tokens}') <> 'number' THEN 0
+                    WHEN (m.message #>> '{data,usage_metadata,output_tokens}')::numeric BETWEEN 0 AND 100000000
+                    THEN round((m.message #>> '{data,usage_metadata,output_tokens}')::numeric)::integer
+                    ELSE 0 END AS output_tokens
         FROM messages AS m
-        CROSS JOIN LATERAL (
-            SELECT m.message #> '{data,usage_metadata,input_tokens}' AS input_tokens,
-                   m.message #> '{data,usage_metadata,output_tokens}' AS output_tokens
-        ) AS u
         WHERE m.user_id = p_user_id AND m.conversation_id = p_conversation_id
           AND m.sequence_number BETWEEN p_first_sequence AND p_last_sequence
           AND m.role = 'assistant' AND jsonb_typeof(m.message #> '{data,usage_metadata}') = 'object'
