@@ -1,7 +1,7 @@
 """`memory-agent import` (a thread's messages from a JSON lines file, with their times), `memory-agent export --user`
 (a user's memory as one JSON document) and `memory-agent import-user` (that document, into this database). They
-use the database of MemorySettings(); `import` summarizes with the summary model of the settings (the offline one
-without an OpenAI key or base URL)."""
+use the database of MemorySettings(); `import` summarizes with the summary model of the settings (a setting whose
+model cannot be made is an error: the offline summarizer runs only when named)."""
 
 from __future__ import annotations
 
