@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -97,7 +98,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         self._remember(reference, (context, info))
         return {"memory_round": {"round": reference, "start": [fingerprint(m) for m in messages]}}
 
-    async def _resume(self, round_: dict[str, Any], messages: list[BaseMessage], config: Any) -> _Round:
+    async def _resume(self, round_: dict[str, Any], messages: Sequence[BaseMessage], config: Any) -> _Round:
         """The round of a run resumed where this process did not start it, prepared again from the run's start
         messages under the run's own identity (its config, not its state: a client may write the state), renewing
         the lease the state names when it is still that round's. The memory may be newer than at the start."""
@@ -149,7 +150,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         round_ = self._round(state, "after_agent")
         messages = list(state["messages"])
         # A run resumed elsewhere may reach its end without a model call here (a return_direct tool).
-        prepared = self._rounds.pop(round_["round"], None) or await self._resume(round_, messages, config)
+        prepared = self._rounds.get(round_["round"]) or await self._resume(round_, messages, config)
         self._rounds.pop(round_["round"], None)
         await persist_round(self.memory, prepared[1], new_messages(messages, round_["start"]))
 
