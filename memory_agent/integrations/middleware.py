@@ -26,7 +26,6 @@ renewing the lease the digest names, and stored once, whole, when it completes.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, NotRequired
@@ -123,13 +122,24 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         produced = new_messages(request.messages, self._round(request.state, "model")["start"])
         return request.override(messages=[*context, *produced])  # type: ignore[list-item]  # AnyMessage
 
+    def _ended(self, round_: dict[str, Any], prepared: _Round) -> RoundInfo:
+        """The round of a model call that raised (a failure, a cancelled caller, an interrupt): forgotten here, as
+        its lease is given back and a failure recorded (record_interrupted); a run that goes on anyway (a retry
+        middleware around this one, a resume) prepares the round again and takes the lease again."""
+        self._rounds.pop(round_["round"], None)
+        return prepared[1]
+
     def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
         round_ = self._round(request.state, "model")
         prepared = self._rounds.get(round_["round"])
         if prepared is None:
             prepared = self.memory.call_sync(self._resume(round_, list(request.state["messages"]), get_config()))
         request = self._with_context(request, prepared[0])
-        return _new_reply(handler(request), request)
+        try:
+            return _new_reply(handler(request), request)
+        except BaseException as exc:
+            self.memory.call_sync(record_interrupted(self.memory, self._ended(round_, prepared), exc))
+            raise
 
     async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
         round_ = self._round(request.state, "model")
@@ -139,9 +149,8 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         request = self._with_context(request, prepared[0])
         try:
             return _new_reply(await handler(request), request)
-        except asyncio.CancelledError as exc:  # the caller went away mid-generation
-            self._rounds.pop(round_["round"], None)  # its lease is given back: a later resume takes it again
-            await record_interrupted(self.memory, prepared[1], exc)
+        except BaseException as exc:  # a failed model, or the caller went away mid-generation (cancelled)
+            await record_interrupted(self.memory, self._ended(round_, prepared), exc)
             raise
 
     # ------------------------------------------------------------------ agent end

@@ -129,3 +129,29 @@ async def test_a_paused_round_resumes_with_its_lease_and_streams_none_of_it(
         "assistant",
     ]
     assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'p3'") == [(0,)]
+
+
+class FailingModel(ToolScriptModel):
+    """Fails its first call, then answers as ToolScriptModel does."""
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        if not self.calls:
+            self.calls.append(list(messages))
+            raise ValueError("model down")
+        return super()._generate(messages, stop, run_manager, **kw)
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+async def test_a_failed_model_call_gives_the_lease_back(open_memory, database_url, sync):
+    memory = await open_memory(multitask_strategy="reject")  # a lease left held would refuse the next round
+    agent = create_agent(FailingModel(), [], middleware=[MemoryMiddleware(memory)])
+    inputs = {"messages": [HumanMessage("hi")]}
+    with pytest.raises(ValueError, match="model down"):
+        if sync:
+            await asyncio.to_thread(agent.invoke, inputs, config("p4"))
+        else:
+            await agent.ainvoke(inputs, config("p4"))
+    assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'p4'") == [(0,)]
+    assert query(database_url, "SELECT error_stage FROM round_metrics WHERE conversation_id = 'p4'") == [("graph",)]
+    await agent.ainvoke({"messages": [HumanMessage("hi again")]}, config("p4"))
+    assert [text for *_, text in stored(database_url, "p4")] == ["hi again", "final answer without tools"]
