@@ -78,6 +78,10 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
 
     def _round(self, state: Any, hook: str) -> dict[str, Any]:
         round_ = state.get("memory_round")
+        if isinstance(round_, dict) and isinstance(round_.get("info"), dict) and "round" not in round_:
+            # A round paused by an earlier release, which kept {"token", "info", "start"}: named by its lease.
+            lease = round_["info"].get("lease")
+            round_ = {"round": lease_reference(lease) if lease else round_.get("token"), "start": round_.get("start")}
         if not isinstance(round_, dict) or not isinstance(round_.get("round"), str):
             raise InvalidInputError(f"MemoryMiddleware's {hook} hook ran without its before_agent hook")
         return round_

@@ -155,3 +155,34 @@ async def test_a_failed_model_call_gives_the_lease_back(open_memory, database_ur
     assert query(database_url, "SELECT error_stage FROM round_metrics WHERE conversation_id = 'p4'") == [("graph",)]
     await agent.ainvoke({"messages": [HumanMessage("hi again")]}, config("p4"))
     assert [text for *_, text in stored(database_url, "p4")] == ["hi again", "final answer without tools"]
+
+
+async def test_a_round_paused_by_the_earlier_state_layout_resumes(open_memory, database_url):
+    """A thread paused by a release that kept {"token", "info", "start"} in its state resumes after an upgrade."""
+    memory = await open_memory(multitask_strategy="reject")
+    saver = InMemorySaver()
+    middleware = [HumanInTheLoopMiddleware(interrupt_on={"lookup": True}), MemoryMiddleware(memory)]
+    holders: list[str] = []
+    agent = create_agent(
+        ToolScriptModel(), [lease_reader(database_url, "p5", holders)], middleware=middleware, checkpointer=saver
+    )
+    result = await agent.ainvoke({"messages": [HumanMessage("please tools:1:seq")]}, config("p5"))
+    assert "__interrupt__" in result
+    (paused,) = query(database_url, "SELECT holder FROM round_leases WHERE conversation_id = 'p5'")
+    # The checkpoint as the earlier release wrote it (its round record, lease included, in the state).
+    saved = await saver.aget_tuple(config("p5"))
+    version = saved.checkpoint["channel_versions"]["memory_round"]
+    key = ("p5", "", "memory_round", version)
+    start = saver.serde.loads_typed(saver.blobs[key])["start"]
+    earlier = {"token": "cache-key", "info": {"lease": paused[0], "conversation_id": "p5"}, "start": start}
+    saver.blobs[key] = saver.serde.dumps_typed(earlier)
+    fresh = create_agent(
+        ToolScriptModel(),
+        [lease_reader(database_url, "p5", holders)],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"lookup": True}), MemoryMiddleware(memory)],
+        checkpointer=saver,
+    )
+    result = await fresh.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), config("p5"))
+    assert result["messages"][-1].text == "final answer after 1 tool results"
+    assert holders == [paused[0]]
+    assert [role for *_, role, _ in stored(database_url, "p5")] == ["user", "assistant", "tool", "assistant"]
