@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelRetryMiddleware
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -186,3 +186,14 @@ async def test_a_round_paused_by_the_earlier_state_layout_resumes(open_memory, d
     assert result["messages"][-1].text == "final answer after 1 tool results"
     assert holders == [paused[0]]
     assert [role for *_, role, _ in stored(database_url, "p5")] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_a_retried_model_call_takes_the_lease_again(open_memory, database_url):
+    """A retry middleware around this one: the failed call gave the lease back, the retry prepares the round again."""
+    memory = await open_memory(multitask_strategy="reject")
+    retry = ModelRetryMiddleware(max_retries=1, initial_delay=0, jitter=False)
+    agent = create_agent(FailingModel(), [], middleware=[retry, MemoryMiddleware(memory)])
+    result = await agent.ainvoke({"messages": [HumanMessage("hi")]}, config("p6"))
+    assert result["messages"][-1].text == "final answer without tools"
+    assert [text for *_, text in stored(database_url, "p6")] == ["hi", "final answer without tools"]
+    assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'p6'") == [(0,)]
