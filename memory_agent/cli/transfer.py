@@ -5,6 +5,7 @@ without an OpenAI key or base URL)."""
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import sys
 from datetime import UTC
@@ -22,14 +23,25 @@ from memory_agent.transfer import dumps
 FILE_HELP = "The file to read ('-': standard input)."
 
 
-def _read_text(path: str) -> tuple[str, str]:
-    """(text, name for errors) of `path` or standard input."""
+def _read_bytes(path: str) -> tuple[bytes, str]:
+    """(bytes, name for errors) of `path` or standard input, without an editor's byte order mark (not JSON)."""
     if path == "-":
-        return sys.stdin.read().removeprefix("\ufeff"), "stdin"
+        return sys.stdin.buffer.read().removeprefix(codecs.BOM_UTF8), "stdin"
     try:
-        return Path(path).read_text(encoding="utf-8-sig"), path  # an editor's byte order mark is not JSON
-    except (OSError, UnicodeDecodeError) as exc:
+        return Path(path).read_bytes().removeprefix(codecs.BOM_UTF8), path
+    except OSError as exc:
         raise _fail(f"cannot read {path}: {exc}") from exc
+
+
+def _read_text(path: str) -> tuple[str, str]:
+    """(text, name for errors) of `path` or standard input, UTF-8."""
+    data, name = _read_bytes(path)
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as exc:
+        raise _fail(
+            f"cannot read {name}: not UTF-8 (byte 0x{data[exc.start]:02x} at byte {exc.start + 1}); save it as UTF-8"
+        ) from exc
 
 
 def import_thread(
@@ -42,10 +54,11 @@ def import_thread(
 ) -> None:
     """Import a thread's messages with the times they were written (a JSON lines file): stored as rounds store
     theirs, recalled under their own dates. All or nothing: a bad line is named and nothing is written."""
-    text, name = _read_text(file)
+    data, name = _read_bytes(file)
     try:
-        # Lines end at "\n" only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would cut at.
-        messages = parse_jsonl(text.split("\n"), name)
+        # Lines end at "\n" only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would cut at. Each
+        # line is decoded on its own: one that is not UTF-8 is named.
+        messages = parse_jsonl(data.split(b"\n"), name)
         with MemoryService.from_settings(MemorySettings()) as memory:
             report = memory.call_sync(
                 memory.transfers.import_messages(thread, messages, user_id=user, tenant_id=tenant, summarize=summarize)

@@ -112,19 +112,38 @@ def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
     return out
 
 
-def parse_jsonl(lines: Iterable[str], source: str = "input") -> list[TimedMessage]:
-    """The messages of a JSON lines text, one object a line (blank lines skipped); errors name `source`'s line."""
+def parse_jsonl(lines: Iterable[str | bytes], source: str = "input") -> list[TimedMessage]:
+    """The messages of a JSON lines text, one object a line (blank lines skipped; a line of bytes is UTF-8); errors
+    name `source`'s line."""
     messages = []
     for number, line in enumerate(lines, start=1):
+        where = f"{source}, line {number}"
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(
+                    f"{where}: not UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the line); save the "
+                    "file as UTF-8"
+                ) from None
         if not line.strip():
             continue
-        where = f"{source}, line {number}"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"{where}: not JSON ({exc.msg} at column {exc.colno})") from None
         messages.append(message_from_record(record, where))
     return messages
+
+
+def _with_time(message: Any, created_at: Any, where: str, source: str | None = None) -> TimedMessage:
+    """A message given with its time (a pair or a TimedMessage), checked."""
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(
+            f"{where}: a message with its time is a LangChain message, got {type(message).__name__}; give "
+            'HumanMessage("...") or a record {"role", "content", "created_at"}'
+        )
+    return TimedMessage(message, parse_time(created_at, where), source)
 
 
 def timed(messages: Sequence[Any]) -> list[TimedMessage]:
@@ -135,9 +154,9 @@ def timed(messages: Sequence[Any]) -> list[TimedMessage]:
     for position, entry in enumerate(messages):
         where = f"message {position}"
         if isinstance(entry, TimedMessage):
-            out.append(TimedMessage(entry.message, parse_time(entry.created_at, where), entry.source))
+            out.append(_with_time(entry.message, entry.created_at, where, entry.source))
         elif isinstance(entry, tuple) and len(entry) == 2:
-            out.append(TimedMessage(entry[0], parse_time(entry[1], where)))
+            out.append(_with_time(entry[0], entry[1], where))
         else:
             out.append(message_from_record(entry, where))
     return out

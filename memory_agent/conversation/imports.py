@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from memory_agent.conversation.import_records import TimedMessage, message_from_record, parse_jsonl, parse_time, timed
 from memory_agent.conversation.messages import check_user_messages, serialize_round
@@ -77,8 +77,10 @@ def import_rows(key: ConversationKey, messages: Sequence[TimedMessage], now: dat
             )
         try:
             roles, contents, payloads = serialize_round([entry.message])
+            if isinstance(entry.message, HumanMessage):
+                check_user_messages([entry.message])  # an empty user message, named by its line
         except InvalidInputError as exc:
-            # serialize_round names the message by its place in the round of one it was given: "message 0".
+            # These name the message by its place in the round of one they were given: "message 0".
             text = str(exc)
             named = text.replace("message 0", where, 1) if "message 0" in text else f"{where}: {text}"
             raise InvalidInputError(named) from None
@@ -108,7 +110,10 @@ def import_rows(key: ConversationKey, messages: Sequence[TimedMessage], now: dat
                 "created_at": entry.created_at,
             }
         )
-    check_user_messages([entry.message for entry in messages])
+    if not any(isinstance(entry.message, HumanMessage) for entry in messages):
+        raise InvalidInputError(
+            "the thread needs a user message (role 'user'); none was given: its rounds start at the user's messages"
+        )
     return rows
 
 

@@ -265,6 +265,9 @@ class ConversationQueries:
         async with self.connector.session(transaction=True) as conn:
             await fetch_one(conn, "share_forget_lock", who)
             owner = await fetch_one(conn, "import_owner", {**who, "now": now})
+            if owner is None:  # an import or round of the thread committed its owner while the statement waited on
+                # it: the statement's snapshot, older, does not show it; a statement of its own does
+                owner = await fetch_one(conn, "conversation_owner", who)
             if owner is None or (owner["tenant_id"], owner["user_id"]) != (key.tenant_id, key.user_id):
                 raise ConversationOwnerError(
                     f"conversation {key.conversation_id!r} belongs to another user or tenant; import the thread "

@@ -88,6 +88,13 @@ class RecallSettings(SettingsGroup):
         ge=1,
         description="Hybrid: how many of full text's and trigrams' fused hits the query's vector re-ranks.",
     )
+    speaker_boost: float = Field(
+        default=1.3,
+        ge=1,
+        le=10,
+        description="Where turns of several named speakers (a message's `name`) match and the query names one of "
+        "them, that speaker's turns' full-text score is multiplied by this (1: off); measured.",
+    )
     candidates: int = Field(default=50, ge=1, description="Hits per search path, before fusion.")
     rrf_k: int = Field(default=60, ge=1, description="The k of reciprocal rank fusion.")
     recent_turns: int = Field(

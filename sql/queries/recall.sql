@@ -27,7 +27,7 @@ WITH user_turns AS NOT MATERIALIZED (
     -- The one place turns are scoped to a user: every conversation of theirs (the messages key leads with
     -- user_id), in their tenant.
     SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at, m.has_cjk,
-           {message_fts} AS fts
+           m.message -> 'data' ->> 'name' AS name, {message_fts} AS fts
     FROM messages AS m
     WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s
       AND m.role IN ('user', 'assistant')
@@ -72,23 +72,24 @@ WITH user_turns AS NOT MATERIALIZED (
     SELECT (SELECT string_agg(l.q::text, ' | ') FROM lexemes AS l)::tsquery AS q
 ), matches AS MATERIALIZED (
     -- Every row of the user that matches a term: the corpus statistics below are read from it.
-    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id, t.fts
+    SELECT 'turn' AS kind, t.conversation_id, t.sequence_number, (NULL::items).item_id, t.fts, t.name
     FROM user_turns AS t
     WHERE %(use_fts)s AND t.fts @@ (SELECT q FROM terms)
     UNION ALL
-    SELECT 'item', NULL, NULL, i.item_id, i.fts
+    SELECT 'item', NULL, NULL, i.item_id, i.fts, NULL
     FROM user_items AS i
     WHERE %(use_fts)s AND i.fts @@ (SELECT q FROM terms)
     UNION ALL
     -- A batch summary: item_id holds its summary id.
-    SELECT 'batch', NULL, NULL, b.summary_id, b.fts
+    SELECT 'batch', NULL, NULL, b.summary_id, b.fts, NULL
     FROM user_batches AS b
     WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
     UNION ALL
     -- A key insight: its note (item_id holds the note id) and its place in key_insights (sequence_number).
     -- The note's index finds the notes; the insights of the 4 best-matching ones (newest first among equals)
     -- are matched one by one: vectorizing every insight of every matching note cost 0.6 ms for a common word.
-    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, to_tsvector(%(config)s::regconfig, left(k.insight, 100000))
+    SELECT 'insight', NULL, k.ordinal::integer, n.note_id, to_tsvector(%(config)s::regconfig, left(k.insight, 100000)),
+           NULL
     FROM (SELECT b.note_id, b.key_insights
           FROM user_notes AS b
           WHERE %(use_fts)s AND b.fts @@ (SELECT q FROM terms)
@@ -114,21 +115,38 @@ WITH user_turns AS NOT MATERIALIZED (
 ), rare AS MATERIALIZED (
     -- The query's terms that match rows and are not common: when there are some, a row must hold one of them.
     SELECT w.q FROM weights AS w WHERE NOT w.common AND w.df > 0
-), fts AS (
-    SELECT kind, conversation_id, sequence_number, item_id,
-           row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank, score::float8 AS raw
-    FROM (
+), scored AS MATERIALIZED (
         -- BM25 with a term counted once per row (a chat turn rarely repeats a word): the weights of the terms a
         -- row holds, normalized by its length against the matching rows' mean, a length under half of the mean
         -- counted as half of it: a very short turn ("Same here!", "Bye!") does not outrank one with content for
         -- being short. k1 1.2, and b (how much length counts) 0.3, not the usual 0.75: chat turns are short and a
         -- longer one is the one that tells something (docs/measurements/recall.md: b from 0.2 to 0.4 gained at
         -- every k, 0.75 and 0.9 were the lowest).
-        SELECT m.kind, m.conversation_id, m.sequence_number, m.item_id,
+        SELECT m.kind, m.conversation_id, m.sequence_number, m.item_id, m.name,
                (SELECT sum(w.idf) FROM weights AS w WHERE m.fts @@ w.q) * 2.2
                    / (1 + 1.2 * (0.7 + 0.3 * greatest(length(m.fts), 0.5 * c.avg_length) / c.avg_length)) AS score
         FROM matches AS m, corpus AS c
         WHERE NOT EXISTS (SELECT 1 FROM rare) OR EXISTS (SELECT 1 FROM rare AS r WHERE m.fts @@ r.q)
+        ORDER BY 6 DESC
+        LIMIT %(candidates)s * 2
+), speakers AS MATERIALIZED (
+    -- The speakers (a message's `name`) of the best-scored turns, and whether the query names one of them (every
+    -- word of the name a word of the query).
+    SELECT s.name, to_tsvector('simple', %(query)s) @@ plainto_tsquery('simple', s.name) AS named
+    FROM (SELECT DISTINCT h.name FROM scored AS h WHERE h.name <> '') AS s
+    WHERE numnode(plainto_tsquery('simple', s.name)) > 0
+), fts AS (
+    -- Where several people speak and the query names one of them, that speaker's turns first: a question about
+    -- what one of two people said or did is most often answered by their own turns, not the turns that address
+    -- them (docs/measurements/recall.md). A user talking to an assistant with no name has one speaker: no change.
+    SELECT kind, conversation_id, sequence_number, item_id,
+           row_number() OVER (ORDER BY score DESC, sequence_number DESC) AS rank, score::float8 AS raw
+    FROM (
+        SELECT h.kind, h.conversation_id, h.sequence_number, h.item_id,
+               h.score * CASE WHEN (SELECT count(*) FROM speakers) >= 2
+                                   AND h.name IN (SELECT p.name FROM speakers AS p WHERE p.named)
+                              THEN %(speaker_boost)s ELSE 1.0 END AS score
+        FROM scored AS h
         ORDER BY 5 DESC
         LIMIT %(candidates)s
     ) AS hits
@@ -486,9 +504,9 @@ LIMIT %(batch)s
 -- the turn with the turn before it (embeddings.turn_passage): a short answer ("Yes! It was amazing") carries its
 -- meaning in the turn it answers. Each with its speaker's name when the message has one, and the hashes of both
 -- texts (save_turn_embedding writes the vector only while both rows still hold them); of the turn before, only its
--- last `context_chars` characters are read.
+-- last `context_chars` characters are read, and of the turn its first `turn_chars` (its hash is of its whole text).
 SELECT m.conversation_id, m.sequence_number,
-       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content,
+       left(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content, %(turn_chars)s) AS content,
        md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) AS content_hash,
        p.name AS previous_name, right(p.content, %(context_chars)s) AS previous_tail,
        length(p.content) > %(context_chars)s AS previous_cut,
@@ -585,28 +603,33 @@ WHERE e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(mo
 -- users_to_embed --
 -- Users with a current item or summary, or a turn (as turns_to_embed reads them), that has no vector of `model`
 -- (a turn: none of the current `text_version`), or a vector of `model` without its compact copy (stored before 0025; once the model has a center), for the
--- periodic catch-up of indexing.
-SELECT i.tenant_id, i.user_id
-FROM items AS i
-WHERE upper_inf(i.valid_during)
-  AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
-                  WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
-UNION
-SELECT m.tenant_id, m.user_id
-FROM messages AS m
-WHERE m.role IN ('user', 'assistant') AND m.content <> ''
-  AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
-                  WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
-                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s
-                    AND e.text_version = %(text_version)s)
-UNION
-SELECT e.tenant_id, e.user_id
-FROM item_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
-WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
-UNION
-SELECT e.tenant_id, e.user_id
-FROM message_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
-WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
+-- periodic catch-up of indexing. `limit` of them, picked at random: users whose texts the embedder refuses stay
+-- here, and in an order that stays the same run after run they would take every place.
+SELECT u.tenant_id, u.user_id
+FROM (
+    SELECT i.tenant_id, i.user_id
+    FROM items AS i
+    WHERE upper_inf(i.valid_during)
+      AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
+                      WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
+    UNION
+    SELECT m.tenant_id, m.user_id
+    FROM messages AS m
+    WHERE m.role IN ('user', 'assistant') AND m.content <> ''
+      AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
+                      WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
+                        AND e.sequence_number = m.sequence_number AND e.model = %(model)s
+                        AND e.text_version = %(text_version)s)
+    UNION
+    SELECT e.tenant_id, e.user_id
+    FROM item_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
+    WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
+    UNION
+    SELECT e.tenant_id, e.user_id
+    FROM message_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
+    WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
+) AS u
+ORDER BY random()
 LIMIT %(limit)s
 
 -- delete_item_embedding --

@@ -197,6 +197,7 @@ async def recall(
         "min_hits": settings.min_hits,
         "past": points_to_past(query),
         "candidates": settings.candidates,
+        "speaker_boost": settings.speaker_boost,
         "rrf_k": settings.rrf_k,
         "vector_weight": settings.vector_weight,
         "recent": settings.recent_turns if "recent" in paths else 0,
