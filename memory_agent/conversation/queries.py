@@ -115,6 +115,12 @@ class ConversationQueries:
         params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder}
         await self.connector.execute_query("release_round_lease", params)
 
+    async def round_lease_holder(self, conversation_id: str, *, user_id: str) -> str | None:
+        row = await self.connector.fetch_one(
+            "round_lease_holder", {"user_id": user_id, "conversation_id": conversation_id}
+        )
+        return row["holder"] if row else None
+
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
         return await self.connector.fetch_one(
             "gap_cap_cause",
