@@ -103,7 +103,8 @@ async def recall_route(
         Query(
             max_length=64,
             description="The user's time zone (IANA, e.g. Europe/Paris): 'yesterday' or 'last week' in q and the "
-            "turns' dates are read in it. Absent: MEMORY_AGENT_RECALL_TIME_ZONE, else the service clock's.",
+            "turns' dates are read in it. Absent: MEMORY_AGENT_RECALL_TIME_ZONE, else as_of's offset, else the "
+            "service clock's zone.",
         ),
     ] = None,
 ) -> RecallAnswer:
@@ -119,6 +120,10 @@ async def recall_route(
             as_of = (as_of or memory.long_term.clock()).astimezone(zone_named(time_zone, "time_zone"))
         except InvalidInputError as exc:
             raise unprocessable("query", "time_zone", str(exc)) from None
+    elif as_of is not None and memory.long_term.recall_settings.time_zone is not None:
+        # An offset names no zone: without time_zone, as_of is read in MEMORY_AGENT_RECALL_TIME_ZONE, as now is.
+        setting = memory.long_term.recall_settings.time_zone
+        as_of = as_of.astimezone(zone_named(setting, "MEMORY_AGENT_RECALL_TIME_ZONE"))
     await require_user(memory, tenant, user_id)
     found = await memory.long_term.recall(user_id, q, tenant_id=tenant, limit=limit, as_of=as_of)
     return RecallAnswer(

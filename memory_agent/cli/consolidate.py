@@ -1,6 +1,6 @@
 """`memory-agent consolidate` (one user's period, or every due user) and `memory-agent summaries` (notes of a
 period), as rich tables or --json. They use the database of MemorySettings() and the consolidation model of
-the settings (the offline consolidator without an OpenAI key or base URL)."""
+the settings (a setting whose model cannot be made is an error: the offline consolidator runs only when named)."""
 
 from __future__ import annotations
 

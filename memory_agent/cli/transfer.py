@@ -1,19 +1,23 @@
 """`memory-agent import` (a thread's messages from a JSON lines file, with their times), `memory-agent export --user`
 (a user's memory as one JSON document) and `memory-agent import-user` (that document, into this database). They
-use the database of MemorySettings(); `import` summarizes with the summary model of the settings (the offline one
-without an OpenAI key or base URL)."""
+use the database of MemorySettings(); `import` summarizes with the summary model of the settings (a setting whose
+model cannot be made is an error: the offline summarizer runs only when named)."""
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
+from typing import BinaryIO
 
 import typer
 
 from memory_agent.cli.output import _fail, _opened, _print_json
-from memory_agent.conversation.imports import parse_jsonl
+from memory_agent.conversation.imports import read_jsonl
 from memory_agent.errors import MemoryAgentError
 from memory_agent.service import MemoryService
 from memory_agent.settings import MemorySettings
@@ -22,14 +26,45 @@ from memory_agent.transfer import dumps
 FILE_HELP = "The file to read ('-': standard input)."
 
 
-def _read_text(path: str) -> tuple[str, str]:
-    """(text, name for errors) of `path` or standard input."""
+def _read_bytes(path: str) -> tuple[bytes, str]:
+    """(bytes, name for errors) of `path` or standard input, without an editor's byte order mark (not JSON)."""
     if path == "-":
-        return sys.stdin.read().removeprefix("\ufeff"), "stdin"
+        return sys.stdin.buffer.read().removeprefix(codecs.BOM_UTF8), "stdin"
     try:
-        return Path(path).read_text(encoding="utf-8-sig"), path  # an editor's byte order mark is not JSON
-    except (OSError, UnicodeDecodeError) as exc:
+        return Path(path).read_bytes().removeprefix(codecs.BOM_UTF8), path
+    except OSError as exc:
         raise _fail(f"cannot read {path}: {exc}") from exc
+
+
+@contextmanager
+def _lines(path: str) -> Iterator[tuple[Iterator[bytes], str]]:
+    """(the lines of `path` or standard input, read as they are asked for; name for errors). Lines end at "\n"
+    only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would cut at. Each line is decoded on its
+    own (read_jsonl, which drops a byte order mark): one that is not UTF-8 is named."""
+    if path == "-":
+        yield iter(sys.stdin.buffer), "stdin"
+        return
+    with _open(path) as handle:
+        yield iter(handle), path
+
+
+def _open(path: str) -> BinaryIO:
+    """`path` opened to read, or exit 2 naming why it cannot be (before the import starts)."""
+    try:
+        return Path(path).open("rb")
+    except OSError as exc:
+        raise _fail(f"cannot read {path}: {exc}") from exc
+
+
+def _read_text(path: str) -> tuple[str, str]:
+    """(text, name for errors) of `path` or standard input, UTF-8."""
+    data, name = _read_bytes(path)
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as exc:
+        raise _fail(
+            f"cannot read {name}: not UTF-8 (byte 0x{data[exc.start]:02x} at byte {exc.start + 1}); save it as UTF-8"
+        ) from exc
 
 
 def import_thread(
@@ -41,17 +76,21 @@ def import_thread(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a sentence."),
 ) -> None:
     """Import a thread's messages with the times they were written (a JSON lines file): stored as rounds store
-    theirs, recalled under their own dates. All or nothing: a bad line is named and nothing is written."""
-    text, name = _read_text(file)
-    try:
-        # Lines end at "\n" only: a JSON string may hold U+2028 or U+0085 raw, which splitlines() would cut at.
-        messages = parse_jsonl(text.split("\n"), name)
-        with MemoryService.from_settings(MemorySettings()) as memory:
-            report = memory.call_sync(
-                memory.transfers.import_messages(thread, messages, user_id=user, tenant_id=tenant, summarize=summarize)
-            )
-    except MemoryAgentError as exc:
-        raise _fail(str(exc)) from exc
+    theirs, recalled under their own dates. Read and written a batch at a time: a file of any size. All or nothing:
+    a bad line is named and nothing is written."""
+    with _lines(file) as (lines, name):
+        try:
+            messages = read_jsonl(lines, name)
+            with MemoryService.from_settings(MemorySettings()) as memory:
+                report = memory.call_sync(
+                    memory.transfers.import_messages(
+                        thread, messages, user_id=user, tenant_id=tenant, summarize=summarize
+                    )
+                )
+        except MemoryAgentError as exc:
+            raise _fail(str(exc)) from exc
+        except OSError as exc:
+            raise _fail(f"cannot read {name}: {exc}") from exc
     if as_json:
         _print_json(dataclasses.asdict(report))
         return

@@ -34,7 +34,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
 from memory_agent.consolidation.config import ConsolidationConfig
-from memory_agent.consolidation.model import call_consolidation_model, consolidation_prompt
+from memory_agent.consolidation.model import ConsolidationModelError, call_consolidation_model, consolidation_prompt
 from memory_agent.consolidation.queries import ConsolidationQueries
 from memory_agent.db.connector import Connector
 from memory_agent.errors import MemoryAgentError
@@ -137,16 +137,39 @@ async def call_within_budget(
         return CAPPED
     try:
         output, made = await call_consolidation_model(model, instructions, material, schema, purpose)
+    except ConsolidationModelError as exc:
+        if exc.call is None:
+            await ledger.release(conn, reservation)
+        else:  # answers that were no usable note cost as much as one: counted against the ceiling
+            await _settle(conn, scope, now, config, reservation, exc.call)
+        raise
     except BaseException:
         await ledger.release(conn, reservation)
         raise
-    log = CallLog([made])
+    await _settle(conn, scope, now, config, reservation, made)
+    return output, made
+
+
+async def _settle(
+    conn: psycopg.AsyncConnection[Any],
+    scope: dict[str, Any],
+    now: datetime,
+    config: ConsolidationConfig,
+    reservation: ledger.Reservation,
+    made: LLMCall,
+) -> None:
+    """Record `made` in the ledger, settling `reservation` with its actual cost."""
     async with conn.transaction():
         user = await ledger_user(conn, scope)  # a call answered after forget_user is counted under no user
         await ledger.record_log(
-            conn, scope["tenant_id"], user, log, now=now, prices=config.guards.llm_prices, reservation=reservation
+            conn,
+            scope["tenant_id"],
+            user,
+            CallLog([made]),
+            now=now,
+            prices=config.guards.llm_prices,
+            reservation=reservation,
         )
-    return output, made
 
 
 @asynccontextmanager

@@ -58,6 +58,15 @@ class BatchSummaryOutput(BaseModel):
     summary: StorableText = Field(description="The long-term summary of the batch.")
 
 
+class ConsolidationModelError(SummarizationError):
+    """A consolidation call that failed. `call`: what the answers it got meanwhile cost (ways of asking that
+    answered without a usable object, an answer that did not validate), for the ledger; None when none answered."""
+
+    def __init__(self, message: str, call: LLMCall | None) -> None:
+        super().__init__(message)
+        self.call = call
+
+
 @dataclass(frozen=True)
 class Insight:
     text: str
@@ -72,21 +81,59 @@ def consolidation_prompt(instructions: str, material: str) -> list[BaseMessage]:
 async def call_consolidation_model(
     model: BaseChatModel, instructions: str, material: str, schema: type[BaseModel], purpose: Purpose = "consolidation"
 ) -> tuple[Any, LLMCall]:
-    """The one place consolidation calls a model: `schema` parsed from the answer, and the call."""
+    """The one place consolidation calls a model: `schema` parsed from the answer, and the call (the tokens of every
+    answer it took: a way of asking passed over was billed too). ConsolidationModelError when it failed, with
+    what the answers it got cost."""
     messages = consolidation_prompt(instructions, material)
     name = model_name(model)
+    answered: list[tuple[int, int]] = []
+
+    def made() -> LLMCall | None:
+        if not answered:
+            return None
+        return LLMCall(purpose, name, sum(i for i, _ in answered), sum(o for _, o in answered))
+
     try:
         # Bounded by the client's own timeout, whole: that timeout is per read, and a server that trickles its
         # answer held the call (a database connection and the tenant's slot with it) for as long as it went on.
-        answer = await StructuredCaller(model, schema, timeout_s=call_bound_s(model)).ainvoke(messages)
+        answer = await StructuredCaller(model, schema, timeout_s=call_bound_s(model)).ainvoke(
+            messages, note=lambda raw, prompt: answered.append(usage_of(raw, prompt))
+        )
     except Exception as exc:
         # Named as a summary row names it (describe: the error's kind and the provider's HTTP status before its
         # message; a bare "Connection error." or "Error code: 500 - ..." says neither what failed nor how).
         said = exc if isinstance(exc, SummarizationError) else describe(exc)
-        raise SummarizationError(f"consolidation model {name!r} failed: {said}") from exc
+        raise ConsolidationModelError(f"consolidation model {name!r} failed: {said}", made()) from exc
+    args = _valid_insights(answer.args, name) if schema is ConsolidationOutput else answer.args
     try:
-        parsed = schema.model_validate(answer.args)
+        parsed = schema.model_validate(args)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:5])
-        raise SummarizationError(f"consolidation model {name!r} gave no valid {schema.__name__}: {problems}") from None
-    return parsed, LLMCall(purpose, name, *usage_of(answer.raw, messages))
+        raise ConsolidationModelError(
+            f"consolidation model {name!r} gave no valid {schema.__name__}: {problems}", made()
+        ) from None
+    call = made()
+    assert call is not None  # an answer was parsed: it was noted
+    return parsed, call
+
+
+def _valid_insights(args: dict[str, Any], name: str) -> dict[str, Any]:
+    """`args` with each insight that does not validate left out (an importance of 8 on a scale the model made up,
+    a missing text): one bad insight costs that insight, never the note, as one bad item never costs a summary.
+    Insights that are not a list are left out whole (`null`: none)."""
+    if "insights" not in args:
+        return args
+    insights = args["insights"]
+    kept, dropped = [], []
+    for position, value in enumerate(insights if isinstance(insights, list) else []):
+        try:
+            ScoredInsight.model_validate(value)
+        except ValidationError as exc:
+            dropped.append(f"insights[{position}]: {exc.errors()[0]['msg']}")
+        else:
+            kept.append(value)
+    if not isinstance(insights, list) and insights is not None:
+        dropped.append(f"insights: not a list ({type(insights).__name__})")
+    if dropped:
+        logger.info("Consolidation model %r: invalid insights left out: %s", name, "; ".join(dropped[:5]))
+    return {**args, "insights": kept}

@@ -1,15 +1,15 @@
 """The records of an import: a message brought from elsewhere (a JSON lines file's line, a record in a list, a
 (message, time) pair) checked and read as a TimedMessage, the message with the time it was written.
 
-Each check raises InvalidInputError naming the message (the line of a file) and the field, before anything is
-written; the thread as a whole (order of times, tool calls answered, ids) is checked when it is stored
-(conversation/imports.py).
+Each check raises InvalidInputError naming the message (the line of a file) and the field; the import's one
+transaction then writes nothing. The thread as a whole (order of times, tool calls answered, ids) is checked as
+it is stored (conversation/import_rows.py, conversation/imports.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -112,32 +112,68 @@ def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
     return out
 
 
-def parse_jsonl(lines: Iterable[str], source: str = "input") -> list[TimedMessage]:
-    """The messages of a JSON lines text, one object a line (blank lines skipped); errors name `source`'s line."""
-    messages = []
+def read_jsonl(lines: Iterable[str | bytes], source: str = "input") -> Iterator[TimedMessage]:
+    """The messages of a JSON lines text, one object a line (blank lines skipped; a line of bytes is UTF-8, a byte
+    order mark dropped), read as they are asked for: a file of any size is held one line at a time. Errors name
+    `source`'s line."""
     for number, line in enumerate(lines, start=1):
+        where = f"{source}, line {number}"
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(
+                    f"{where}: not UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the line); save the "
+                    "file as UTF-8"
+                ) from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")  # an editor's byte order mark is not JSON
         if not line.strip():
             continue
-        where = f"{source}, line {number}"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"{where}: not JSON ({exc.msg} at column {exc.colno})") from None
-        messages.append(message_from_record(record, where))
-    return messages
+        yield message_from_record(record, where)
+
+
+def parse_jsonl(lines: Iterable[str | bytes], source: str = "input") -> list[TimedMessage]:
+    """read_jsonl's messages, all read at once (a short text; an import streams a file with read_jsonl)."""
+    return list(read_jsonl(lines, source))
+
+
+def _with_time(message: Any, created_at: Any, where: str, source: str | None = None) -> TimedMessage:
+    """A message given with its time (a pair or a TimedMessage), checked."""
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(
+            f"{where}: a message with its time is a LangChain message, got {type(message).__name__}; give "
+            'HumanMessage("...") or a record {"role", "content", "created_at"}'
+        )
+    return TimedMessage(message, parse_time(created_at, where), source)
+
+
+def timed_entry(entry: Any, position: int) -> TimedMessage:
+    """A TimedMessage, a (message, time) pair or an import-format record, as a TimedMessage (errors name the
+    position)."""
+    where = f"message {position}"
+    if isinstance(entry, TimedMessage):
+        return _with_time(entry.message, entry.created_at, where, entry.source)
+    if isinstance(entry, tuple) and len(entry) == 2:
+        return _with_time(entry[0], entry[1], where)
+    return message_from_record(entry, where)
+
+
+def check_iterable(messages: Any) -> None:
+    """Messages to import come as a list or any (async) iterable of them, never as one record or text."""
+    iterable = isinstance(messages, (Iterable, AsyncIterable))
+    if not iterable or isinstance(messages, (str, bytes, Mapping)):
+        raise InvalidInputError(
+            f"messages to import must be a list (or an iterable) of messages, got {type(messages).__name__}"
+        )
 
 
 def timed(messages: Sequence[Any]) -> list[TimedMessage]:
     """TimedMessage, (message, time) pairs or import-format records, as TimedMessage (errors name the position)."""
     if not isinstance(messages, (list, tuple)):
         raise InvalidInputError(f"messages to import must be a list, got {type(messages).__name__}")
-    out = []
-    for position, entry in enumerate(messages):
-        where = f"message {position}"
-        if isinstance(entry, TimedMessage):
-            out.append(TimedMessage(entry.message, parse_time(entry.created_at, where), entry.source))
-        elif isinstance(entry, tuple) and len(entry) == 2:
-            out.append(TimedMessage(entry[0], parse_time(entry[1], where)))
-        else:
-            out.append(message_from_record(entry, where))
-    return out
+    return [timed_entry(entry, position) for position, entry in enumerate(messages)]

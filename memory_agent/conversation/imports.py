@@ -1,12 +1,16 @@
 """Importing a thread's messages with the times they were written: history brought from elsewhere (another app,
 a LangGraph checkpointer, a JSON lines file) stored as rounds store theirs, dated as it happened.
 
-An import is one transaction: the thread's owner, its conversation row and every message, each with its own
-`created_at`; bad input raises InvalidInputError naming the message (the line of a file) and the field, before
-anything is written (each record's own checks: conversation/import_records.py; the thread's order, ids and tool
-calls: here). The thread must be new: history is not merged into a thread that has messages. It takes the user's
-forget lock shared (sql/queries/forget.sql), as every writer that must lose against forget_user: an import that
-committed first is erased by the forget, and one that waited for the forget writes after it (a new import).
+An import streams: its messages are read, checked and written a batch at a time (at most IMPORT_BATCH_ROWS rows
+or IMPORT_BATCH_BYTES of text), so a history of millions of messages is held a batch at a time, never whole. It
+is still one transaction: the thread's owner, its conversation row and every message, each with its own
+`created_at`; bad input raises InvalidInputError naming the message (the line of a file) and the field, wherever
+it is (the last line too), and the transaction rolls back: nothing is written (each record's own checks:
+conversation/import_records.py; the thread's order and tool calls: conversation/import_rows.py; one message an id:
+the database, batch by batch, here). The thread must be new: history is not merged into a thread that has
+messages. It takes the user's forget lock shared for the whole transaction (sql/queries/forget.sql), as every
+writer that must lose against forget_user: an import that committed first is erased by the forget, and one that
+waited for the forget writes after it (a new import).
 Afterwards the thread is summarized as its rounds would have been: one version per window of
 `rolling_window_size` messages ending at a round's end, each on the one before, in this process; without a
 summary (none asked or none due), the turns are embedded in the background as a round's are.
@@ -14,31 +18,44 @@ summary (none asked or none due), the turns are embedded in the background as a 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from memory_agent.conversation.import_records import TimedMessage, message_from_record, parse_jsonl, parse_time, timed
-from memory_agent.conversation.messages import check_user_messages, serialize_round
+from memory_agent.conversation.import_records import (
+    TimedMessage,
+    check_iterable,
+    message_from_record,
+    parse_jsonl,
+    parse_time,
+    read_jsonl,
+    timed,
+    timed_entry,
+)
+from memory_agent.conversation.import_rows import ThreadRows, summary_points
 from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.schemas.keys import ConversationKey
 
+# A batch's bounds: what an import holds of a thread at once (rows in one pipelined write, their text).
+IMPORT_BATCH_ROWS = 1000
+IMPORT_BATCH_BYTES = 4 * 1024 * 1024
+
 # The record names stay importable from here, where the import's callers have always found them.
 __all__ = [
     "ImportReport",
     "ThreadImport",
     "TimedMessage",
-    "import_rows",
     "message_from_record",
     "parse_jsonl",
     "parse_time",
+    "read_jsonl",
     "summary_points",
     "timed",
 ]
@@ -57,89 +74,6 @@ class ImportReport:
     first_at: datetime
     last_at: datetime
     memory_ids: tuple[int, ...] = ()
-
-
-def import_rows(key: ConversationKey, messages: Sequence[TimedMessage], now: datetime) -> list[dict[str, Any]]:
-    """The messages rows of the thread, checked: LangChain messages a round could store, a user message among
-    them, times in order and none after `now` (the service's clock). Rounds start at each user message."""
-    if not messages:
-        raise InvalidInputError("nothing to import: the thread has no message")
-    rows, round_number, previous = [], 0, None
-    called: set[str] = set()  # the calls of the assistant messages so far, not yet answered
-    ids: dict[str, int] = {}  # a graph's state holds one message an id: a later round would drop the first
-    for position, entry in enumerate(messages):
-        where = entry.source or f"message {position}"
-        _check_tool_pair(entry.message, called, where)
-        if entry.message.id is not None and ids.setdefault(entry.message.id, position) != position:
-            raise InvalidInputError(
-                f"{where}: field 'id' ({entry.message.id!r}) is message {ids[entry.message.id]}'s too; "
-                "give each message its own id (or none)"
-            )
-        try:
-            roles, contents, payloads = serialize_round([entry.message])
-        except InvalidInputError as exc:
-            # serialize_round names the message by its place in the round of one it was given: "message 0".
-            text = str(exc)
-            named = text.replace("message 0", where, 1) if "message 0" in text else f"{where}: {text}"
-            raise InvalidInputError(named) from None
-        if entry.created_at > now:
-            raise InvalidInputError(
-                f"{where}: field 'created_at' ({entry.created_at.isoformat()}) is after the service's clock "
-                f"({now.isoformat()}); an imported message was written in the past"
-            )
-        if previous is not None and entry.created_at < previous:
-            raise InvalidInputError(
-                f"{where}: field 'created_at' ({entry.created_at.isoformat()}) is before the message above it "
-                f"({previous.isoformat()}); give a thread's messages in the order they were written"
-            )
-        previous = entry.created_at
-        if roles[0] == "user" or round_number == 0:
-            round_number += 1
-        rows.append(
-            {
-                "tenant_id": key.tenant_id,
-                "user_id": key.user_id,
-                "conversation_id": key.conversation_id,
-                "sequence_number": position,
-                "round_number": round_number,
-                "role": roles[0],
-                "content": contents[0],
-                "message": payloads[0],
-                "created_at": entry.created_at,
-            }
-        )
-    check_user_messages([entry.message for entry in messages])
-    return rows
-
-
-def _check_tool_pair(message: BaseMessage, called: set[str], where: str) -> None:
-    """A tool message answers a call of an assistant message before it: a model provider refuses a conversation
-    holding one that answers none, and every later round of the thread would give it the model."""
-    if isinstance(message, AIMessage):
-        called.update(call["id"] or "" for call in message.tool_calls)
-    elif isinstance(message, ToolMessage):
-        if message.tool_call_id not in called:
-            raise InvalidInputError(
-                f"{where}: field 'tool_call_id' ({message.tool_call_id!r}) answers no tool call of an assistant "
-                "message before it; give that message the call in its 'tool_calls', or leave the tool message out"
-            )
-        called.discard(message.tool_call_id)
-
-
-def summary_points(rows: Sequence[dict[str, Any]], window: int) -> list[int]:
-    """The last sequences at which the imported thread is summarized: a round's end once `window` messages came
-    after the previous point, and the last message."""
-    ends = [
-        row["sequence_number"]
-        for row, after in zip(rows, [*rows[1:], None], strict=True)
-        if after is None or after["round_number"] != row["round_number"]
-    ]
-    points, previous = [], -1
-    for end in ends:
-        if end - previous >= window or end == ends[-1]:
-            points.append(end)
-            previous = end
-    return points
 
 
 class ThreadImport:
@@ -163,30 +97,72 @@ class ThreadImport:
         # vectors in the background when no summary was made (a summary embeds them itself).
         self.embed = embed
 
-    async def run(self, key: ConversationKey, messages: Sequence[TimedMessage], *, summarize: bool) -> ImportReport:
-        now = self.clock()
-        rows = import_rows(key, messages, now)
+    async def run(
+        self, key: ConversationKey, messages: Iterable[Any] | AsyncIterable[Any], *, summarize: bool
+    ) -> ImportReport:
+        """Store `messages` (TimedMessage, (message, time) pairs or import-format records, read as they come) as
+        the thread `key`, then summarize it (`summarize`)."""
+        check_iterable(messages)
+        thread = ThreadRows(key, self.clock(), self.window)
+        async with aclosing(_timed(messages)) as entries:
+            points = await self._store(key, thread, entries)
         with tenant_scope(key.tenant_id):
-            await self.queries.store_import(key, rows, now)
-            memory_ids = await self._summarize(key, rows) if summarize else []
+            memory_ids = await self._summarize(key, points) if summarize else []
         if self.embed is not None and not memory_ids:
             await self.embed(key.user_id, key.tenant_id)
+        assert thread.first_at is not None and thread.last_at is not None
         return ImportReport(
             key.conversation_id,
             key.user_id,
             key.tenant_id,
-            len(rows),
-            rows[-1]["round_number"],
-            rows[0]["created_at"],
-            rows[-1]["created_at"],
+            thread.count,
+            thread.rounds,
+            thread.first_at,
+            thread.last_at,
             tuple(memory_ids),
         )
 
-    async def _summarize(self, key: ConversationKey, rows: list[dict[str, Any]]) -> list[int]:
+    async def _store(self, key: ConversationKey, thread: ThreadRows, entries: AsyncIterator[TimedMessage]) -> list[int]:
+        """The thread's messages, checked and written a batch at a time in one transaction; its summary points."""
+        first = await anext(entries, None)
+        if first is None:
+            thread.finish()  # raises: nothing to import
+        assert first is not None
+        row = thread.row(first)  # a bad first message is refused before the transaction opens
+        with tenant_scope(key.tenant_id):
+            async with self.queries.connector.session(transaction=True) as conn:
+                await self.queries.begin_import(conn, key, thread.now, row["created_at"])
+                batch = _Batch()
+                batch.add(row, first)
+                async for entry in entries:
+                    if batch.full:
+                        await self._write(conn, key, batch)
+                        batch = _Batch()
+                    batch.add(thread.row(entry), entry)
+                await self._write(conn, key, batch)
+                points = thread.finish()
+                assert thread.last_at is not None
+                await self.queries.end_import(conn, key, thread.count, thread.rounds, thread.last_at)
+        return points
+
+    async def _write(self, conn: psycopg.AsyncConnection[Any], key: ConversationKey, batch: _Batch) -> None:
+        """A batch's rows; InvalidInputError (the transaction rolls back) when one reuses an earlier message's id:
+        a graph's state holds one message an id, so a later round would drop the first."""
+        if not batch.rows:
+            return
+        twice = await self.queries.import_batch(conn, key, batch.rows, batch.ids)
+        if twice is not None:
+            where = batch.where(twice["sequence_number"])
+            raise InvalidInputError(
+                f"{where}: field 'id' ({twice['message_id']!r}) is message {twice['first_sequence']}'s too; "
+                "give each message its own id (or none)"
+            )
+
+    async def _summarize(self, key: ConversationKey, points: list[int]) -> list[int]:
         """One memory version per summary point that the trigger rule finds due, each awaited before the next is
         claimed (a conversation has one summary in flight): the chain its rounds would have made."""
         memory_ids = []
-        for point in summary_points(rows, self.window):
+        for point in points:
             try:
                 async with self.queries.connector.session(transaction=True) as conn:
                     decision = await self.trigger.decide(conn, key, point, None)
@@ -198,3 +174,40 @@ class ThreadImport:
             memory_ids.append(result.memory_id)
             await self.run_summary(result.memory_id, key.user_id)
         return memory_ids
+
+
+class _Batch:
+    """The rows of an import not written yet, their messages' ids, and where each was read (for errors)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.sources: list[str | None] = []
+        self.ids: dict[int, str] = {}  # sequence -> the message's id, for those that have one
+        self.size = 0
+
+    def add(self, row: dict[str, Any], entry: TimedMessage) -> None:
+        self.rows.append(row)
+        self.sources.append(entry.source)
+        if entry.message.id is not None:
+            self.ids[row["sequence_number"]] = entry.message.id
+        self.size += len(row["content"]) + len(row["message"])
+
+    @property
+    def full(self) -> bool:
+        return len(self.rows) >= IMPORT_BATCH_ROWS or self.size >= IMPORT_BATCH_BYTES
+
+    def where(self, sequence: int) -> str:
+        return self.sources[sequence - self.rows[0]["sequence_number"]] or f"message {sequence}"
+
+
+async def _timed(messages: Iterable[Any] | AsyncIterable[Any]) -> AsyncGenerator[TimedMessage]:
+    """The messages to import as TimedMessage, one at a time, from a list, an iterator or an async iterator."""
+    position = 0
+    if isinstance(messages, AsyncIterable):
+        async for entry in messages:
+            yield timed_entry(entry, position)
+            position += 1
+        return
+    for entry in messages:
+        yield timed_entry(entry, position)
+        position += 1

@@ -131,6 +131,7 @@ class ConversationMemory:
         messages: Sequence[BaseMessage],
         *,
         lease: str | None = None,
+        resumes: str | None = None,
         user_id: str | None = None,
         tenant_id: str | None = None,
         time_zone: str | None = None,
@@ -140,11 +141,12 @@ class ConversationMemory:
 
         `messages` is what the graph state holds: with a checkpointer the earlier rounds too. The round's input
         is every message of it not stored yet (by id), so a message is stored once whatever the state carries;
-        it needs a user message. A resumed round passes the `lease` it holds. The round belongs to `user_id` in
-        `tenant_id` (none: the conversation's own scope, tenant 'default'); a thread id belongs to one user and
-        tenant: naming another raises ConversationOwnerError before anything is read or written. `time_zone`
-        (an IANA name) is the user's: recall reads "yesterday" or "last week" in it and dates the turns it shows
-        in it (none: MEMORY_AGENT_RECALL_TIME_ZONE, else the service clock's zone).
+        it needs a user message. A resumed round passes the `lease` it holds, or, where it does not have the token
+        (another process), `resumes`: its lease_reference; the lease is renewed when it is still that round's.
+        The round belongs to `user_id` in `tenant_id` (none: the conversation's own scope, tenant 'default'); a
+        thread id belongs to one user and tenant: naming another raises ConversationOwnerError before anything is
+        read or written. `time_zone` (an IANA name) is the user's: recall reads "yesterday" or "last week" in it
+        and dates the turns it shows in it (none: MEMORY_AGENT_RECALL_TIME_ZONE, else the service clock's zone).
         """
         key = round_key(conversation_id, user_id, tenant_id)
         zone = zone_named(time_zone, "time_zone") if time_zone is not None else None
@@ -152,6 +154,8 @@ class ConversationMemory:
             tenant_scope(key.tenant_id),  # a role bound by row-level security names the tenant (db/tenancy.py)
             _key_span("memory_agent.round_start", "search_memory", key) as span,
         ):
+            if lease is None and resumes is not None:
+                lease = await self.start.held_lease(key, resumes)
             context, info = await self.start.prepare(key, messages, lease, zone)
             record(span, **_round_start_attributes(info))
             return context, info

@@ -117,6 +117,12 @@ class ConversationQueries:
         params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder}
         await self.connector.execute_query("release_round_lease", params)
 
+    async def round_lease_holder(self, conversation_id: str, *, user_id: str) -> str | None:
+        row = await self.connector.fetch_one(
+            "round_lease_holder", {"user_id": user_id, "conversation_id": conversation_id}
+        )
+        return row["holder"] if row else None
+
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
         return await self.connector.fetch_one(
             "gap_cap_cause",
@@ -254,23 +260,54 @@ class ConversationQueries:
         row = await self.connector.fetch_one("last_sequence", {"user_id": user_id, "conversation_id": conversation_id})
         return row["last_sequence"] if row else None
 
-    async def store_import(self, key: ConversationKey, rows: list[dict[str, Any]], now: datetime) -> None:
-        """An imported thread in one transaction (conversation/imports.py): the user's forget lock shared, the
-        thread's owner, its conversation row (None: it has messages already) and every message row."""
+    async def begin_import(
+        self, conn: psycopg.AsyncConnection[Row], key: ConversationKey, now: datetime, first_at: datetime
+    ) -> None:
+        """The start of an imported thread's transaction (conversation/imports.py): the user's forget lock shared,
+        the thread's owner and its conversation row (InvalidInputError: it has messages already)."""
         who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
-        async with self.connector.session(transaction=True) as conn:
-            await fetch_one(conn, "share_forget_lock", who)
-            owner = await fetch_one(conn, "import_owner", {**who, "now": now})
-            if owner is None or (owner["tenant_id"], owner["user_id"]) != (key.tenant_id, key.user_id):
-                raise ConversationOwnerError(
-                    f"conversation {key.conversation_id!r} belongs to another user or tenant; import the thread "
-                    "under a new thread id"
-                )
-            counts = {"next_sequence": len(rows), "round_count": rows[-1]["round_number"]}
-            params = {**who, **counts, "now": now, "updated_at": rows[-1]["created_at"]}
-            if await fetch_one(conn, "import_conversation", params) is None:
-                raise InvalidInputError(
-                    f"conversation {key.conversation_id!r} has messages already; an import makes a new thread: "
-                    "import under a new thread id (or delete the conversation first)"
-                )
-            await execute_many(conn, "import_message", rows)
+        await fetch_one(conn, "share_forget_lock", who)
+        owner = await fetch_one(conn, "import_owner", {**who, "now": now})
+        if owner is None:  # an import or round of the thread committed its owner while the statement waited on it:
+            # the statement's snapshot, older, does not show it; a statement of its own does
+            owner = await fetch_one(conn, "conversation_owner", who)
+        if owner is None or (owner["tenant_id"], owner["user_id"]) != (key.tenant_id, key.user_id):
+            raise ConversationOwnerError(
+                f"conversation {key.conversation_id!r} belongs to another user or tenant; import the thread "
+                "under a new thread id"
+            )
+        params = {**who, "next_sequence": 0, "round_count": 0, "now": now, "updated_at": first_at}
+        if await fetch_one(conn, "import_conversation", params) is None:
+            raise InvalidInputError(
+                f"conversation {key.conversation_id!r} has messages already; an import makes a new thread: "
+                "import under a new thread id (or delete the conversation first)"
+            )
+
+    async def import_batch(
+        self,
+        conn: psycopg.AsyncConnection[Row],
+        key: ConversationKey,
+        rows: list[dict[str, Any]],
+        ids: dict[int, str],
+    ) -> Row | None:
+        """Messages rows of an imported thread, in its transaction; the first of them whose id (`ids`: sequence ->
+        the message's id, for those that have one) an earlier message of the thread holds (sequence_number,
+        message_id, first_sequence), None when none does."""
+        await execute_many(conn, "import_message", rows)
+        if not ids:
+            return None
+        params = {
+            "user_id": key.user_id,
+            "conversation_id": key.conversation_id,
+            "sequences": list(ids),
+            "message_ids": list(ids.values()),
+        }
+        return await fetch_one(conn, "import_duplicate_id", params)
+
+    async def end_import(
+        self, conn: psycopg.AsyncConnection[Row], key: ConversationKey, messages: int, rounds: int, last_at: datetime
+    ) -> None:
+        """The imported thread's conversation row once its last message is written."""
+        who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
+        counts = {"next_sequence": messages, "round_count": rounds, "updated_at": last_at}
+        await execute_query(conn, "import_thread_end", {**who, **counts})

@@ -37,7 +37,7 @@ from memory_agent.conversation.messages import (
 from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.round_rows import not_stored
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, RoundInfo, fingerprint
+from memory_agent.schemas import ConversationContext, RoundInfo, fingerprint, lease_reference
 from memory_agent.schemas.keys import ConversationKey, default_user_id
 from memory_agent.schemas.recall import NothingRecalled, Recalled, RoundRecaller, recall_query
 from memory_agent.settings import RoundSettings
@@ -224,6 +224,13 @@ class RoundStart:
             recall_error=recalled.error,
         )
         return workflow, info
+
+    async def held_lease(self, key: ConversationKey, reference: str) -> str | None:
+        """The conversation's lease token when it is still the one `reference` names (lease_reference), else None.
+        Only read here: renewing it is take_round_lease's, decided by the database (the lease may expire and pass
+        to another round between the two statements; the renewal then waits as any round does)."""
+        holder = await self.loop.arun(self.queries.round_lease_holder(key.conversation_id, user_id=key.user_id))
+        return holder if holder is not None and lease_reference(holder) == reference else None
 
     async def release(self, info: RoundInfo) -> None:
         if info.lease is not None:

@@ -8,20 +8,26 @@ budget. Every model call of the run (wrap_model_call) is given that context foll
 produced so far, so a tool loop keeps its calls and results together. At the end (after_agent) the input and
 every AI and tool message the run produced are stored as one round and a summary starts when one is due.
 
-The loaded context is handed to the model, not written to the agent's `messages`: it lives in private
-middleware state (`memory_round`, hidden from its repr), so it never shows up in the caller's result nor in
-`stream_mode="messages"` / `"updates"` (a before_agent that rewrote `messages` would replay the gap there).
-The state's `messages` are this run's input and output; with a checkpointer also the earlier rounds, which
-are neither stored again nor sent to the model again: what is stored is a fact of the database (message ids),
-not a guess from message shapes. The private state is plain JSON data, so a run interrupted by
-HumanInTheLoopMiddleware (or any `interrupt()`) resumes from its checkpoint and stores the round once, whole,
-when it completes.
+The loaded context is handed to the model, not written to the agent's `messages`, so it never shows up in the
+caller's result nor in `stream_mode="messages"` / `"updates"` (a before_agent that rewrote `messages` would replay
+the gap there). The state's `messages` are this run's input and output; with a checkpointer also the earlier
+rounds, which are neither stored again nor sent to the model again: what is stored is a fact of the database
+(message ids), not a guess from message shapes.
+
+What the round needs between the hooks (its context, its RoundInfo with the conversation's lease token) stays in
+this process, never in the agent's state: LangGraph streams every state channel, private ones too ("values",
+"updates", "debug", "tasks", "checkpoints", and the server's thread state), whatever `PrivateStateAttr` says (it
+only shapes the input and output schemas). The state carries two harmless facts: a digest naming the round's
+lease (`lease_reference`) and the fingerprints of the messages the run started with. A run interrupted by
+HumanInTheLoopMiddleware (or any `interrupt()`) resumes from its checkpoint; where this process does not have the
+round (another process, a restart), it is prepared again from those start messages under the run's own identity,
+renewing the lease the digest names, and stored once, whole, when it completes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
+from collections.abc import Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -38,17 +44,19 @@ from memory_agent.integrations.base import (
     round_scope,
     with_fresh_ids,
 )
-from memory_agent.schemas import RoundInfo, fingerprint, new_messages
+from memory_agent.schemas import RoundInfo, fingerprint, lease_reference, new_messages
 
-# Contexts of the rounds in flight in this process, by round token. The loaded context (memory and gap) is
-# never written to the agent's state: it would show in stream_mode="updates" and in every checkpoint. A run
-# resumed where the cache does not have it (another process, after a restart) loads it again.
-_CONTEXT_CACHE_SIZE = 1024
+# The rounds in flight in this process (context and RoundInfo), by their state's "round". A run resumed where
+# this does not have its round (another process, after a restart, evicted) prepares it again.
+_ROUND_CACHE_SIZE = 1024
+
+_Round = tuple[list[BaseMessage], RoundInfo]
 
 
 class MemoryAgentState(AgentState[Any]):
-    # Plain JSON data (checkpointers store it without registered types): {"token", "info", "start"}: the
-    # round's RoundInfo.to_state() and the fingerprints of the state's messages at the start of the run
+    # Plain JSON data (checkpointers store it without registered types), and shown to whoever reads the agent's
+    # streams (see the module docstring): {"round", "start"}: lease_reference() of the round's lease (a random id
+    # when the memory takes no lease) and the fingerprints of the state's messages at the start of the run
     # (history and input; anything else at the end of the run was produced by it).
     memory_round: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
 
@@ -66,42 +74,43 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         super().__init__()
         self.memory = memory
         self.tools = []
-        self._contexts: dict[str, list[BaseMessage]] = {}
+        self._rounds: dict[str, _Round] = {}
 
     def _round(self, state: Any, hook: str) -> dict[str, Any]:
         round_ = state.get("memory_round")
-        if not isinstance(round_, dict):
+        if isinstance(round_, dict) and isinstance(round_.get("info"), dict) and "round" not in round_:
+            # A round paused by an earlier release, which kept {"token", "info", "start"}: named by its lease.
+            lease = round_["info"].get("lease")
+            round_ = {"round": lease_reference(lease) if lease else round_.get("token"), "start": round_.get("start")}
+        if not isinstance(round_, dict) or not isinstance(round_.get("round"), str):
             raise InvalidInputError(f"MemoryMiddleware's {hook} hook ran without its before_agent hook")
+        return round_
+
+    def _remember(self, reference: str, round_: _Round) -> _Round:
+        if len(self._rounds) >= _ROUND_CACHE_SIZE:
+            self._rounds.pop(next(iter(self._rounds)))
+        self._rounds[reference] = round_
         return round_
 
     # ------------------------------------------------------------------ agent start
 
-    def _remember(self, token: str, context: list[BaseMessage]) -> list[BaseMessage]:
-        if len(self._contexts) >= _CONTEXT_CACHE_SIZE:
-            self._contexts.pop(next(iter(self._contexts)))
-        self._contexts[token] = context
-        return context
-
     async def _start(self, config: Any, messages: list[BaseMessage]) -> dict[str, Any]:
         conversation_id, scope = round_scope(self.memory, config)
         context, info = await self.memory.conversations.prepare_round(conversation_id, messages, **scope)
-        token = uuid.uuid4().hex
-        self._remember(token, context)
-        return {"memory_round": {"token": token, "info": info.to_state(), "start": [fingerprint(m) for m in messages]}}
+        reference = lease_reference(info.lease) if info.lease is not None else uuid.uuid4().hex
+        self._remember(reference, (context, info))
+        return {"memory_round": {"round": reference, "start": [fingerprint(m) for m in messages]}}
 
-    async def _reload(self, round_: dict[str, Any], messages: list[BaseMessage]) -> list[BaseMessage]:
-        """The context of a run resumed where this process did not start it: loaded again from the run's
-        start messages (the memory may be newer than the one the run started with)."""
+    async def _resume(self, round_: dict[str, Any], messages: Sequence[BaseMessage], config: Any) -> _Round:
+        """The round of a run resumed where this process did not start it, prepared again from the run's start
+        messages under the run's own identity (its config, not its state: a client may write the state), renewing
+        the lease the state names when it is still that round's. The memory may be newer than at the start."""
+        conversation_id, scope = round_scope(self.memory, config)
         start = set(round_["start"])
-        info = round_["info"]
-        context, _ = await self.memory.conversations.prepare_round(
-            info["conversation_id"],
-            [m for m in messages if fingerprint(m) in start],
-            lease=info.get("lease"),
-            user_id=info.get("user_id"),
-            tenant_id=info.get("tenant_id"),
+        prepared = await self.memory.conversations.prepare_round(
+            conversation_id, [m for m in messages if fingerprint(m) in start], resumes=round_["round"], **scope
         )
-        return self._remember(round_["token"], context)
+        return self._remember(round_["round"], prepared)
 
     async def abefore_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await self._start(get_config(), list(state["messages"]))
@@ -117,41 +126,53 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         produced = new_messages(request.messages, self._round(request.state, "model")["start"])
         return request.override(messages=[*context, *produced])  # type: ignore[list-item]  # AnyMessage
 
+    def _ended(self, round_: dict[str, Any], prepared: _Round) -> RoundInfo:
+        """The round of a model call that raised (a failure, a cancelled caller, an interrupt): forgotten here, as
+        its lease is given back and a failure recorded (record_interrupted); a run that goes on anyway (a retry
+        middleware around this one, a resume) prepares the round again and takes the lease again."""
+        self._rounds.pop(round_["round"], None)
+        return prepared[1]
+
     def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
         round_ = self._round(request.state, "model")
-        context = self._contexts.get(round_["token"])
-        if context is None:
-            context = self.memory.call_sync(self._reload(round_, list(request.state["messages"])))
-        request = self._with_context(request, context)
-        return _new_reply(handler(request), request)
+        prepared = self._rounds.get(round_["round"])
+        if prepared is None:
+            prepared = self.memory.call_sync(self._resume(round_, list(request.state["messages"]), get_config()))
+        request = self._with_context(request, prepared[0])
+        try:
+            return _new_reply(handler(request), request)
+        except BaseException as exc:
+            self.memory.call_sync(record_interrupted(self.memory, self._ended(round_, prepared), exc))
+            raise
 
     async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
         round_ = self._round(request.state, "model")
-        context = self._contexts.get(round_["token"])
-        if context is None:
-            context = await self._reload(round_, list(request.state["messages"]))
-        request = self._with_context(request, context)
+        prepared = self._rounds.get(round_["round"])
+        if prepared is None:
+            prepared = await self._resume(round_, list(request.state["messages"]), get_config())
+        request = self._with_context(request, prepared[0])
         try:
             return _new_reply(await handler(request), request)
-        except asyncio.CancelledError as exc:  # the caller went away mid-generation
-            info = RoundInfo.from_state(self._round(request.state, "model")["info"])
-            await record_interrupted(self.memory, info, exc)
+        except BaseException as exc:  # a failed model, or the caller went away mid-generation (cancelled)
+            await record_interrupted(self.memory, self._ended(round_, prepared), exc)
             raise
 
     # ------------------------------------------------------------------ agent end
 
-    def _finish(self, state: MemoryAgentState) -> Any:
+    async def _finish(self, state: MemoryAgentState, config: Any) -> None:
         round_ = self._round(state, "after_agent")
-        self._contexts.pop(round_["token"], None)
-        info = RoundInfo.from_state(round_["info"])
-        return persist_round(self.memory, info, new_messages(list(state["messages"]), round_["start"]))
+        messages = list(state["messages"])
+        # A run resumed elsewhere may reach its end without a model call here (a return_direct tool).
+        prepared = self._rounds.get(round_["round"]) or await self._resume(round_, messages, config)
+        self._rounds.pop(round_["round"], None)
+        await persist_round(self.memory, prepared[1], new_messages(messages, round_["start"]))
 
     async def aafter_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        await self._finish(state)
+        await self._finish(state, get_config())
         return {"memory_round": None}
 
     def after_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self.memory.call_sync(self._finish(state))
+        self.memory.call_sync(self._finish(state, get_config()))
         return {"memory_round": None}
 
 

@@ -30,6 +30,7 @@ SUMMARIZE_TASK = "memory_agent.summarize"
 SWEEP_TASK = "memory_agent.sweep"
 REFRESH_CLUSTERS_TASK = "memory_agent.refresh_clusters"
 EMBED_TASK = "memory_agent.embed_turns"
+REMOVE_FINISHED_TASK = "memory_agent.remove_finished_jobs"
 
 
 class ExpectedFailuresInOneLine(logging.Filter):
@@ -67,6 +68,21 @@ def build_app(jobs: SummaryJobs, options: WorkerOptions, pool: Any = None) -> pr
     @app.task(name=SWEEP_TASK, queue=QUEUE, queueing_lock=SWEEP_TASK)
     async def sweep(timestamp: int) -> list[int]:
         return await jobs.sweep()
+
+    # procrastinate keeps a finished job's row (its arguments name the user) until it is removed: every round
+    # defers jobs, so without this the table grows forever, and a job that was running when its user was forgotten
+    # (a forget erases the others) would name them for good. procrastinate's own removal, hourly (it reads every
+    # job row with its latest event: not at the sweep's every 30 seconds).
+    @app.periodic(cron="7 * * * *", periodic_id=REMOVE_FINISHED_TASK)
+    @app.task(name=REMOVE_FINISHED_TASK, queue=QUEUE, queueing_lock=REMOVE_FINISHED_TASK, pass_context=True)
+    async def remove_finished_jobs(context: procrastinate.JobContext, timestamp: int) -> None:
+        await context.app.job_manager.delete_old_jobs(
+            nb_hours=options.jobs.finished_job_retention_h,
+            queue=QUEUE,
+            include_failed=True,
+            include_cancelled=True,
+            include_aborted=True,
+        )
 
     if pool is not None and options.consolidation is not None:
         register_consolidation(app, options.consolidation(pool))

@@ -29,8 +29,8 @@ def _echoed_schema(value: dict[str, Any]) -> bool:
 
 def lenient_json(text: str) -> dict[str, Any] | None:
     """The JSON object in a model's text: the first that parses from one of its `{` (a code fence or sentences
-    around it are passed over, braces in them included) and is not an echo of a JSON schema, a reasoning model's
-    thinking left out; None when there is none."""
+    around it are passed over, braces in them included) and is neither empty nor an echo of a JSON schema, a
+    reasoning model's thinking left out; None when there is none."""
     thinking = _THINKING.match(text)
     text = text[thinking.end() if thinking else 0 :].strip()
     start = text.find("{")
@@ -43,7 +43,7 @@ def lenient_json(text: str) -> dict[str, Any] | None:
             value, end = None, start + 1
         except RecursionError:  # nested past the interpreter's stack: so is every object inside it
             return None
-        if isinstance(value, dict) and not _echoed_schema(value):
+        if isinstance(value, dict) and value and not _echoed_schema(value):  # `{}` in prose is no answer
             return value
         # Past a whole schema (its braces are not the answer's), else past this brace.
         start = text.find("{", end if isinstance(value, dict) else start + 1)
@@ -78,10 +78,33 @@ def shown(answer: Any) -> str:
     value = invalid[0].get("args") if invalid else getattr(answer, "content", answer)
     # A refusal leaves no content: OpenAI's says why in `refusal`, Anthropic's in its stop reason.
     refusal = (getattr(answer, "additional_kwargs", None) or {}).get("refusal")
-    stop = (getattr(answer, "response_metadata", None) or {}).get("stop_reason")
+    metadata = getattr(answer, "response_metadata", None) or {}
+    stop = metadata.get("stop_reason")
     if refusal:
         return f"the model refused: {str(refusal)[:200]!r}"
-    return "the model refused (stop_reason refusal)" if stop == "refusal" else repr(str(value or "")[:200])
+    if stop == "refusal":
+        return "the model refused (stop_reason refusal)"
+    # An answer cut at the model's output limit holds half an object, one a content filter withheld nothing: said,
+    # as the raw text alone reads as garbage (OpenAI's finish_reason, Anthropic's stop_reason, Ollama's done_reason).
+    said = repr(str(value or "")[:200])
+    for (field, reason), why in _STOPPED.items():
+        if metadata.get(field) == reason:
+            return f"{said} ({why}: {field} {reason})"
+    return said
+
+
+_CUT, _FILTERED = "cut at the model's output limit", "withheld by the provider's content filter"
+_STOPPED = {
+    ("finish_reason", "length"): _CUT,
+    ("stop_reason", "max_tokens"): _CUT,
+    ("done_reason", "length"): _CUT,
+    ("finish_reason", "content_filter"): _FILTERED,
+}
+# What openai's parse of a JSON-schema answer raises for such an answer (an answer without the object, not an error).
+_STOPPED_ERRORS = {
+    "LengthFinishReasonError": f"{_CUT} (finish_reason length)",
+    "ContentFilterFinishReasonError": f"{_FILTERED} (finish_reason content_filter)",
+}
 
 
 # What a client raises reading an answer not of its API's shape (a field missing, a string where a list of blocks
@@ -120,6 +143,8 @@ def unreadable(exc: BaseException, client: str) -> str | None:
     """Why an answer could not be read, when `exc`, raised by the chat model `client` while asking, failed on an
     answer that arrived (HTTP 2xx) not of its API's shape: the client's error, and the answer, shortened, when at
     hand. None for anything else (an HTTP error, the network, a request refused before it was sent)."""
+    if type(exc).__name__ in _STOPPED_ERRORS:
+        return f"its answer was {_STOPPED_ERRORS[type(exc).__name__]}"
     if not isinstance(exc, _READING_ERRORS) or getattr(exc, "status_code", None) is not None:
         return None
     received, body = _received(exc.__traceback__)

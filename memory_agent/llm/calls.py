@@ -66,12 +66,26 @@ def note_call(call: LLMCall) -> None:
         log.made.append(call)
 
 
+# More tokens than one call reports: a count past it (or negative, or not a whole number) is no count. A server's
+# usage is untrusted input, and the ledger's and the memory row's integer columns refuse such a count: every
+# summary failed with it.
+MAX_REPORTED_TOKENS = 100_000_000
+
+
+def reported_tokens(value: Any) -> int | None:
+    """A provider's token count when it is one (a whole number from 1 to MAX_REPORTED_TOKENS), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:  # NaN is no count
+        return None
+    return int(value) if value == int(value) and 0 < value <= MAX_REPORTED_TOKENS else None
+
+
 def usage_of(answer: Any, prompt: Sequence[BaseMessage]) -> tuple[int, int]:
     """(input, output) tokens of an answer: the provider's usage when it reports one, else an estimate."""
     usage = getattr(answer, "usage_metadata", None) or {}
-    input_tokens = usage.get("input_tokens") or count_tokens(list(prompt))
-    if usage.get("output_tokens"):
-        return int(input_tokens), int(usage["output_tokens"])
+    input_tokens = reported_tokens(usage.get("input_tokens")) or count_tokens(list(prompt))
+    output_tokens = reported_tokens(usage.get("output_tokens"))
+    if output_tokens:
+        return int(input_tokens), output_tokens
     answered = answer if isinstance(answer, BaseMessage) else AIMessage(str(answer))
     return int(input_tokens), int(count_tokens([answered]))
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import unicodedata
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
@@ -76,8 +78,8 @@ def split_model_setting(name: str) -> tuple[str, str]:
 def _unsendable(provider: str) -> str | None:
     """The first of the provider's variables whose value its client cannot send (a header refuses surrounding
     whitespace and control characters, a key anything but printable ASCII: a stray newline or carriage return from
-    an env file), said without the value. Sent anyway, every call failed as `Connection error.`, as if the
-    network were away, and was retried as such."""
+    an env file; a base URL must be http(s) with a host), said without the value. Sent anyway, every call failed
+    as `Connection error.`, as if the network were away, and was retried as such."""
     for name in PROVIDER_VARIABLES.get(provider, {}).get("reads", ()):
         value = os.environ.get(name)
         if not value:
@@ -86,7 +88,24 @@ def _unsendable(provider: str) -> str | None:
         if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 or (key and ord(c) > 126) for c in value):
             outside = ", a control character or a character outside ASCII" if key else " or a control character"
             return f"{name} holds whitespace around it{outside} (a stray newline?); its value is not shown"
+        if name.endswith("_URL") and not _http_url(value):
+            # `localhost:8000/v1` (the scheme left out) read as a URL of scheme `localhost`: every call failed as
+            # `Connection error.`, retried as if the server were down. Its value may hold a password: not shown.
+            return (
+                f"{name} is not an http:// or https:// URL with a host (such as http://host:8000/v1); its value "
+                "is not shown"
+            )
     return None
+
+
+def _http_url(value: str) -> bool:
+    """Whether `value` is an absolute http(s) URL naming a host, as a client's base URL must be."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
 
 
 def _warn_if_misspelled(variable: str, name: str) -> None:
@@ -161,8 +180,12 @@ def chat_model_from_setting(
     for the error."""
     if name.strip().lower() == OFFLINE:
         return OfflineModel(model_name=OFFLINE_SUMMARIZER if role == "summary" else OFFLINE_CONSOLIDATOR)
-    if any(ord(char) < 32 or ord(char) == 127 for char in name.strip()):
-        raise unusable(variable, name, "holds a control character (a stray newline or escape in the value?)")
+    # Cc: a newline or escape; Cf: invisible (a zero-width space or byte order mark pasted with the value), sent
+    # to the provider as part of the model's name: HTTP 404 on every summary, the name looking right in the log.
+    if any(unicodedata.category(char) in ("Cc", "Cf") for char in name.strip()):
+        raise unusable(
+            variable, name, "holds a control or invisible character (a stray newline, escape or zero-width space?)"
+        )
     if name.strip().startswith(":"):  # `:gpt-4o` is a provider left out, not OpenAI's model ":gpt-4o"
         raise unusable(variable, name, "names no provider before the `:`")
     provider, model = split_model_setting(name)

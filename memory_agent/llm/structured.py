@@ -248,7 +248,10 @@ class StructuredCaller:
                     known.refused[method] = f"{type(exc).__name__}: {exc}"[:300]
                     refusals.append(f"{method}: {known.refused[method]}")
                     logger.info(
-                        "Model %r refused structured output by %s (%s); trying the next way", self.name, method, exc
+                        "Model %r refused structured output by %s (%s); trying the next way",
+                        self.name,
+                        method,
+                        known.refused[method],
                     )
                     continue
             else:

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
 
-from memory_agent.errors import ConfigurationError
+from memory_agent.errors import ConfigurationError, JobFailedError
 from memory_agent.long_term.queries import QUERIES as Q
 from memory_agent.long_term.queries import Row
 from memory_agent.long_term.reference_texts import REFERENCE_TEXTS
@@ -30,6 +30,14 @@ from memory_agent.long_term.tenancy import tenant_transaction
 # again by the embedding job (and the periodic catch-up), so a database converges when this changes.
 TURN_TEXT_VERSION = 1
 CONTEXT_CHARS = 200
+# A turn's own text is embedded by its first TURN_CHARS characters (its speaker's name included). An embedder's time
+# grows with the text (the bundled e5 averages 512-token windows: 100,000 characters took 40 s, 1,000,000 took
+# 392 s, measured), and a hosted one refuses a text past its token limit, failing the batch at every retry: one
+# pasted log or book of a user held back the vectors of all their later turns. The text is stored and searched
+# whole; turns this long carry their meaning in their start as much as anywhere.
+TURN_CHARS = 2_000
+# Texts of a failed batch embedded alone that fail before one is embedded: the embedder is away, not refusing them.
+MAX_REFUSED = 3
 FLOAT32_MAX = 3.4028234663852886e38  # pgvector's `vector` holds single-precision values
 MAX_VECTOR_DIMENSIONS = 16_000  # and at most this many
 
@@ -103,7 +111,9 @@ async def index_items(
     """Embed the user's current items and summaries, then their turns, that have no vector of this embedder yet;
     returns how many.
 
-    Idempotent: what has a vector of this model is not read again, and a vector is one row per item or turn
+    A batch the embedder fails is embedded text by text: a text it refuses at every attempt is left out (named in
+    the JobFailedError raised once the rest is written), not the batch. Idempotent: what has a vector of this
+    model is not read again, and a vector is one row per item or turn
     (written again, it replaces). Each batch is read and written in transactions of the tenant (row-level
     security), the model called between them (no transaction waits on it), so a crash loses at most one batch
     and a rerun carries on. Without pgvector on the server nothing is embedded (0).
@@ -125,10 +135,11 @@ async def index_items(
         "batch": batch,
         "text_version": TURN_TEXT_VERSION,
         "context_chars": CONTEXT_CHARS,
+        "turn_chars": TURN_CHARS,
     }
     async with tenant_transaction(conn, tenant_id):  # the compact copies of vectors stored before they existed
         await Q.fill_bits(conn, keys)
-    written = 0
+    written, refusals = 0, []
     for read, save, passage, columns in (
         (Q.items_to_embed, Q.save_item_embeddings, _item_passage, ("item_id",)),
         (
@@ -139,15 +150,22 @@ async def index_items(
         ),
     ):
         while True:
-            rows = await _embed_batch(conn, embedder, (read, passage), keys, columns, to_vector_literal(center))
+            rows, refused = await _embed_batch(
+                conn, embedder, (read, passage), keys, columns, to_vector_literal(center)
+            )
             if rows:
                 async with tenant_transaction(conn, tenant_id):
                     # Forgetting wins (lineage.py): a forget of the user in progress is waited for, and each
                     # statement then writes only onto the row that still holds the text it embedded.
                     await Q.share_forget_lock(conn, {"tenant_id": tenant_id, "user_id": user_id})
                     written += await save(conn, rows)
+            if refused:  # read again by the next run, first (its batch is then embedded text by text again)
+                refusals.append(refused)
+                break
             if len(rows) < batch:
                 break
+    if refusals:
+        raise JobFailedError(f"the embedder refused {'; '.join(refusals)}; found by text only", retryable=False)
     return written
 
 
@@ -162,16 +180,26 @@ async def _embed_batch(
     keys: dict[str, Any],
     columns: tuple[str, ...],
     center: str,
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], str]:
     """One batch of what has no vector yet (read in a transaction of the tenant by `source`'s query), embedded as
     passages (each row's text as `source`'s function makes it): the parameters of its save statement (a vector of
-    another dimension than the center's gets no compact copy: recall ranks it exactly)."""
+    another dimension than the center's gets no compact copy: recall ranks it exactly), and the rows the embedder
+    refused, named (none: ""). A batch the embedder fails is embedded text by text (_one_at_a_time)."""
     read, passage = source
     async with tenant_transaction(conn, keys["tenant_id"]):
         rows = await read(conn, keys)
     if not rows:
-        return []
-    vectors = await embedder.aembed_documents([passage(row) for row in rows])
+        return [], ""
+    texts = [passage(row) for row in rows]
+    try:
+        vectors = await embedder.aembed_documents(texts)
+        for vector in vectors:
+            to_vector_literal(vector)  # one pgvector would refuse: the embedder's failure, as an error it raised
+        refused = ""
+    except Exception:
+        if len(rows) == 1:
+            raise
+        rows, vectors, refused = await _one_at_a_time(embedder, rows, texts)
     return [
         {
             "user_id": keys["user_id"],
@@ -184,22 +212,60 @@ async def _embed_batch(
             **{column: row[column] for column in columns},
         }
         for row, vector in zip(rows, vectors, strict=True)
-    ]
+    ], refused
+
+
+async def _one_at_a_time(
+    embedder: Embeddings, rows: list[Row], texts: list[str]
+) -> tuple[list[Row], list[list[float]], str]:
+    """A batch the embedder failed, text by text: one text it refuses at every attempt (past its limits, or one
+    it makes no finite vector of) must not hold back the others, read after it. The rows embedded, their vectors,
+    and the refused ones named with the first error; an embedder that fails MAX_REFUSED texts before it embeds any
+    is away, not refusing texts: its error is raised."""
+    kept: list[Row] = []
+    vectors: list[list[float]] = []
+    refused: list[tuple[Row, Exception]] = []
+    for row, text in zip(rows, texts, strict=True):
+        try:
+            (vector,) = await embedder.aembed_documents([text])
+            to_vector_literal(vector)
+        except Exception as exc:
+            refused.append((row, exc))
+            if not kept and len(refused) >= MAX_REFUSED:
+                raise
+            continue
+        kept.append(row)
+        vectors.append(vector)
+    first = refused[0][1] if refused else None
+    named = ", ".join(_name(row) for row, _ in refused)
+    return kept, vectors, f"{named} ({type(first).__name__}: {first})" if refused else ""
+
+
+def _name(row: Row) -> str:
+    if "item_id" in row:
+        return f"item {row['item_id']}"
+    return f"turn {row['conversation_id']} #{row['sequence_number']}"
 
 
 async def index_pending(conn: AsyncConnection[Any], embedder: Embeddings, *, users: int = 20) -> int:
     """The periodic catch-up: index_items for up to `users` users that have a current item or summary, or a turn,
     without a vector of this embedder (their summary job's indexing failed or ran before an embedder was
     configured, or the turns are newer than their conversation's last version).
-    Returns how many vectors it wrote."""
+    Returns how many vectors it wrote; a user whose indexing fails does not stop the others (the first failure is
+    raised after them)."""
     if not await vectors_available(conn):
         return 0
     await vector_center(conn, embedder)  # users whose vectors lack their compact copies are found with it
     rows = await Q.users_to_embed(conn, model_name(embedder), users, TURN_TEXT_VERSION)
     pending = [(r["tenant_id"], r["user_id"]) for r in rows]
-    written = 0
+    written, failure = 0, None
     for tenant_id, user_id in pending:
-        written += await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=embedder)
+        try:
+            written += await index_items(conn, tenant_id=tenant_id, user_id=user_id, embedder=embedder)
+        except Exception as exc:  # a text the embedder refuses at every run must not hold back the other users
+            failure = failure or exc
+    if failure is not None:
+        raise failure  # after the other users: the caller says what is left for the next run
     return written
 
 

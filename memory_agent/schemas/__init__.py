@@ -20,6 +20,7 @@ from memory_agent.schemas.conversation import (
     TriggerOutcome,
     TriggerResult,
     fingerprint,
+    lease_reference,
     new_messages,
 )
 from memory_agent.schemas.items import StructuredItems, SummaryItem
@@ -42,5 +43,6 @@ __all__ = [
     "UserKey",
     "default_user_id",
     "fingerprint",
+    "lease_reference",
     "new_messages",
 ]

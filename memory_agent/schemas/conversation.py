@@ -218,6 +218,13 @@ def fingerprint(message: BaseMessage) -> str:
     return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+def lease_reference(lease: str) -> str:
+    """A digest that names a round's lease without revealing it: what graph state may carry (every stream mode
+    and the server's thread state show it), so a round resumed in another process finds its own lease again
+    (ConversationMemory.prepare_round's `resumes`) while the token itself stays in this process and the database."""
+    return "lease:" + hashlib.blake2b(lease.encode("utf-8"), digest_size=16).hexdigest()
+
+
 def new_messages(messages: Sequence[BaseMessage], known: Sequence[str]) -> list[BaseMessage]:
     """The messages whose fingerprint is not in `known` (what a graph produced beyond what it was given)."""
     seen = set(known)

@@ -6,11 +6,11 @@ were written (conversation/imports.py, integrations/thread_import.py), and a use
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memory_agent.conversation.imports import ImportReport, ThreadImport, timed
+from memory_agent.conversation.imports import ImportReport, ThreadImport
 from memory_agent.conversation.memory import round_key
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
@@ -35,7 +35,7 @@ class Transfers:
     async def import_messages(
         self,
         conversation_id: str,
-        messages: Sequence[Any],
+        messages: Iterable[Any] | AsyncIterable[Any],
         *,
         user_id: str | None = None,
         tenant_id: str | None = None,
@@ -45,11 +45,11 @@ class Transfers:
         use: recall finds its turns under their own dates, and (`summarize`) it is summarized window by window as
         its rounds would have been, in this call. `messages`: TimedMessage, (LangChain message, aware datetime)
         pairs or records {"role", "content", "created_at", optional "id", "name", "tool_call_id", "tool_calls"},
-        oldest first (a tool message after the assistant message that called it).
-        All or nothing: InvalidInputError names the message and field (nothing written); the thread id must be
-        new (ConversationOwnerError when another user's)."""
+        oldest first (a tool message after the assistant message that called it), in a list or any iterator or
+        async iterator (`read_jsonl` of a file): read and written a batch at a time, never held whole.
+        All or nothing: InvalidInputError names the message and field (nothing written), wherever it is; the
+        thread id must be new (ConversationOwnerError when another user's)."""
         key = round_key(conversation_id, user_id, tenant_id)
-        checked = timed(messages)
         parts = self.parts
         importer = ThreadImport(
             parts.backend.conversations,
@@ -59,7 +59,7 @@ class Transfers:
             self.window_size,
             embed=parts.executor.embed if parts.embedder is not None else None,
         )
-        return await self.loop.arun(importer.run(key, checked, summarize=summarize))
+        return await self.loop.arun(importer.run(key, messages, summarize=summarize))
 
     async def import_thread(
         self,

@@ -44,6 +44,15 @@ class JobSettings(SettingsGroup):
         default="* * * * * */30",
         description="procrastinate executor: cron (6th field = seconds) of the periodic stale-row sweep.",
     )
+    finished_job_retention_h: int = Field(
+        default=24,
+        ge=0,
+        le=100_000,
+        description="procrastinate executor: finished jobs (succeeded, failed, cancelled, aborted) of memory_agent's "
+        "queue are removed this many hours after they ended, by an hourly periodic job: the job table "
+        "stays bounded (a round defers jobs), and a job that was running when its user was forgotten stops naming "
+        "them.",
+    )
     drain_timeout_s: float = Field(
         default=30.0, ge=0, le=MAX_SECONDS, description="Grace period for in-flight summaries at close."
     )

@@ -16,12 +16,12 @@ from pydantic import ValidationError
 from memory_agent import resources
 from memory_agent.errors import SummarizationError
 from memory_agent.llm import model_name, note_answer, usage_of
-from memory_agent.llm.calls import call_bound_s, within_bound
+from memory_agent.llm.calls import call_bound_s, reported_tokens, scrub, within_bound
 from memory_agent.llm.structured import StructuredAnswer, StructuredCaller, terse_tool
 from memory_agent.schemas import MemorySummaryOutput
 from memory_agent.schemas.items import ITEM_LISTS, StructuredItems, SummaryItem
 from memory_agent.settings.conversation import DEFAULT_SUMMARY_WORDS, SUMMARY_TOKENS_PER_WORD
-from memory_agent.summarize.failures import retry_after_s
+from memory_agent.summarize.failures import describe, retry_after_s
 from memory_agent.tokens import count_tokens
 
 logger = logging.getLogger("memory_agent")
@@ -175,7 +175,13 @@ class MemoryAgent:
         # Bounded whole: the client's timeout is per read (a trickling server never trips it), and the call is
         # made holding the cluster's lock.
         call = self.model.ainvoke(prompt, config={"callbacks": []})
-        answer = await within_bound(call, call_bound_s(self.model), self.model_name)
+        try:
+            answer = await within_bound(call, call_bound_s(self.model), self.model_name)
+        except Exception as exc:
+            # Not asked through the StructuredCaller, which keeps the key out of its errors: a provider quoting the
+            # key it refused (a key revoked after the summaries completed) must not reach the log here either.
+            scrub(exc, self._caller.secrets)
+            raise
         note_answer("cluster_summary", self.model_name, answer, prompt)
         return str(answer.text).strip()
 
@@ -221,7 +227,7 @@ class MemoryAgent:
         return SummaryResult(
             text=text,
             input_tokens=input_tokens,
-            output_tokens=usage.get("output_tokens") or tokens,
+            output_tokens=reported_tokens(usage.get("output_tokens")) or tokens,
             model_name=self.model_name,
             items=parsed.items,
             dropped_items=parsed.invalid,
@@ -263,17 +269,23 @@ class MemoryAgent:
                 asked = retry_after_s(exc) or 0.0
                 wait = max(delay, asked)
                 if asked > RETRY_AFTER_WAIT_MAX_S:
-                    logger.info("%s: attempt %s failed (%s); not waiting %.3g s for another", what, attempt, exc, asked)
+                    logger.info(
+                        "%s: attempt %s failed (%s); not waiting %.3g s for another",
+                        what,
+                        attempt,
+                        describe(exc),
+                        asked,
+                    )
                     raise exc
                 if ends is not None and ends - loop.time() - wait < min(1.0, retries.timeout_s / 4):
-                    logger.info("%s: attempt %s failed (%s); no time left for another", what, attempt, exc)
+                    logger.info("%s: attempt %s failed (%s); no time left for another", what, attempt, describe(exc))
                     if isinstance(exc, SummarizationError) and str(exc).startswith("Timeout"):
                         exc = SummarizationError(
                             f"{exc} (attempt {attempt} of {retries.attempts}: no time left for another within "
                             f"{retries.budget_s:.3g}s, 0.8 x MEMORY_AGENT_PROCESSING_TIMEOUT_S)"
                         )
                     raise exc
-                logger.info("%s: attempt %s failed (%s); retrying in %.1fs", what, attempt, exc, wait)
+                logger.info("%s: attempt %s failed (%s); retrying in %.1fs", what, attempt, describe(exc), wait)
                 await asyncio.sleep(wait)
                 delay *= 2
         raise AssertionError("unreachable")

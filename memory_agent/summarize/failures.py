@@ -1,8 +1,9 @@
 """What the summary runner remembers of conversations whose summaries fail, in this process.
 
 A WARNING per failed summary naming the conversation, the model and the cause, at most one per conversation per
-LOG_INTERVAL_S (the failures in between are counted into the next one): a model that fails every round must not
-flood the log, and one that fails must not go unseen. A conversation whose summaries keep failing backs off: after
+LOG_INTERVAL_S (the failures in between are counted into the next one) and MAX_WARNINGS_PER_INTERVAL for all of
+them: a model that fails every round must not flood the log, nor a provider that is down for every conversation,
+and one that fails must not go unseen. A conversation whose summaries keep failing backs off: after
 BACKOFF_AFTER failures in a row, its next summaries are recorded `failed` without a model call until BACKOFF_BASE_S
 (doubled for each further failure, at most BACKOFF_MAX_S) has passed; its rounds meanwhile get the raw gap, bounded
 by max_gap_messages. A provider that asks to be called again later (a 429 or 503 with Retry-After) is not asked
@@ -25,10 +26,17 @@ from memory_agent.llm.structured import status_of
 logger = logging.getLogger("memory_agent")
 
 LOG_INTERVAL_S = 300.0
+# At most this many WARNINGs every LOG_INTERVAL_S for all conversations together: a provider that is down fails
+# every active conversation's summary at once, a line each (thousands in minutes) without this. The next one
+# allowed counts those held back.
+MAX_WARNINGS_PER_INTERVAL = 20
 BACKOFF_AFTER = 2
 BACKOFF_BASE_S = 60.0
 BACKOFF_MAX_S = 1800.0
 MAX_TRACKED = 10_000
+# The most of an error's message a row, the WARNING or an API error quotes: a provider's error body is untrusted
+# and unbounded (a 1 MB HTML page, a gateway echoing the whole request, and with it the conversation).
+MAX_SAID_CHARS = 2000
 
 # (tenant_id, user_id, conversation_id): a thread id is free again once its conversation is erased, and then
 # another tenant's user of the same id may start it.
@@ -51,6 +59,8 @@ class FailingConversations:
     def __init__(self, clock: Callable[[], datetime]) -> None:
         self.clock = clock
         self._streaks: OrderedDict[Key, _Streak] = OrderedDict()
+        self._warned: list[datetime] = []  # the WARNINGs of the last LOG_INTERVAL_S, all conversations
+        self._held_back = 0  # WARNINGs not written since the last one, MAX_WARNINGS_PER_INTERVAL being reached
 
     def backing_off(self, key: Key) -> str | None:
         """Why the conversation's summary is not asked of the model now (None: ask it)."""
@@ -94,10 +104,21 @@ class FailingConversations:
                 waits.append(BACKOFF_BASE_S * 2 ** (streak.failures - BACKOFF_AFTER))
             if any(waits):
                 streak.retry_at = now + timedelta(seconds=min(max(waits), BACKOFF_MAX_S))
-        if streak.logged_at is not None and now - streak.logged_at < timedelta(seconds=LOG_INTERVAL_S):
+        interval = timedelta(seconds=LOG_INTERVAL_S)
+        if streak.logged_at is not None and now - streak.logged_at < interval:
             streak.unlogged += 1
             return
+        self._warned = [at for at in self._warned if now - at < interval]
+        if len(self._warned) >= MAX_WARNINGS_PER_INTERVAL:
+            streak.unlogged += 1
+            self._held_back += 1
+            return
         since = f" ({streak.unlogged} more failed since the last warning)" if streak.unlogged else ""
+        if self._held_back:
+            since += (
+                f" ({self._held_back} warnings about failed summaries held back: at most "
+                f"{MAX_WARNINGS_PER_INTERVAL} every {LOG_INTERVAL_S:.0f} s)"
+            )
         later = (
             f"; backing off: the model is asked again after {streak.retry_at.isoformat(timespec='seconds')}"
             if streak.retry_at is not None and streak.retry_at > now
@@ -113,7 +134,8 @@ class FailingConversations:
             later,
             exc_info=raised if raised is not None and not expected(raised) else None,
         )
-        streak.logged_at, streak.unlogged = now, 0
+        streak.logged_at, streak.unlogged, self._held_back = now, 0, 0
+        self._warned.append(now)
 
 
 @dataclass(frozen=True)
@@ -133,12 +155,16 @@ def expected(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    """A failure as a row's error names it: the exception's type, the provider's HTTP status, its message."""
+    """A failure as a row's error names it: the exception's type, the provider's HTTP status, its message (at most
+    MAX_SAID_CHARS of it)."""
     status = status_of(exc)  # the provider's HTTP status, named alike for every client
     name = f"{type(exc).__name__} (HTTP {status})" if status is not None else type(exc).__name__
     asked = retry_after_s(exc)
     later = f" (the provider asked to retry after {asked:.3g} s)" if asked else ""
-    return (f"{name}: {exc}" if str(exc) else name) + later
+    said = str(exc)
+    if len(said) > MAX_SAID_CHARS:
+        said = f"{said[:MAX_SAID_CHARS]}... ({len(said) - MAX_SAID_CHARS} more characters not shown)"
+    return (f"{name}: {said}" if said else name) + later
 
 
 def retry_after_s(exc: BaseException) -> float | None:

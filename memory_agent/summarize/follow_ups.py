@@ -50,8 +50,8 @@ class LongTermFollowUps:
         self.clock = clock
 
     async def index(self, tenant_id: str, user_id: str, memory_id: int | None = None) -> None:
-        """After the version's commit and its clusters' refresh, or after a round that started no summary
-        (`memory_id` None; the executor's `embed`): embed the user's items, summaries and turns that have no vector
+        """After the version's commit and its clusters' refresh, or its failure, or after a round that started no
+        summary (`memory_id` None; the executor's `embed`): embed the user's items, summaries and turns that have no vector
         yet (the ones just written, and any an earlier run missed). A failure is a WARNING; they stay findable by
         text and refresh_pending embeds them later."""
         if self.embedder is None:

@@ -183,6 +183,9 @@ class SummaryRunner:
                 raised=raised,
             )
             logger.debug("Memory %s status updated to failed", memory_id)
+            # The round that started this summary left its turns' vectors to it: they are written all the same
+            # (the next version of the conversation may be hours away).
+            await self.follow_ups.index(row["tenant_id"], user_id, memory_id)
             return Outcome("failed", error)
         except Exception as exc:
             # The row stays `processing`: retried by a job queue when the error may pass, else reclaimed after

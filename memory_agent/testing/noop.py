@@ -50,6 +50,9 @@ class _NoopRounds:
     ) -> tuple[None, TriggerResult]:
         return None, TriggerResult(outcome="nothing_new")
 
+    async def held_lease(self, key: ConversationKey, reference: str) -> str | None:
+        return None  # no lease is ever taken
+
     async def release(self, info: RoundInfo) -> None:
         return None
 

@@ -114,8 +114,17 @@ BEGIN
         SELECT COALESCE(NULLIF(m.message #>> '{data,response_metadata,model_name}', ''),
                         NULLIF(m.message #>> '{data,response_metadata,model}', ''),
                         p_app_model, 'unknown') AS model,
-               greatest(COALESCE((m.message #>> '{data,usage_metadata,input_tokens}')::integer, 0), 0) AS input_tokens,
-               greatest(COALESCE((m.message #>> '{data,usage_metadata,output_tokens}')::integer, 0), 0) AS output_tokens
+               -- A count as the ledger records it: a JSON number from 0 to 100 million (rounded), else 0. The
+               -- answer's usage is untrusted input: cast as it came, a count past the integer range, a fraction or
+               -- a string failed the round that stored it. A CASE, not AND: a string is never cast.
+               CASE WHEN jsonb_typeof(m.message #> '{data,usage_metadata,input_tokens}') <> 'number' THEN 0
+                    WHEN (m.message #>> '{data,usage_metadata,input_tokens}')::numeric BETWEEN 0 AND 100000000
+                    THEN round((m.message #>> '{data,usage_metadata,input_tokens}')::numeric)::integer
+                    ELSE 0 END AS input_tokens,
+               CASE WHEN jsonb_typeof(m.message #> '{data,usage_metadata,output_tokens}') <> 'number' THEN 0
+                    WHEN (m.message #>> '{data,usage_metadata,output_tokens}')::numeric BETWEEN 0 AND 100000000
+                    THEN round((m.message #>> '{data,usage_metadata,output_tokens}')::numeric)::integer
+                    ELSE 0 END AS output_tokens
         FROM messages AS m
         WHERE m.user_id = p_user_id AND m.conversation_id = p_conversation_id
           AND m.sequence_number BETWEEN p_first_sequence AND p_last_sequence

@@ -54,6 +54,11 @@ WHERE conversation_id = %(conversation_id)s AND tenant_id = %(tenant_id)s;
 -- round end's end_round gives it back in its transaction).
 SELECT release_round_lease(%(user_id)s, %(conversation_id)s, %(holder)s);
 
+-- round_lease_holder --
+-- The token of the conversation's lease (no row: none is held). A round resumed in another process reads it to
+-- renew the lease it held before its pause: graph state names that lease by a digest only (lease_reference).
+SELECT holder FROM round_leases WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s;
+
 -- gap_cap_cause --
 -- Why a round's gap hit the bound: the newest memory row of the conversation and how many rounds no memory covers.
 SELECT newest.status AS latest_status, newest.error AS latest_error,

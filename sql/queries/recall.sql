@@ -504,9 +504,9 @@ LIMIT %(batch)s
 -- the turn with the turn before it (embeddings.turn_passage): a short answer ("Yes! It was amazing") carries its
 -- meaning in the turn it answers. Each with its speaker's name when the message has one, and the hashes of both
 -- texts (save_turn_embedding writes the vector only while both rows still hold them); of the turn before, only its
--- last `context_chars` characters are read.
+-- last `context_chars` characters are read, and of the turn its first `turn_chars` (its hash is of its whole text).
 SELECT m.conversation_id, m.sequence_number,
-       coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content AS content,
+       left(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content, %(turn_chars)s) AS content,
        md5(coalesce((m.message -> 'data' ->> 'name') || ': ', '') || m.content) AS content_hash,
        p.name AS previous_name, right(p.content, %(context_chars)s) AS previous_tail,
        length(p.content) > %(context_chars)s AS previous_cut,
@@ -603,28 +603,33 @@ WHERE e.user_id = %(user_id)s AND e.tenant_id = %(tenant_id)s AND e.model = %(mo
 -- users_to_embed --
 -- Users with a current item or summary, or a turn (as turns_to_embed reads them), that has no vector of `model`
 -- (a turn: none of the current `text_version`), or a vector of `model` without its compact copy (stored before 0025; once the model has a center), for the
--- periodic catch-up of indexing.
-SELECT i.tenant_id, i.user_id
-FROM items AS i
-WHERE upper_inf(i.valid_during)
-  AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
-                  WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
-UNION
-SELECT m.tenant_id, m.user_id
-FROM messages AS m
-WHERE m.role IN ('user', 'assistant') AND m.content <> ''
-  AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
-                  WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
-                    AND e.sequence_number = m.sequence_number AND e.model = %(model)s
-                    AND e.text_version = %(text_version)s)
-UNION
-SELECT e.tenant_id, e.user_id
-FROM item_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
-WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
-UNION
-SELECT e.tenant_id, e.user_id
-FROM message_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
-WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
+-- periodic catch-up of indexing. `limit` of them, picked at random: users whose texts the embedder refuses stay
+-- here, and in an order that stays the same run after run they would take every place.
+SELECT u.tenant_id, u.user_id
+FROM (
+    SELECT i.tenant_id, i.user_id
+    FROM items AS i
+    WHERE upper_inf(i.valid_during)
+      AND NOT EXISTS (SELECT 1 FROM item_embeddings AS e
+                      WHERE e.user_id = i.user_id AND e.item_id = i.item_id AND e.model = %(model)s)
+    UNION
+    SELECT m.tenant_id, m.user_id
+    FROM messages AS m
+    WHERE m.role IN ('user', 'assistant') AND m.content <> ''
+      AND NOT EXISTS (SELECT 1 FROM message_embeddings AS e
+                      WHERE e.user_id = m.user_id AND e.conversation_id = m.conversation_id
+                        AND e.sequence_number = m.sequence_number AND e.model = %(model)s
+                        AND e.text_version = %(text_version)s)
+    UNION
+    SELECT e.tenant_id, e.user_id
+    FROM item_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
+    WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
+    UNION
+    SELECT e.tenant_id, e.user_id
+    FROM message_embeddings AS e JOIN vector_centers AS v ON v.model = e.model
+    WHERE e.model = %(model)s AND e.embedding_bits IS NULL AND vector_dims(v.center) = vector_dims(e.embedding)
+) AS u
+ORDER BY random()
 LIMIT %(limit)s
 
 -- delete_item_embedding --

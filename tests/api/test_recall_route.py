@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from memory_agent.long_term.recall.block import BLOCK_HEADER
+from tests.api.conftest import serve
 from tests.api.test_http import chat, client
 from tests.integration.test_recall_surfaces import old_batch
 
@@ -64,3 +65,24 @@ async def test_recall_is_tenant_checked_and_validates_its_parameters(served):
             response = await http.get("/users/ana/recall", params=params)
             assert response.status_code == 422, (params, response.text)
             assert response.json()["detail"][0]["loc"][-1] == field, (params, response.text)
+
+
+async def test_a_recall_as_of_a_time_reads_its_dates_in_the_time_zone_setting_when_the_request_names_none(
+    open_memory,
+):
+    # The route says: no time_zone, MEMORY_AGENT_RECALL_TIME_ZONE. With as_of given, the setting was dropped and
+    # "yesterday" read in as_of's offset (UTC for a time ending in Z): Tokyo's users got UTC's yesterday.
+    from tests.long_term.test_recall_dates import CAKE, TOKYO_NOW, WALK, _walk_and_cake
+
+    memory = await _walk_and_cake(open_memory, recall_time_zone="Asia/Tokyo")
+    async with serve(memory) as served:
+        key = await served.key("default")
+        async with client(served, key) as http:
+            params = {"q": "what did I do yesterday?", "as_of": TOKYO_NOW.isoformat().replace("+00:00", "Z")}
+            tokyo = (await http.get("/users/ana/recall", params=params)).json()
+            first = tokyo["results"][0]
+            assert first["conversation_id"] == "walks" and "date" in first["paths"], tokyo
+            assert WALK in tokyo["block"].splitlines()[2]
+            utc = (await http.get("/users/ana/recall", params={**params, "time_zone": "UTC"})).json()
+            assert (utc["results"][0]["conversation_id"], utc["results"][0]["paths"]) == ("cakes", ["date"])
+            assert CAKE in utc["block"].splitlines()[2]

@@ -15,6 +15,7 @@ from memory_agent.llm import OfflineConsolidationModel
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term import ItemOrigin, ItemScope, remember
 from memory_agent.long_term.embedders import HashingEmbeddings
+from memory_agent.long_term.embeddings import index_pending
 from memory_agent.long_term.recall import recall
 from memory_agent.settings import MemorySettings
 from tests.citus.conftest import query
@@ -60,6 +61,13 @@ async def test_recall_and_the_store(open_memory):
     assert hits and all("shellfish" not in hit.text for hit in hits)
     assert {"turn", "item"} <= {hit.kind for hit in hits}
     assert any("peanuts" in hit.text for hit in hits if hit.kind == "item")
+    # A date in the query: the date path's statement (the span's turns) is routed to the user's shard too.
+    async with memory.backend.session() as conn:
+        dated = await recall(
+            conn, tenant_id="acme", user_id="ana", query="what did I say today?", now=datetime.now(UTC)
+        )
+    assert dated.ranked and all("date" in hit.paths for hit in dated.ranked if hit.kind == "turn")
+    assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in dated.ranked)
 
     store = MemoryStore.from_service(memory, tenant_id="acme")
     await store.aput(("facts", "ana"), "diet", {"content": "ana eats no meat"})
@@ -94,6 +102,20 @@ async def test_hybrid_recall_with_an_embedder(open_memory):
     assert alone.vector_hits >= 2 and alone.retrieval_path == "vector"
     assert any("peanuts" in hit.text for hit in alone.ranked)
     assert all("shellfish" not in hit.text and "Porto" not in hit.text for hit in alone.ranked)
+
+
+async def test_the_catch_up_of_vectors_runs_on_the_cluster(open_memory):
+    """The periodic catch-up (users picked at random across the shards) finds the turns a service without an
+    embedder stored, and writes their vectors on the users' shards."""
+    plain = await open_memory(model=OfflineSummaryModel())
+    await talk(with_memory(EchoChat().graph, plain), "late", "cleo", ["I play the cello.", "On Sundays.", "Bye."])
+    assert await plain.drain(timeout=30)
+    memory = await open_memory(model=OfflineSummaryModel(), embedder=HashingEmbeddings())
+    async with memory.backend.session() as conn:
+        assert await index_pending(conn, memory.embedder) >= 6
+        assert await index_pending(conn, memory.embedder) == 0
+    alone = await memory.long_term.recall("cleo", "cello", tenant_id="acme")
+    assert alone.vector_hits >= 1
 
 
 async def test_forgetting_leaves_no_canary(open_memory, citus_url, schema):

@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
 
 from memory_agent import with_memory
-from memory_agent.conversation.imports import parse_jsonl, summary_points
+from memory_agent.conversation.imports import TimedMessage, parse_jsonl, summary_points
 from memory_agent.errors import ConversationOwnerError, InvalidInputError
 from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import query
@@ -111,6 +111,11 @@ async def test_messages_and_pairs_import_as_records_do(open_memory, database_url
         ("user", "hello", SEPT),
         ("assistant", "hi", SEPT + timedelta(seconds=5)),
     ]
+    # A pair whose message is no LangChain message: named (it was an AttributeError), nothing written.
+    for entry in (("hello", SEPT), TimedMessage({"role": "user"}, SEPT)):  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="message 1: a message with its time is a LangChain message"):
+            await memory.transfers.import_messages("bad-pair", [pairs[0], entry], user_id="ana")
+    assert len(stored(database_url)) == 2
 
 
 @pytest.mark.parametrize(
@@ -382,3 +387,21 @@ async def test_imported_turns_get_their_vectors_whether_or_not_a_summary_follows
     assert query(database_url, "SELECT count(*) FROM memory_agent.memory") == [(0,)]  # no summary was due
     vectors = "SELECT sequence_number FROM memory_agent.message_embeddings ORDER BY sequence_number"
     assert query(database_url, vectors) == [(n,) for n in range(6)]
+
+
+async def test_the_same_thread_imported_twice_at_once_is_stored_once_and_the_other_told_it_has_messages(
+    open_memory, database_url
+):
+    # The import that lost the race for the thread's owner row read it in its statement's snapshot, taken before
+    # the winner committed: no owner, and it raised ConversationOwnerError ("belongs to another user or tenant")
+    # for the user's own thread.
+    memory = await open_memory(model=OfflineSummaryModel(), clock=clock)
+    imports = [
+        memory.transfers.import_messages("twice", records(200), user_id="ana", summarize=False) for _ in range(3)
+    ]
+    outcomes = await asyncio.gather(*imports, return_exceptions=True)
+    errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
+    assert len(errors) == 2, outcomes
+    for error in errors:
+        assert type(error) is InvalidInputError and "has messages already" in str(error), error
+    assert len(stored(database_url)) == 200

@@ -110,3 +110,30 @@ def test_a_taken_thread_id_names_the_option_that_imports_beside_it(database_url,
     assert query(database_url, "SELECT conversation_id FROM memory_agent.conversations WHERE tenant_id = 'acme'") == [
         ("acme:kyoto",)
     ]
+
+
+def test_a_line_that_is_not_utf8_is_named_and_nothing_is_written(database_url, tmp_path: Path):
+    # Read whole as UTF-8, such a file was refused by its byte offset, and from standard input with a traceback.
+    latin1 = json.dumps({**LINES[1], "content": "Caf\u00e9, noted."}, ensure_ascii=False).encode("latin-1")
+    data = json.dumps(LINES[0]).encode() + b"\n\n" + latin1 + b"\n"
+    thread = tmp_path / "thread.jsonl"
+    thread.write_bytes(data)
+    for source, stdin in ((str(thread), None), ("-", data)):
+        done = invoke(database_url, "import", source, "--thread", "kyoto", "--user", "ana", stdin=stdin)
+        name = "stdin" if stdin else str(thread)
+        assert done.exit_code == 2, done.output
+        assert f"{name}, line 3: not UTF-8 (byte 0xe9" in done.output and "Traceback" not in done.output
+    assert query(database_url, "SELECT count(*) FROM memory_agent.messages")[0][0] == 0
+    # import-user reads standard input the same way.
+    done = invoke(database_url, "import-user", "-", stdin=b'{"user_id": "\xe9"}')
+    assert done.exit_code == 2 and "stdin: not UTF-8 (byte 0xe9" in done.output, done.output
+
+
+def test_an_empty_user_message_is_named_by_its_line(database_url, tmp_path: Path):
+    # It was named "message 2", its place among the messages: line 4 here, after a blank line.
+    thread = tmp_path / "thread.jsonl"
+    empty = {**LINES[0], "content": "  ", "created_at": "2023-09-14T20:32:00+02:00"}
+    thread.write_text("\n".join(json.dumps(line) for line in [*LINES, {}][:2]) + "\n\n" + json.dumps(empty) + "\n")
+    done = invoke(database_url, "import", str(thread), "--thread", "kyoto", "--user", "ana")
+    assert done.exit_code == 2 and f"{thread}, line 4 (HumanMessage) is empty" in done.output, done.output
+    assert query(database_url, "SELECT count(*) FROM memory_agent.messages")[0][0] == 0

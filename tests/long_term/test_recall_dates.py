@@ -34,6 +34,9 @@ def day(year: int, month: int, number: int, zone=PARIS) -> datetime:
         ("the 2023-09-14 call", day(2023, 9, 14), day(2023, 9, 15)),
         ("notes of 2023-09", day(2023, 9, 1), day(2023, 10, 1)),
         ("what did I say yesterday", day(2024, 3, 12), day(2024, 3, 13)),
+        # Read as "yesterday", the day before it named the wrong day; "last night" named none.
+        ("what did I say the day before yesterday?", day(2024, 3, 11), day(2024, 3, 12)),
+        ("what did we talk about last night", day(2024, 3, 12), day(2024, 3, 13)),
         ("what did we decide today", day(2024, 3, 13), day(2024, 3, 14)),
         ("last week", day(2024, 3, 4), day(2024, 3, 11)),
         ("this week", day(2024, 3, 11), day(2024, 3, 18)),
@@ -59,6 +62,27 @@ def test_date_expressions_name_a_span_in_the_users_time(query, start, end):
     span = date_span(query, NOW)
     assert span is not None
     assert (span.start, span.end) == (start, end)
+
+
+@pytest.mark.parametrize(
+    ("query", "now", "start", "end", "hours"),
+    [
+        # Paris moved to summer time at 02:00 on 31 March 2024: that day had 23 hours, 27 October 25.
+        ("yesterday", datetime(2024, 4, 1, 12, tzinfo=PARIS), day(2024, 3, 31), day(2024, 4, 1), 23),
+        ("in October 2024", NOW, day(2024, 10, 1), day(2024, 11, 1), 31 * 24 + 1),
+        # A Monday: last week is the whole week before, not the day before.
+        ("last week", datetime(2024, 3, 4, 0, 5, tzinfo=PARIS), day(2024, 2, 26), day(2024, 3, 4), 7 * 24),
+        # Across a year: the 1st of January's yesterday, last month and December.
+        ("yesterday", datetime(2024, 1, 1, 0, 30, tzinfo=PARIS), day(2023, 12, 31), day(2024, 1, 1), 24),
+        ("last month", datetime(2024, 1, 1, 0, 30, tzinfo=PARIS), day(2023, 12, 1), day(2024, 1, 1), 31 * 24),
+        ("in December", datetime(2024, 1, 1, 0, 30, tzinfo=PARIS), day(2023, 12, 1), day(2024, 1, 1), 31 * 24),
+        ("on Feb 29", datetime(2025, 3, 1, tzinfo=PARIS), day(2024, 2, 29), day(2024, 3, 1), 24),
+    ],
+)
+def test_spans_follow_the_users_calendar_across_summer_time_and_year_ends(query, now, start, end, hours):
+    span = date_span(query, now)
+    assert span is not None and (span.start, span.end) == (start, end)
+    assert span.end.astimezone(UTC) - span.start.astimezone(UTC) == timedelta(hours=hours)
 
 
 @pytest.mark.parametrize(

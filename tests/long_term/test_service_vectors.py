@@ -5,6 +5,7 @@ a missing extra is a configuration error that names the variable and the extra."
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import uuid
@@ -13,14 +14,14 @@ from typing import Any
 import pytest
 
 from memory_agent import with_memory
-from memory_agent.errors import ConfigurationError
+from memory_agent.errors import ConfigurationError, JobFailedError
 from memory_agent.llm.offline import OfflineSummaryModel
 from memory_agent.long_term.embedders import HashingEmbeddings
-from memory_agent.long_term.embeddings import index_items, index_pending
+from memory_agent.long_term.embeddings import CONTEXT_CHARS, TURN_CHARS, index_items, index_pending
 from memory_agent.settings import MemorySettings
 from tests.conftest import query
 from tests.long_term.test_forget import rounds, tables_holding
-from tests.support import EchoChat
+from tests.support import EchoChat, FailingSummaryModel
 
 CURRENT = "SELECT item_id, is_summary, content FROM items WHERE upper_inf(valid_during) ORDER BY item_id"
 VECTORS = "SELECT item_id, model FROM item_embeddings ORDER BY item_id"
@@ -132,3 +133,118 @@ async def test_rounds_ending_while_their_users_turns_are_embedded_are_embedded_t
     assert query(database_url, "SELECT count(*) FROM memory") == [(0,)]
     assert len(query(database_url, TURNS)) == 20
     assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)
+
+
+async def test_the_turns_of_a_round_whose_summary_failed_get_their_vectors_all_the_same(open_memory, database_url):
+    # The summary the third round started fails: the round left its turns' vectors to it (before, they waited for
+    # the periodic catch-up, up to MEMORY_AGENT_SWEEP_INTERVAL_S later).
+    memory = await open_memory(model=FailingSummaryModel(), embedder=HashingEmbeddings(), summary_max_attempts=1)
+    await rounds(with_memory(EchoChat().graph, memory), "chat", ["Hi there.", "Same here!", "Bye"])
+    assert await memory.drain(timeout=10)
+    assert query(database_url, "SELECT status FROM memory") == [("failed",)]
+    assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)
+
+
+async def test_a_huge_turn_is_embedded_by_its_start_and_gets_its_vector(open_memory, database_url):
+    # A pasted 3 MB log went whole to the embedder: the bundled e5 spends minutes on it (its time grows with the
+    # text) and a hosted model refuses it at every retry, holding back the vectors of the user's later turns.
+    class Measuring(HashingEmbeddings):
+        longest = 0
+
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            Measuring.longest = max(Measuring.longest, *map(len, texts))
+            return await super().aembed_documents(texts)
+
+    memory, app = await embedding_chat(open_memory, embedder=Measuring())
+    await rounds(app, "paste", ["Here is the log: " + "error at line 42; " * 170_000, "Thanks."])
+    assert await memory.drain(timeout=10)
+    assert query(database_url, TURN_VECTORS) == query(database_url, TURNS)  # written: the hash is the whole text's
+    assert Measuring.longest <= TURN_CHARS + CONTEXT_CHARS + 100
+
+
+@pytest.mark.parametrize("poisoned", ["ana", "bo"])  # first or last of the catch-up's users
+async def test_a_user_whose_turns_the_embedder_refuses_does_not_hold_back_the_other_users(
+    open_memory, database_url, conn, poisoned
+):
+    # The catch-up embedded user after user and stopped at the first that failed: a text the embedder refuses at
+    # every attempt held back every user after that one, run after run.
+    class Refusing(HashingEmbeddings):
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            if any("poison" in text for text in texts):
+                raise RuntimeError("the embedder refuses this text")
+            return await super().aembed_documents(texts)
+
+    memory = await open_memory(model=OfflineSummaryModel())  # no embedder: the turns wait for the catch-up
+    app = with_memory(EchoChat().graph, memory)
+    for user in ("ana", "bo"):
+        said = "poison ivy in the garden." if user == poisoned else "The roses are in bloom."
+        await rounds(app, f"garden-{user}", [said], user=user)
+    assert await memory.drain(timeout=10)
+    with pytest.raises(JobFailedError, match="refuses"):  # what failed is still said
+        await index_pending(conn, Refusing())
+    clean = "bo" if poisoned == "ana" else "ana"
+    embedded = query(database_url, "SELECT DISTINCT user_id FROM message_embeddings")
+    assert embedded == [(clean,)]
+
+
+async def test_a_turn_the_embedder_refuses_does_not_hold_back_the_users_other_turns(
+    open_memory, database_url, conn, caplog
+):
+    # The turns were embedded 128 at a time, oldest first: one text the embedder refused at every attempt (past a
+    # provider's limits, or a vector it cannot make) failed its batch at every run, and no later turn of the user
+    # ever got a vector.
+    class Refusing(HashingEmbeddings):
+        calls = 0
+
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            Refusing.calls += 1
+            if any(text.splitlines()[-1].startswith("poison") for text in texts):  # the turn's own text
+                raise RuntimeError("the embedder refuses this text")
+            return await super().aembed_documents(texts)
+
+    caplog.set_level(logging.WARNING, logger="memory_agent")
+    memory, app = await embedding_chat(
+        open_memory, embedder=Refusing(), memory_summarize_after_seq=25, memory_rolling_window_size=26
+    )
+    await rounds(app, "garden", ["poison ivy by the fence.", "The roses are in bloom.", "And the tulips."])
+    assert await memory.drain(timeout=10)
+    vectors = query(database_url, TURN_VECTORS)
+    assert vectors == [row for row in query(database_url, TURNS) if row != ("garden", 0)]
+    assert "turn garden #0" in caplog.text and "refuses this text" in caplog.text
+
+    # An embedder that is away is not asked once a text: a few calls, then its error.
+    class Away(HashingEmbeddings):
+        calls = 0
+
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            Away.calls += 1
+            if Away.calls > 1:  # after the model's center (the mean of its vectors of reference texts)
+                raise RuntimeError("embedding service away")
+            return await super().aembed_documents(texts)
+
+    with pytest.raises(RuntimeError, match="away"):  # another model: every turn is to embed
+        await index_items(conn, tenant_id="default", user_id="ana", embedder=Away(dimensions=64))
+    assert Away.calls == 1 + 4  # the center; the batch, then three texts alone
+
+
+@pytest.mark.parametrize("clean", ["ana", "bo", "cy"])
+async def test_users_whose_texts_the_embedder_refuses_do_not_take_every_place_of_the_catch_up(
+    open_memory, database_url, conn, clean
+):
+    # The catch-up takes `users` users a run, in an order that did not change from run to run: as many users with a
+    # text the embedder refuses (they stay pending) took every place, and no other user was ever caught up.
+    class Refusing(HashingEmbeddings):
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            if any("poison" in text for text in texts):
+                raise RuntimeError("the embedder refuses this text")
+            return await super().aembed_documents(texts)
+
+    memory = await open_memory(model=OfflineSummaryModel())  # no embedder: the turns wait for the catch-up
+    app = with_memory(EchoChat().graph, memory)
+    for user in ("ana", "bo", "cy"):
+        await rounds(app, f"garden-{user}", ["poison ivy." if user != clean else "The roses."], user=user)
+    assert await memory.drain(timeout=10)
+    for _ in range(40):  # one user a run: a fair pick misses the clean one 40 times once in ~10 million
+        with contextlib.suppress(JobFailedError):
+            await index_pending(conn, Refusing(), users=1)
+    assert query(database_url, "SELECT DISTINCT user_id FROM message_embeddings") == [(clean,)]

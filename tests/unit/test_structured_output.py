@@ -32,6 +32,9 @@ from memory_agent.llm.structured import refuses_method
             {"summary": "a"},
         ),
         ('{"type": "object", "properties": {"summary": {"type": "string"}}}', None),
+        # An empty object in the prose before the answer is no answer (before: taken, and the summary failed).
+        ('Starting from {} as the previous memory: {"summary": "a"}', {"summary": "a"}),
+        ("{}", None),
     ],
 )
 def test_lenient_json(text, expected):

@@ -53,7 +53,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("day_no_year", rf"\b{_ORDINAL}\s+of\s+{_MONTH}(?!\w)"),
         ("day_no_year", rf"\b{_MONTH}\s+{_ORDINAL}\b"),
         ("month_no_year", rf"\b(?:in|during)\s+{_MONTH}(?!\w)"),
-        ("relative", r"\b(?P<word>yesterday|today|tonight|this morning|this afternoon)\b"),
+        # "the day before yesterday" before "yesterday": read as yesterday, it named the wrong day.
+        (
+            "relative",
+            r"\b(?P<word>day\s+before\s+yesterday|yesterday|last\s+night|today|tonight|this morning|this afternoon)\b",
+        ),
         ("ago", r"\b(?P<count>\d{1,3}|a|an|one|two|three) (?P<unit>day|week|month|year)s? ago\b"),
         ("last", r"\b(?P<which>last|this|past|previous) (?P<unit>week|month|year|weekend)\b"),
         ("weekday", r"\b(?:last|on) (?P<weekday>" + "|".join(WEEKDAYS) + r")\b"),
@@ -117,7 +121,8 @@ def _days(kind: str, found: re.Match[str], today: date) -> tuple[date, date] | N
         year = int(groups["year"])
         return date(year, 1, 1), date(year, 12, 31)
     if kind == "relative":
-        day = today - timedelta(days=1) if groups["word"].lower() == "yesterday" else today
+        word = " ".join(groups["word"].lower().split())
+        day = today - timedelta(days={"day before yesterday": 2, "yesterday": 1, "last night": 1}.get(word, 0))
         return day, day
     if kind == "ago":
         count = _COUNTS.get(groups["count"].lower()) or int(groups["count"])
