@@ -18,10 +18,13 @@ def register(app: typer.Typer) -> None:
     def mcp(
         transport: str = typer.Option("stdio", help="stdio (a client starts this command) or streamable-http."),
         user_id: str = typer.Option(
-            None, "--user-id", help="stdio: the one user served (default: MEMORY_AGENT_MCP_USER_ID)."
+            None, "--user-id", "--user", help="stdio: the one user served (default: MEMORY_AGENT_MCP_USER_ID)."
         ),
         tenant_id: str = typer.Option(
-            None, "--tenant-id", help="stdio: the user's tenant (default: MEMORY_AGENT_MCP_TENANT_ID, else default)."
+            None,
+            "--tenant-id",
+            "--tenant",
+            help="stdio: the user's tenant (default: MEMORY_AGENT_MCP_TENANT_ID, else default).",
         ),
         host: str = typer.Option("127.0.0.1", help="streamable-http: address to listen on."),
         port: int = typer.Option(8001, min=1, max=65535, help="streamable-http: port to listen on."),

@@ -170,3 +170,16 @@ async def test_recall_reads_yesterday_in_the_users_time_zone(open_memory):
         assert (tokyo[0]["conversation_id"], utc[0]["conversation_id"]) == ("walks", "cakes")
         assert tokyo[0]["time"] == "2024-03-12T19:00:00+09:00"
         assert "no time zone" in _error(await client.call_tool("recall", {"query": "x", "time_zone": "Mars/Base"}))
+
+
+def test_the_user_and_tenant_options_have_the_other_commands_names():
+    # Every other command names a user --user and a tenant --tenant; mcp only took --user-id / --tenant-id, and
+    # `memory-agent mcp --user ana` stopped at "No such option".
+    from typer.testing import CliRunner
+
+    from memory_agent.cli.main import app
+
+    env = {"COLUMNS": "200", "NO_COLOR": "1"}
+    for user, tenant in (("--user", "--tenant"), ("--user-id", "--tenant-id")):
+        result = CliRunner().invoke(app, ["mcp", user, "ana", tenant, "acme", "--transport", "carrier-pigeon"], env=env)
+        assert result.exit_code == 2 and "--transport must be stdio or streamable-http" in result.output, result.output
