@@ -162,18 +162,21 @@ async def test_a_huge_turn_is_embedded_by_its_start_and_gets_its_vector(open_mem
     assert Measuring.longest <= TURN_CHARS + CONTEXT_CHARS + 100
 
 
+class RefusingPoison(HashingEmbeddings):
+    """An embedder that refuses any batch holding the word "poison", at every attempt."""
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        if any("poison" in text for text in texts):
+            raise RuntimeError("the embedder refuses this text")
+        return await super().aembed_documents(texts)
+
+
 @pytest.mark.parametrize("poisoned", ["ana", "bo"])  # first or last of the catch-up's users
 async def test_a_user_whose_turns_the_embedder_refuses_does_not_hold_back_the_other_users(
     open_memory, database_url, conn, poisoned
 ):
     # The catch-up embedded user after user and stopped at the first that failed: a text the embedder refuses at
     # every attempt held back every user after that one, run after run.
-    class Refusing(HashingEmbeddings):
-        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-            if any("poison" in text for text in texts):
-                raise RuntimeError("the embedder refuses this text")
-            return await super().aembed_documents(texts)
-
     memory = await open_memory(model=OfflineSummaryModel())  # no embedder: the turns wait for the catch-up
     app = with_memory(EchoChat().graph, memory)
     for user in ("ana", "bo"):
@@ -181,7 +184,7 @@ async def test_a_user_whose_turns_the_embedder_refuses_does_not_hold_back_the_ot
         await rounds(app, f"garden-{user}", [said], user=user)
     assert await memory.drain(timeout=10)
     with pytest.raises(JobFailedError, match="refuses"):  # what failed is still said
-        await index_pending(conn, Refusing())
+        await index_pending(conn, RefusingPoison())
     clean = "bo" if poisoned == "ana" else "ana"
     embedded = query(database_url, "SELECT DISTINCT user_id FROM message_embeddings")
     assert embedded == [(clean,)]
@@ -233,12 +236,6 @@ async def test_users_whose_texts_the_embedder_refuses_do_not_take_every_place_of
 ):
     # The catch-up takes `users` users a run, in an order that did not change from run to run: as many users with a
     # text the embedder refuses (they stay pending) took every place, and no other user was ever caught up.
-    class Refusing(HashingEmbeddings):
-        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-            if any("poison" in text for text in texts):
-                raise RuntimeError("the embedder refuses this text")
-            return await super().aembed_documents(texts)
-
     memory = await open_memory(model=OfflineSummaryModel())  # no embedder: the turns wait for the catch-up
     app = with_memory(EchoChat().graph, memory)
     for user in ("ana", "bo", "cy"):
@@ -246,5 +243,5 @@ async def test_users_whose_texts_the_embedder_refuses_do_not_take_every_place_of
     assert await memory.drain(timeout=10)
     for _ in range(40):  # one user a run: a fair pick misses the clean one 40 times once in ~10 million
         with contextlib.suppress(JobFailedError):
-            await index_pending(conn, Refusing(), users=1)
+            await index_pending(conn, RefusingPoison(), users=1)
     assert query(database_url, "SELECT DISTINCT user_id FROM message_embeddings") == [(clean,)]
