@@ -30,10 +30,11 @@ import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse, ToolCallRequest
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import BaseMessage
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
 from memory_agent.errors import InvalidInputError
@@ -155,6 +156,39 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
             return _new_reply(await handler(request), request)
         except BaseException as exc:  # a failed model, or the caller went away mid-generation (cancelled)
             await record_interrupted(self.memory, self._ended(round_, prepared), exc)
+            raise
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _tool_failed(self, request: ToolCallRequest) -> RoundInfo | None:
+        """The round of a tool call that raised, when this process holds it: the run ends there as it does when
+        a model call raises (no after_agent), so its lease is given back now, not when it expires (600 s, the
+        conversation's next round waiting meanwhile). A run resumed here that reached a tool before any model
+        call holds no lease (its pause gave it back)."""
+        round_ = request.state.get("memory_round") if isinstance(request.state, dict) else None
+        if not isinstance(round_, dict) or not isinstance(round_.get("round"), str):
+            return None
+        prepared = self._rounds.get(round_["round"])
+        return self._ended(round_, prepared) if prepared is not None else None
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: Any) -> Any:
+        try:
+            return handler(request)
+        except GraphBubbleUp:  # an interrupt inside the tool: the round is paused, its lease kept until it resumes
+            raise
+        except BaseException as exc:  # a failed tool, a cancelled caller
+            if (info := self._tool_failed(request)) is not None:
+                self.memory.call_sync(record_interrupted(self.memory, info, exc))
+            raise
+
+    async def awrap_tool_call(self, request: ToolCallRequest, handler: Any) -> Any:
+        try:
+            return await handler(request)
+        except GraphBubbleUp:
+            raise
+        except BaseException as exc:
+            if (info := self._tool_failed(request)) is not None:
+                await record_interrupted(self.memory, info, exc)
             raise
 
     # ------------------------------------------------------------------ agent end

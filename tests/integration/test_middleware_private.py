@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from memory_agent import MemoryMiddleware
 from tests.conftest import query
@@ -197,3 +197,49 @@ async def test_a_retried_model_call_takes_the_lease_again(open_memory, database_
     assert result["messages"][-1].text == "final answer without tools"
     assert [text for *_, text in stored(database_url, "p6")] == ["hi", "final answer without tools"]
     assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'p6'") == [(0,)]
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+async def test_a_tool_that_raises_gives_the_lease_back(open_memory, database_url, sync):
+    """A tool's exception ends the run as a model's does: the conversation's next round is not kept waiting for
+    the lease (600 s by default) and the failure is recorded."""
+    memory = await open_memory(multitask_strategy="reject")  # a lease left held would refuse the next round
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        raise RuntimeError("lookup service down")
+
+    agent = create_agent(ToolScriptModel(), [lookup], middleware=[MemoryMiddleware(memory)])
+    inputs = {"messages": [HumanMessage("please tools:1:seq")]}
+    with pytest.raises(RuntimeError, match="lookup service down"):
+        if sync:
+            await asyncio.to_thread(agent.invoke, inputs, config("p7"))
+        else:
+            await agent.ainvoke(inputs, config("p7"))
+    assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'p7'") == [(0,)]
+    assert query(database_url, "SELECT error_stage FROM round_metrics WHERE conversation_id = 'p7'") == [("graph",)]
+    await agent.ainvoke({"messages": [HumanMessage("hi again")]}, config("p7"))
+    assert [text for *_, text in stored(database_url, "p7")] == ["hi again", "final answer without tools"]
+
+
+async def test_an_interrupt_inside_a_tool_keeps_the_lease_until_the_round_resumes(open_memory, database_url):
+    memory = await open_memory(multitask_strategy="reject")
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up, once a person approves."""
+        return f"value of {key}: {interrupt('approve the lookup?')}"
+
+    agent = create_agent(
+        ToolScriptModel(), [lookup], middleware=[MemoryMiddleware(memory)], checkpointer=InMemorySaver()
+    )
+    result = await agent.ainvoke({"messages": [HumanMessage("please tools:1:seq")]}, config("p8"))
+    assert "__interrupt__" in result
+    leases = "SELECT count(*) FROM round_leases WHERE conversation_id = 'p8'"
+    assert query(database_url, leases) == [(1,)]  # paused, not failed: the round still holds its conversation
+    assert query(database_url, "SELECT count(*) FROM round_metrics WHERE conversation_id = 'p8'") == [(0,)]
+    result = await agent.ainvoke(Command(resume="approved"), config("p8"))
+    assert result["messages"][-1].text == "final answer after 1 tool results"
+    assert query(database_url, leases) == [(0,)]
+    assert [role for *_, role, _ in stored(database_url, "p8")] == ["user", "assistant", "tool", "assistant"]
