@@ -23,7 +23,14 @@ from memory_agent.conversation.trigger import SummaryTrigger
 from memory_agent.db.tenancy import tenant_scope
 from memory_agent.errors import InvalidInputError
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, MemoryRecord, RoundInfo, RoundSaved, TriggerResult
+from memory_agent.schemas import (
+    ConversationContext,
+    LeaseReference,
+    MemoryRecord,
+    RoundInfo,
+    RoundSaved,
+    TriggerResult,
+)
 from memory_agent.schemas.keys import ConversationKey, zone_named
 from memory_agent.tracing import memory_span, record, round_end_scope
 
@@ -131,7 +138,6 @@ class ConversationMemory:
         messages: Sequence[BaseMessage],
         *,
         lease: str | None = None,
-        resumes: str | None = None,
         user_id: str | None = None,
         tenant_id: str | None = None,
         time_zone: str | None = None,
@@ -142,7 +148,7 @@ class ConversationMemory:
         `messages` is what the graph state holds: with a checkpointer the earlier rounds too. The round's input
         is every message of it not stored yet (by id), so a message is stored once whatever the state carries;
         it needs a user message. A resumed round passes the `lease` it holds, or, where it does not have the token
-        (another process), `resumes`: its lease_reference; the lease is renewed when it is still that round's.
+        (another process), its LeaseReference (lease_reference): the lease is renewed when it is still that round's.
         The round belongs to `user_id` in `tenant_id` (none: the conversation's own scope, tenant 'default'); a
         thread id belongs to one user and tenant: naming another raises ConversationOwnerError before anything is
         read or written. `time_zone` (an IANA name) is the user's: recall reads "yesterday" or "last week" in it
@@ -154,8 +160,8 @@ class ConversationMemory:
             tenant_scope(key.tenant_id),  # a role bound by row-level security names the tenant (db/tenancy.py)
             _key_span("memory_agent.round_start", "search_memory", key) as span,
         ):
-            if lease is None and resumes is not None:
-                lease = await self.start.held_lease(key, resumes)
+            if isinstance(lease, LeaseReference):
+                lease = await self.start.held_lease(key, lease)
             context, info = await self.start.prepare(key, messages, lease, zone)
             record(span, **_round_start_attributes(info))
             return context, info

@@ -45,7 +45,7 @@ from memory_agent.integrations.base import (
     round_scope,
     with_fresh_ids,
 )
-from memory_agent.schemas import RoundInfo, fingerprint, lease_reference, new_messages
+from memory_agent.schemas import LeaseReference, RoundInfo, fingerprint, lease_reference, new_messages
 
 # The rounds in flight in this process (context and RoundInfo), by their state's "round". A run resumed where
 # this does not have its round (another process, after a restart, evicted) prepares it again.
@@ -109,7 +109,10 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         conversation_id, scope = round_scope(self.memory, config)
         start = set(round_["start"])
         prepared = await self.memory.conversations.prepare_round(
-            conversation_id, [m for m in messages if fingerprint(m) in start], resumes=round_["round"], **scope
+            conversation_id,
+            [m for m in messages if fingerprint(m) in start],
+            lease=LeaseReference(round_["round"]),
+            **scope,
         )
         return self._remember(round_["round"], prepared)
 

@@ -11,6 +11,7 @@ May import: errors. Nothing else of memory_agent: db/, conversation/, long_term/
 
 from memory_agent.schemas.conversation import (
     ConversationContext,
+    LeaseReference,
     MemoryRecord,
     MemoryStatus,
     MemorySummaryOutput,
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_TENANT_ID",
     "ConversationContext",
     "ConversationKey",
+    "LeaseReference",
     "MemoryRecord",
     "MemoryStatus",
     "MemorySummaryOutput",

@@ -218,11 +218,16 @@ def fingerprint(message: BaseMessage) -> str:
     return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
-def lease_reference(lease: str) -> str:
+class LeaseReference(str):
+    """A digest naming a round's lease without revealing it (lease_reference): given as prepare_round's `lease` by
+    a round resumed where the token is not at hand, it renews the lease it names while that is still the round's."""
+
+
+def lease_reference(lease: str) -> LeaseReference:
     """A digest that names a round's lease without revealing it: what graph state may carry (every stream mode
     and the server's thread state show it), so a round resumed in another process finds its own lease again
-    (ConversationMemory.prepare_round's `resumes`) while the token itself stays in this process and the database."""
-    return "lease:" + hashlib.blake2b(lease.encode("utf-8"), digest_size=16).hexdigest()
+    (ConversationMemory.prepare_round's `lease`) while the token itself stays in this process and the database."""
+    return LeaseReference("lease:" + hashlib.blake2b(lease.encode("utf-8"), digest_size=16).hexdigest())
 
 
 def new_messages(messages: Sequence[BaseMessage], known: Sequence[str]) -> list[BaseMessage]:
