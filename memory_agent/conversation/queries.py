@@ -39,15 +39,8 @@ class ConversationQueries:
     ) -> list[Row]:
         """Latest completed memory + the messages after it (at most the conversation's last `max_gap`), and
         which of `message_ids` are stored, in one statement (at least one row)."""
-        return await self.connector.fetch_all(
-            "load_context",
-            {
-                "user_id": user_id,
-                "conversation_id": conversation_id,
-                "message_ids": list(message_ids),
-                "max_gap": max_gap,
-            },
-        )
+        params = {"user_id": user_id, "conversation_id": conversation_id, "max_gap": max_gap}
+        return await self.connector.fetch_all("load_context", {**params, "message_ids": list(message_ids)})
 
     async def acquire_round_lease(
         self, conversation_id: str, holder: str, lease_s: float, *, tenant_id: str, user_id: str
@@ -124,10 +117,8 @@ class ConversationQueries:
         return row["holder"] if row else None
 
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
-        return await self.connector.fetch_one(
-            "gap_cap_cause",
-            {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence},
-        )
+        params = {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence}
+        return await self.connector.fetch_one("gap_cap_cause", params)
 
     async def end_round(
         self,
@@ -265,7 +256,7 @@ class ConversationQueries:
     ) -> None:
         """The start of an imported thread's transaction (conversation/imports.py): the user's forget lock shared,
         the thread's owner and its conversation row (InvalidInputError: it has messages already)."""
-        who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
+        who = key.params()
         await fetch_one(conn, "share_forget_lock", who)
         owner = await fetch_one(conn, "import_owner", {**who, "now": now})
         if owner is None:  # an import or round of the thread committed its owner while the statement waited on it:
@@ -296,18 +287,13 @@ class ConversationQueries:
         await execute_many(conn, "import_message", rows)
         if not ids:
             return None
-        params = {
-            "user_id": key.user_id,
-            "conversation_id": key.conversation_id,
-            "sequences": list(ids),
-            "message_ids": list(ids.values()),
-        }
+        params = {**key.params(), "sequences": list(ids), "message_ids": list(ids.values())}
         return await fetch_one(conn, "import_duplicate_id", params)
 
     async def end_import(
         self, conn: psycopg.AsyncConnection[Row], key: ConversationKey, messages: int, rounds: int, last_at: datetime
     ) -> None:
         """The imported thread's conversation row once its last message is written."""
-        who = {"tenant_id": key.tenant_id, "user_id": key.user_id, "conversation_id": key.conversation_id}
+        who = key.params()
         counts = {"next_sequence": messages, "round_count": rounds, "updated_at": last_at}
         await execute_query(conn, "import_thread_end", {**who, **counts})

@@ -133,3 +133,6 @@ class ConversationKey:
     def user(self) -> UserKey:
         """The conversation's owner (its ids were checked when the round's identity was read)."""
         return UserKey(self.tenant_id, self.user_id)
+
+    def params(self) -> dict[str, Any]:
+        return {"tenant_id": self.tenant_id, "user_id": self.user_id, "conversation_id": self.conversation_id}

@@ -141,12 +141,25 @@ class FailingModel(ToolScriptModel):
         return super()._generate(messages, stop, run_manager, **kw)
 
 
+@tool("lookup")
+def broken_lookup(key: str) -> str:
+    """Look a key up."""
+    raise RuntimeError("lookup service down")
+
+
 @pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
-async def test_a_failed_model_call_gives_the_lease_back(open_memory, database_url, sync):
+@pytest.mark.parametrize(
+    ("model", "tools", "error"),
+    [(FailingModel, [], "model down"), (ToolScriptModel, [broken_lookup], "lookup service down")],
+    ids=["model", "tool"],
+)
+async def test_a_failed_model_call_or_tool_gives_the_lease_back(open_memory, database_url, sync, model, tools, error):
+    """A model call's or a tool's exception ends the run without after_agent: the conversation's next round is not
+    kept waiting for the lease (600 s by default) and the failure is recorded."""
     memory = await open_memory(multitask_strategy="reject")  # a lease left held would refuse the next round
-    agent = create_agent(FailingModel(), [], middleware=[MemoryMiddleware(memory)])
-    inputs = {"messages": [HumanMessage("hi")]}
-    with pytest.raises(ValueError, match="model down"):
+    agent = create_agent(model(), tools, middleware=[MemoryMiddleware(memory)])
+    inputs = {"messages": [HumanMessage("please tools:1:seq")]}
+    with pytest.raises((ValueError, RuntimeError), match=error):
         if sync:
             await asyncio.to_thread(agent.invoke, inputs, config("p4"))
         else:
@@ -197,30 +210,6 @@ async def test_a_retried_model_call_takes_the_lease_again(open_memory, database_
     assert result["messages"][-1].text == "final answer without tools"
     assert [text for *_, text in stored(database_url, "p6")] == ["hi", "final answer without tools"]
     assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'p6'") == [(0,)]
-
-
-@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
-async def test_a_tool_that_raises_gives_the_lease_back(open_memory, database_url, sync):
-    """A tool's exception ends the run as a model's does: the conversation's next round is not kept waiting for
-    the lease (600 s by default) and the failure is recorded."""
-    memory = await open_memory(multitask_strategy="reject")  # a lease left held would refuse the next round
-
-    @tool
-    def lookup(key: str) -> str:
-        """Look a key up."""
-        raise RuntimeError("lookup service down")
-
-    agent = create_agent(ToolScriptModel(), [lookup], middleware=[MemoryMiddleware(memory)])
-    inputs = {"messages": [HumanMessage("please tools:1:seq")]}
-    with pytest.raises(RuntimeError, match="lookup service down"):
-        if sync:
-            await asyncio.to_thread(agent.invoke, inputs, config("p7"))
-        else:
-            await agent.ainvoke(inputs, config("p7"))
-    assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'p7'") == [(0,)]
-    assert query(database_url, "SELECT error_stage FROM round_metrics WHERE conversation_id = 'p7'") == [("graph",)]
-    await agent.ainvoke({"messages": [HumanMessage("hi again")]}, config("p7"))
-    assert [text for *_, text in stored(database_url, "p7")] == ["hi again", "final answer without tools"]
 
 
 async def test_an_interrupt_inside_a_tool_keeps_the_lease_until_the_round_resumes(open_memory, database_url):

@@ -19,9 +19,10 @@ from memory_agent.consolidation.model import ConsolidationOutput, call_consolida
 from memory_agent.errors import ConfigurationError, SummarizationError
 from memory_agent.llm import chat_model_from_setting
 from memory_agent.settings import ModelPrice
-from memory_agent.summarize.agent import MemoryAgent, SequencedMessage
+from memory_agent.summarize.agent import MemoryAgent
 from memory_agent.summarize.failures import BACKOFF_BASE_S, MAX_SAID_CHARS
 from tests.conftest import query
+from tests.integration.test_provider_answers import WINDOW
 from tests.local_server import LocalServer
 from tests.support import EchoChat
 
@@ -86,13 +87,6 @@ def test_base_urls_users_write_are_accepted(monkeypatch):
         assert chat_model_from_setting("gpt-4o", variable="MEMORY_AGENT_MEMORY_MODEL")
 
 
-WINDOW = {
-    "previous_summary": None,
-    "base_end_sequence": None,
-    "new_messages": [SequencedMessage(0, HumanMessage("I like green tea"))],
-    "window_start_seq": 0,
-    "window_end_seq": 0,
-}
 KEY = "sk-proj-cluster-0123456789abcdef"
 
 
@@ -154,6 +148,27 @@ async def test_a_backed_off_conversation_recovers_once_the_model_answers(fake_op
     assert chat.seen[-1][0].text.startswith("[Previous context:") and len(chat.seen[-1]) < len(chat.seen[-4])
 
 
+def answer_completion(
+    handler: BaseHTTPRequestHandler, message: dict[str, Any], finish: str, usage: dict[str, Any]
+) -> None:
+    """An OpenAI chat completion of one choice, written whole as `handler`'s answer."""
+    choice = {"index": 0, "message": message, "finish_reason": finish}
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [choice],
+        "usage": usage,
+    }
+    data = json.dumps(completion).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class CutShort(BaseHTTPRequestHandler):
     """Every answer stopped short, `finish_reason` saying why: at the model's output limit (`length`: a tool call's
     arguments or the text end halfway through the object), or by a content filter (`content_filter`)."""
@@ -172,16 +187,8 @@ class CutShort(BaseHTTPRequestHandler):
         if body.get("tools"):
             call = {"name": "MemorySummaryOutput", "arguments": half}
             message["tool_calls"] = [{"id": "call_1", "type": "function", "function": call}]
-        choice = {"index": 0, "message": message, "finish_reason": CutShort.finish_reason}
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        data = json.dumps(
-            {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice], "usage": usage}
-        )
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data.encode())
+        answer_completion(self, message, CutShort.finish_reason, usage)
 
 
 @pytest.mark.parametrize(
@@ -227,16 +234,8 @@ class OddUsage(BaseHTTPRequestHandler):
         message = {"role": "assistant", "content": None, "tool_calls": [call]}
         if not body.get("tools"):
             message = {"role": "assistant", "content": "A cluster of tea preferences."}
-        choice = {"index": 0, "message": message, "finish_reason": "stop"}
         usage = {"prompt_tokens": -1, "completion_tokens": 3_000_000_000, "total_tokens": 0}
-        data = json.dumps(
-            {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice], "usage": usage}
-        )
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data.encode())
+        answer_completion(self, message, "stop", usage)
 
 
 async def test_a_usage_that_is_no_count_is_estimated(monkeypatch, open_memory, database_url):

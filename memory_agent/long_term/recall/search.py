@@ -1,18 +1,18 @@
 """Recall at round start: a user's relevant items, cluster summaries, key insights of their weekly and monthly
 consolidation notes, and earlier turns, as a bounded block.
 
-Paths: full-text search ranked by BM25 over turns (with their speaker's name), items, summaries and key insights
-→ trigram fallback (CJK queries, or too few full-text hits) → vectors of turns, items and summaries when an
-embedder is configured (on every recall: hybrid; or as a fallback, `vectors_always` False) → the latest turns when
-nothing matched; the lists are fused by weighted reciprocal rank in one statement (`recall_search` in
-sql/queries/recall.sql). A recalled turn comes with its neighbours in its conversation and its date. With the stored 'english' vectors the statement is prepared once per
-connection and runs on a generic plan. Scope: this conversation's turns first, the user's other conversations
-too when this one has few hits or the message points to the past ("last time", "之前", …). Guardrails: a token
-budget for the block, a number of turns, a per-turn character cap (block.py). Every result says where
-it came from (conversation + sequences, item ids, source items, a key insight's note), so a caller can re-expand
-it. With an embedder, hybrid.py embeds the query beside the statement, re-ranks full text's hits with their own
-vectors, and adds the hits only the statement's vector path (run alone) found. Recall never calls an LLM.
-docs/measurements/recall.md has the measurements.
+Paths: full-text search ranked by BM25 over turns (with their speaker's name: the named speaker's turns first),
+items, summaries and key insights → trigram fallback (CJK queries, or too few full-text hits) → vectors of turns,
+items and summaries when an embedder is configured (on every recall: hybrid; or as a fallback, `vectors_always`
+False) → the latest turns when nothing matched; the lists are fused by weighted reciprocal rank in one statement
+(`recall_search` in sql/queries/recall.sql). A recalled turn comes with its neighbours and its date. With the stored
+'english' vectors the statement is prepared once per connection and runs on a generic plan. Scope: this
+conversation's turns first, the user's other conversations too when this one has few hits or the message points to
+the past ("last time", "之前", …). Guardrails: a token budget for the block, a number of turns, a per-turn
+character cap (block.py). Every result says where it came from (conversation + sequences, item ids, source items, a
+key insight's note), so a caller can re-expand it. With an embedder, hybrid.py embeds the query beside the
+statement, re-ranks full text's hits with their own vectors, and adds the hits only its vector path found. No LLM.
+Measurements: docs/measurements/recall.md.
 """
 
 from __future__ import annotations
@@ -157,11 +157,10 @@ async def recall(
     now: datetime | None = None,
 ) -> RecallResult:
     """Recall for one user: turns of every conversation of theirs, `conversation_id` (the round's) first; `as_of`
-    reads items valid then and turns stored by then; `paths` restricts the retrieval paths (the evaluation measures each alone: a path named alone always
+    reads items valid then and turns stored by then; `paths` restricts the retrieval paths (one named alone always
     runs, trigrams included). Vectors run only with an `embedder` and pgvector on the server. `include_summaries`
     False leaves cluster summaries out of the results (their source items still compete). `now` (the service's
-    clock; its time zone is the user's): a date expression in the query ranks the turns of that time first
-    (dated.py); None: no date boost."""
+    clock, in the user's zone): a date expression in the query ranks that time's turns first (dated.py)."""
     started = time.perf_counter()
     settings = settings or RecallSettings()
     if not tenant_id or not user_id:
@@ -201,9 +200,8 @@ async def recall(
         "rrf_k": settings.rrf_k,
         "vector_weight": settings.vector_weight,
         "recent": settings.recent_turns if "recent" in paths else 0,
-        # Room for the hits without_repeats drops (a turn a better hit shows as its neighbour): twice what the
-        # block and the ranking keep lost nothing on the LoCoMo dev split (three times: the same figures, more CPU
-        # per recall fetching and reading rows that were never used: docs/measurements/code.md).
+        # Room for the hits without_repeats drops (a turn a better hit shows as its neighbour): twice what the block
+        # keeps lost nothing on LoCoMo (three times: more CPU for rows never used, docs/measurements/code.md).
         "fused_limit": max(limit, settings.max_turns) * 2,
         "neighbours_before": settings.neighbours_before,
         "neighbours_after": settings.neighbours_after,
