@@ -94,6 +94,12 @@ def test_spans_follow_the_users_calendar_across_summer_time_and_year_ends(query,
         "May I ask?",
         "on February 30th",
         "I may 3D print it",
+        # A bound, not a time: ranking November's turns first lost the answer, told in July.
+        "how many pets do I have as of November 2023?",
+        "how many books as of 2023",
+        "what changed since last week?",
+        "what did I do before April 10, 2023?",
+        "what is due by the 5th of March",
     ],
 )
 def test_no_date_or_an_impossible_one_gives_none(query):
@@ -153,6 +159,32 @@ async def test_a_date_in_the_query_ranks_the_turns_of_that_time_first(open_memor
     # A span with no turn changes nothing.
     empty = await memory.long_term.recall("ana", "what did we plan in May 2021")
     assert [h.conversation_id for h in empty.results] == [h.conversation_id for h in undated.results]
+
+
+async def test_a_turn_that_names_a_time_of_the_span_ranks_with_the_turns_stored_in_it(open_memory):
+    # "Last month I went to a convention", stored on 18 April, is of March: it ranked after every turn stored in
+    # March, none of which spoke of a convention. A turn's "last year" is not of a month.
+    memory = await open_memory(model=OfflineSummaryModel(), clock=lambda: NOW)
+    march = [
+        "Swimming on Mondays.",
+        "We went to the cinema.",
+        "I did the taxes.",
+        "I went to the dentist.",
+        "I painted the kitchen.",
+        "I fixed the bike.",
+    ]
+    for n, text in enumerate(march):
+        stored = records(datetime(2023, 3, 5 + n, 17, tzinfo=UTC), [text])
+        await memory.transfers.import_messages(f"march-{n}", stored, user_id="ana", summarize=False)
+    told = records(datetime(2023, 4, 18, 17, tzinfo=UTC), ["Last month we attended a convention with my colleagues."])
+    await memory.transfers.import_messages("april", told, user_id="ana", summarize=False)
+    later = records(datetime(2024, 2, 1, 17, tzinfo=UTC), ["Last year we attended a convention with my colleagues."])
+    await memory.transfers.import_messages("later", later, user_id="ana", summarize=False)
+
+    found = await memory.long_term.recall("ana", "which convention did we attend in March 2023?", limit=5)
+    assert found.results[0].conversation_id == "april"
+    assert "date" in found.results[0].paths
+    assert "later" not in [hit.conversation_id for hit in found.results]
 
 
 async def test_the_block_dates_a_turn_in_the_users_time_zone(open_memory):

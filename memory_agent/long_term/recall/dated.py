@@ -3,8 +3,9 @@ turns of that time first.
 
 The span comes from dates.py, read at the service's clock in its time zone. The user's turns stored in it are
 searched on their own (`recall_dated_turns`, sql/queries/recall_dates.sql), best matches of the query's other
-words first; the fused hits of that span move to the front, in their order, then the span's turns the fusion did
-not find; the rest follow, in their order. One statement more, only for a query with a date expression.
+words first; the fused hits of that span move to the front, in their order (a hit stored later that names a time
+in the span, "last month …", is of it too), then the span's turns the fusion did not find; the rest follow, in
+their order. One statement more, only for a query with a date expression.
 """
 
 from __future__ import annotations
@@ -60,11 +61,29 @@ async def dated_hits(
     return shown_hits(rows, settings)
 
 
+def of_span(hit: RecallHit, span: DateSpan) -> bool:
+    """Whether a hit is a turn of `span`: stored in it, or naming a time in it when it was stored ("last month I
+    went to a convention", stored on 18 April, is of March), a time no longer than the span (a turn's "last year"
+    is not of a month)."""
+    if hit.kind != "turn" or hit.created_at is None:
+        return False
+    if hit.created_at in span:
+        return True
+    named = date_span(hit.text, hit.created_at.astimezone(span.start.tzinfo))
+    return (
+        named is not None
+        and named.end - named.start <= span.end - span.start
+        and named.start < span.end
+        and span.start < named.end
+    )
+
+
 def boosted(hits: Sequence[RecallHit], dated: Sequence[RecallHit], span: DateSpan) -> list[RecallHit]:
-    """`hits` with the turns of `span` first: the fused ones (marked path 'date' too), then `dated`'s others."""
+    """`hits` with the turns of `span` first (of_span): the fused ones (marked path 'date' too), then `dated`'s
+    others."""
     inside, outside = [], []
     for hit in hits:
-        if hit.kind == "turn" and hit.created_at in span:
+        if of_span(hit, span):
             hit.paths = sorted({*hit.paths, "date"})
             inside.append(hit)
         else:

@@ -65,6 +65,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}
+# Words that make a time a bound ("as of", "since", "before" …): such a query asks about everything up to it or
+# after it, not about that time (ranking its turns first lost the question's own answer, told months before).
+_BOUND = re.compile(r"\b(?:as\s+of|since|until|till|before|after|by)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -81,13 +84,16 @@ class DateSpan:
 
 def date_span(query: str, now: datetime) -> DateSpan | None:
     """The span the first date expression of `query` names, relative to `now` (timezone-aware: its zone is the
-    user's). None when the query names no time or names an impossible date (31 February)."""
+    user's). None when the query names no time, an impossible date (31 February), or a bound ("since March",
+    "as of November 2023")."""
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"now must be a timezone-aware datetime, got {now!r}")
     for kind, pattern in _PATTERNS:
         found = pattern.search(query)
         if found is None:
             continue
+        if _BOUND.search(query, 0, found.start() + found.group(0).lower().startswith("of ") * 3):
+            return None  # "as of November 2023": up to a time, not in it
         try:
             days = _days(kind, found, now.date())
         except ValueError:  # a day the calendar does not have
