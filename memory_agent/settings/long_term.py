@@ -83,6 +83,14 @@ class RecallSettings(SettingsGroup):
         description="Hybrid: the vectors' share of a hit's score beside full text's (a convex combination of the two "
         "normalized scores); in the fallback's fusion of ranks, a vector rank's weight against full text's 1; measured.",
     )
+    vector_min_spread: float = Field(
+        default=0.12,
+        ge=0,
+        le=2,
+        description="Hybrid: the least range of cosine similarity the re-ranked hits' vectors are placed over (0 to "
+        "1 of the vectors' share): hits whose vectors lie closer together than this score as close as they are "
+        "(0: min-max over whatever range they span); measured.",
+    )
     rerank_hits: int = Field(
         default=40,
         ge=1,

@@ -321,6 +321,46 @@ async def test_a_hit_nearest_by_far_outranks_full_texts_best_when_its_words_matc
     assert first_turn(hybrid) == ("trips", 2)
 
 
+class CloseEmbeddings(Embeddings):
+    """Every text at about the same similarity to the query: 0.84 for a text that names Lisbon, 0.83 for any other
+    (the range of a small model's similarities among hits that all share the query's words)."""
+
+    model = "test-close"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[c, (1 - c * c) ** 0.5, 0.0, 0.0] for c in (0.84 if "Lisbon" in text else 0.83 for text in texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return NEAR
+
+
+async def test_vectors_nearly_as_near_as_each_other_do_not_overturn_full_texts_order(conn: Any) -> None:
+    # Placed min-max over the hits' own range, similarities of 0.83 and 0.84 scored 0 and 1: a difference the model
+    # hardly makes decided the order over full text's. Over a range of `vector_min_spread` at least, it stays small.
+    await store_conversation(
+        conn,
+        "trips",
+        [
+            ("user", "The trip was long.", at(0)),
+            ("user", "A trip by train.", at(0)),
+            ("user", "The trip to Lisbon in May was long and lovely.", at(0)),
+            ("user", "Tell me about the weather.", at(0)),
+        ],
+        tenant_id=TENANT,
+        user_id=USER,
+    )
+    embedder = CloseEmbeddings()
+    await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder)
+    ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
+    alone = {"neighbours_before": 0, "neighbours_after": 0}
+    lexical = await recall(conn, **ask, settings=RecallSettings(**alone))
+    assert [hit.sequences[0] for hit in lexical.ranked][2] == 2
+    hybrid = await recall(conn, **ask, embedder=embedder, settings=RecallSettings(**alone))
+    assert [hit.sequences[0] for hit in hybrid.ranked][2] == 2
+    min_max = await recall(conn, **ask, embedder=embedder, settings=RecallSettings(**alone, vector_min_spread=0))
+    assert first_turn(min_max) == ("trips", 2)
+
+
 @pytest.mark.parametrize(
     ("query", "min_hits"),
     [("Portugal?", 2), ("凉爽的里斯本", 2), ("Osaka", 3), ("Lisbon", 50)],

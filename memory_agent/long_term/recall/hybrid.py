@@ -69,24 +69,29 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
 @dataclass(frozen=True)
 class Scale:
     """What a hit's scores are measured against in the fusion of full text with vectors: the best BM25 score of
-    the re-ranked hits, and the lowest and highest similarity among their vectors."""
+    the re-ranked hits, the lowest and highest similarity among their vectors, and the least range their
+    similarities are placed over (`spread`)."""
 
     best_bm25: float
     low: float
     high: float
+    spread: float = 0.0
 
     def lexical(self, bm25: float | None) -> float:
         """A BM25 score as a share of the best one (0 without one)."""
         return bm25 / self.best_bm25 if bm25 is not None and self.best_bm25 > 0 else 0.0
 
     def vector(self, similarity: float | None) -> float:
-        """A similarity placed between the lowest (0) and the highest (1) of the re-ranked hits' vectors (1 when
-        they are all equal); 0 without a vector."""
+        """A similarity placed between the lowest (0) and the highest (1) of the re-ranked hits' vectors, over
+        `spread` at least: vectors closer together than that say little about which hit is better, and their
+        scores stay as close (min-max alone placed a few hundredths of similarity as far apart as BM25's whole range). 1 when they are all equal
+        without a spread; 0 without a vector."""
         if similarity is None:
             return 0.0
-        if self.high <= self.low:
+        width = max(self.high - self.low, self.spread)
+        if width <= 0:
             return 1.0 if similarity >= self.high else 0.0
-        return min(1.0, max(0.0, (similarity - self.low) / (self.high - self.low)))
+        return min(1.0, max(0.0, (similarity - self.low) / width))
 
 
 async def reranked(
@@ -99,8 +104,8 @@ async def reranked(
     """`rows` (full text's and trigrams' fused hits) re-scored with the query's vector: the turn or item vector of
     each of the first `rerank_hits` is read (`recall_vector_distances`: a lookup a hit, none of the user's other
     vectors), and each of them scores the convex combination `(1 − vector_weight) × bm25 / best bm25 +
-    vector_weight × (similarity − lowest) / (highest − lowest)` of its scores, each normalized over these hits
-    (min-max: what the two scores say, not only their ranks; a hit without a BM25 score, found by trigrams, has
+    vector_weight × (similarity − lowest) / max(highest − lowest, vector_min_spread)` of its scores, each
+    normalized over these hits (min-max: what the two scores say, not only their ranks; a hit without a BM25 score, found by trigrams, has
     its share of the best fused score instead). The hits after the first `rerank_hits` follow them in their order.
     Returns the rows and the scale a hit only the vector path found is scored on (None when none of the hits has
     a vector: the rows are returned as they were). `scope`: the user's `tenant_id` and `user_id`; `vector`: the
@@ -133,7 +138,7 @@ async def reranked(
     # one vector found among such hits counts fully (not min = max, which would count none).
     below = len(found) < len(turns) + len(items)
     low = settings.vector_min_similarity if below else min(similarity.values())
-    scale = Scale(max(bm25, default=0.0), low, max(similarity.values()))
+    scale = Scale(max(bm25, default=0.0), low, max(similarity.values()), settings.vector_min_spread)
     best = max((row["score"] for row in first), default=0.0)
     weight = settings.vector_weight
     rescored = []
