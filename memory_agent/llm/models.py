@@ -88,7 +88,9 @@ def _unsendable(provider: str) -> str | None:
         if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 or (key and ord(c) > 126) for c in value):
             outside = ", a control character or a character outside ASCII" if key else " or a control character"
             return f"{name} holds whitespace around it{outside} (a stray newline?); its value is not shown"
-        if name.endswith("_URL") and not _http_url(value):
+        if name == "OLLAMA_HOST" and "://" not in value:  # its client reads `host:port` as http://host:port
+            value = f"http://{value}"
+        if name.endswith(("_URL", "_HOST")) and not _http_url(value):
             # `localhost:8000/v1` (the scheme left out) read as a URL of scheme `localhost`: every call failed as
             # `Connection error.`, retried as if the server were down. Its value may hold a password: not shown.
             return (

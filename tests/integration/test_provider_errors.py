@@ -65,6 +65,8 @@ async def test_a_huge_error_body_is_cut_on_the_row_in_the_log_and_in_consolidati
         ("OPENAI_BASE_URL", "http://user:secret-pass@:8000/v1"),  # no host
         ("OPENAI_BASE_URL", "http://gateway:port/v1"),
         ("ANTHROPIC_BASE_URL", "gateway.example/anthropic"),
+        ("OLLAMA_HOST", "ftp://models.example"),  # its client kept the scheme: every call a connection error
+        ("OLLAMA_HOST", "models.example:port"),
     ],
 )
 def test_a_base_url_without_its_scheme_or_host_is_refused_at_open(monkeypatch, variable, value):
@@ -74,7 +76,7 @@ def test_a_base_url_without_its_scheme_or_host_is_refused_at_open(monkeypatch, v
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fine")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fine")
     monkeypatch.setenv(variable, value)
-    setting = "anthropic:x" if variable.startswith("ANTHROPIC") else "gpt-4o"
+    setting = {"ANTHROPIC": "anthropic:x", "OLLAMA": "ollama:llama3.1"}.get(variable.split("_")[0], "gpt-4o")
     with pytest.raises(ConfigurationError, match=f"{variable} is not an http:// or https:// URL") as raised:
         chat_model_from_setting(setting, variable="MEMORY_AGENT_MEMORY_MODEL")
     assert f"MEMORY_AGENT_MEMORY_MODEL='{setting}'" in str(raised.value) and value not in str(raised.value)
@@ -85,6 +87,9 @@ def test_base_urls_users_write_are_accepted(monkeypatch):
     for value in ("http://127.0.0.1:8000/v1", "https://user:pass@gateway.example/v1", "HTTPS://[::1]:8000"):
         monkeypatch.setenv("OPENAI_BASE_URL", value)
         assert chat_model_from_setting("gpt-4o", variable="MEMORY_AGENT_MEMORY_MODEL")
+    for value in ("127.0.0.1:11434", "models.example", "https://models.example", "[::1]:11434"):
+        monkeypatch.setenv("OLLAMA_HOST", value)  # the Ollama client's own forms, a host without its scheme too
+        assert chat_model_from_setting("ollama:llama3.1", variable="MEMORY_AGENT_MEMORY_MODEL")
 
 
 KEY = "sk-proj-cluster-0123456789abcdef"
