@@ -21,7 +21,8 @@ only shapes the input and output schemas). The state carries two harmless facts:
 lease (`lease_reference`) and the fingerprints of the messages the run started with. A run interrupted by
 HumanInTheLoopMiddleware (or any `interrupt()`) resumes from its checkpoint; where this process does not have the
 round (another process, a restart), it is prepared again from those start messages under the run's own identity,
-renewing the lease the digest names, and stored once, whole, when it completes.
+renewing the lease the digest names, and stored once, whole, when it completes. A new run on a paused thread (a
+new message, not a resume) takes that lease over for its own round.
 """
 
 from __future__ import annotations
@@ -95,9 +96,19 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
 
     # ------------------------------------------------------------------ agent start
 
-    async def _start(self, config: Any, messages: list[BaseMessage]) -> dict[str, Any]:
+    async def _start(self, config: Any, state: MemoryAgentState) -> dict[str, Any]:
         conversation_id, scope = round_scope(self.memory, config)
-        context, info = await self.memory.conversations.prepare_round(conversation_id, messages, **scope)
+        messages = list(state["messages"])
+        # A round still named in the state was paused (an interrupt) and this run starts anew instead of resuming
+        # it: this round takes its lease over (the state names it; the lease passes only while it is still that
+        # round's). Before, the conversation waited for the paused round's lease to expire (600 s), or was refused
+        # at once with multitask_strategy "reject". Its messages are stored with this round (not stored yet).
+        earlier = state.get("memory_round")
+        lease: str | LeaseReference | None = None
+        if isinstance(earlier, dict) and isinstance(earlier.get("round"), str):
+            paused = self._rounds.pop(earlier["round"], None)
+            lease = paused[1].lease if paused is not None else LeaseReference(earlier["round"])
+        context, info = await self.memory.conversations.prepare_round(conversation_id, messages, lease=lease, **scope)
         reference = lease_reference(info.lease) if info.lease is not None else uuid.uuid4().hex
         self._remember(reference, (context, info))
         return {"memory_round": {"round": reference, "start": [fingerprint(m) for m in messages]}}
@@ -117,12 +128,12 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         return self._remember(round_["round"], prepared)
 
     async def abefore_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return await self._start(get_config(), list(state["messages"]))
+        return await self._start(get_config(), state)
 
     def before_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         config = get_config()
         round_scope(self.memory, config)  # a bad config fails here, before the memory loop is involved
-        return self.memory.call_sync(self._start(config, list(state["messages"])))
+        return self.memory.call_sync(self._start(config, state))
 
     # ------------------------------------------------------------------ every model call
 

@@ -232,3 +232,35 @@ async def test_an_interrupt_inside_a_tool_keeps_the_lease_until_the_round_resume
     assert result["messages"][-1].text == "final answer after 1 tool results"
     assert query(database_url, leases) == [(0,)]
     assert [role for *_, role, _ in stored(database_url, "p8")] == ["user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.parametrize("pause", ["tool", "human_in_the_loop", "tool, the new message in another process"])
+async def test_a_new_message_instead_of_a_resume_takes_the_paused_rounds_lease_over(open_memory, database_url, pause):
+    # The paused round kept its lease; a new message on the thread (not a resume) was refused at once
+    # ("another round is running", multitask_strategy "reject") or waited for the lease to expire (600 s).
+    memory = await open_memory(multitask_strategy="reject")
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up, once a person approves."""
+        return f"value of {key}: {interrupt('approve the lookup?') if pause.startswith('tool') else 'ok'}"
+
+    def agent() -> Any:  # a new middleware: another process's, which does not have the paused round
+        middleware = [MemoryMiddleware(memory)]
+        if pause == "human_in_the_loop":
+            middleware.insert(0, HumanInTheLoopMiddleware(interrupt_on={"lookup": True}))
+        return create_agent(ToolScriptModel(), [lookup], middleware=middleware, checkpointer=saver)
+
+    saver = InMemorySaver()
+    first = agent()
+    result = await first.ainvoke({"messages": [HumanMessage("please tools:1:seq")]}, config("p9"))
+    assert "__interrupt__" in result
+    leases = "SELECT count(*) FROM round_leases WHERE conversation_id = 'p9'"
+    assert query(database_url, leases) == [(1,)]
+    second = agent() if pause.endswith("process") else first
+    result = await second.ainvoke({"messages": [HumanMessage("never mind, hi")]}, config("p9"))
+    assert result["messages"][-1].text == "final answer without tools"
+    assert query(database_url, leases) == [(0,)]
+    # Nothing lost: the paused run's input and tool call are stored with the round that replaced it.
+    texts = [text for *_, text in stored(database_url, "p9")]
+    assert texts[0] == "please tools:1:seq" and texts[-2:] == ["never mind, hi", "final answer without tools"]
