@@ -28,14 +28,9 @@ if TYPE_CHECKING:
         SummarizationError,
     )
     from memory_agent.integrations.base import RoundMemory
-    from memory_agent.integrations.langgraph import (
-        MemoryGraph,
-        MemoryRoundState,
-        memory_load_node,
-        memory_save_node,
-        with_memory,
-    )
+    from memory_agent.integrations.langgraph import MemoryGraph, with_memory
     from memory_agent.integrations.middleware import MemoryMiddleware
+    from memory_agent.integrations.nodes import MemoryRoundState, memory_load_node, memory_save_node
     from memory_agent.llm import OfflineSummaryModel, openai_chat_model
     from memory_agent.long_term.store import MemoryStore
     from memory_agent.schemas import ConversationContext as ConversationContext
@@ -57,7 +52,7 @@ _MODULES = {
     "MemoryAgentError": "memory_agent.errors",
     "MemoryGraph": "memory_agent.integrations.langgraph",
     "MemoryMiddleware": "memory_agent.integrations.middleware",
-    "MemoryRoundState": "memory_agent.integrations.langgraph",
+    "MemoryRoundState": "memory_agent.integrations.nodes",
     "MemoryService": "memory_agent.service",
     "MemorySettings": "memory_agent.settings",
     "MemoryStore": "memory_agent.long_term.store",
@@ -67,8 +62,8 @@ _MODULES = {
     "ServiceClosedError": "memory_agent.errors",
     "SummarizationError": "memory_agent.errors",
     "calculate_summary_range": "memory_agent.conversation.window",
-    "memory_load_node": "memory_agent.integrations.langgraph",
-    "memory_save_node": "memory_agent.integrations.langgraph",
+    "memory_load_node": "memory_agent.integrations.nodes",
+    "memory_save_node": "memory_agent.integrations.nodes",
     "openai_chat_model": "memory_agent.llm",
     "with_memory": "memory_agent.integrations.langgraph",
 }

@@ -8,18 +8,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Any
 
-from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.channels.base import BaseChannel
 from langgraph.errors import ErrorCode, GraphBubbleUp, GraphInterrupt, InvalidUpdateError, create_error_message
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.graph.state import CompiledStateGraph
-from typing_extensions import TypedDict, is_typeddict
+from typing_extensions import is_typeddict
 
-from memory_agent.errors import InvalidInputError
 from memory_agent.integrations.base import (
     RoundMemory,
     persist_round,
@@ -29,59 +27,13 @@ from memory_agent.integrations.base import (
     with_fresh_ids,
 )
 from memory_agent.integrations.direct import direct_round_config, fresh_channel, plain_graph
+from memory_agent.integrations.nodes import MemoryRoundState, memory_load_node, memory_save_node
+
+__all__ = ["MemoryRoundState", "memory_load_node", "memory_save_node", "with_memory"]
 from memory_agent.schemas import RoundInfo
 
-# Tag on the memory nodes' own runs (tracing). In a graph of your own, their updates (the loaded context)
-# still show in stream_mode "updates"; with_memory runs the whole round in one node and shows only new messages.
-NOSTREAM_TAG = "langsmith:nostream"
 # The key of a graph result's interrupts (LangGraph keeps its own constant private).
 INTERRUPT = "__interrupt__"
-
-
-class MemoryRoundState(TypedDict, total=False):
-    """What the memory nodes read and write. `memory_round` is private to them."""
-
-    messages: Annotated[list[AnyMessage], add_messages]
-    memory_round: dict[str, Any] | None  # RoundInfo.to_state(): plain data, safe in any checkpoint
-
-
-async def _load(memory: RoundMemory, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-    conversation_id, scope = round_scope(memory, config)
-    workflow, info = await memory.conversations.prepare_round(
-        conversation_id, list(state.get("messages") or []), **scope
-    )
-    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *workflow], "memory_round": info.to_state()}
-
-
-async def _save(memory: RoundMemory, state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-    data = state.get("memory_round")
-    if not data:
-        raise InvalidInputError("memory_save ran without memory_load: add the load node before the graph it wraps")
-    info = RoundInfo.from_state(data)
-    await persist_round(memory, info, produced_messages(list(state.get("messages") or []), info))
-    return {"memory_round": None}
-
-
-def _memory_node(memory: RoundMemory, step: Any, name: str) -> Runnable[Any, Any]:
-    """A node running `step(memory, state, config)` on either path: ainvoke awaits it, invoke blocks on it."""
-
-    async def arun(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-        return await step(memory, state, config)
-
-    def run(state: MemoryRoundState, config: RunnableConfig) -> dict[str, Any]:
-        return memory.call_sync(step(memory, state, config))
-
-    return RunnableLambda(run, afunc=arun, name=name).with_config(tags=[NOSTREAM_TAG])
-
-
-def memory_load_node(memory: RoundMemory) -> Runnable[Any, Any]:
-    """Round start: replace the state's messages by gap + this round's input, with the memory injected."""
-    return _memory_node(memory, _load, "memory_load")
-
-
-def memory_save_node(memory: RoundMemory) -> Runnable[Any, Any]:
-    """Round end: persist the user input and every message the graph produced; start a summary if due."""
-    return _memory_node(memory, _save, "memory_save")
 
 
 def _messages_of(state: Any) -> list[BaseMessage]:

@@ -59,3 +59,46 @@ async def test_a_failing_graph_stores_nothing_and_records_the_stage(open_memory,
     assert query(
         database_url, "SELECT conversation_id, round_number, retrieval_path, error_stage, error FROM round_metrics"
     ) == [("fails", None, "raw", "graph", "RuntimeError: tool backend down")]
+
+
+async def test_the_memory_nodes_show_no_lease_token_in_any_stream_and_a_round_resumes_elsewhere(
+    open_memory, database_url
+):
+    # The save node's record was RoundInfo.to_state() with the conversation's lease token in it, and LangGraph
+    # streams every state channel: whoever read "values", "updates", "debug" or a checkpoint could end or renew
+    # the round. The state names the lease by a digest now; a run resumed by another service renews it.
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, interrupt
+
+    memory = await open_memory()
+    tokens: list[str] = []
+
+    def respond(state: MemoryRoundState) -> dict[str, Any]:
+        tokens.extend(h for (h,) in query(database_url, "SELECT holder FROM round_leases WHERE conversation_id = 'o2'"))
+        return {"messages": [AIMessage(f"answer, {interrupt('approve?')}")]}
+
+    def app(service: Any) -> Any:
+        builder = StateGraph(MemoryRoundState)
+        builder.add_node("memory_load", memory_load_node(service))
+        builder.add_node("respond", respond)
+        builder.add_node("memory_save", memory_save_node(service))
+        builder.add_edge(START, "memory_load")
+        builder.add_edge("memory_load", "respond")
+        builder.add_edge("respond", "memory_save")
+        builder.add_edge("memory_save", END)
+        return builder.compile(checkpointer=saver)
+
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "o2"}}
+    modes = ["values", "updates", "debug", "tasks", "checkpoints"]
+    chunks = [c async for c in app(memory).astream({"messages": [HumanMessage("q1")]}, config, stream_mode=modes)]
+    assert tokens and all(token not in repr(chunks) for token in tokens)
+    saved = repr(await saver.aget_tuple(config))
+    assert all(token not in saved for token in tokens)
+    # Resumed by another service on the same database (another process): it renews the lease the digest names.
+    elsewhere = await open_memory()
+    result = await app(elsewhere).ainvoke(Command(resume="approved"), config)
+    assert result["messages"][-1].text == "answer, approved"
+    assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'o2'") == [(0,)]
+    rows = query(database_url, "SELECT content FROM messages WHERE conversation_id = 'o2' ORDER BY sequence_number")
+    assert [c for (c,) in rows] == ["q1", "answer, approved"]
