@@ -116,6 +116,10 @@ class ConversationQueries:
         )
         return row["holder"] if row else None
 
+    async def pass_round_lease(self, conversation_id: str, holder: str, new_holder: str, *, user_id: str) -> bool:
+        params = {"user_id": user_id, "conversation_id": conversation_id, "holder": holder, "new_holder": new_holder}
+        return await self.connector.fetch_one("pass_round_lease", params) is not None
+
     async def gap_cap_cause(self, conversation_id: str, memory_end_sequence: int | None, *, user_id: str) -> Row | None:
         params = {"user_id": user_id, "conversation_id": conversation_id, "memory_end_sequence": memory_end_sequence}
         return await self.connector.fetch_one("gap_cap_cause", params)
@@ -155,11 +159,8 @@ class ConversationQueries:
         self, conn: psycopg.AsyncConnection[Row], conversation_id: str, last_sequence: int, window: int, *, user_id: str
     ) -> Row:
         """The trigger rule's state for the window of `window` messages that ends at `last_sequence`."""
-        row = await self.connector.fetch_one(
-            "trigger_state",
-            {"user_id": user_id, "conversation_id": conversation_id, "last_sequence": last_sequence, "window": window},
-            conn=conn,
-        )
+        params = {"user_id": user_id, "conversation_id": conversation_id, "window": window}
+        row = await self.connector.fetch_one("trigger_state", {**params, "last_sequence": last_sequence}, conn=conn)
         assert row is not None
         return row
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
@@ -226,11 +227,20 @@ class RoundStart:
         return workflow, info
 
     async def held_lease(self, key: ConversationKey, reference: str) -> str | None:
-        """The conversation's lease token when it is still the one `reference` names (lease_reference), else None.
-        Only read here: renewing it is take_round_lease's, decided by the database (the lease may expire and pass
-        to another round between the two statements; the renewal then waits as any round does)."""
-        holder = await self.loop.arun(self.queries.round_lease_holder(key.conversation_id, user_id=key.user_id))
-        return holder if holder is not None and lease_reference(holder) == reference else None
+        """The conversation's lease passed to a new token when it is still the one `reference` names
+        (lease_reference), else None. Passed once, decided by the database (pass_round_lease): two runs naming the
+        same paused round (two resumes, two new messages on the thread) no longer both hold its lease; the second
+        waits or is refused as any round would. Renewing it is then take_round_lease's (the lease may expire and
+        pass to another round between the statements; the renewal then waits as any round does)."""
+        user_id = key.user_id
+        holder = await self.loop.arun(self.queries.round_lease_holder(key.conversation_id, user_id=user_id))
+        if holder is None or lease_reference(holder) != reference:
+            return None
+        token = uuid.uuid4().hex
+        passed = await self.loop.arun(
+            self.queries.pass_round_lease(key.conversation_id, holder, token, user_id=user_id)
+        )
+        return token if passed else None
 
     async def release(self, info: RoundInfo) -> None:
         if info.lease is not None:

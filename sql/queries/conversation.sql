@@ -59,6 +59,14 @@ SELECT release_round_lease(%(user_id)s, %(conversation_id)s, %(holder)s);
 -- renew the lease it held before its pause: graph state names that lease by a digest only (lease_reference).
 SELECT holder FROM round_leases WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s;
 
+-- pass_round_lease --
+-- A paused round's lease passed to the run that takes it over (a resume in another process, or a new message on
+-- the paused thread): its holder becomes `new_holder` when it is still `holder`. Once: a second run naming the same
+-- round finds another holder, and waits or is refused as any round would (no two rounds on one lease).
+UPDATE round_leases SET holder = %(new_holder)s
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND holder = %(holder)s
+RETURNING holder;
+
 -- gap_cap_cause --
 -- Why a round's gap hit the bound: the newest memory row of the conversation and how many rounds no memory covers.
 SELECT newest.status AS latest_status, newest.error AS latest_error,

@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
-from memory_agent import MemoryMiddleware
+from memory_agent import MemoryMiddleware, RoundInProgressError
 from tests.conftest import query
 from tests.integration.agent_support import ToolScriptModel, config, stored
 
@@ -264,3 +264,29 @@ async def test_a_new_message_instead_of_a_resume_takes_the_paused_rounds_lease_o
     # Nothing lost: the paused run's input and tool call are stored with the round that replaced it.
     texts = [text for *_, text in stored(database_url, "p9")]
     assert texts[0] == "please tools:1:seq" and texts[-2:] == ["never mind, hi", "final answer without tools"]
+
+
+async def test_two_runs_naming_the_same_paused_round_do_not_both_hold_its_lease(open_memory, database_url):
+    # Two new messages at once on a paused thread, each in its own process: both read the lease the state names,
+    # and both renewed it as theirs, two rounds on one lease. It passes once now, decided by the database.
+    memory = await open_memory(multitask_strategy="reject")
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up, once a person approves."""
+        return f"value of {key}: {interrupt('approve the lookup?')}"
+
+    saver = InMemorySaver()
+
+    def agent() -> Any:
+        return create_agent(ToolScriptModel(), [lookup], middleware=[MemoryMiddleware(memory)], checkpointer=saver)
+
+    assert "__interrupt__" in await agent().ainvoke({"messages": [HumanMessage("please tools:1:seq")]}, config("p10"))
+    outcomes = await asyncio.gather(
+        agent().ainvoke({"messages": [HumanMessage("first")]}, config("p10")),
+        agent().ainvoke({"messages": [HumanMessage("second")]}, config("p10")),
+        return_exceptions=True,
+    )
+    refused = [o for o in outcomes if isinstance(o, RoundInProgressError)]
+    assert len(refused) == 1, outcomes
+    assert query(database_url, "SELECT count(*) FROM round_leases WHERE conversation_id = 'p10'") == [(0,)]
