@@ -207,3 +207,31 @@ async def test_a_round_whose_thread_is_deleted_meanwhile_stores_nothing(open_mem
     await memory.conversations.record_failed_round(failing, "graph", RuntimeError("gave up"))
     for table in ("conversations", "messages", "memory", "round_metrics"):
         assert query(citus_url, schema, f"SELECT count(*) FROM {table} WHERE conversation_id = 'gone'") == [(0,)]
+
+
+async def test_a_paused_rounds_lease_passes_once_to_a_new_message_elsewhere(open_memory, citus_url, schema):
+    # pass_round_lease on the distributed round_leases: a new message on a thread paused by an interrupt, sent
+    # through another process's middleware, takes the paused round's lease over; the lease then ends with its round.
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import interrupt
+
+    memory = await open_memory(model=OfflineSummaryModel(), multitask_strategy="reject")
+
+    @tool("lookup")
+    def approve(key: str) -> str:
+        """Look a key up, once a person approves."""
+        return f"value of {key}: {interrupt('approve?')}"
+
+    saver = InMemorySaver()
+
+    def agent():
+        return create_agent(ToolScriptModel(), [approve], middleware=[MemoryMiddleware(memory)], checkpointer=saver)
+
+    paused = await agent().ainvoke({"messages": [HumanMessage("please tools:1:seq")]}, config("paused", "ben"))
+    assert "__interrupt__" in paused
+    result = await agent().ainvoke({"messages": [HumanMessage("never mind")]}, config("paused", "ben"))
+    assert result["messages"][-1].text == "final answer without tools"
+    assert query(citus_url, schema, "SELECT count(*) FROM round_leases WHERE conversation_id = 'paused'") == [(0,)]
+    stored = query(citus_url, schema, "SELECT content FROM messages WHERE conversation_id = 'paused' ORDER BY 1")
+    assert ("never mind",) in stored and ("please tools:1:seq",) in stored
