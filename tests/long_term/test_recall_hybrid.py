@@ -282,83 +282,64 @@ def test_a_vector_weight_above_one_is_refused() -> None:
 
 
 class GradedEmbeddings(Embeddings):
-    """Every query points one way; a text that names Lisbon points the same way (similarity 1), any other text
-    at similarity 0.6: every hit has a vector above the floor, and Lisbon's is the nearest."""
+    """Every query points one way; a text that names Lisbon is at similarity `lisbon` to it, any other text at
+    `other`."""
 
     model = "test-graded"
 
+    def __init__(self, lisbon: float, other: float) -> None:
+        self.lisbon, self.other = lisbon, other
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [NEAR if "Lisbon" in text else [0.6, 0.8, 0.0, 0.0] for text in texts]
+        similarities = (self.lisbon if "Lisbon" in text else self.other for text in texts)
+        return [[c, (1 - c * c) ** 0.5, 0.0, 0.0] for c in similarities]
 
     def embed_query(self, text: str) -> list[float]:
         return NEAR
+
+
+async def trip_turns_ranked(conn: Any, embedder: Embeddings, **settings: Any) -> tuple[list[int], list[int]]:
+    """Four turns, three of them about a trip, ranked for "How was the trip?" by full text alone and with
+    `embedder`: their sequences. Full text ranks the short ones first (BM25 normalizes by length), the Lisbon
+    turn third, its score close to theirs."""
+    await store_conversation(
+        conn,
+        "trips",
+        [
+            ("user", "The trip was long.", at(0)),
+            ("user", "A trip by train.", at(0)),
+            ("user", "The trip to Lisbon in May was long and lovely.", at(0)),
+            ("user", "Tell me about the weather.", at(0)),
+        ],
+        tenant_id=TENANT,
+        user_id=USER,
+    )
+    await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder)
+    ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
+    lexical = await recall(conn, **ask, settings=RecallSettings(**settings))
+    hybrid = await recall(conn, **ask, embedder=embedder, settings=RecallSettings(**settings))
+    return [hit.sequences[0] for hit in lexical.ranked], [hit.sequences[0] for hit in hybrid.ranked]
 
 
 async def test_a_hit_nearest_by_far_outranks_full_texts_best_when_its_words_match_nearly_as_well(conn: Any) -> None:
-    # Full text ranks the short turns first (BM25 normalizes by length), the Lisbon turn third, its score close
-    # to theirs; its vector is the nearest by far. Fused by ranks (1 / (60 + rank)), a vector's first place could
-    # not lift it over full text's first; fused by scores, it ranks first.
-    await store_conversation(
-        conn,
-        "trips",
-        [
-            ("user", "The trip was long.", at(0)),
-            ("user", "A trip by train.", at(0)),
-            ("user", "The trip to Lisbon in May was long and lovely.", at(0)),
-            ("user", "Tell me about the weather.", at(0)),
-        ],
-        tenant_id=TENANT,
-        user_id=USER,
-    )
-    embedder = GradedEmbeddings()
-    await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder)
-    ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
-    lexical = await recall(conn, **ask, settings=RecallSettings(neighbours_before=0, neighbours_after=0))
-    assert [hit.sequences[0] for hit in lexical.ranked][2] == 2
-    hybrid = await recall(
-        conn, **ask, embedder=embedder, settings=RecallSettings(neighbours_before=0, neighbours_after=0)
-    )
-    assert first_turn(hybrid) == ("trips", 2)
+    # Its vector is the nearest by far (1 against 0.6). Fused by ranks (1 / (60 + rank)), a vector's first place
+    # could not lift it over full text's first; fused by scores, it ranks first.
+    lexical, hybrid = await trip_turns_ranked(conn, GradedEmbeddings(1.0, 0.6), neighbours_before=0, neighbours_after=0)
+    assert lexical[2] == 2 and hybrid[0] == 2
 
 
-class CloseEmbeddings(Embeddings):
-    """Every text at about the same similarity to the query: 0.84 for a text that names Lisbon, 0.83 for any other
-    (the range of a small model's similarities among hits that all share the query's words)."""
-
-    model = "test-close"
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [[c, (1 - c * c) ** 0.5, 0.0, 0.0] for c in (0.84 if "Lisbon" in text else 0.83 for text in texts)]
-
-    def embed_query(self, text: str) -> list[float]:
-        return NEAR
-
-
-async def test_vectors_nearly_as_near_as_each_other_do_not_overturn_full_texts_order(conn: Any) -> None:
-    # Placed min-max over the hits' own range, similarities of 0.83 and 0.84 scored 0 and 1: a difference the model
-    # hardly makes decided the order over full text's. Over a range of `vector_min_spread` at least, it stays small.
-    await store_conversation(
-        conn,
-        "trips",
-        [
-            ("user", "The trip was long.", at(0)),
-            ("user", "A trip by train.", at(0)),
-            ("user", "The trip to Lisbon in May was long and lovely.", at(0)),
-            ("user", "Tell me about the weather.", at(0)),
-        ],
-        tenant_id=TENANT,
-        user_id=USER,
-    )
-    embedder = CloseEmbeddings()
-    await index_items(conn, tenant_id=TENANT, user_id=USER, embedder=embedder)
-    ask = {"tenant_id": TENANT, "user_id": USER, "query": "How was the trip?", "conversation_id": "new"}
-    alone = {"neighbours_before": 0, "neighbours_after": 0}
-    lexical = await recall(conn, **ask, settings=RecallSettings(**alone))
-    assert [hit.sequences[0] for hit in lexical.ranked][2] == 2
-    hybrid = await recall(conn, **ask, embedder=embedder, settings=RecallSettings(**alone))
-    assert [hit.sequences[0] for hit in hybrid.ranked][2] == 2
-    min_max = await recall(conn, **ask, embedder=embedder, settings=RecallSettings(**alone, vector_min_spread=0))
-    assert first_turn(min_max) == ("trips", 2)
+@pytest.mark.parametrize(("spread", "lisbon_place"), [(None, 2), (0.0, 0)], ids=["default", "min-max"])
+async def test_vectors_nearly_as_near_as_each_other_do_not_overturn_full_texts_order(
+    conn: Any, spread: float | None, lisbon_place: int
+) -> None:
+    # Similarities of 0.84 (Lisbon) and 0.83, the range of a small model's among hits that all share the query's
+    # words. Placed min-max over the hits' own range they scored 1 and 0: a difference the model hardly makes
+    # decided the order over full text's. Over a range of `vector_min_spread` at least, it stays small.
+    settings: dict[str, Any] = {"neighbours_before": 0, "neighbours_after": 0}
+    if spread is not None:
+        settings["vector_min_spread"] = spread
+    lexical, hybrid = await trip_turns_ranked(conn, GradedEmbeddings(0.84, 0.83), **settings)
+    assert lexical.index(2) == 2 and hybrid.index(2) == lisbon_place
 
 
 @pytest.mark.parametrize(
