@@ -92,7 +92,9 @@ def date_span(query: str, now: datetime) -> DateSpan | None:
         found = pattern.search(query)
         if found is None:
             continue
-        if _BOUND.search(query, 0, found.start() + found.group(0).lower().startswith("of ") * 3):
+        # "as of 2023": the year's expression starts with the bound's "of"
+        before = found.start() + (3 if found.group(0).lower().startswith("of ") else 0)
+        if _BOUND.search(query, 0, before):
             return None  # "as of November 2023": up to a time, not in it
         try:
             days = _days(kind, found, now.date())
