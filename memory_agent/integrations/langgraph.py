@@ -28,9 +28,9 @@ from memory_agent.integrations.base import (
 )
 from memory_agent.integrations.direct import direct_round_config, fresh_channel, plain_graph
 from memory_agent.integrations.nodes import MemoryRoundState, memory_load_node, memory_save_node
+from memory_agent.schemas import RoundInfo
 
 __all__ = ["MemoryRoundState", "memory_load_node", "memory_save_node", "with_memory"]
-from memory_agent.schemas import RoundInfo
 
 # The key of a graph result's interrupts (LangGraph keeps its own constant private).
 INTERRUPT = "__interrupt__"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,6 +14,19 @@ from tests.conftest import query
 from tests.support import GatedSummaryModel
 
 
+def own_graph(memory: Any, respond: Callable[[MemoryRoundState], dict[str, Any]], checkpointer: Any = None) -> Any:
+    """An app's own graph: memory_load, the app's node, memory_save."""
+    builder = StateGraph(MemoryRoundState)
+    builder.add_node("memory_load", memory_load_node(memory))
+    builder.add_node("respond", respond)
+    builder.add_node("memory_save", memory_save_node(memory))
+    builder.add_edge(START, "memory_load")
+    builder.add_edge("memory_load", "respond")
+    builder.add_edge("respond", "memory_save")
+    builder.add_edge("memory_save", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
 async def test_load_and_save_nodes_in_an_own_graph(open_memory, database_url):
     model = GatedSummaryModel()
     memory = await open_memory(model=model)
@@ -22,15 +36,7 @@ async def test_load_and_save_nodes_in_an_own_graph(open_memory, database_url):
         seen.append([m.text for m in state["messages"]])
         return {"messages": [AIMessage(f"answer {len(seen)}")]}
 
-    builder = StateGraph(MemoryRoundState)
-    builder.add_node("memory_load", memory_load_node(memory))
-    builder.add_node("respond", respond)
-    builder.add_node("memory_save", memory_save_node(memory))
-    builder.add_edge(START, "memory_load")
-    builder.add_edge("memory_load", "respond")
-    builder.add_edge("respond", "memory_save")
-    builder.add_edge("memory_save", END)
-    app = builder.compile()
+    app = own_graph(memory, respond)
     config = {"configurable": {"thread_id": "own"}}
     for n in range(1, 4):
         await app.ainvoke({"messages": [HumanMessage(f"q{n}")]}, config)
@@ -77,18 +83,11 @@ async def test_the_memory_nodes_show_no_lease_token_in_any_stream_and_a_round_re
         tokens.extend(h for (h,) in query(database_url, "SELECT holder FROM round_leases WHERE conversation_id = 'o2'"))
         return {"messages": [AIMessage(f"answer, {interrupt('approve?')}")]}
 
-    def app(service: Any) -> Any:
-        builder = StateGraph(MemoryRoundState)
-        builder.add_node("memory_load", memory_load_node(service))
-        builder.add_node("respond", respond)
-        builder.add_node("memory_save", memory_save_node(service))
-        builder.add_edge(START, "memory_load")
-        builder.add_edge("memory_load", "respond")
-        builder.add_edge("respond", "memory_save")
-        builder.add_edge("memory_save", END)
-        return builder.compile(checkpointer=saver)
-
     saver = InMemorySaver()
+
+    def app(service: Any) -> Any:
+        return own_graph(service, respond, checkpointer=saver)
+
     config = {"configurable": {"thread_id": "o2"}}
     modes = ["values", "updates", "debug", "tasks", "checkpoints"]
     chunks = [c async for c in app(memory).astream({"messages": [HumanMessage("q1")]}, config, stream_mode=modes)]
