@@ -47,6 +47,7 @@ def day(year: int, month: int, number: int, zone=PARIS) -> datetime:
         ("last Monday", day(2024, 3, 11), day(2024, 3, 12)),
         ("last Wednesday", day(2024, 3, 6), day(2024, 3, 7)),
         ("during 2022", day(2022, 1, 1), day(2023, 1, 1)),
+        ("what did we do in 2019, the words she said", day(2019, 1, 1), day(2020, 1, 1)),
         # A day without its year: the latest one not after today (a user asks about the past).
         ("what did we do on March 3rd?", day(2024, 3, 3), day(2024, 3, 4)),
         ("on the 13th of March", day(2024, 3, 13), day(2024, 3, 14)),
@@ -100,6 +101,11 @@ def test_spans_follow_the_users_calendar_across_summer_time_and_year_ends(query,
         "what changed since last week?",
         "what did I do before April 10, 2023?",
         "what is due by the 5th of March",
+        # A count, not a year: the essay was of 2000 words, the run of 1990 meters.
+        "what did I write in the essay of 2000 words?",
+        "the run from 1990 meters to the top",
+        "a budget of 2000 dollars",
+        "a text of 2000-word length",
     ],
 )
 def test_no_date_or_an_impossible_one_gives_none(query):

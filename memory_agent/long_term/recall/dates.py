@@ -38,6 +38,14 @@ _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _ORDINAL = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)"
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
+# What a number counts when it follows one: "an essay of 2000 words" names no year (nor "from 1990 meters").
+_COUNTED = (
+    r"[.,]?\d|\s*(?:%|[-\s]?(?:words?|characters?|chars|letters?|pages?|people|persons?|users?|members?|"
+    r"steps?|calories|kcal|dollars?|euros?|pounds?|yen|miles?|km|kilometers?|kilometres?|meters?|metres?|feet|"
+    r"foot|ft|kg|kilos?|grams?|lbs?|points?|items?|copies|units?|pieces?|times|rows?|lines?|tokens?|messages?|"
+    r"hours?|minutes?|seconds?|ms|mb|gb|kb|px|rpm)\b)"
+)
+
 # Most specific first: a day before a month before a year.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
@@ -61,7 +69,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("ago", r"\b(?P<count>\d{1,3}|a|an|one|two|three) (?P<unit>day|week|month|year)s? ago\b"),
         ("last", r"\b(?P<which>last|this|past|previous) (?P<unit>week|month|year|weekend)\b"),
         ("weekday", r"\b(?:last|on) (?P<weekday>" + "|".join(WEEKDAYS) + r")\b"),
-        ("year", r"\b(?:in|during|of|from) " + _YEAR + r"\b"),
+        ("year", r"\b(?:in|during|of|from) " + _YEAR + r"\b(?!" + _COUNTED + r")"),
     )
 )
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}
