@@ -420,11 +420,18 @@ async def recall_latency(
 
 def render_round_start(cost: dict[str, Any]) -> list[str]:
     labels = {"off": "recall off", "none": "recall, no embedder", "e5": "recall, bundled e5"}
-    lines = [f"- memory.conversations.prepare_round, {cost['rounds_per_variant']} rounds each, interleaved:"]
+    lines = [
+        f"- memory.conversations.prepare_round, {cost['rounds_per_variant']} rounds each, each way of recall "
+        "interleaved with recall off in a pair of its own:"
+    ]
     for name, figure in cost["figures"].items():
-        added = cost["added_p95_ms"].get(name)
-        more = f"; added p95 {added:.2f} ms" if added is not None else ""
-        lines.append(f"  - {labels[name]:<22} p50 {figure['p50_ms']:.2f} ms, p95 {figure['p95_ms']:.2f} ms{more}")
+        if name == "off":
+            continue
+        off = cost.get("off_by_pair", {}).get(name, cost["figures"]["off"])
+        lines.append(
+            f"  - {labels[name]:<22} p50 {figure['p50_ms']:.2f} ms, p95 {figure['p95_ms']:.2f} ms; recall off beside "
+            f"it p50 {off['p50_ms']:.2f} ms, p95 {off['p95_ms']:.2f} ms; added p95 {cost['added_p95_ms'][name]:.2f} ms"
+        )
     lines.append(
         "- CPU per round (this process + database server), mean: "
         + "; ".join(

@@ -83,6 +83,8 @@ def test_bench_harness_small(server_url, tmp_path):
     assert recall["latency"]["recall_p95_over_load_context_p95"] > 0
     round_start = recall["latency"]["round_start"]
     assert {"off", "none"} <= set(round_start["figures"]) and round_start["rounds_per_variant"] == 8
+    # Each way of recall beside recall off of its own pair: no e5 rounds among those without an embedder.
+    assert set(round_start["off_by_pair"]) == set(round_start["added_p95_ms"]) == set(round_start["figures"]) - {"off"}
     assert round_start["model_calls_on_read_path"] == 0 and round_start["recall_errors"] == 0
     assert 0 < round_start["block_tokens_max"]["none"] <= round_start["block_token_limit"]
     assert "added p95" in (tmp_path / "recall.md").read_text()
