@@ -115,7 +115,7 @@ class RecallSettings(SettingsGroup):
         description="Turns shown before a recalled turn (its context), counted in the token budget.",
     )
     neighbours_after: int = Field(default=2, ge=0, le=5, description="Turns shown after a recalled turn.")
-    max_neighbour_chars: int = Field(default=300, ge=1, description="A neighbour turn longer than this is cut.")
+    max_neighbour_chars: int = Field(default=400, ge=1, description="A neighbour turn longer than this is cut.")
     time_zone: str | None = Field(
         default=None,
         description="The users' time zone (an IANA name such as 'Europe/Paris') when a round or a recall names "

@@ -105,7 +105,7 @@ def cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else cut_at_word(text, chars - 1) + "…"
 
 
-def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: int = 300) -> RecallHit:
+def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: int = 400) -> RecallHit:
     """A row of `recall_search` as a hit, its text cut at `max_turn_chars`, its neighbours' at
     `max_neighbour_chars`."""
     text: str = row["text"] or ""
