@@ -21,7 +21,7 @@ class RecallSettings(SettingsGroup):
     max_tokens: int = Field(
         default=2000, ge=1, description="Token budget of the recalled block (count_tokens_approximately)."
     )
-    max_turns: int = Field(default=6, ge=1, description="Most earlier turns in the recalled block.")
+    max_turns: int = Field(default=5, ge=1, description="Most earlier turns in the recalled block.")
     max_turn_chars: int = Field(
         default=600, ge=1, description="A recalled turn longer than this is cut (ends with '…')."
     )
@@ -114,7 +114,12 @@ class RecallSettings(SettingsGroup):
         le=5,
         description="Turns shown before a recalled turn (its context), counted in the token budget.",
     )
-    neighbours_after: int = Field(default=2, ge=0, le=5, description="Turns shown after a recalled turn.")
+    neighbours_after: int = Field(
+        default=4,
+        ge=0,
+        le=5,
+        description="Turns shown after a recalled turn (the answer follows what matched more often than it precedes it).",
+    )
     max_neighbour_chars: int = Field(default=400, ge=1, description="A neighbour turn longer than this is cut.")
     time_zone: str | None = Field(
         default=None,

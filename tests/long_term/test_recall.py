@@ -166,7 +166,8 @@ async def test_guardrails_hold(conn: Any) -> None:
     )
     assert tight.estimated_tokens <= 120 and len(tight.results) < len(turns) + 1
     defaults = await recall(conn, tenant_id=TENANT, user_id=USER, query="garden tomatoes")
-    assert len([h for h in defaults.results if h.kind == "turn"]) == 6 and defaults.estimated_tokens <= 2000
+    assert len([h for h in defaults.results if h.kind == "turn"]) == RecallSettings().max_turns == 5
+    assert defaults.estimated_tokens <= 2000
 
 
 async def test_as_of_reads_items_valid_then(conn: Any) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_agent.evaluation import store_conversation
-from memory_agent.long_term.recall import recall
+from memory_agent.long_term.recall import RecallSettings, recall
 from memory_agent.long_term.recall.replies import asks
 from tests.long_term.recall_fixtures import at, conn  # noqa: F401 (conn is a fixture)
 
@@ -67,7 +67,9 @@ async def test_a_question_without_a_reply_of_the_other_side_stays(conn: Any) -> 
         tenant_id=TENANT,
         user_id=USER,
     )
-    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Volvo", conversation_id="new")
+    # Two turns after each (the default's four would show turn 3 beside turn 0, leaving it out of the ranking).
+    settings = RecallSettings(neighbours_after=2)
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Volvo", conversation_id="new", settings=settings)
     # Turn 0's next turn is the user's own (no reply); turn 3 is the last of its conversation.
     assert sorted(hit.sequences[0] for hit in result.ranked) == [0, 3]
 

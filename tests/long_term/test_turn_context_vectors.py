@@ -47,6 +47,11 @@ def answering(answers: list[str]) -> Any:
     return builder.compile()
 
 
+# Hits without neighbours: a turn shown beside a better hit is left out of the ranking (without_repeats), and
+# these tests ask which turns are hits of their own.
+ALONE = RecallSettings(neighbours_before=0, neighbours_after=0)
+
+
 async def vector_hits(conn: Any, tenant_id: str, embedder: HashingEmbeddings, settings: RecallSettings) -> list[Any]:
     """Ana's hits for "pottery workshop" by the vector path alone (it shares no word with the answer)."""
     found = await recall(
@@ -69,9 +74,7 @@ async def test_a_short_answer_is_found_by_its_vector_through_the_turn_it_answers
     assert await memory.drain(timeout=10)
     await index_pending(conn, embedder)  # the turns after the conversation's last version
     # The query shares no word with the answer: only the turn it answers gives its vector the meaning.
-    own = [
-        hit.sequences for hit in await vector_hits(conn, "default", embedder, RecallSettings()) if hit.kind == "turn"
-    ]
+    own = [hit.sequences for hit in await vector_hits(conn, "default", embedder, ALONE) if hit.kind == "turn"]
     assert [1] in own, own  # the answer is a hit of its own, not only the question's neighbour
     assert [3] not in own  # "Sure, see you then." answers "Let's meet next week."
 
@@ -109,7 +112,7 @@ async def test_turn_vectors_made_from_the_turn_alone_are_made_again_with_their_c
         await SchemaManager(MemoryBackend(pool)).migrate()  # the upgrade: 0028
         async with pool.connection() as conn:
             conn.row_factory = dict_row
-            settings = RecallSettings(vectors_always=True)
+            settings = ALONE.replace(vectors_always=True)
             # The old vectors serve recall until they are made again.
             assert [hit.sequences for hit in await vector_hits(conn, "t1", embedder, settings)] == [[0]]
             assert await index_pending(conn, embedder) == 4  # every one: the first turn's text version is old too
