@@ -103,8 +103,8 @@ async def _pair(
     variant: str,
     variant_settings: dict[str, Any],
 ) -> dict[str, Any]:
-    """p50/p95 of prepare_round with recall off and with recall as `settings` say, interleaved (the order rotates
-    every round), and what recall put in the rounds' blocks."""
+    """p50/p95 of prepare_round with recall off and with recall as `variant_settings` say, interleaved (the order
+    rotates every round), and what recall put in the rounds' blocks."""
     from memory_agent import MemoryService, MemorySettings
 
     variants: dict[str, dict[str, Any]] = {"off": {"recall": False}, variant: variant_settings}

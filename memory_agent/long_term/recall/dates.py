@@ -42,7 +42,7 @@ WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", 
 _COUNTED = (
     r"[.,]?\d|\s*(?:%|[-\s]?(?:words?|characters?|chars|letters?|pages?|people|persons?|users?|members?|"
     r"steps?|calories|kcal|dollars?|euros?|pounds?|yen|miles?|km|kilometers?|kilometres?|meters?|metres?|feet|"
-    r"foot|ft|kg|kilos?|grams?|lbs?|points?|items?|copies|units?|pieces?|times|rows?|lines?|tokens?|messages?|"
+    r"foot|ft|kg|kilos?|grams?|lbs?|points?|items?|copies|units?|pieces?|rows?|lines?|tokens?|messages?|"
     r"hours?|minutes?|seconds?|ms|mb|gb|kb|px|rpm)\b)"
 )
 
