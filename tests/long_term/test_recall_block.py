@@ -41,3 +41,25 @@ async def test_turns_shared_by_two_hits_are_shown_once(conn: Any) -> None:
     assert turns[1].sources == [("kayak", 3), ("kayak", 4)]
     shown = Counter(line.split("#")[1].split()[0] for line in result.block.splitlines() if "#" in line)
     assert set(shown.values()) == {1}, result.block
+
+
+async def test_where_turns_are_long_a_hit_is_shown_with_its_nearest_neighbours_not_left_out(conn: Any) -> None:
+    # Long turns, as an assistant's answers often are: a hit with all six of its neighbours (each cut at 400
+    # characters) is ~900 tokens, and a block of 2,000 held two such hits; the others were left out whole. Now the
+    # third is shown with its nearest neighbours (the fourth, even alone, no longer fits).
+    filler = " ".join(f"and then we talked about item {n} of the list at some length" for n in range(20))
+    conversations = [f"trip{c}" for c in range(4)]
+    for c, conversation in enumerate(conversations):
+        turns = [("user" if i % 2 == 0 else "assistant", f"Turn {i}, {filler}", at(0)) for i in range(13)]
+        turns[6] = ("user", f"The Lisbon tram number {c} was late. {filler}", at(0))
+        await store_conversation(conn, conversation, turns, tenant_id=TENANT, user_id=USER)
+    result = await recall(conn, tenant_id=TENANT, user_id=USER, query="Lisbon tram late", conversation_id="new")
+    hits = [hit for hit in result.results if hit.kind == "turn"]
+    assert result.estimated_tokens <= RecallSettings().max_tokens
+    assert len(hits) == 3 and result.truncated, [hit.sequences for hit in hits]
+    assert len(hits[0].context) == 6  # the first hit with all its neighbours
+    narrowed = hits[-1]
+    shown = [s for s, _, _ in narrowed.context]
+    assert len(shown) < 6 and all(abs(s - 6) <= abs(t - 6) for s in shown for t in set(range(4, 11)) - {6, *shown})
+    # Its provenance names what the model reads: its own turn and the neighbours shown, no more.
+    assert narrowed.sources == sorted((narrowed.conversation_id, s) for s in [6, *shown])

@@ -4,7 +4,7 @@ guardrails that bound the block (a token budget, a number of turns, a per-turn c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Literal
@@ -245,8 +245,10 @@ def apply_guardrails(
     hits: Sequence[RecallHit], *, limit: int, max_tokens: int, max_turns: int
 ) -> tuple[list[RecallHit], str, int, bool]:
     """The hits that fit, in rank order: at most `limit`, `max_turns` turns and `max_tokens` for the block.
-    A hit that does not fit is skipped (a smaller one after it may still fit). Returns (hits, block, tokens,
-    truncated): truncated when a guardrail skipped a hit or cut a kept one's text (not when `limit` was met)."""
+    A turn that does not fit with all its neighbours is shown with the nearest ones that fit (_narrower); a hit
+    that does not fit at all is skipped (a smaller one after it may still fit). Returns (hits, block, tokens,
+    truncated): truncated when a guardrail skipped a hit, left out a neighbour or cut a kept one's text (not when
+    `limit` was met)."""
     kept: list[RecallHit] = []
     block = ""
     truncated = False
@@ -257,11 +259,33 @@ def apply_guardrails(
         if hit.kind == "turn" and turns == max_turns:
             truncated = True
             continue
-        candidate = f"{block}\n{format_hit(hit)}" if kept else format_block([hit])
-        if len(candidate) + _COUNT_MARGIN > max_tokens and estimate_tokens(candidate) > max_tokens:
+        for shown in _narrower(hit):
+            candidate = f"{block}\n{format_hit(shown)}" if kept else format_block([shown])
+            if len(candidate) + _COUNT_MARGIN <= max_tokens or estimate_tokens(candidate) <= max_tokens:
+                break
+        else:
             truncated = True
             continue
-        kept.append(hit)
+        truncated = truncated or shown is not hit
+        kept.append(shown)
         block = candidate
-        turns += hit.kind == "turn"
+        turns += shown.kind == "turn"
     return kept, block, estimate_tokens(block), truncated or any(hit.truncated for hit in kept)
+
+
+def _narrower(hit: RecallHit) -> Iterator[RecallHit]:
+    """`hit`, then (a turn) with fewer neighbours, the farthest left out first and those before it before those
+    after it at the same distance (an answer follows what matched more often than it precedes it): where turns
+    are long, a hit the budget cannot hold with all its neighbours is shown with the nearest ones, down to its own
+    turn, not left out. Its sources shrink with its context: they name what the model reads."""
+    yield hit
+    if hit.kind != "turn" or not hit.context or hit.conversation_id is None:
+        return
+    own = hit.sequences[0]
+    context = list(hit.context)
+    while context:
+        context.remove(max(context, key=lambda turn: (abs(turn[0] - own), turn[0] < own)))
+        shown = [turn[0] for turn in context]
+        sources = sorted((str(hit.conversation_id), s) for s in [own, *shown])
+        cut = [s for s in hit.cut_sequences if s == own or s in shown]
+        yield replace(hit, context=list(context), sources=sources, cut_sequences=cut)
