@@ -4,7 +4,7 @@ guardrails that bound the block (a token budget, a number of turns, a per-turn c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Literal
@@ -64,6 +64,15 @@ class RecallHit:
         cut = set(self.cut_sequences)
         return own + [(self.conversation_id, s) for s, _, _ in self.context if s not in cut]
 
+    def with_context(self, keep: Collection[int]) -> RecallHit:
+        """A turn hit showing only the neighbours whose sequence is in `keep` (their order kept); its sources and
+        cut neighbours name what it then shows, its own turn and those neighbours."""
+        context = [turn for turn in self.context if turn[0] in keep]
+        own = self.sequences[0]
+        sources = sorted((str(self.conversation_id), s) for s in [own, *(turn[0] for turn in context)])
+        cut = [s for s in self.cut_sequences if s in keep]
+        return replace(self, context=context, sources=sources, cut_sequences=cut)
+
     def provenance(self) -> dict[str, Any]:
         """Where the hit came from, as JSON data (every surface that shows a hit gives this): the fields that
         apply to its kind, `sources` as [conversation_id, sequence] pairs."""
@@ -105,7 +114,7 @@ def cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else cut_at_word(text, chars - 1) + "…"
 
 
-def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: int = 400) -> RecallHit:
+def hit_from_row(row: dict[str, Any], max_turn_chars: int, max_neighbour_chars: int) -> RecallHit:
     """A row of `recall_search` as a hit, its text cut at `max_turn_chars`, its neighbours' at
     `max_neighbour_chars`."""
     text: str = row["text"] or ""
@@ -182,11 +191,10 @@ def without_repeats(hits: Sequence[RecallHit]) -> list[RecallHit]:
             conversation, own = hit.conversation_id, hit.sequences[0]
             if set(hit.sources) <= shown:
                 continue
-            context = [turn for turn in hit.context if (conversation, turn[0]) not in shown]
-            if len(context) < len(hit.context):
-                sources = sorted((str(conversation), s) for s in [own, *(turn[0] for turn in context)])
-                hit = replace(hit, context=context, sources=sources)
-            shown.update((conversation, s) for s in [own, *(turn[0] for turn in context)])
+            keep = {turn[0] for turn in hit.context if (conversation, turn[0]) not in shown}
+            if len(keep) < len(hit.context):
+                hit = hit.with_context(keep)
+            shown.update((conversation, s) for s in [own, *keep])
         distinct.append(hit)
     return distinct
 
@@ -279,13 +287,9 @@ def _narrower(hit: RecallHit) -> Iterator[RecallHit]:
     are long, a hit the budget cannot hold with all its neighbours is shown with the nearest ones, down to its own
     turn, not left out. Its sources shrink with its context: they name what the model reads."""
     yield hit
-    if hit.kind != "turn" or not hit.context or hit.conversation_id is None:
+    if hit.kind != "turn" or hit.conversation_id is None:
         return
     own = hit.sequences[0]
-    context = list(hit.context)
-    while context:
-        context.remove(max(context, key=lambda turn: (abs(turn[0] - own), turn[0] < own)))
-        shown = [turn[0] for turn in context]
-        sources = sorted((str(hit.conversation_id), s) for s in [own, *shown])
-        cut = [s for s in hit.cut_sequences if s == own or s in shown]
-        yield replace(hit, context=list(context), sources=sources, cut_sequences=cut)
+    nearest = sorted((turn[0] for turn in hit.context), key=lambda s: (abs(s - own), s < own))
+    for count in range(len(nearest) - 1, -1, -1):
+        yield hit.with_context(nearest[:count])
