@@ -38,7 +38,7 @@ from memory_agent.conversation.messages import (
 from memory_agent.conversation.queries import ConversationQueries
 from memory_agent.conversation.round_rows import not_stored
 from memory_agent.runtime import MemoryLoop
-from memory_agent.schemas import ConversationContext, RoundInfo, fingerprint, lease_reference
+from memory_agent.schemas import ConversationContext, RoundInfo, lease_reference
 from memory_agent.schemas.keys import ConversationKey, default_user_id
 from memory_agent.schemas.recall import NothingRecalled, Recalled, RoundRecaller, recall_query
 from memory_agent.settings import RoundSettings
@@ -205,7 +205,6 @@ class RoundStart:
             tenant_id=key.tenant_id,
             input_messages=incoming,
             lease=start.lease,
-            context_fingerprints=[fingerprint(m) for m in workflow],
             stored_through=_last_stored(context),
             conversation_created_at=start.conversation_created_at,
             memory_id=context.memory_id,

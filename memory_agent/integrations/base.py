@@ -63,17 +63,20 @@ def produced_messages(
     from a checkpoint): compared by content fingerprint, not by id (a model or proxy that repeats an earlier id
     with new content still has its reply stored).
     """
-    objects = {id(message) for message in given or ()}
-    if not any(id(message) in objects for message in messages):
+    if given is None:
+        return new_messages(messages, info.context_fingerprints)
+    objects = {id(message) for message in given}
+    standing = [message for message in messages if id(message) in objects]
+    if not standing:
         # Nothing given stands in the result: the graph's state was restored (a resumed interrupt), not built
         # from the given objects, so what is new is told by content.
-        return new_messages(messages, info.context_fingerprints)
-    # The round start fingerprinted the very objects it gave (info.context_fingerprints, in their order): those
-    # are carried, not computed again; a memory that recorded none (a stand-in) has them computed here.
-    carried = len(given or ()) == len(info.context_fingerprints)
-    known = dict(zip(map(id, given or ()), info.context_fingerprints, strict=True)) if carried else {}
-    standing = {known[id(m)] if carried else fingerprint(m) for m in messages if id(m) in objects}
-    return [m for m in messages if id(m) not in objects and fingerprint(m) not in standing]
+        return new_messages(messages, [fingerprint(message) for message in given])
+    # A copy has its twin's id (a fingerprint covers the id): only messages whose id a standing one has are
+    # fingerprinted (none in most rounds: a reply has an id of its own).
+    produced = [message for message in messages if id(message) not in objects]
+    ids = {message.id for message in produced}
+    twins = {fingerprint(message) for message in standing if message.id in ids}
+    return [message for message in produced if not twins or fingerprint(message) not in twins]
 
 
 def with_fresh_ids(produced: Sequence[BaseMessage], taken: Iterable[BaseMessage]) -> list[BaseMessage]:

@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 
 from memory_agent.errors import InvalidInputError
 from memory_agent.integrations.base import RoundMemory, persist_round, produced_messages, round_scope
-from memory_agent.schemas import LeaseReference, RoundInfo, lease_reference
+from memory_agent.schemas import LeaseReference, RoundInfo, fingerprint, lease_reference
 
 # Tag on the memory nodes' own runs (tracing). In a graph of your own, their updates (the loaded context)
 # still show in stream_mode "updates"; with_memory runs the whole round in one node and shows only new messages.
@@ -53,7 +53,8 @@ async def _load(memory: RoundMemory, state: MemoryRoundState, config: RunnableCo
     workflow, info = await memory.conversations.prepare_round(
         conversation_id, list(state.get("messages") or []), **scope
     )
-    data = info.to_state()
+    # The save node tells what the graph produced by content (the state between the nodes is a checkpoint's).
+    data = info.model_copy(update={"context_fingerprints": [fingerprint(m) for m in workflow]}).to_state()
     if info.lease is not None:
         data["lease"] = reference = lease_reference(info.lease)
         tokens = _tokens(memory)

@@ -171,7 +171,9 @@ class RoundInfo(BaseModel):
     recall_error: str | None = Field(default=None, description="Why recall failed (the round ran without it).")
 
     context_fingerprints: list[str] = Field(
-        default_factory=list, description="fingerprint() of every message the graph was given at round start"
+        default_factory=list,
+        description="fingerprint() of every message the graph was given at round start, where what it produced is "
+        "told by content later (the memory nodes: their state is a checkpoint's); empty otherwise",
     )
     stored_through: int | None = Field(
         default=None,

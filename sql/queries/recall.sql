@@ -25,11 +25,12 @@ SELECT set_config('pg_trgm.word_similarity_threshold', %(threshold)s, true),
 -- summaries.
 WITH user_turns AS NOT MATERIALIZED (
     -- The one place turns are scoped to a user: every conversation of theirs (the messages key leads with
-    -- user_id), in their tenant.
+    -- user_id), in their tenant. A named user's: the text-search indexes hold no others (0030), and the
+    -- planner uses them when this condition is theirs, word for word.
     SELECT m.conversation_id, m.sequence_number, m.role, m.content, m.created_at, m.has_cjk,
            m.message -> 'data' ->> 'name' AS name, {message_fts} AS fts
     FROM messages AS m
-    WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s
+    WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND NOT starts_with(m.user_id, 'conversation:')
       AND m.role IN ('user', 'assistant')
       AND (%(as_of)s::timestamptz IS NULL OR m.created_at <= %(as_of)s::timestamptz)
 ), user_items AS NOT MATERIALIZED (

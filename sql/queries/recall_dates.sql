@@ -16,6 +16,7 @@ WITH words AS (
     SELECT m.conversation_id, m.sequence_number, m.created_at, {message_fts} AS fts
     FROM messages AS m
     WHERE m.user_id = %(user_id)s AND m.tenant_id = %(tenant_id)s AND m.role IN ('user', 'assistant')
+      AND NOT starts_with(m.user_id, 'conversation:')  -- as recall_search's user_turns (the indexes' condition)
       AND m.created_at >= %(span_start)s::timestamptz AND m.created_at < %(span_end)s::timestamptz
       AND (%(as_of)s::timestamptz IS NULL OR m.created_at <= %(as_of)s::timestamptz)
 ), picked AS (
