@@ -85,6 +85,19 @@ def split_statements(text: str) -> list[str]:
     return [statement.strip() for statement in statements if _strip_comments(statement).strip()]
 
 
+_CONCURRENT_INDEX = re.compile(
+    r"^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE
+)
+
+
+def concurrent_index(statement: str) -> str | None:
+    """The index a `CREATE INDEX CONCURRENTLY IF NOT EXISTS` statement builds (None: another statement). A build
+    that failed or was cut short leaves the index invalid, and IF NOT EXISTS would skip it from then on: the runner
+    drops such an index before the statement runs again."""
+    found = _CONCURRENT_INDEX.match(_strip_comments(statement))
+    return found.group(1) if found else None
+
+
 def _strip_comments(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
 

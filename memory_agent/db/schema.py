@@ -7,6 +7,7 @@ a database is opened: the schema is ours, and how a role bound by row-level secu
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -19,8 +20,10 @@ from memory_agent.db.citus import CitusDistribution
 from memory_agent.db.connector import Connector, Row, execute_query, fetch_all
 from memory_agent.db.migrate import SchemaMigrations
 from memory_agent.db.migrate_procrastinate import ProcrastinateSchema
-from memory_agent.db.migrations import Migration, MigrationReport, split_statements
+from memory_agent.db.migrations import Migration, MigrationReport, concurrent_index, split_statements
 from memory_agent.errors import ConfigurationError
+
+logger = logging.getLogger("memory_agent")
 
 # The tables memory_agent creates in its schema (a schema without `schema_migrations` holding one of these is not ours).
 OWN_TABLES = ("conversations", "messages", "memory", "round_metrics")
@@ -119,6 +122,10 @@ class SchemaStatements:
         try:
             await execute_query(self.conn, sql.SQL("SET search_path TO {}, public").format(sql.Identifier(self.schema)))
             for statement in migration.statements():
+                index = concurrent_index(statement)
+                if index is not None and (await self._rows("index_invalid", {"name": index}))[0]["invalid"]:
+                    logger.warning("Index %s was left invalid by an earlier build; it is built again", index)
+                    await execute_query(self.conn, sql.SQL("DROP INDEX CONCURRENTLY {}").format(sql.Identifier(index)))
                 await execute_query(self.conn, statement.encode())
             await self.record_migration(migration)
         finally:

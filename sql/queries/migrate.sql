@@ -56,6 +56,14 @@ SELECT pg_try_advisory_lock(hashtext(%(key)s)) AS locked;
 -- Give the schema's migration lock back.
 SELECT pg_advisory_unlock(hashtext(%(key)s)) AS released;
 
+-- index_invalid --
+-- Whether an index of this name in the schema (first on the search path) is there and invalid: a CREATE INDEX
+-- CONCURRENTLY that failed or was cut short left it so.
+SELECT EXISTS (
+    SELECT 1 FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+    WHERE c.relname = %(name)s AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid
+) AS invalid;
+
 -- current_search_path --
 -- The session's search_path, restored after a no-transaction file (run with the schema's).
 SELECT current_setting('search_path') AS search_path;

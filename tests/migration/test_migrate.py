@@ -97,6 +97,25 @@ def test_a_no_transaction_step_runs_statement_by_statement(database_url, tmp_pat
     assert asyncio.run(run_migrator(database_url, directory)).applied == []
 
 
+def test_an_index_a_failed_concurrent_build_left_invalid_is_built_again(database_url, tmp_path, caplog):
+    # A concurrent build that fails (a crash, a cancel; here a unique index over duplicates) leaves its index
+    # invalid: IF NOT EXISTS alone would skip it at every run after, and queries would never use it.
+    execute(database_url, "CREATE TABLE probe (v integer); INSERT INTO probe VALUES (1), (1)")
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        execute(database_url, "CREATE UNIQUE INDEX CONCURRENTLY idx_probe ON probe (v)")
+    valid = "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'idx_probe'"
+    assert query(database_url, valid) == [(False,)]
+    execute(database_url, "DELETE FROM probe; INSERT INTO probe VALUES (1)")
+    directory = copy_migrations(tmp_path)
+    (directory / "0099_probe_index.sql").write_text(
+        "-- 0099_probe_index: a unique index.\n-- memory_agent: no-transaction\n\n"
+        "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS idx_probe ON probe (v);\n"
+    )
+    assert asyncio.run(run_migrator(database_url, directory)).applied == ["0099_probe_index.sql"]
+    assert query(database_url, valid) == [(True,)]
+    assert "Index idx_probe was left invalid by an earlier build; it is built again" in caplog.text
+
+
 def test_two_processes_apply_a_no_transaction_step_once(database_url, tmp_path):
     directory = copy_migrations(tmp_path)
     (directory / "0099_concurrent_index.sql").write_text(CONCURRENT_INDEX)
