@@ -86,16 +86,21 @@ def split_statements(text: str) -> list[str]:
 
 
 _CONCURRENT_INDEX = re.compile(
-    r"^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE
+    r'^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(?:"((?:[^"]|"")+)"|(\w+))',
+    re.IGNORECASE,
 )
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 
 
 def concurrent_index(statement: str) -> str | None:
-    """The index a `CREATE INDEX CONCURRENTLY IF NOT EXISTS` statement builds (None: another statement). A build
-    that failed or was cut short leaves the index invalid, and IF NOT EXISTS would skip it from then on: the runner
-    drops such an index before the statement runs again."""
-    found = _CONCURRENT_INDEX.match(_strip_comments(statement))
-    return found.group(1) if found else None
+    """The index a `CREATE INDEX CONCURRENTLY IF NOT EXISTS` statement builds, as PostgreSQL names it (None: another
+    statement). A build that failed or was cut short leaves the index invalid, and IF NOT EXISTS would skip it from
+    then on: the runner drops such an index before the statement runs again."""
+    found = _CONCURRENT_INDEX.match(_BLOCK_COMMENT.sub(" ", _strip_comments(statement)))
+    if found is None:
+        return None
+    quoted, plain = found.groups()
+    return quoted.replace('""', '"') if quoted is not None else plain.lower()
 
 
 def _strip_comments(text: str) -> str:

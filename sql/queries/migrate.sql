@@ -61,7 +61,9 @@ SELECT pg_advisory_unlock(hashtext(%(key)s)) AS released;
 -- CONCURRENTLY that failed or was cut short left it so.
 SELECT EXISTS (
     SELECT 1 FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
-    WHERE c.relname = %(name)s AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid
+    JOIN pg_namespace AS n ON n.oid = c.relnamespace
+    -- Compared by name: current_schema()::regnamespace would read a schema named with capitals as lower case.
+    WHERE c.relname = %(name)s AND n.nspname = current_schema() AND NOT i.indisvalid
 ) AS invalid;
 
 -- current_search_path --

@@ -16,6 +16,7 @@ from psycopg.rows import dict_row
 from memory_agent import ConfigurationError, MemoryService, MemorySettings, resources
 from memory_agent.db.citus import CitusDistribution
 from memory_agent.db.migrate import SchemaMigrations, load_migrations
+from memory_agent.db.migrations import concurrent_index
 from memory_agent.db.schema import SchemaStatements
 from tests.conftest import execute, query
 from tests.migration.old_releases import build_release
@@ -114,6 +115,20 @@ def test_an_index_a_failed_concurrent_build_left_invalid_is_built_again(database
     assert asyncio.run(run_migrator(database_url, directory)).applied == ["0099_probe_index.sql"]
     assert query(database_url, valid) == [(True,)]
     assert "Index idx_probe was left invalid by an earlier build; it is built again" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("statement", "name"),
+    [
+        ("CREATE INDEX CONCURRENTLY IF NOT EXISTS idx_a ON t (v)", "idx_a"),
+        ("-- why\ncreate unique index concurrently if not exists IDX_Probe on t (v)", "idx_probe"),
+        ('/* why */ CREATE INDEX CONCURRENTLY IF NOT EXISTS "Idx ""B""" ON t (v)', 'Idx "B"'),
+        ("CREATE INDEX CONCURRENTLY idx_a ON t (v)", None),  # without IF NOT EXISTS a rerun fails, never skips
+        ("DROP INDEX CONCURRENTLY IF EXISTS idx_a", None),
+    ],
+)
+def test_the_index_a_concurrent_build_names(statement, name):
+    assert concurrent_index(statement) == name
 
 
 def test_two_processes_apply_a_no_transaction_step_once(database_url, tmp_path):
