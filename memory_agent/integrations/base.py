@@ -59,17 +59,23 @@ def produced_messages(
     With `given` (the very objects the graph was given, as the round node has them): every message that is not
     one of them, unless it is a copy of one that still stands in the result. So a reply that repeats an earlier
     message's id and content (a model returning the same message object every time: LangGraph puts it in the
-    place of its twin) is still this round's. Without, or when none of them stands in the result (a state restored
-    from a checkpoint): compared by content fingerprint, not by id (a model or proxy that repeats an earlier id
-    with new content still has its reply stored).
+    place of its twin) is still this round's. When none of them stands in the result (a state restored from a
+    checkpoint: a resumed interrupt), what follows the round's input in it; without `given`, or without the input
+    in the result: compared by content fingerprint, not by id (a model or proxy that repeats an earlier id with new
+    content still has its reply stored).
     """
     if given is None:
         return new_messages(messages, info.context_fingerprints)
     objects = {id(message) for message in given}
     standing = [message for message in messages if id(message) in objects]
     if not standing:
-        # Nothing given stands in the result: the graph's state was restored (a resumed interrupt), not built
-        # from the given objects, so what is new is told by content.
+        # Nothing given stands in the result: the graph's state was restored (a resumed interrupt). It holds the
+        # context the round was first given, which a summary made during the pause may have changed since, and
+        # then what the graph added: what follows the round's input. Without the input in it, by content.
+        inputs = {message.id for message in info.input_messages if message.id is not None}
+        last = max((i for i, message in enumerate(messages) if message.id in inputs), default=None)
+        if last is not None:
+            return messages[last + 1 :]
         return new_messages(messages, [fingerprint(message) for message in given])
     # A copy has its twin's id (a fingerprint covers the id): only messages whose id a standing one has are
     # fingerprinted (none in most rounds: a reply has an id of its own).

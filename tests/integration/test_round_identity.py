@@ -21,6 +21,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from memory_agent import MemoryMiddleware, with_memory
+from memory_agent.llm.offline import OfflineSummaryModel
 from tests.conftest import query
 from tests.integration.agent_support import ToolScriptModel, approval_graph, assert_tool_pairs, config, lookup, stored
 
@@ -248,6 +249,26 @@ async def test_with_memory_interrupt_and_resume_store_the_round_once(open_memory
     await app.ainvoke({"messages": [HumanMessage("again")]}, config("t7"))
     # the next round interrupts again; only the completed round is stored
     assert [text for *_, text in stored(database_url, "t7")] == ["do it", "approved: yes"]
+
+
+async def test_a_round_resumed_after_a_summary_made_during_its_pause_stores_only_itself(open_memory, database_url):
+    # Each round pauses; the summary its predecessor started completes during the pause, so the resumed round's
+    # context (memory + gap) is not the one its restored state holds. Only the round itself is stored: before,
+    # the whole history was stored again, and the injected "[Previous context: …]" as a user turn.
+    memory = await open_memory(model=OfflineSummaryModel(), memory_summarize_after_seq=2, memory_min_new_messages=2)
+    app = with_memory(approval_graph(), memory)
+    app.checkpointer = InMemorySaver()
+    for n in range(6):
+        assert "__interrupt__" in await app.ainvoke({"messages": [HumanMessage(f"question {n}")]}, config("t7b"))
+        await memory.drain()
+        await app.ainvoke(Command(resume=f"yes {n}"), config("t7b"))
+    assert [text for *_, text in stored(database_url, "t7b")] == [
+        text for n in range(6) for text in (f"question {n}", f"approved: yes {n}")
+    ]
+    assert (
+        query(database_url, "SELECT count(*) FROM memory WHERE conversation_id = 't7b' AND status = 'completed'")[0][0]
+        >= 2
+    )
 
 
 # ---------------------------------------------------------------- 7. cancelled rounds
