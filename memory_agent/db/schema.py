@@ -125,7 +125,8 @@ class SchemaStatements:
                 index = concurrent_index(statement)
                 if index is not None and (await self._rows("index_invalid", {"name": index}))[0]["invalid"]:
                     logger.warning("Index %s was left invalid by an earlier build; it is built again", index)
-                    await execute_query(self.conn, sql.SQL("DROP INDEX CONCURRENTLY {}").format(sql.Identifier(index)))
+                    drop = sql.SQL("DROP INDEX CONCURRENTLY {}").format(sql.Identifier(self.schema, index))
+                    await execute_query(self.conn, drop)
                 await execute_query(self.conn, statement.encode())
             await self.record_migration(migration)
         finally:
